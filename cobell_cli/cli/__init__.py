@@ -1,0 +1,99 @@
+"""The `cobell` command line: a thin layer over the Python API.
+
+Sub-command modules import only typer and the standard library at module level, so that
+`cobell --help` stays fast; numpy, scipy, requests and sqlite-utils load inside commands.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from cobell_cli import __version__
+from cobell_cli.cli import config_cmd, history
+from cobell_cli.cli.common import state
+
+app = typer.Typer(
+    name="cobell",
+    help=(
+        "Turn a runtime target into a resource reservation for recurring Spark/Flink jobs "
+        "on shared clusters, using the job's history and the co-runners on the cluster."
+    ),
+    epilog="Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cobell {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: str | None = typer.Option(
+        None, "--db", metavar="FILE", help="History database file. [env: COBELL_DB]"
+    ),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        metavar="FILE",
+        help="Config file (default: $XDG_CONFIG_HOME/cobell/config.toml). [env: COBELL_CONFIG]",
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    st = state(ctx)
+    st.db, st.config_path, st.debug = db, config, debug
+
+
+app.add_typer(history.app, name="history")
+app.add_typer(config_cmd.app, name="config")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: map every expected failure to one stderr line and an exit code."""
+    import click
+
+    from cobell_cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, CobellError
+
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        code = app(args=args, prog_name="cobell", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.exceptions.Abort:
+        typer.echo("cobell: aborted", err=True)
+        code = EXIT_INTERRUPTED
+    except CobellError as exc:
+        if debug:
+            raise
+        typer.echo(f"cobell: error: {exc.line()}", err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("cobell: interrupted", err=True)
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        sys.stderr.close()
+        code = EXIT_RUNTIME
+    except Exception as exc:  # the last line of defence: one line, not a traceback
+        if debug:
+            raise
+        typer.echo(
+            f"cobell: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+            "traceback, and please report it)",
+            err=True,
+        )
+        code = EXIT_RUNTIME
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,231 @@
+"""Effective settings and where each came from: flags > COBELL_* env > config.toml > defaults.
+
+Every setting is declared once in SETTINGS; the environment variable, the config key, the
+`config show` listing and the man page's ENVIRONMENT section are all derived from it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cobell_cli.errors import ConfigError
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local/share")
+    return Path(base) / "cobell"
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "cobell"
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _str_list(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [part.strip() for part in str(value).split(",") if part.strip()]
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return text
+
+    return parse
+
+
+def _positive_float(value: Any) -> float:
+    number = float(value)
+    if not number > 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return number
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"must be a whole number, got {value!r}")
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"must be >= 1, got {value!r}")
+    return number
+
+
+def _fraction(value: Any) -> float:
+    number = float(value)
+    if not 0 < number < 1:
+        raise ValueError(f"must be between 0 and 1 (exclusive), got {value!r}")
+    return number
+
+
+def _non_negative_float(value: Any) -> float:
+    number = float(value)
+    if number < 0:
+        raise ValueError(f"must be >= 0, got {value!r}")
+    return number
+
+
+def _patterns(value: Any) -> dict[str, str]:
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    # env form: "job1=regex1,job2=regex2"
+    out: dict[str, str] = {}
+    for part in _str_list(value):
+        job, sep, regex = part.partition("=")
+        if not sep or not job:
+            raise ValueError(f"expected JOB=REGEX pairs, got {part!r}")
+        out[job.strip()] = regex.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+
+    @property
+    def env(self) -> str:
+        return "COBELL_" + self.name.upper()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("db", str, None, "history database file (default: $XDG_DATA_HOME/cobell/history.db)"),
+    Setting(
+        "cluster",
+        _choice("auto", "yarn", "standalone", "none"),
+        "auto",
+        "where co-runners are read from: yarn, standalone, none, or auto (yarn if an RM is "
+        "configured or found in yarn-site.xml, else standalone if a master URL is set, else none)",
+    ),
+    Setting("rm_url", _str_list, [], "YARN ResourceManager web URL(s), comma-separated for HA"),
+    Setting("standalone_url", str, None, "Spark standalone master web UI URL, e.g. http://host:8080"),
+    Setting("auth", _choice("simple", "kerberos", "none"), "simple", "how to authenticate to the RM"),
+    Setting("rm_user", str, None, "user.name sent to the RM with simple auth (default: $USER)"),
+    Setting("ca_bundle", str, None, "CA bundle used to verify the RM's TLS certificate"),
+    Setting("timeout_s", _positive_float, 10.0, "timeout of one request to the cluster, seconds"),
+    Setting("retries", int, 2, "retries of a failed cluster request (with back-off)"),
+    Setting("allow_no_cluster", _bool, False, "predict without co-runners when the cluster is down"),
+    Setting("min_scale_out", _positive_int, 1, "smallest scale-out considered"),
+    Setting("max_scale_out", _positive_int, 64, "largest scale-out considered"),
+    Setting("scale_out_step", _positive_int, 1, "step between candidate scale-outs"),
+    Setting("confidence", _fraction, None, "aim at meeting the target with this probability"),
+    Setting(
+        "input_tolerance",
+        _non_negative_float,
+        0.10,
+        "history runs count as similar when their input size is within this fraction",
+    ),
+    Setting("job_patterns", _patterns, {}, "map other apps to jobs by name: JOB=REGEX,..."),
+)
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+@dataclass
+class Settings:
+    values: dict[str, Any]
+    sources: dict[str, str]
+    warnings: list[str]
+    config_file: Path | None
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.values["db"]).expanduser() if self.values["db"] else default_db_path()
+
+
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
+    return data_dir(env) / "history.db"
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not valid TOML ({exc})", hint="fix the file or pass --config"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def load(
+    flags: Mapping[str, Any] | None = None,
+    config_path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Resolve every setting; flags whose value is None count as not given."""
+    env = os.environ if env is None else env
+    flags = flags or {}
+    warnings: list[str] = []
+
+    explicit = config_path or env.get("COBELL_CONFIG")
+    path = Path(explicit).expanduser() if explicit else config_dir(env) / "config.toml"
+    file_values: dict[str, Any] = {}
+    used_file: Path | None = None
+    if path.exists():
+        file_values = _read_file(path)
+        used_file = path
+    elif explicit:
+        raise ConfigError(f"config file {path} does not exist", hint="check the --config path")
+
+    for key in file_values:
+        if key not in BY_NAME:
+            warnings.append(f"{path}: unknown key {key!r} ignored (see `cobell config show`)")
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for setting in SETTINGS:
+        for origin, raw in (
+            ("flag", flags.get(setting.name)),
+            (f"env {setting.env}", env.get(setting.env)),
+            (f"file {path}", file_values.get(setting.name)),
+        ):
+            if raw is None or (origin.startswith("env") and raw == ""):
+                continue
+            try:
+                values[setting.name] = setting.parse(raw)
+            except (TypeError, ValueError) as exc:
+                where = "--" + setting.name.replace("_", "-") if origin == "flag" else origin
+                raise ConfigError(f"bad value for {setting.name} ({where}): {exc}") from None
+            sources[setting.name] = origin
+            break
+        else:
+            values[setting.name] = setting.default
+            sources[setting.name] = "default"
+
+    if values["min_scale_out"] > values["max_scale_out"]:
+        raise ConfigError(
+            f"min_scale_out {values['min_scale_out']} is larger than max_scale_out "
+            f"{values['max_scale_out']}",
+            hint="give a range with min <= max",
+        )
+    return Settings(values=values, sources=sources, warnings=warnings, config_file=used_file)

@@ -1,0 +1,48 @@
+"""Rendering records for people (tables) and scripts (JSON, CSV); no business logic."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+
+def iso(ts: float | None) -> str:
+    """Epoch seconds to ISO-8601 UTC, to the second, for screens."""
+    if ts is None or (isinstance(ts, float) and math.isnan(ts)):
+        return ""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 1 else f"{value:.3g}"
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return value
+
+
+def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    from tabulate import tabulate
+
+    body = [[_cell(row.get(c)) for c in columns] for row in rows]
+    return tabulate(body, headers=list(columns), tablefmt="simple", disable_numparse=True)
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=False, default=str)
+
+
+def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({c: "" if row.get(c) is None else row.get(c) for c in columns})
+    return buf.getvalue()
