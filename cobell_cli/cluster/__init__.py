@@ -1,0 +1,1 @@
+"""Cluster adapters: what is running right now, as plain RunningApp records."""

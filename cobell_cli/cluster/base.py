@@ -1,0 +1,47 @@
+"""The record and protocol every cluster backend speaks; nothing backend-specific here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class RunningApp:
+    """One application as cobell sees it; times are UTC epoch seconds.
+
+    `job` is the recurring job the app maps to (cobell tag, configured pattern, or a name equal
+    to a known job), or None for an unknown co-runner, which still counts as interference.
+    """
+
+    app_id: str
+    name: str
+    job: str | None
+    user: str | None
+    queue: str | None
+    state: str  # backend's state, upper-case: RUNNING, ACCEPTED, FINISHED, FAILED, KILLED, ...
+    started_at: float | None
+    finished_at: float | None = None
+    scale_out: int | None = None
+    progress: float | None = None  # 0..1, None where the backend does not know
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    backend: str = "none"
+
+    @property
+    def running(self) -> bool:
+        return self.finished_at is None
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """What cobell asks a cluster; implementations live one per file in this package."""
+
+    name: str
+
+    def running_apps(self) -> list[RunningApp]: ...
+
+    def apps_finished_since(self, since: float) -> list[RunningApp]: ...
+
+    def app(self, app_id: str) -> RunningApp | None: ...
+
+    def check(self) -> dict: ...

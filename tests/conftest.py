@@ -1,0 +1,38 @@
+"""Shared fixtures: an isolated environment per test (no user config, no user history)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+BELL_DIR = SHARED / "data" / "bell"
+YARN_FIXTURES = SHARED / "fixtures" / "yarn"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point XDG dirs into tmp and drop COBELL_* so the user's setup never leaks into tests."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("COBELL_") or key in {"YARN_CONF_DIR", "HADOOP_CONF_DIR"}:
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    return tmp_path
+
+
+@pytest.fixture
+def bell_dir() -> Path:
+    if not BELL_DIR.is_dir():
+        pytest.skip(f"real runtime data not found at {BELL_DIR} (../shared/data/bell is absent)")
+    return BELL_DIR
+
+
+@pytest.fixture
+def yarn_fixtures() -> Path:
+    if not YARN_FIXTURES.is_dir():
+        pytest.skip(f"YARN REST fixtures not found at {YARN_FIXTURES} (../shared is absent)")
+    return YARN_FIXTURES
