@@ -120,13 +120,19 @@ SETTINGS: tuple[Setting, ...] = (
         "configured or found in yarn-site.xml, else standalone if a master URL is set, else none)",
     ),
     Setting("rm_url", _str_list, [], "YARN ResourceManager web URL(s), comma-separated for HA"),
-    Setting("standalone_url", str, None, "Spark standalone master web UI URL, e.g. http://host:8080"),
-    Setting("auth", _choice("simple", "kerberos", "none"), "simple", "how to authenticate to the RM"),
+    Setting(
+        "standalone_url", str, None, "Spark standalone master web UI URL, e.g. http://host:8080"
+    ),
+    Setting(
+        "auth", _choice("simple", "kerberos", "none"), "simple", "how to authenticate to the RM"
+    ),
     Setting("rm_user", str, None, "user.name sent to the RM with simple auth (default: $USER)"),
     Setting("ca_bundle", str, None, "CA bundle used to verify the RM's TLS certificate"),
     Setting("timeout_s", _positive_float, 10.0, "timeout of one request to the cluster, seconds"),
     Setting("retries", int, 2, "retries of a failed cluster request (with back-off)"),
-    Setting("allow_no_cluster", _bool, False, "predict without co-runners when the cluster is down"),
+    Setting(
+        "allow_no_cluster", _bool, False, "predict without co-runners when the cluster is down"
+    ),
     Setting("min_scale_out", _positive_int, 1, "smallest scale-out considered"),
     Setting("max_scale_out", _positive_int, 64, "largest scale-out considered"),
     Setting("scale_out_step", _positive_int, 1, "step between candidate scale-outs"),

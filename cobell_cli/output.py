@@ -41,7 +41,9 @@ def to_json(value: Any) -> str:
 
 def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(
+        buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+    )
     writer.writeheader()
     for row in rows:
         writer.writerow({c: "" if row.get(c) is None else row.get(c) for c in columns})

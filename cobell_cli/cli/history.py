@@ -2,11 +2,342 @@
 
 from __future__ import annotations
 
+import enum
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
 
-app = typer.Typer(help="Inspect and edit the run history.", no_args_is_help=True)
+from cobell_cli.cli.common import info, open_history, warn
+
+app = typer.Typer(
+    help="Inspect, import, export and edit the run history.",
+    no_args_is_help=True,
+)
+
+LIST_COLUMNS = [
+    "id",
+    "job",
+    "status",
+    "scale_out",
+    "runtime_s",
+    "target_s",
+    "predicted_s",
+    "submitted",
+    "co_runners",
+    "app_id",
+]
+
+
+class ListFormat(enum.StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class ExportFormat(enum.StrEnum):
+    csv = "csv"
+    json = "json"
+
+
+class RuntimeUnit(enum.StrEnum):
+    ms = "ms"
+    s = "s"
+
+
+def parse_since(text: str, now: float) -> float:
+    """`7d`, `12h`, `30m`, `90s`, an ISO date/time (UTC unless it says otherwise), or epoch s."""
+    from datetime import UTC, datetime
+
+    from cobell_cli.errors import UsageError
+
+    text = text.strip()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if text[-1:] in units and text[:-1].replace(".", "", 1).isdigit():
+        return now - float(text[:-1]) * units[text[-1]]
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r} is not a time",
+            hint="use e.g. 7d, 12h, 2026-11-01 or 2026-11-01T08:00:00Z",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _screen_row(run: dict[str, Any]) -> dict[str, Any]:
+    from cobell_cli.output import iso
+
+    co = run.get("colocations") or []
+    return {
+        **run,
+        "submitted": iso(run.get("submitted_at") or run.get("started_at")),
+        "co_runners": ", ".join(
+            f"{c.get('co_runner_job') or 'unknown'}:{c['overlap_ratio']:.2f}" for c in co
+        ),
+    }
 
 
 @app.command("list")
-def list_runs(ctx: typer.Context) -> None:
-    """List recorded runs (placeholder while the store lands)."""
+def list_runs(
+    ctx: typer.Context,
+    job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
+    status: list[str] | None = typer.Option(
+        None,
+        "--status",
+        help="Only runs with this status (repeatable): running, succeeded, failed, killed, lost.",
+    ),
+    since: str | None = typer.Option(
+        None, "--since", help="Only runs submitted since then: 7d, 12h, or an ISO date/time."
+    ),
+    limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many runs."),
+    fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="Output format."),
+) -> None:
+    """List recorded runs, newest first.
+
+    Example: cobell history list --job sgd --since 7d --format csv
+    """
+    import time
+
+    from cobell_cli.errors import UsageError
+    from cobell_cli.store import STATUSES
+
+    for value in status or ():
+        if value not in STATUSES:
+            raise UsageError(
+                f"--status {value!r} is not a status", hint=f"use {', '.join(STATUSES)}"
+            )
+    with open_history(ctx, create=False) as history:
+        runs = history.runs(
+            job=job,
+            status=status or None,
+            since=parse_since(since, time.time()) if since else None,
+            limit=limit,
+            with_colocations=True,
+        )
+    _print_runs(runs, fmt)
+
+
+def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat) -> None:
+    from cobell_cli import interchange, output
+
+    if fmt is ListFormat.json:
+        typer.echo(output.to_json(interchange.export_records(runs)))
+    elif fmt is ListFormat.csv:
+        typer.echo(interchange.to_csv(runs), nl=False)
+    elif runs:
+        typer.echo(output.table([_screen_row(r) for r in runs], LIST_COLUMNS))
+    else:
+        info("no runs match")
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    run_id: int = typer.Argument(..., help="Run id (see `cobell history list`)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show one run in full, with every co-runner it overlapped.
+
+    Example: cobell history show 42
+    """
+    from cobell_cli import output
+    from cobell_cli.errors import UsageError
+
+    with open_history(ctx, create=False) as history:
+        run = history.run(run_id)
+    if run is None:
+        raise UsageError(f"no run with id {run_id}", hint="see `cobell history list`")
+    if as_json:
+        typer.echo(output.to_json(run))
+        return
+    for key, value in run.items():
+        if key == "colocations":
+            continue
+        shown = output.iso(value) if key.endswith("_at") and value is not None else value
+        typer.echo(f"{key + ':':14} {'' if shown is None else shown}")
+    colocations = run["colocations"]
+    typer.echo(f"\nco-runners ({len(colocations)}):")
+    if colocations:
+        rows = [
+            {
+                **c,
+                "started": output.iso(c.get("co_runner_started_at")),
+                "finished": output.iso(c.get("co_runner_finished_at")),
+            }
+            for c in colocations
+        ]
+        typer.echo(
+            output.table(
+                rows,
+                [
+                    "co_runner_app_id",
+                    "co_runner_job",
+                    "co_runner_scale_out",
+                    "started",
+                    "finished",
+                    "overlap_s",
+                    "overlap_ratio",
+                ],
+            )
+        )
+
+
+@app.command("jobs")
+def jobs(
+    ctx: typer.Context,
+    fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="Output format."),
+) -> None:
+    """One line per job: runs, distinct scale-outs, last run, median runtime.
+
+    Example: cobell history jobs --format json
+    """
+    from cobell_cli import output
+
+    with open_history(ctx, create=False) as history:
+        rows = history.jobs()
+    columns = ["job", "runs", "succeeded", "scale_outs", "last_run", "median_runtime_s"]
+    if fmt is ListFormat.json:
+        typer.echo(output.to_json(rows))
+    elif fmt is ListFormat.csv:
+        typer.echo(output.to_csv(rows, columns), nl=False)
+    elif rows:
+        typer.echo(
+            output.table([{**r, "last_run": output.iso(r["last_run"])} for r in rows], columns)
+        )
+    else:
+        info("the history has no runs yet")
+
+
+@app.command("import")
+def import_file(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="CSV or JSON history file, or - for standard input."),
+    job: str | None = typer.Option(
+        None,
+        "--job",
+        "-j",
+        help="Job name for every row (default for Nodes,Runtime files: the "
+        "file name up to its first dot).",
+    ),
+    runtime_unit: RuntimeUnit | None = typer.Option(
+        None, "--runtime-unit", help="Unit of Runtime in Nodes,Runtime files (default ms)."
+    ),
+    skip_invalid: bool = typer.Option(
+        False, "--skip-invalid", help="Import the valid rows and report the skipped ones."
+    ),
+    new_ids: bool = typer.Option(
+        False, "--new-ids", help="Give imported runs fresh ids instead of the file's."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; write nothing."),
+) -> None:
+    """Import runs from cobell's CSV/JSON or Bell's Nodes,Runtime CSV, all or nothing.
+
+    Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd --runtime-unit ms
+    """
+    from cobell_cli import interchange
+    from cobell_cli.errors import ImportFileError
+
+    name = "<stdin>" if str(file) == "-" else str(file)
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ImportFileError(f"{name}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFileError(f"{name}: cannot read it ({exc})") from None
+    try:
+        parsed = interchange.parse(
+            file, text, job=job, runtime_unit=runtime_unit.value if runtime_unit else None
+        )
+    except ImportFileError as exc:
+        raise ImportFileError(f"{name}: {exc}", hint=exc.hint) from None
+    if parsed.problems and not skip_invalid:
+        first = parsed.problems[0]
+        more = len(parsed.problems) - 1
+        raise ImportFileError(
+            f"{name}: {first}" + (f" (and {more} more invalid rows)" if more else ""),
+            hint="nothing was imported; fix the file or pass --skip-invalid",
+        )
+    for problem in parsed.problems:
+        warn(f"skipped {name}: {problem}")
+    if dry_run:
+        info(
+            f"{name}: {len(parsed.records)} valid runs ({parsed.kind}); nothing written (--dry-run)"
+        )
+        return
+    with open_history(ctx) as history:
+        ids = history.insert_runs(parsed.records, keep_ids=not new_ids)
+    skipped = f", skipped {len(parsed.problems)} invalid" if parsed.problems else ""
+    info(f"imported {len(ids)} runs from {name} into {history.path}{skipped}")
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    fmt: ExportFormat = typer.Option(ExportFormat.csv, "--format", "-f", help="File format."),
+    output_file: Path | None = typer.Option(
+        None, "--output", "-o", help="Write to this file (atomically) instead of standard output."
+    ),
+    job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
+) -> None:
+    """Export runs and their co-runners; `cobell history import` reads it back exactly.
+
+    Example: cobell history export --format json -o history.json
+    """
+    import os
+    import tempfile
+
+    from cobell_cli import interchange
+    from cobell_cli.errors import CobellError
+
+    with open_history(ctx, create=False) as history:
+        runs = history.runs(job=job, newest_first=False, with_colocations=True)
+    text = interchange.to_csv(runs) if fmt is ExportFormat.csv else interchange.to_json(runs) + "\n"
+    if output_file is None:
+        typer.echo(text, nl=False)
+        return
+    target = output_file.resolve()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise CobellError(f"cannot write {output_file}: {exc.strerror}") from None
+    info(f"exported {len(runs)} runs to {output_file}")
+
+
+@app.command("rm")
+def remove(
+    ctx: typer.Context,
+    run_ids: list[int] = typer.Argument(..., help="Ids of the runs to remove."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Remove runs (and their co-runner records) from the history.
+
+    Example: cobell history rm 17 18 --yes
+    """
+    from cobell_cli.errors import UsageError
+
+    with open_history(ctx, create=False) as history:
+        missing = [i for i in run_ids if history.run(i) is None]
+        if missing:
+            raise UsageError(
+                f"no run with id {', '.join(map(str, missing))}",
+                hint="see `cobell history list`; nothing was removed",
+            )
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UsageError(
+                    "refusing to remove runs without confirmation", hint="pass --yes in scripts"
+                )
+            typer.confirm(f"Remove {len(run_ids)} run(s) from {history.path}?", abort=True)
+        removed = history.delete_runs(run_ids)
+    info(f"removed {removed} run(s)")
