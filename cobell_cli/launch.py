@@ -1,0 +1,491 @@
+"""The user's command with the planned scale-out injected; redaction; app-id capture. Pure.
+
+API for `cobell submit`::
+
+    inj = inject(argv, scale_out=6, job="nightly-sgd")   # raises UsageError (exit 2)
+    inj.argv       # what to run (`cobell_cli.child.run(inj.argv, ...)`)
+    inj.launcher   # "spark-yarn" | "spark-standalone" | "flink" | "placeholder"
+    inj.warnings   # user flags cobell replaced, to print as warnings
+    redact(inj.argv)          # what to store in the history or print (--dry-run)
+    parse_app_id(line)        # YARN application_<ts>_<n> or standalone app-<ts>-<n>
+
+Launchers are recognised from argv[0] (after an optional `env NAME=value ...` prefix):
+
+- `spark-submit` with `--master yarn` (also `--master=yarn`, `--conf spark.master=yarn`,
+  legacy `yarn-client`/`yarn-cluster`): `--num-executors X`, dynamic allocation off unless the
+  user set `spark.dynamicAllocation.enabled` either way, and `spark.yarn.tags` gets `cobell` and
+  `cobell-job:<job>` merged into the user's tags. YARN lower-cases tags, so the cluster adapter
+  compares them case-insensitively.
+- `spark-submit --master spark://...`: X executors of `c` cores each, as
+  `--executor-cores c --total-executor-cores X*c`; `c` is `cores_per_executor`, else the user's
+  `--executor-cores`/`spark.executor.cores`, else 1 (the standalone default would be "all cores
+  of a worker", one executor per worker, so it must be set).
+  App name: the standalone master knows no tags, only names. Without a user `--name` (or
+  `spark.app.name`) cobell adds `--name cobell:<job>`, which the standalone adapter maps to the
+  job. A user-given name is kept without a warning: our own runs are mapped through the app id
+  captured from the output and recorded in the history, which is exact, while a name is only a
+  hint anyway (a PySpark script's `appName(...)` overrides `--name`).
+  In `--deploy-mode cluster` the standalone client prints only a driver id, so no app id is
+  captured there.
+- `flink run` / `flink run-application`: `-p X`; on YARN targets also `-Dyarn.tags=...`.
+- anything else: every `{scale_out}` in argv is replaced; without one it is a UsageError.
+
+`{scale_out}` placeholders are substituted for every launcher first, so
+`spark-submit --master local[{scale_out}] ...` works as a placeholder command. New flags go at
+the end of the launcher's options (before the application file); a flag the user already gave
+is replaced in place, with a warning when its value changes, and never duplicated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from cobell_cli.errors import UsageError
+
+PLACEHOLDER = "{scale_out}"
+COBELL_TAG = "cobell"
+
+# spark-submit options that take a value (SparkSubmitOptionParser); everything else that
+# starts with "-" is a switch. The first non-option token is the application resource and
+# everything after it belongs to the application, so it is never touched.
+_SPARK_VALUE_OPTS = frozenset(
+    {
+        "--archives", "--class", "--conf", "-c", "--deploy-mode", "--driver-class-path",
+        "--driver-cores", "--driver-java-options", "--driver-library-path", "--driver-memory",
+        "--executor-cores", "--executor-memory", "--files", "--jars", "--keytab", "--kill",
+        "--master", "--name", "--num-executors", "--packages", "--exclude-packages",
+        "--principal", "--properties-file", "--proxy-user", "--py-files", "--queue",
+        "--repositories", "--status", "--total-executor-cores", "--remote",
+    }
+)  # fmt: skip
+_FLINK_VALUE_OPTS = frozenset(
+    {
+        "-c", "--class", "-C", "--classpath", "-p", "--parallelism", "-s", "--fromSavepoint",
+        "-py", "--python", "-pyfs", "--pyFiles", "-pym", "--pyModule", "-pyreq",
+        "--pyRequirements", "-pyarch", "--pyArchives", "-pyexec", "--pyExecutable",
+        "-pyclientexec", "--pyClientExecutable", "-t", "--target", "-m", "--jobmanager",
+        "-e", "--executor", "-yid", "--yarnapplicationId", "-z", "--zookeeperNamespace",
+        "-cm", "--claimMode", "-rm", "--restoreMode", "-D",
+    }
+)  # fmt: skip
+_FLINK_RUN_ACTIONS = frozenset({"run", "run-application"})
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class Injection:
+    argv: list[str]
+    launcher: str
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Opt:
+    """One option occurrence; `index` points at the flag token, `form` says how it is spelt."""
+
+    index: int
+    name: str
+    value: str | None
+    form: str  # "sep" (--x v), "eq" (--x=v), "attached" (-Dk=v, -p4), "switch"
+
+
+def _parse_options(
+    argv: Sequence[str], start: int, value_opts: frozenset[str]
+) -> tuple[list[_Opt], int]:
+    """Options from argv[start:] up to the first positional; returns them and that index."""
+    opts: list[_Opt] = []
+    i = start
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--" or not tok.startswith("-") or tok == "-":
+            break
+        name, eq, value = tok.partition("=")
+        if eq and name in value_opts:
+            opts.append(_Opt(i, name, value, "eq"))
+            i += 1
+        elif tok in value_opts:
+            val = argv[i + 1] if i + 1 < len(argv) else None
+            opts.append(_Opt(i, tok, val, "sep"))
+            i += 2
+        elif tok.startswith("-D") and len(tok) > 2:
+            opts.append(_Opt(i, "-D", tok[2:], "attached"))
+            i += 1
+        elif re.fullmatch(r"-p\d+", tok):
+            opts.append(_Opt(i, "-p", tok[2:], "attached"))
+            i += 1
+        else:
+            opts.append(_Opt(i, name, value if eq else None, "switch"))
+            i += 1
+    return opts, min(i, len(argv))
+
+
+def _spell(opt: _Opt, value: str) -> list[str]:
+    if opt.form == "sep":
+        return [opt.name, value]
+    if opt.form == "eq":
+        return [f"{opt.name}={value}"]
+    return [f"{opt.name}{value}"]  # attached
+
+
+def _launcher_index(argv: Sequence[str]) -> int:
+    """Index of the executable, skipping an `env NAME=value ...` prefix."""
+    i = 0
+    if argv and os.path.basename(argv[0]) == "env":
+        i = 1
+        while i < len(argv) and (_ENV_ASSIGNMENT.match(argv[i]) or argv[i] in {"-i", "-"}):
+            i += 1
+    return i
+
+
+def _exe(argv: Sequence[str], i: int) -> str:
+    if i >= len(argv):
+        return ""
+    name = os.path.basename(argv[i])
+    return re.sub(r"2?\.cmd$", "", name)  # spark-submit.cmd / spark-submit2.cmd on Windows
+
+
+def _spark_master(opts: list[_Opt]) -> str | None:
+    master = None
+    for opt in opts:
+        if opt.name == "--master" and opt.value is not None:
+            master = opt.value
+        elif opt.name in {"--conf", "-c"} and opt.value:
+            key, _, value = opt.value.partition("=")
+            if key.strip() == "spark.master" and master is None:
+                master = value
+    return master
+
+
+def detect_launcher(argv: Sequence[str]) -> str:
+    """"spark-yarn", "spark-standalone", "flink" or "placeholder" (anything else)."""
+    i = _launcher_index(argv)
+    exe = _exe(argv, i)
+    if exe == "spark-submit":
+        opts, _ = _parse_options(argv, i + 1, _SPARK_VALUE_OPTS)
+        master = (_spark_master(opts) or "").strip().lower()
+        if master == "yarn" or master.startswith("yarn-"):
+            return "spark-yarn"
+        if master.startswith("spark://"):
+            return "spark-standalone"
+        return "placeholder"
+    if exe == "flink":
+        return "flink"
+    return "placeholder"
+
+
+class _Editor:
+    """Replacements and insertions on argv by original index, applied once at the end."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+        self.replace: dict[int, list[str]] = {}
+        self.delete: set[int] = set()
+        self.append: list[str] = []
+        self.warnings: list[str] = []
+
+    def set_opt(self, opt: _Opt, value: str) -> None:
+        if opt.value == value:
+            return
+        self.warnings.append(f"replaced {_shown(opt)} with the planned value {value}")
+        self.replace[opt.index] = _spell(opt, value)
+        if opt.form == "sep":
+            self.delete.add(opt.index + 1)
+
+    def result(self, insert_at: int) -> list[str]:
+        out: list[str] = []
+        for i, tok in enumerate(self.argv):
+            if i == insert_at:
+                out.extend(self.append)
+            if i in self.delete:
+                continue
+            out.extend(self.replace.get(i, [tok]))
+        if insert_at >= len(self.argv):
+            out.extend(self.append)
+        return out
+
+
+def _shown(opt: _Opt) -> str:
+    if opt.form == "sep":
+        return f"{opt.name} {opt.value}"
+    if opt.form == "eq":
+        return f"{opt.name}={opt.value}"
+    return f"{opt.name}{opt.value}"
+
+
+def _confs(opts: Iterable[_Opt], key: str, names: frozenset[str]) -> list[_Opt]:
+    """Occurrences of a `key=value` property given through one of `names` (--conf, -D...)."""
+    return [
+        o
+        for o in opts
+        if o.name in names and o.value is not None and o.value.partition("=")[0].strip() == key
+    ]
+
+
+def _set_conf(ed: _Editor, opts: list[_Opt], key: str, value: str, names: frozenset[str]) -> None:
+    for opt in _confs(opts, key, names):
+        old = opt.value.partition("=")[2] if opt.value else ""
+        if old != value:
+            ed.warnings.append(f"replaced {key}={old} with the planned value {value}")
+            ed.replace[opt.index] = _spell(opt, f"{key}={value}")
+            if opt.form == "sep":
+                ed.delete.add(opt.index + 1)
+
+
+def _merge_tags(existing: str, job: str) -> str:
+    tags = [t.strip() for t in existing.split(",") if t.strip()]
+    lower = {t.lower() for t in tags}
+    for tag in (COBELL_TAG, f"cobell-job:{job}"):
+        if tag.lower() not in lower:
+            tags.append(tag)
+    return ",".join(tags)
+
+
+def _tag_conf(
+    ed: _Editor, opts: list[_Opt], key: str, job: str, names: frozenset[str], new: list[str]
+) -> None:
+    given = _confs(opts, key, names)
+    if not given:
+        ed.append.extend([*new, f"{key}={_merge_tags('', job)}"])
+        return
+    for opt in given:  # merged, not overridden: no warning
+        merged = _merge_tags((opt.value or "").partition("=")[2], job)
+        ed.replace[opt.index] = _spell(opt, f"{key}={merged}")
+        if opt.form == "sep":
+            ed.delete.add(opt.index + 1)
+
+
+_SPARK_CONF = frozenset({"--conf", "-c"})
+
+
+def _inject_spark_yarn(ed: _Editor, opts: list[_Opt], end: int, scale_out: int, job: str) -> int:
+    x = str(scale_out)
+    given = [o for o in opts if o.name == "--num-executors"]
+    for opt in given:
+        ed.set_opt(opt, x)
+    if not given:
+        ed.append.extend(["--num-executors", x])
+    _set_conf(ed, opts, "spark.executor.instances", x, _SPARK_CONF)
+    dyn = _confs(opts, "spark.dynamicAllocation.enabled", _SPARK_CONF)
+    if not dyn:
+        ed.append.extend(["--conf", "spark.dynamicAllocation.enabled=false"])
+    elif any((o.value or "").partition("=")[2].strip().lower() == "true" for o in dyn):
+        ed.warnings.append(
+            "you enabled spark.dynamicAllocation: the planned scale-out is only the initial "
+            "number of executors, YARN may grant more or fewer"
+        )
+    _tag_conf(ed, opts, "spark.yarn.tags", job, _SPARK_CONF, ["--conf"])
+    return end
+
+
+def _conf_value(opts: list[_Opt], key: str) -> str | None:
+    found = _confs(opts, key, _SPARK_CONF)
+    return found[-1].value.partition("=")[2] if found and found[-1].value else None
+
+
+def _inject_spark_standalone(
+    ed: _Editor, opts: list[_Opt], scale_out: int, job: str, cores_per_executor: int | None
+) -> None:
+    cores_opts = [o for o in opts if o.name == "--executor-cores"]
+    user_cores = cores_opts[-1].value if cores_opts else _conf_value(opts, "spark.executor.cores")
+    if cores_per_executor is None:
+        try:
+            cores = int(user_cores) if user_cores is not None else 1
+        except ValueError:
+            raise UsageError(
+                f"--executor-cores {user_cores!r} is not a whole number",
+                hint="give a number of cores per executor",
+            ) from None
+    else:
+        cores = cores_per_executor
+    if cores < 1:
+        raise UsageError(f"cores per executor must be >= 1, got {cores}")
+    for opt in cores_opts:
+        ed.set_opt(opt, str(cores))
+    _set_conf(ed, opts, "spark.executor.cores", str(cores), _SPARK_CONF)
+    if not cores_opts and _conf_value(opts, "spark.executor.cores") is None:
+        ed.append.extend(["--executor-cores", str(cores)])
+
+    total = str(scale_out * cores)
+    total_opts = [o for o in opts if o.name == "--total-executor-cores"]
+    for opt in total_opts:
+        ed.set_opt(opt, total)
+    _set_conf(ed, opts, "spark.cores.max", total, _SPARK_CONF)
+    if not total_opts:
+        ed.append.extend(["--total-executor-cores", total])
+
+    named = any(o.name == "--name" for o in opts) or _conf_value(opts, "spark.app.name")
+    if not named:
+        ed.append.extend(["--name", f"cobell:{job}"])
+
+
+def _inject_flink(ed: _Editor, opts: list[_Opt], scale_out: int, job: str) -> None:
+    x = str(scale_out)
+    given = [o for o in opts if o.name in {"-p", "--parallelism"}]
+    for opt in given:
+        ed.set_opt(opt, x)
+    if not given:
+        ed.append.extend(["-p", x])
+    dash_d = frozenset({"-D"})
+    _set_conf(ed, opts, "parallelism.default", x, dash_d)
+    target = next((o.value for o in opts if o.name in {"-t", "--target"}), None) or ""
+    manager = next((o.value for o in opts if o.name in {"-m", "--jobmanager"}), None) or ""
+    if (target.startswith("yarn-") and target != "yarn-session") or manager == "yarn-cluster":
+        tagged = _confs(opts, "yarn.tags", dash_d)
+        if not tagged:
+            ed.append.append(f"-Dyarn.tags={_merge_tags('', job)}")
+        for opt in tagged:
+            ed.replace[opt.index] = _spell(
+                opt, f"yarn.tags={_merge_tags((opt.value or '').partition('=')[2], job)}"
+            )
+            if opt.form == "sep":
+                ed.delete.add(opt.index + 1)
+
+
+def inject(
+    argv: Sequence[str], scale_out: int, job: str, cores_per_executor: int | None = None
+) -> Injection:
+    """The command to run for `job` at `scale_out`; see the module docstring for each launcher."""
+    if not argv:
+        raise UsageError("no command given", hint="put the job's command after `--`")
+    if scale_out < 1:
+        raise UsageError(f"scale-out must be >= 1, got {scale_out}")
+    if "," in job or any(c.isspace() for c in job):
+        raise UsageError(f"job name {job!r} may not contain commas or spaces (used in tags)")
+    had_placeholder = any(PLACEHOLDER in tok for tok in argv)
+    args = [tok.replace(PLACEHOLDER, str(scale_out)) for tok in argv]
+    launcher = detect_launcher(args)
+    i = _launcher_index(args)
+    ed = _Editor(args)
+
+    if launcher in {"spark-yarn", "spark-standalone"}:
+        opts, end = _parse_options(args, i + 1, _SPARK_VALUE_OPTS)
+        if launcher == "spark-yarn":
+            _inject_spark_yarn(ed, opts, end, scale_out, job)
+        else:
+            _inject_spark_standalone(ed, opts, scale_out, job, cores_per_executor)
+        return Injection(ed.result(end), launcher, ed.warnings)
+
+    if launcher == "flink":
+        action = args[i + 1] if i + 1 < len(args) else ""
+        if action not in _FLINK_RUN_ACTIONS:
+            if had_placeholder:
+                return Injection(args, "placeholder", [])
+            raise UsageError(
+                f"`flink {action}` does not run a job, so cobell cannot set its parallelism",
+                hint="use `flink run ...`, or put {scale_out} where the scale-out goes",
+            )
+        opts, end = _parse_options(args, i + 2, _FLINK_VALUE_OPTS)
+        _inject_flink(ed, opts, scale_out, job)
+        return Injection(ed.result(end), launcher, ed.warnings)
+
+    if had_placeholder:
+        return Injection(args, "placeholder", [])
+    if _exe(args, i) == "spark-submit":
+        raise UsageError(
+            "spark-submit without `--master yarn` or `--master spark://...`: cobell cannot tell "
+            "how to set the number of executors",
+            hint="give --master, or put {scale_out} where the scale-out goes "
+            "(e.g. --master 'local[{scale_out}]')",
+        )
+    exe = os.path.basename(args[i]) if i < len(args) else ""
+    raise UsageError(
+        f"cobell does not know how to set the scale-out of `{exe}`",
+        hint="put {scale_out} in the command where the scale-out goes, or use spark-submit "
+        "(YARN or standalone) or `flink run`",
+    )
+
+
+# --- redaction -------------------------------------------------------------------------
+
+REDACTED = "***"
+_SECRET_SUBSTRINGS = ("password", "passwd", "secret", "token", "credential", "passphrase")
+# "key" as a whole word; camelCase compounds that hold secrets are listed, because splitting
+# camelCase would also catch `keyStore`/`keyTab` (paths).
+_SECRET_WORDS = frozenset({"key", "pwd", "apikey", "privatekey", "accesskey", "accountkey"})
+
+
+def is_secret_key(key: str) -> bool:
+    """Does a property or flag name look like it holds a secret?
+
+    `password`/`secret`/`token`/`credential` count anywhere (`keyStorePassword`,
+    `oauthToken`); `key` only as a whole word (`fs.s3a.access.key`, `api-key`), so
+    `spark.executor.cores`, `keytab` or `spark.ssl.keyStore` (a path) are left alone.
+    """
+    lower = key.lower()
+    if any(s in lower for s in _SECRET_SUBSTRINGS):
+        return True
+    words = re.split(r"[^a-z0-9]+", lower)
+    return any(w in _SECRET_WORDS for w in words)
+
+
+def _redact_assignment(text: str) -> str:
+    key, eq, value = text.partition("=")
+    if eq and value and is_secret_key(key):
+        return f"{key}={REDACTED}"
+    return text
+
+
+_CONF_FLAGS = frozenset({"--conf", "-c", "-D"})
+
+
+def redact(argv: Sequence[str]) -> list[str]:
+    """argv with secret values replaced by `***`, for storing and printing, never for running.
+
+    Covers `--conf k=v`, `--conf=k=v`, `-c k=v`, `-Dk=v`, `-D k=v`, bare `spark.k=v` tokens,
+    and `--some-password v` / `--some-password=v` flags.
+    """
+    out: list[str] = []
+    hide_next = False
+    assignment_next = False
+    for tok in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        if assignment_next:
+            out.append(_redact_assignment(tok))
+            assignment_next = False
+            continue
+        if tok in _CONF_FLAGS:
+            out.append(tok)
+            assignment_next = True
+            continue
+        if tok.startswith("--conf=") or tok.startswith("-c="):
+            flag, _, rest = tok.partition("=")
+            out.append(f"{flag}={_redact_assignment(rest)}")
+            continue
+        if tok.startswith("-D") and len(tok) > 2:
+            out.append("-D" + _redact_assignment(tok[2:]))
+            continue
+        if tok.startswith("-") and not tok.startswith("---"):
+            name, eq, value = tok.partition("=")
+            if is_secret_key(name.lstrip("-")):
+                if eq:
+                    out.append(f"{name}={REDACTED}" if value else tok)
+                else:
+                    out.append(tok)
+                    hide_next = True
+                continue
+            out.append(tok)
+            continue
+        if re.match(r"^[A-Za-z0-9_.\-]+=", tok):
+            out.append(_redact_assignment(tok))
+            continue
+        out.append(tok)
+    return out
+
+
+# --- application ids -----------------------------------------------------------------------
+
+# YARN: ApplicationId.toString() is "application_<cluster start ms>_<%04d seq>".
+# Standalone: Master.newApplicationId() is "app-<yyyyMMddHHmmss>-<%04d seq>".
+_APP_ID = re.compile(r"\b(application_\d+_\d+|app-\d{14}-\d{4,})\b")
+
+
+def parse_app_id(line: str) -> str | None:
+    """The first YARN or standalone application id in one line of launcher output."""
+    match = _APP_ID.search(line)
+    return match.group(1) if match else None
