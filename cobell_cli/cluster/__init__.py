@@ -1,1 +1,131 @@
-"""Cluster adapters: what is running right now, as plain RunningApp records."""
+"""Cluster adapters: what is running right now, as plain RunningApp records.
+
+`connect(settings, known_jobs)` picks the backend (`cluster` setting):
+
+- `yarn`: the RM URL(s) from `rm_url` (flag > COBELL_RM_URL > config file), else from
+  yarn-site.xml (`$YARN_CONF_DIR`, `$HADOOP_CONF_DIR`, `/etc/hadoop/conf`);
+- `standalone`: the master web UI at `standalone_url`;
+- `none`: no cluster information (said loudly by `describe()`);
+- `auto`: yarn if an RM URL is configured or a yarn-site.xml is found, else standalone if a
+  master URL is set, else none.
+
+Creating the adapter does no network I/O; the first request does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cobell_cli.cluster.base import Cluster, RunningApp
+from cobell_cli.cluster.jobs import job_app_name, job_tag, map_job
+from cobell_cli.errors import ClusterError
+
+if TYPE_CHECKING:
+    from cobell_cli.config import Settings
+
+__all__ = [
+    "Cluster",
+    "RunningApp",
+    "connect",
+    "job_app_name",
+    "job_tag",
+    "map_job",
+]
+
+DEFAULT_BACKOFF_S = 0.5
+
+YARN_FIX = (
+    "check --rm-url / COBELL_RM_URL or yarn-site.xml, or run with --cluster none "
+    "(predictions then ignore co-runners)"
+)
+STANDALONE_FIX = (
+    "check --standalone-url / COBELL_STANDALONE_URL (the master web UI, e.g. "
+    "http://master:8080), or run with --cluster none"
+)
+
+
+def connect(
+    settings: Settings,
+    known_jobs: Iterable[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    yarn_conf_default: Path | None = None,
+    backoff_s: float | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> Any:
+    """The Cluster the settings point at; see the module docstring for `auto`."""
+    from cobell_cli.cluster import yarnconf
+    from cobell_cli.cluster.jobs import compile_patterns
+    from cobell_cli.cluster.none import NoCluster
+
+    env = os.environ if env is None else env
+    conf_default = yarnconf.DEFAULT_CONF_DIR if yarn_conf_default is None else yarn_conf_default
+    kind = settings.cluster
+    patterns = compile_patterns(settings.job_patterns or {})
+    known = list(known_jobs)
+
+    rm_urls: list[str] = list(settings.rm_url or [])
+    source = settings.sources.get("rm_url", "settings")
+    if kind in {"auto", "yarn"} and not rm_urls:
+        rm_urls, site = yarnconf.discover_rm_urls(env, conf_default)
+        source = f"yarn-site.xml {site}" if site else source
+    if kind == "auto":
+        if rm_urls:
+            kind = "yarn"
+        elif settings.standalone_url:
+            kind = "standalone"
+        else:
+            return NoCluster("cluster = auto found no RM URL, yarn-site.xml or standalone_url")
+    if kind == "none":
+        return NoCluster()
+
+    def client(what: str, fix: str, auth: str) -> Any:
+        from cobell_cli.cluster.http import JsonClient
+
+        extra: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
+        return JsonClient(
+            what=what,
+            auth=auth,
+            user=settings.rm_user,
+            ca_bundle=settings.ca_bundle,
+            timeout_s=settings.timeout_s,
+            retries=settings.retries,
+            backoff_s=DEFAULT_BACKOFF_S if backoff_s is None else backoff_s,
+            fix=fix,
+            **extra,
+        )
+
+    if kind == "yarn":
+        from cobell_cli.cluster.yarn import YarnCluster
+
+        if not rm_urls:
+            raise ClusterError(
+                "cluster = yarn but no ResourceManager URL is configured and no yarn-site.xml "
+                "was found in $YARN_CONF_DIR, $HADOOP_CONF_DIR or /etc/hadoop/conf",
+                hint="pass --rm-url http://rm:8088 or set COBELL_RM_URL",
+            )
+        return YarnCluster(
+            rm_urls,
+            client("YARN RM", YARN_FIX, settings.auth),
+            known_jobs=known,
+            patterns=patterns,
+            source=source or "settings",
+        )
+    if kind == "standalone":
+        from cobell_cli.cluster.standalone import StandaloneCluster
+
+        if not settings.standalone_url:
+            raise ClusterError(
+                "cluster = standalone but no master URL is configured",
+                hint="pass --standalone-url http://master:8080 or set COBELL_STANDALONE_URL",
+            )
+        urls = [u for u in str(settings.standalone_url).split(",") if u.strip()]
+        # The master UI knows no user.name; Kerberos applies when the UI has a SPNEGO filter.
+        auth = "none" if settings.auth == "simple" else settings.auth
+        return StandaloneCluster(
+            urls, client("Spark master", STANDALONE_FIX, auth), known_jobs=known, patterns=patterns
+        )
+    raise ClusterError(f"unknown cluster kind {kind!r}", hint="use auto, yarn, standalone or none")

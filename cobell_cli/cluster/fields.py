@@ -1,0 +1,30 @@
+"""Reading REST fields that ACLs, versions or proxies may hide: hidden becomes None, never 0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_HIDDEN_TEXT = {"", "N/A", "n/a", "null"}
+
+
+def text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return None if text in _HIDDEN_TEXT else text
+
+
+def number_or_none(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number else None  # NaN -> None
+
+
+def epoch_ms_to_s(value: Any) -> float | None:
+    """Epoch milliseconds to seconds; 0, negative and hidden values are None (not set)."""
+    ms = number_or_none(value)
+    return ms / 1000.0 if ms is not None and ms > 0 else None

@@ -1,0 +1,253 @@
+"""YARN through the ResourceManager REST API (`/ws/v1/cluster/...`).
+
+Rules, in one place because the planner's numbers depend on them:
+
+- Scale-out of an app = `runningContainers - 1`: one container is the ApplicationMaster
+  (the Spark driver in cluster mode, the launcher in client mode), the rest are executors.
+  Clamped at 0. When ACLs hide the usage report YARN sends -1 (or null, or nothing); a
+  RUNNING app always holds at least its AM container, so 0 is read as hidden too. Hidden
+  means None, never a guessed number. Finished apps hold no containers: scale-out None.
+- Progress: YARN's `progress` is a percentage 0..100, returned as a fraction 0..1; values
+  outside that range or non-numeric are None.
+- Times: YARN sends epoch milliseconds; records carry epoch seconds. `finishedTime` 0 means
+  "not finished"; `startedTime` 0 or -1 means hidden/unknown (None).
+- Text fields hidden by ACLs ("N/A", "", null, missing) become None; a missing name is "".
+- `running_apps()` asks for `states=RUNNING` only: an ACCEPTED app holds no executors yet,
+  so it does not interfere now; it shows up once it runs.
+- `apps_finished_since(t)` asks for `states=FINISHED,FAILED,KILLED&finishedTimeBegin=<ms>`.
+- Every documented shape of the apps list parses: `{"apps":{"app":[...]}}`, `{"apps":null}`,
+  `{"apps":{}}`, `{"apps":{"app":null}}`; anything else is a ClusterError naming the RM.
+
+HA: with several RM URLs, the active one is found through `/ws/v1/cluster/info` (`haState`);
+a standby that answers with a 307 redirect is followed. Later requests go to the RM that
+answered first, then to the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.cluster.fields import epoch_ms_to_s as _epoch_s
+from cobell_cli.cluster.fields import number_or_none as _number
+from cobell_cli.cluster.fields import text_or_none as _text
+from cobell_cli.cluster.http import Answer, JsonClient, normalize_url
+from cobell_cli.cluster.jobs import map_job, split_tags
+from cobell_cli.errors import ClusterError, UsageError
+
+API = "/ws/v1/cluster"
+FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
+_APP_ID = re.compile(r"^application_\d+_\d+$")
+
+
+class ShapeError(ValueError):
+    """The RM answered JSON that is not any documented shape."""
+
+
+def scale_out_from_containers(running_containers: Any, state: str) -> int | None:
+    """Executors of a YARN app: running containers minus the ApplicationMaster (module doc)."""
+    count = _number(running_containers)
+    if count is None or count < 0 or state != "RUNNING" or count == 0:
+        return None
+    return max(int(count) - 1, 0)
+
+
+def progress_fraction(value: Any) -> float | None:
+    percent = _number(value)
+    if percent is None or not 0 <= percent <= 100:
+        return None
+    return percent / 100.0
+
+
+def parse_app(
+    raw: Mapping[str, Any],
+    known_jobs: Iterable[str] = (),
+    patterns: Mapping[str, Any] | None = None,
+) -> RunningApp | None:
+    """One element of the RM's `app` list as a RunningApp; None without a usable id."""
+    if not isinstance(raw, Mapping):
+        return None
+    app_id = _text(raw.get("id"))
+    if app_id is None:
+        return None
+    name = _text(raw.get("name")) or ""
+    state = (_text(raw.get("state")) or "UNKNOWN").upper()
+    tags = split_tags(raw.get("applicationTags"))
+    return RunningApp(
+        app_id=app_id,
+        name=name,
+        job=map_job(name, tags, known_jobs, patterns),
+        user=_text(raw.get("user")),
+        queue=_text(raw.get("queue")),
+        state=state,
+        started_at=_epoch_s(raw.get("startedTime")),
+        finished_at=_epoch_s(raw.get("finishedTime")),
+        scale_out=scale_out_from_containers(raw.get("runningContainers"), state),
+        progress=progress_fraction(raw.get("progress")),
+        tags=tags,
+        backend="yarn",
+    )
+
+
+def parse_apps(
+    doc: Any,
+    known_jobs: Iterable[str] = (),
+    patterns: Mapping[str, Any] | None = None,
+) -> list[RunningApp]:
+    """The RM's apps document in any documented shape (module doc); ShapeError otherwise."""
+    if not isinstance(doc, Mapping) or "apps" not in doc:
+        raise ShapeError("expected an object with an 'apps' key")
+    apps = doc["apps"]
+    if apps is None:
+        return []
+    if not isinstance(apps, Mapping):
+        raise ShapeError("'apps' is neither null nor an object")
+    items = apps.get("app")
+    if items is None:
+        return []
+    if isinstance(items, Mapping):  # a single app, as some XML-to-JSON gateways render it
+        items = [items]
+    if not isinstance(items, list):
+        raise ShapeError("'apps.app' is not a list")
+    known = list(known_jobs)
+    parsed = (parse_app(item, known, patterns) for item in items)
+    return [app for app in parsed if app is not None]
+
+
+def _ha_state(answer: Answer) -> str | None:
+    data = answer.data
+    info = data.get("clusterInfo") if isinstance(data, Mapping) else None
+    return _text(info.get("haState")) if isinstance(info, Mapping) else None
+
+
+def _reject_standby(answer: Answer) -> str | None:
+    state = _ha_state(answer)
+    if state is not None and state.upper() != "ACTIVE":
+        return f"HA state {state}"
+    return None
+
+
+def _tls(url: str, ca_bundle: str | None) -> str:
+    if not url.startswith("https"):
+        return "none (http)"
+    return f"verified with {ca_bundle}" if ca_bundle else "verified (system CAs)"
+
+
+class YarnCluster:
+    """Co-runners from a YARN ResourceManager (or an HA set of them)."""
+
+    name = "yarn"
+
+    def __init__(
+        self,
+        rm_urls: Sequence[str],
+        client: JsonClient,
+        *,
+        known_jobs: Iterable[str] = (),
+        patterns: Mapping[str, Any] | None = None,
+        source: str = "settings",
+    ) -> None:
+        if not rm_urls:
+            raise ClusterError("no YARN ResourceManager URL", hint=client.fix or None)
+        self.rm_urls = [normalize_url(u) for u in rm_urls]
+        self.client = client
+        self.known_jobs = list(known_jobs)
+        self.patterns = dict(patterns or {})
+        self.source = source
+        self.answered_url: str | None = None
+        self.ha_state: str | None = None
+
+    # -- where to ask -------------------------------------------------------------------
+    def _bases(self) -> list[str]:
+        if self.answered_url is None:
+            return list(self.rm_urls)
+        rest = [u for u in self.rm_urls if u != self.answered_url]
+        return [self.answered_url, *rest]
+
+    def _resolve_active(self) -> Answer:
+        answer = self.client.get(self._bases(), f"{API}/info", accept=_reject_standby)
+        assert answer is not None  # missing_ok is off
+        self.answered_url = answer.base_url
+        state = _ha_state(answer)
+        self.ha_state = state.upper() if state else None
+        return answer
+
+    def _get(self, path: str, params: Mapping[str, Any] | None = None, **kw: Any) -> Answer | None:
+        if self.answered_url is None and len(self.rm_urls) > 1:
+            self._resolve_active()
+        answer = self.client.get(self._bases(), path, params, **kw)
+        if answer is not None:
+            if answer.redirected:  # a standby sent us to the active RM
+                self.ha_state = "ACTIVE"
+            self.answered_url = answer.base_url
+        return answer
+
+    def _apps(self, params: Mapping[str, Any]) -> list[RunningApp]:
+        answer = self._get(f"{API}/apps", params)
+        assert answer is not None
+        try:
+            return parse_apps(answer.data, self.known_jobs, self.patterns)
+        except ShapeError as exc:
+            raise ClusterError(
+                f"the YARN RM at {answer.base_url} answered an apps document cobell does not "
+                f"understand ({exc})",
+                hint="check that the URL points at the ResourceManager web address",
+            ) from None
+
+    # -- the Cluster protocol -------------------------------------------------------------
+    def running_apps(self) -> list[RunningApp]:
+        apps = self._apps({"states": "RUNNING"})
+        return [a for a in apps if a.state == "RUNNING" and a.finished_at is None]
+
+    def apps_finished_since(self, since: float) -> list[RunningApp]:
+        params = {"states": ",".join(FINISHED_STATES), "finishedTimeBegin": int(since * 1000)}
+        apps = self._apps(params)
+        return [a for a in apps if a.finished_at is not None and a.finished_at >= since]
+
+    def app(self, app_id: str) -> RunningApp | None:
+        if not _APP_ID.match(app_id):
+            raise UsageError(
+                f"{app_id!r} is not a YARN application id",
+                hint="ids look like application_1476912658570_0002",
+            )
+        answer = self._get(f"{API}/apps/{app_id}", missing_ok=True)
+        if answer is None:
+            return None
+        data = answer.data
+        raw = data.get("app") if isinstance(data, Mapping) else None
+        if not isinstance(raw, Mapping):
+            raise ClusterError(
+                f"the YARN RM at {answer.base_url} answered an app document without 'app'",
+                hint="check that the URL points at the ResourceManager web address",
+            )
+        return parse_app(raw, self.known_jobs, self.patterns)
+
+    def check(self) -> dict[str, Any]:
+        answer = self._resolve_active()
+        info = answer.data.get("clusterInfo") if isinstance(answer.data, Mapping) else None
+        info = info if isinstance(info, Mapping) else {}
+        return {
+            "backend": "yarn",
+            "url": answer.base_url,
+            "asked": answer.asked_url,
+            "redirected": answer.redirected,
+            "configured": list(self.rm_urls),
+            "source": self.source,
+            "ha_state": self.ha_state,
+            "skipped": [{"url": u, "why": why} for u, why in answer.skipped],
+            "auth": self.client.auth,
+            "user": self.client.user if self.client.auth == "simple" else None,
+            "tls_verify": _tls(answer.base_url, self.client.ca_bundle),
+            "latency_ms": round(answer.latency_s * 1000.0, 1),
+            "rm_version": _text(info.get("resourceManagerVersion")),
+            "rm_state": _text(info.get("state")),
+            "cluster_id": info.get("id"),
+        }
+
+    def describe(self) -> str:
+        if self.answered_url is None:
+            return f"yarn RM {', '.join(self.rm_urls)} (not contacted yet)"
+        state = f" ({self.ha_state.lower()})" if self.ha_state else ""
+        return f"yarn RM {self.answered_url}{state}"
