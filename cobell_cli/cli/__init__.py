@@ -62,18 +62,13 @@ app.add_typer(config_cmd.app, name="config")
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: map every expected failure to one stderr line and an exit code."""
-    import click
-
-    from cobell_cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, CobellError
+    from cobell_cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, CobellError
 
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:
         code = app(args=args, prog_name="cobell", standalone_mode=False)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        code = EXIT_USAGE
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("cobell: aborted", err=True)
         code = EXIT_INTERRUPTED
     except CobellError as exc:
@@ -88,6 +83,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         code = EXIT_RUNTIME
     except Exception as exc:  # the last line of defence: one line, not a traceback
+        if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
+            # click's own errors (typer vendors click, so match by shape): one line plus a pointer
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "cobell"
+            message = exc.format_message().rstrip(".")
+            typer.echo(f"cobell: error: {message}; see `{where} --help`", err=True)
+            sys.exit(exc.exit_code)
         if debug:
             raise
         typer.echo(

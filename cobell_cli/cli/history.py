@@ -114,11 +114,12 @@ def list_runs(
             raise UsageError(
                 f"--status {value!r} is not a status", hint=f"use {', '.join(STATUSES)}"
             )
+    since_ts = parse_since(since, time.time()) if since else None
     with open_history(ctx, create=False) as history:
         runs = history.runs(
             job=job,
             status=status or None,
-            since=parse_since(since, time.time()) if since else None,
+            since=since_ts,
             limit=limit,
             with_colocations=True,
         )
