@@ -1,0 +1,503 @@
+"""A stand-in YARN ResourceManager: real HTTP on 127.0.0.1, the documented REST shapes.
+
+It serves what cobell reads from a ResourceManager (Hadoop's "ResourceManager REST API"):
+
+- ``GET /ws/v1/cluster`` and ``/ws/v1/cluster/info``: ``{"clusterInfo": {..., "haState"}}``,
+  answered even by a standby (as real RMs do);
+- ``GET /ws/v1/cluster/metrics``;
+- ``GET /ws/v1/cluster/apps`` with ``states``, ``state``, ``finishedTimeBegin/End``,
+  ``startedTimeBegin/End``, ``user``, ``queue``, ``applicationTags``, ``limit``;
+- ``GET /ws/v1/cluster/apps/<id>``: ``{"app": {...}}`` or a 404 ``RemoteException``.
+
+Apps live on the stand-in's own clock (``now_s``, epoch seconds, starting at
+``DEFAULT_NOW_S``): an app is invisible before its start, RUNNING (or ACCEPTED) until
+``start + duration`` or until it is finished explicitly, then FINISHED (FAILED/KILLED). A
+running app holds ``executors + 1`` containers (the +1 is the ApplicationMaster) and reports
+``progress`` = elapsed / duration in percent.
+
+Awkward corners, switched on through attributes of ``StandinRM``:
+
+- ``ha_state = "STANDBY"`` with ``redirect_to = <active URL>``: app requests get a 307 with
+  the same path and query on the active RM; without ``redirect_to`` a 503;
+- ``apps_shape``: ``"null"`` -> ``{"apps":null}``, ``"empty"`` -> ``{"apps":{}}``,
+  ``"app_null"`` -> ``{"apps":{"app":null}}``, ``"single"`` -> one object instead of a list,
+  ``"not_object"`` -> ``{"apps":[]}``; ``raw_apps`` (bytes) is served verbatim;
+- ``acl_hidden=True`` on an app: usage fields -1, progress null, tags missing, "N/A" texts;
+- ``fail_next = n`` (next n requests answer 500), ``fail_status`` (the code used),
+  ``garbage = True`` (an HTML page with status 200), ``delay_s`` (sleep before answering:
+  a slow RM), ``require_user = True`` (401 without ``user.name``);
+- ``dead_url()``: a loopback URL on which nothing listens (a dead RM).
+
+Test-only endpoints, so that other tests (e.g. a fake ``spark-submit`` in the ``cobell
+submit`` tests) can make apps appear on the cluster over plain HTTP:
+
+- ``POST /_standin/apps`` with JSON ``{"name": str, "user"?: str, "queue"?: str,
+  "tags"?: "a,b" | [..], "executors"?: int, "duration_s"?: float | null, "start_s"?: float
+  (default: now), "state"?: "RUNNING" | "ACCEPTED", "acl_hidden"?: bool, "id"?: str}``
+  answers 201 ``{"id": "application_<clusterTs>_<seq>", "app": {...}}``;
+- ``POST /_standin/apps/<id>/finish`` with ``{"state"?: "FINISHED" | "FAILED" | "KILLED"}``;
+- ``POST /_standin/clock`` with ``{"now_s": t}`` or ``{"advance_s": dt}`` -> ``{"now_s": t}``;
+- ``GET /_standin/requests``: every request seen so far (method, path, query).
+
+The same operations exist in Python (``add_app``, ``finish``, ``advance``). Fixtures:
+``yarn_rm`` (one active RM), ``yarn_rm_factory`` (make more, e.g. an HA pair),
+``dead_rm_url``. Import them into a test module or list this module in ``pytest_plugins``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+DEFAULT_NOW_S = 1_700_000_000.0
+CLUSTER_TS = 1_699_990_000_000  # the RM's start, ms; the middle part of application ids
+
+Reply = tuple[int, dict[str, str], bytes]
+
+
+def _json(status: int, value: Any, headers: dict[str, str] | None = None) -> Reply:
+    return (
+        status,
+        {"Content-Type": "application/json", **(headers or {})},
+        json.dumps(value).encode(),
+    )
+
+
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 (free port) that hands requests to `handle`."""
+
+    def __init__(self, handle: Callable[[str, str, dict[str, list[str]], bytes], Reply]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                status, headers, payload = handle(method, parts.path, parse_qs(parts.query), body)
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep pytest output clean
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+@dataclass
+class StandinApp:
+    id: str
+    name: str
+    user: str
+    queue: str
+    tags: tuple[str, ...]
+    executors: int
+    start_ms: int
+    duration_ms: int | None
+    accepted: bool = False
+    acl_hidden: bool = False
+    finished_ms: int | None = None
+    final_state: str = "FINISHED"
+    app_type: str = "SPARK"
+
+
+@dataclass
+class StandinRM:
+    """The stand-in's state; every attribute is a switch a test may flip (module doc)."""
+
+    now_s: float = DEFAULT_NOW_S
+    ha_state: str = "ACTIVE"
+    redirect_to: str | None = None
+    apps_shape: str = "normal"
+    raw_apps: bytes | None = None
+    fail_next: int = 0
+    fail_status: int = 500
+    garbage: bool = False
+    delay_s: float = 0.0
+    require_user: bool = False
+    apps: dict[str, StandinApp] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+    _seq: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- Python API ---------------------------------------------------------------------
+    def add_app(
+        self,
+        name: str,
+        *,
+        user: str = "alice",
+        queue: str = "default",
+        tags: str | list[str] | tuple[str, ...] = (),
+        executors: int = 4,
+        duration_s: float | None = 600.0,
+        start_s: float | None = None,
+        state: str = "RUNNING",
+        acl_hidden: bool = False,
+        app_id: str | None = None,
+    ) -> str:
+        with self._lock:
+            self._seq += 1
+            app_id = app_id or f"application_{CLUSTER_TS}_{self._seq:04d}"
+            tag_list = tags.split(",") if isinstance(tags, str) else list(tags)
+            start = self.now_s if start_s is None else start_s
+            self.apps[app_id] = StandinApp(
+                id=app_id,
+                name=name,
+                user=user,
+                queue=queue,
+                # YARN lower-cases application tags; so does the stand-in.
+                tags=tuple(t.strip().lower() for t in tag_list if t.strip()),
+                executors=int(executors),
+                start_ms=int(start * 1000),
+                duration_ms=None if duration_s is None else int(duration_s * 1000),
+                accepted=state.upper() == "ACCEPTED",
+                acl_hidden=acl_hidden,
+            )
+            return app_id
+
+    def finish(self, app_id: str, state: str = "FINISHED") -> None:
+        with self._lock:
+            app = self.apps[app_id]
+            app.finished_ms = int(self.now_s * 1000)
+            app.final_state = state.upper()
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now_s += seconds
+
+    # -- rendering ----------------------------------------------------------------------
+    def render(self, app: StandinApp) -> dict[str, Any] | None:
+        """The app as the RM would list it now, or None before it was submitted."""
+        now_ms = int(self.now_s * 1000)
+        if now_ms < app.start_ms:
+            return None
+        end_ms = app.finished_ms
+        state, final = ("ACCEPTED" if app.accepted else "RUNNING"), "UNDEFINED"
+        natural_end = None if app.duration_ms is None else app.start_ms + app.duration_ms
+        ends_by_itself = natural_end is not None and not app.accepted and now_ms >= natural_end
+        if end_ms is None and ends_by_itself:
+            end_ms = natural_end
+        if end_ms is not None and now_ms >= end_ms:
+            state = app.final_state
+            final = {"FINISHED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}[state]
+        running = state == "RUNNING"
+        elapsed = (end_ms if end_ms is not None and not running else now_ms) - app.start_ms
+        if state == "FINISHED":
+            progress = 100.0
+        elif running and app.duration_ms:
+            progress = round(min(99.9, 100.0 * elapsed / app.duration_ms), 1)
+        else:
+            progress = 0.0
+        containers = app.executors + 1 if running else 0
+        doc: dict[str, Any] = {
+            "id": app.id,
+            "user": app.user,
+            "name": app.name,
+            "queue": app.queue,
+            "state": state,
+            "finalStatus": final,
+            "progress": progress,
+            "trackingUI": "ApplicationMaster" if running else "History",
+            "trackingUrl": f"{self.url}/proxy/{app.id}/",
+            "diagnostics": "",
+            "clusterId": CLUSTER_TS,
+            "applicationType": app.app_type,
+            "applicationTags": ",".join(app.tags),
+            "priority": 0,
+            "startedTime": app.start_ms,
+            "launchTime": app.start_ms,
+            "finishedTime": end_ms if not running and end_ms is not None else 0,
+            "elapsedTime": elapsed,
+            "amContainerLogs": "http://nm1.example:8042/node/containerlogs/container_1/x",
+            "amHostHttpAddress": "nm1.example:8042",
+            "allocatedMB": containers * 2048,
+            "allocatedVCores": containers,
+            "runningContainers": containers,
+            "memorySeconds": elapsed // 1000 * 2048,
+            "vcoreSeconds": elapsed // 1000,
+            "queueUsagePercentage": 0.0,
+            "clusterUsagePercentage": 0.0,
+            "preemptedResourceMB": 0,
+            "preemptedResourceVCores": 0,
+            "numNonAMContainerPreempted": 0,
+            "numAMContainerPreempted": 0,
+            "logAggregationStatus": "DISABLED",
+            "unmanagedApplication": False,
+            "appNodeLabelExpression": "",
+            "amNodeLabelExpression": "",
+        }
+        if app.acl_hidden:  # what a user without VIEW_APP rights sees
+            for key in ("allocatedMB", "allocatedVCores", "runningContainers"):
+                doc[key] = -1
+            doc["memorySeconds"] = doc["vcoreSeconds"] = -1
+            doc["progress"] = None
+            doc["diagnostics"] = doc["trackingUrl"] = "N/A"
+            doc["amContainerLogs"] = doc["amHostHttpAddress"] = "N/A"
+            del doc["applicationTags"]
+        return doc
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {
+            "clusterInfo": {
+                "id": CLUSTER_TS,
+                "startedOn": CLUSTER_TS,
+                "state": "STARTED",
+                "haState": self.ha_state,
+                "rmStateStoreName": "org.apache.hadoop.yarn.server.resourcemanager.recovery."
+                "NullRMStateStore",
+                "resourceManagerVersion": "3.3.6-standin",
+                "resourceManagerBuildVersion": "3.3.6-standin",
+                "resourceManagerVersionBuiltOn": "2023-06-18T08:22Z",
+                "hadoopVersion": "3.3.6-standin",
+                "hadoopBuildVersion": "3.3.6-standin",
+                "hadoopVersionBuiltOn": "2023-06-18T08:22Z",
+                "haZooKeeperConnectionState": "CONNECTED",
+            }
+        }
+
+    # -- HTTP ---------------------------------------------------------------------------
+    def handle(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> Reply:
+        with self._lock:
+            self.requests.append({"method": method, "path": path, "query": query})
+        if path.startswith("/_standin/"):
+            return self._control(method, path, body)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        with self._lock:
+            if self.fail_next > 0:
+                self.fail_next -= 1
+                return self.fail_status, {"Content-Type": "text/html"}, b"<html>error</html>"
+        if self.garbage:
+            return 200, {"Content-Type": "text/html"}, b"<html><body>Login</body></html>"
+        if self.require_user and not query.get("user.name"):
+            return _json(401, {"RemoteException": {"exception": "AuthenticationException"}})
+        path = path.rstrip("/")
+        if method != "GET":
+            return _json(405, {"RemoteException": {"exception": "MethodNotAllowed"}})
+        if path in {"/ws/v1/cluster", "/ws/v1/cluster/info"}:
+            return _json(200, self.cluster_info())
+        if self.ha_state != "ACTIVE":
+            if self.redirect_to:
+                qs = "&".join(f"{k}={v}" for k, vs in query.items() for v in vs)
+                location = f"{self.redirect_to}{path}" + (f"?{qs}" if qs else "")
+                return 307, {"Location": location}, b"This is standby RM. Redirecting."
+            return 503, {"Content-Type": "text/plain"}, b"This is standby RM. No active RM."
+        if path == "/ws/v1/cluster/metrics":
+            return _json(200, self._metrics())
+        if path == "/ws/v1/cluster/apps":
+            return self._apps(query)
+        if path.startswith("/ws/v1/cluster/apps/"):
+            app_id = path.rsplit("/", 1)[1]
+            with self._lock:
+                app = self.apps.get(app_id)
+                doc = self.render(app) if app else None
+            if doc is None:
+                return _json(
+                    404,
+                    {
+                        "RemoteException": {
+                            "exception": "NotFoundException",
+                            "message": f"java.lang.Exception: app with id: {app_id} not found",
+                            "javaClassName": "org.apache.hadoop.yarn.webapp.NotFoundException",
+                        }
+                    },
+                )
+            return _json(200, {"app": doc})
+        return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+
+    def _visible(self) -> list[dict[str, Any]]:
+        with self._lock:
+            docs = [self.render(a) for a in self.apps.values()]
+        return [d for d in docs if d is not None]
+
+    def _apps(self, query: dict[str, list[str]]) -> Reply:
+        if self.raw_apps is not None:
+            return 200, {"Content-Type": "application/json"}, self.raw_apps
+        shapes: dict[str, Any] = {
+            "null": {"apps": None},
+            "empty": {"apps": {}},
+            "app_null": {"apps": {"app": None}},
+            "not_object": {"apps": []},
+        }
+        if self.apps_shape in shapes:
+            return _json(200, shapes[self.apps_shape])
+        first = {k: v[0] for k, v in query.items()}
+        states = {s.strip().upper() for s in first.get("states", first.get("state", "")).split(",")}
+        states.discard("")
+        tags = {t.strip().lower() for t in first.get("applicationTags", "").split(",") if t}
+        docs = []
+        for doc in self._visible():
+            if states and doc["state"] not in states:
+                continue
+            if "user" in first and doc["user"] != first["user"]:
+                continue
+            if "queue" in first and doc["queue"] != first["queue"]:
+                continue
+            if tags and not tags & set(doc.get("applicationTags", "").split(",")):
+                continue
+            if not _in_range(doc["startedTime"], first, "startedTime"):
+                continue
+            if ("finishedTimeBegin" in first or "finishedTimeEnd" in first) and not doc[
+                "finishedTime"
+            ]:
+                continue
+            if not _in_range(doc["finishedTime"], first, "finishedTime"):
+                continue
+            docs.append(doc)
+        if "limit" in first:
+            docs = docs[: int(first["limit"])]
+        if not docs:
+            return _json(200, {"apps": None})  # what a real RM answers for "no match"
+        if self.apps_shape == "single":
+            return _json(200, {"apps": {"app": docs[0]}})
+        return _json(200, {"apps": {"app": docs}})
+
+    def _metrics(self) -> dict[str, Any]:
+        docs = self._visible()
+        running = [d for d in docs if d["state"] == "RUNNING"]
+        return {
+            "clusterMetrics": {
+                "appsSubmitted": len(docs),
+                "appsCompleted": sum(d["state"] == "FINISHED" for d in docs),
+                "appsPending": sum(d["state"] == "ACCEPTED" for d in docs),
+                "appsRunning": len(running),
+                "appsFailed": sum(d["state"] == "FAILED" for d in docs),
+                "appsKilled": sum(d["state"] == "KILLED" for d in docs),
+                "containersAllocated": sum(max(d["runningContainers"], 0) for d in running),
+                "totalVirtualCores": 64,
+                "totalMB": 262144,
+                "activeNodes": 8,
+            }
+        }
+
+    def _control(self, method: str, path: str, body: bytes) -> Reply:
+        if method == "GET" and path == "/_standin/requests":
+            with self._lock:
+                return _json(200, list(self.requests))
+        if method != "POST":
+            return _json(405, {"error": "POST only"})
+        try:
+            payload = json.loads(body or b"{}")
+        except ValueError:
+            return _json(400, {"error": "body is not JSON"})
+        if path == "/_standin/apps":
+            if not isinstance(payload, dict) or not payload.get("name"):
+                return _json(400, {"error": "a JSON object with 'name' is required"})
+            app_id = self.add_app(
+                str(payload["name"]),
+                user=str(payload.get("user", "alice")),
+                queue=str(payload.get("queue", "default")),
+                tags=payload.get("tags", ()),
+                executors=int(payload.get("executors", 4)),
+                duration_s=payload.get("duration_s", 600.0),
+                start_s=payload.get("start_s"),
+                state=str(payload.get("state", "RUNNING")),
+                acl_hidden=bool(payload.get("acl_hidden", False)),
+                app_id=payload.get("id"),
+            )
+            with self._lock:
+                doc = self.render(self.apps[app_id])
+            return _json(201, {"id": app_id, "app": doc})
+        if path.startswith("/_standin/apps/") and path.endswith("/finish"):
+            app_id = path[len("/_standin/apps/") : -len("/finish")]
+            if app_id not in self.apps:
+                return _json(404, {"error": f"no app {app_id}"})
+            self.finish(app_id, str(payload.get("state", "FINISHED")))
+            return _json(200, {"id": app_id})
+        if path == "/_standin/clock":
+            if "now_s" in payload:
+                with self._lock:
+                    self.now_s = float(payload["now_s"])
+            else:
+                self.advance(float(payload.get("advance_s", 0.0)))
+            return _json(200, {"now_s": self.now_s})
+        return _json(404, {"error": f"unknown stand-in endpoint {path}"})
+
+
+def _in_range(value: int, query: dict[str, str], prefix: str) -> bool:
+    begin, end = query.get(f"{prefix}Begin"), query.get(f"{prefix}End")
+    if begin is not None and value < int(begin):
+        return False
+    return not (end is not None and value > int(end))
+
+
+@contextmanager
+def running_standin(**switches: Any) -> Iterator[StandinRM]:
+    """A StandinRM served on a free loopback port for the duration of the block."""
+    rm = StandinRM(**switches)
+    server = LoopbackServer(rm.handle)
+    rm.url = server.url
+    server.start()
+    try:
+        yield rm
+    finally:
+        server.stop()
+
+
+def dead_url() -> str:
+    """A loopback URL with nothing listening: bind a free port, then close it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def yarn_rm() -> Iterator[StandinRM]:
+    """One active stand-in RM on loopback."""
+    with running_standin() as rm:
+        yield rm
+
+
+@pytest.fixture
+def yarn_rm_factory() -> Iterator[Callable[..., StandinRM]]:
+    """Start more stand-in RMs (an HA pair, a slow one, ...); all stop after the test."""
+    stack: list[Any] = []
+
+    def make(**switches: Any) -> StandinRM:
+        ctx = running_standin(**switches)
+        rm = ctx.__enter__()
+        stack.append(ctx)
+        return rm
+
+    yield make
+    for ctx in reversed(stack):
+        ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def dead_rm_url() -> str:
+    return dead_url()
