@@ -1,0 +1,271 @@
+"""Run the user's job as a child process: stream its output, catch its app id, forward signals.
+
+API for `cobell submit`::
+
+    result = run(
+        inj.argv,
+        log_file=path_or_None,            # appended to, both streams, line by line
+        on_start=lambda pid, t: ...,      # right after the child exists (record `running`)
+        on_app_id=lambda app_id: ...,     # once, with the first app id seen on either stream
+        on_tick=lambda elapsed_s: ...,    # every `tick_s` while it runs (live line on a TTY)
+        stdout=sys.stdout.buffer, stderr=sys.stderr.buffer,  # where the child's output goes
+    )
+    result.exit_code, result.started_at, result.finished_at, result.runtime_s,
+    result.app_id, result.interrupted, result.signal_received
+
+Decisions:
+- argv is executed directly, never through a shell; stdin is /dev/null (batch jobs never
+  prompt, and a child that read the terminal from its own process group would be stopped).
+- The child runs in its own process group. SIGINT and SIGTERM that reach cobell are forwarded
+  to that group exactly once per signal (a terminal's Ctrl-C therefore reaches spark-submit and
+  the Python driver it spawned once, as it would without cobell), and cobell keeps waiting for
+  the child to finish its own shutdown. Forwarding needs the main thread (Python's rule for
+  signal handlers); elsewhere `run` still works but does not forward.
+- Output is forwarded in chunks as it arrives (progress bars drawn with `\\r` keep working);
+  the log file gets whole lines, so the two streams never interleave within a line there.
+- Exit code: the child's; death by signal N (Popen's -N) becomes 128+N, as a shell reports it.
+- A missing executable raises `CommandNotFound` (exit 127) and one that cannot be executed
+  `CommandNotExecutable` (exit 126), the shell's codes, before `on_start` is called, so a
+  cron wrapper sees the same codes as it would from `sh -c`. Both are CobellErrors: one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from cobell_cli.errors import CobellError
+from cobell_cli.launch import parse_app_id
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_CHUNK = 65536
+_DRAIN_TIMEOUT_S = 5.0  # grandchildren may keep our pipes open after the child has exited
+
+
+class CommandNotFound(CobellError):
+    exit_code = 127
+
+
+class CommandNotExecutable(CobellError):
+    exit_code = 126
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    exit_code: int
+    started_at: float
+    finished_at: float
+    app_id: str | None
+    interrupted: bool
+    signal_received: int | None  # the first SIGINT/SIGTERM cobell received and forwarded
+    pid: int
+
+    @property
+    def runtime_s(self) -> float:
+        return self.finished_at - self.started_at
+
+
+def shell_exit_code(returncode: int) -> int:
+    """Popen's returncode as a shell reports it: death by signal N is 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class _AppIdCatcher:
+    """Keeps the first app id seen on any stream and calls back once, thread-safely."""
+
+    def __init__(self, callback: Callable[[str], None] | None) -> None:
+        self.app_id: str | None = None
+        self._callback = callback
+        self._lock = threading.Lock()
+
+    def feed(self, line: bytes) -> None:
+        if self.app_id is not None:
+            return
+        found = parse_app_id(line.decode("utf-8", "replace"))
+        if found is None:
+            return
+        with self._lock:
+            if self.app_id is not None:
+                return
+            self.app_id = found
+        if self._callback is not None:
+            self._callback(found)
+
+
+def _pump(
+    pipe: BinaryIO,
+    terminal: BinaryIO | None,
+    log: BinaryIO | None,
+    log_lock: threading.Lock,
+    catcher: _AppIdCatcher,
+) -> None:
+    partial = b""
+    fd = pipe.fileno()
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except OSError:
+            break
+        if not chunk:
+            break
+        if terminal is not None:
+            try:
+                terminal.write(chunk)
+                terminal.flush()
+            except (OSError, ValueError):  # closed or broken terminal: keep logging
+                terminal = None
+        partial += chunk
+        *lines, partial = partial.split(b"\n")
+        for line in lines:
+            catcher.feed(line)
+        if log is not None and lines:
+            with log_lock:
+                log.write(b"".join(line + b"\n" for line in lines))
+                log.flush()
+    if partial:
+        catcher.feed(partial)
+        if log is not None:
+            with log_lock:
+                log.write(partial + b"\n")
+                log.flush()
+
+
+def _default_stream(stream: object) -> BinaryIO | None:
+    return getattr(stream, "buffer", None)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    log_file: str | Path | None = None,
+    on_start: Callable[[int, float], None] | None = None,
+    on_app_id: Callable[[str], None] | None = None,
+    on_tick: Callable[[float], None] | None = None,
+    tick_s: float = 1.0,
+    stdout: BinaryIO | None = None,
+    stderr: BinaryIO | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    clock: Callable[[], float] = time.time,
+) -> ChildResult:
+    """Run argv to completion; see the module docstring for the contract."""
+    if not argv:
+        raise CommandNotFound("no command to run")
+    out = stdout if stdout is not None else _default_stream(sys.stdout)
+    err = stderr if stderr is not None else _default_stream(sys.stderr)
+    log: BinaryIO | None = None
+    if log_file is not None:
+        try:
+            log = open(log_file, "ab")  # noqa: SIM115 - closed in finally below
+        except OSError as exc:
+            raise CobellError(f"cannot open log file {log_file}: {exc.strerror}") from None
+
+    try:
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                env=env,
+                cwd=cwd,
+                process_group=0,
+            )
+        except FileNotFoundError:
+            raise CommandNotFound(
+                f"command not found: {argv[0]}",
+                hint="check the command after `--` (is it on PATH?)",
+            ) from None
+        except PermissionError:
+            raise CommandNotExecutable(
+                f"permission denied: {argv[0]}", hint="is it an executable file?"
+            ) from None
+        started_at = clock()
+        return _supervise(
+            proc, started_at, out, err, log, on_start, on_app_id, on_tick, tick_s, clock
+        )
+    finally:
+        if log is not None:
+            log.close()
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    started_at: float,
+    out: BinaryIO | None,
+    err: BinaryIO | None,
+    log: BinaryIO | None,
+    on_start: Callable[[int, float], None] | None,
+    on_app_id: Callable[[str], None] | None,
+    on_tick: Callable[[float], None] | None,
+    tick_s: float,
+    clock: Callable[[], float],
+) -> ChildResult:
+    catcher = _AppIdCatcher(on_app_id)
+    log_lock = threading.Lock()
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = [
+        threading.Thread(
+            target=_pump,
+            args=(pipe, term, log, log_lock, catcher),
+            daemon=True,
+            name=f"cobell-child-{name}",
+        )
+        for name, pipe, term in (("stdout", proc.stdout, out), ("stderr", proc.stderr, err))
+    ]
+    received: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in FORWARDED_SIGNALS:
+            previous[sig] = signal.signal(sig, forward)
+    try:
+        for pump in pumps:
+            pump.start()
+        if on_start is not None:
+            on_start(proc.pid, started_at)
+        while True:
+            try:
+                proc.wait(timeout=tick_s if on_tick is not None else 0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if on_tick is not None:
+                    on_tick(clock() - started_at)
+        finished_at = clock()
+        for pump in pumps:
+            pump.join(_DRAIN_TIMEOUT_S)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        if proc.poll() is None:  # cobell itself failed (e.g. a callback raised): do not orphan
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
+        for pump, pipe in zip(pumps, (proc.stdout, proc.stderr), strict=True):
+            if not pump.is_alive():  # a live pump still reads its fd: closing could reuse it
+                with contextlib.suppress(OSError):
+                    pipe.close()
+    return ChildResult(
+        exit_code=shell_exit_code(proc.returncode),
+        started_at=started_at,
+        finished_at=finished_at,
+        app_id=catcher.app_id,
+        interrupted=bool(received),
+        signal_received=received[0] if received else None,
+        pid=proc.pid,
+    )
