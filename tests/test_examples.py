@@ -1,0 +1,29 @@
+"""The committed example history is exactly what its generator writes, and imports cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from cobell_cli import interchange
+
+HISTORY = Path(__file__).resolve().parents[1] / "history"
+
+
+def test_example_csv_is_fresh(tmp_path: Path) -> None:
+    out = tmp_path / "example.csv"
+    subprocess.run([sys.executable, str(HISTORY / "make_examples.py"), str(out)], check=True)
+    assert out.read_text() == (HISTORY / "example.csv").read_text(), (
+        "history/example.csv is stale: run `python history/make_examples.py`"
+    )
+
+
+def test_example_csv_is_valid_and_has_co_runners() -> None:
+    path = HISTORY / "example.csv"
+    parsed = interchange.parse(path, path.read_text())
+    assert parsed.problems == []
+    assert {r["job"] for r in parsed.records} == {"sgd", "wordcount", "kmeans"}
+    overlapped = [r for r in parsed.records if r["colocations"]]
+    assert len(overlapped) >= 20
+    assert any(r["status"] == "failed" for r in parsed.records)
