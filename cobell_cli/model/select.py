@@ -1,0 +1,323 @@
+"""CoBell's runtime model: interference normalisation, then the scale-out curve chosen by CV.
+
+1. (a_k, b_k) per co-runner from the parametric interference fit; runtimes are normalised
+   by (1 + rc), the paper's two-phase approach, so everything after sees "alone" runtimes.
+2. Outlier repetitions get bisquare weights; a cliff at the smallest scale-outs is a
+   separate regime, kept for interpolation but kept out of the curve that extrapolates.
+3. Interpolation: Ernest feature subsets (fitted in relative error) and local linear
+   regressions compete in interior leave-one-scale-out CV, as in Bell.
+4. Extrapolation: the parametric candidates compete in forward CV (train on the smaller
+   scale-outs, test on the larger ones), which is the question extrapolation asks.
+5. The CV residuals of the chosen models give a relative prediction interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from cobell_cli.model.data import POOLED, RunData, co_runner_key, prepare_runs
+from cobell_cli.model.interference import fit_interference, slowdown
+from cobell_cli.model.llr import aggregate, bandwidth_grid, local_linear
+from cobell_cli.model.parametric import AMDAHL, FEATURES, evaluate, fit_theta
+from cobell_cli.model.robust import regime_change_scale_outs, repetition_weights
+from cobell_cli.model.uncertainty import RelativeInterval
+
+MIN_RUNS_PER_CO_RUNNER = 3  # fewer runs cannot pin down (a, b): they join the pool
+MIN_SCALE_OUTS_FOR_LLR = 5  # three interior points for CV, else parametric only
+MIN_SCALE_OUTS_FOR_CV = 4  # below this, Amdahl's law is the documented prior
+
+Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
+
+
+def _subsets(max_size: int) -> list[tuple[str, ...]]:
+    out = []
+    for size in range(1, min(max_size, len(FEATURES)) + 1):
+        out.extend(combinations(FEATURES, size))
+    return out
+
+
+@dataclass
+class _Curve:
+    """f(x) on normalised runtimes: a parametric θ, or an LLR (log x, log y) with bandwidth."""
+
+    kind: str
+    theta: np.ndarray | None = None
+    features: tuple[str, ...] = ()
+    bandwidth: float = 0.0
+    t: np.ndarray | None = None
+    v: np.ndarray | None = None
+    w: np.ndarray | None = None
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        if self.kind == "parametric":
+            return evaluate(self.theta, x)
+        est = local_linear(self.t, self.v, self.w, np.log(x), np.array([self.bandwidth]))[0]
+        return np.exp(est)
+
+    def describe(self) -> dict[str, Any]:
+        if self.kind == "parametric":
+            return {"kind": "parametric", "features": list(self.features),
+                    "theta": dict(zip(FEATURES, (float(v) for v in self.theta), strict=True))}
+        return {"kind": "llr", "bandwidth_log_scale_out": float(self.bandwidth)}
+
+
+def _split_error(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    """Weighted mean relative error: rejected outliers do not vote on the model."""
+    err = np.abs(pred - y) / y
+    wsum = w.sum()
+    return float((err * w).sum() / wsum) if wsum > 0 else float(err.mean())
+
+
+class RuntimeModel:
+    """Predicts a job's runtime at a scale-out, given the co-runners it will overlap with.
+
+    Built by fit_runtime_model(); follows the estimator contract (learned values end in _).
+    """
+
+    def __init__(self, *, confidence_default: float = 0.9) -> None:
+        self.confidence_default = confidence_default
+
+    # ---- fitting -------------------------------------------------------------------
+    def fit(self, runs: Iterable[Any]) -> RuntimeModel:
+        data = _pool_rare(prepare_runs(runs))
+        x, y = data.scale_out, data.runtime_s
+        self.n_runs_ = data.n
+        self.scale_out_range_ = (float(x.min()), float(x.max()))
+        levels = np.unique(x)
+        self.n_scale_outs_ = int(levels.size)
+        self.co_runners_ = data.co_runners
+        base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
+        _, a, b, _ = fit_interference(x, y, data.overlap, base)
+        self.a_, self.b_ = a, b
+        self.interference_runs_ = {k: int((data.overlap[:, i] > 0).sum())
+                                   for i, k in enumerate(data.co_runners)}
+        y_alone = y / slowdown(x, data.overlap, a, b)
+        w = repetition_weights(x, y_alone)
+        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
+        self.cv_: dict[str, Any] = {}
+        if levels.size == 1:
+            self._fit_single(x, y_alone, w)
+        elif levels.size < MIN_SCALE_OUTS_FOR_CV:
+            curve = _Curve("parametric", fit_theta(x, y_alone, AMDAHL, sample_weight=w),
+                           AMDAHL)
+            self.interp_, self.extrap_ = curve, curve
+            self.interval_ = RelativeInterval.default(levels.size)
+            self.cv_ = {"note": f"{levels.size} scale-outs: Amdahl's law, no CV possible"}
+        else:
+            self._select(x, y_alone, w)
+        return self
+
+    def _fit_single(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        """One scale-out: Amdahl with the whole runtime parallel (y·x0/x) as the point guess;
+        the interval's upper bound assumes no speed-up at all, so a planner that reads the
+        upper bound does not over-promise from a single observation."""
+        level = float(np.exp(np.average(np.log(y), weights=np.where(w > 0, w, 1e-9))))
+        theta = np.zeros(len(FEATURES))
+        theta[1] = level * float(x[0])
+        curve = _Curve("parametric", theta, ("inv",))
+        self.interp_ = self.extrap_ = curve
+        self.interval_ = RelativeInterval.default(1, single_scale_out=float(x[0]))
+        self.cv_ = {"note": "one scale-out: runtime scaled by 1/x, interval without speed-up"}
+
+    def _select(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        levels, index = np.unique(x, return_inverse=True)
+        d = levels.size
+        regime = np.isin(x, self.regime_scale_outs_)
+        param_rows = ~regime
+        subsets = _subsets(min(len(FEATURES), d - 2))
+
+        def fit_param(train: np.ndarray, feats: tuple[str, ...]) -> np.ndarray:
+            rows = train & param_rows
+            if np.unique(x[rows]).size < 2:
+                rows = train
+            return fit_theta(x[rows], y[rows], feats, sample_weight=w[rows])
+
+        # Interior leave-one-scale-out: the question interpolation asks.
+        interior = np.arange(1, d - 1)
+        err = {feats: [] for feats in subsets}
+        resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
+        for j in interior:
+            test = index == j
+            for feats in subsets:
+                pred = evaluate(fit_param(~test, feats), x[test])
+                err[feats].append(_split_error(pred, y[test], w[test]))
+                resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
+        scores: dict[Any, float] = {feats: float(np.mean(e)) for feats, e in err.items()}
+        llr_best = None
+        if d >= MIN_SCALE_OUTS_FOR_LLR:
+            t = np.log(levels)
+            _, v, ws = aggregate(x, np.log(y), w)
+            grid = bandwidth_grid(t)
+            est = np.exp(local_linear(t, v, ws, t[interior], grid, leave_out_same=True))
+            llr_err = np.zeros(grid.size)
+            for col, j in enumerate(interior):
+                test = index == j
+                rel = np.abs(est[:, col][:, None] - y[test][None, :]) / y[test][None, :]
+                ww = w[test]
+                llr_err += (rel * ww).sum(1) / max(ww.sum(), 1e-12)
+            llr_err /= interior.size
+            hb = int(np.argmin(llr_err))
+            llr_best = ("llr", float(grid[hb]))
+            scores[llr_best] = float(llr_err[hb])
+            resid[llr_best] = [np.log(y[index == j] / est[hb, col])[w[index == j] > 0]
+                               for col, j in enumerate(interior)]
+        interp_key = min(scores, key=scores.get)
+        self.cv_["interior_loso_mre"] = {_name(k): v for k, v in scores.items()}
+        # Forward CV: train on the smaller scale-outs, predict all larger ones.
+        fwd_err = {feats: [] for feats in subsets}
+        fwd_resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
+        for j in range(max(2, (d + 1) // 2), d):
+            train, test = index < j, index >= j
+            n_train = np.unique(x[train & param_rows]).size
+            for feats in subsets:
+                if len(feats) > max(1, n_train - 1):
+                    fwd_err[feats].append(np.inf)
+                    continue
+                pred = evaluate(fit_param(train, feats), x[test])
+                fwd_err[feats].append(_split_error(pred, y[test], w[test]))
+                fwd_resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
+        fwd_scores = {feats: float(np.mean(e)) for feats, e in fwd_err.items() if e}
+        extrap_key = min(fwd_scores, key=fwd_scores.get)
+        self.cv_["forward_mre"] = {_name(k): v for k, v in fwd_scores.items()
+                                   if np.isfinite(v)}
+        all_rows = np.ones_like(x, bool)
+        self.extrap_ = _Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
+        if isinstance(interp_key, tuple) and interp_key and interp_key[0] == "llr":
+            t = np.log(levels)
+            _, v, ws = aggregate(x, np.log(y), w)
+            self.interp_ = _Curve("llr", bandwidth=interp_key[1], t=t, v=v,
+                                  w=np.maximum(ws, 1e-12))
+        else:
+            self.interp_ = _Curve("parametric", fit_param(all_rows, interp_key), interp_key)
+        self.cv_["interpolation"] = _name(interp_key)
+        self.cv_["extrapolation"] = _name(extrap_key)
+        self.cv_["interpolation_mre"] = scores[interp_key]
+        self.cv_["extrapolation_mre"] = fwd_scores[extrap_key]
+        inner = np.concatenate(resid[interp_key]) if resid[interp_key] else np.array([])
+        outer = (np.concatenate(fwd_resid[extrap_key]) if fwd_resid[extrap_key]
+                 else np.array([]))
+        self.interval_ = RelativeInterval(inner, outer)
+
+    # ---- prediction ----------------------------------------------------------------
+    def _alone(self, x: np.ndarray) -> np.ndarray:
+        lo, hi = self.scale_out_range_
+        inside = (x >= lo) & (x <= hi)
+        out = self.extrap_.predict(x)
+        if inside.any():
+            out[inside] = self.interp_.predict(x[inside])
+        return out
+
+    def _factor(self, x: np.ndarray, overlaps: Overlaps) -> np.ndarray:
+        if overlaps is None:
+            return np.ones_like(x)
+        rows = [overlaps] * x.size if isinstance(overlaps, Mapping) else list(overlaps)
+        if len(rows) != x.size:
+            raise ValueError(f"{len(rows)} overlap dicts for {x.size} scale-outs; give one "
+                             "dict for all or one per scale-out")
+        factor = np.ones_like(x)
+        for i, row in enumerate(rows):
+            for job, ratio in (row or {}).items():
+                r = float(ratio)
+                if not np.isfinite(r) or r < 0:
+                    raise ValueError(f"overlap ratio for {job!r} must be >= 0, got {ratio!r}")
+                a, b = self.interference(job)
+                factor[i] += (a + b / x[i]) * r
+        return factor
+
+    def predict(self, scale_outs: Sequence[float] | np.ndarray, overlaps: Overlaps = None,
+                ) -> np.ndarray:
+        """Runtime in seconds per scale-out; overlaps: {co_runner_job: ratio}, for all
+        scale-outs, or a list with one such dict per scale-out."""
+        x = _scale_outs(scale_outs)
+        return self._alone(x) * self._factor(x, overlaps)
+
+    def predict_interval(self, scale_outs: Sequence[float] | np.ndarray,
+                         overlaps: Overlaps = None, confidence: float | None = None,
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) seconds: the prediction times CV-residual quantiles."""
+        x = _scale_outs(scale_outs)
+        point = self.predict(x, overlaps)
+        lo, hi = self.scale_out_range_
+        inside = (x >= lo) & (x <= hi)
+        c = self.confidence_default if confidence is None else confidence
+        low_f, high_f = self.interval_.factors(x, inside, c)
+        return point * low_f, point * high_f
+
+    def interference(self, job: Any) -> tuple[float, float]:
+        """(a, b) for a co-runner job: its own pair when it had enough runs, else the pooled
+        pair; with no pooled runs, the run-weighted mean of the known pairs; else (0, 0)."""
+        names = self.co_runners_
+        key = co_runner_key(job)
+        if key in names and key != POOLED:
+            i = names.index(key)
+            return float(self.a_[i]), float(self.b_[i])
+        if POOLED in names:
+            i = names.index(POOLED)
+            return float(self.a_[i]), float(self.b_[i])
+        if names:
+            n = np.array([self.interference_runs_[k] for k in names], float)
+            return float(n @ self.a_ / n.sum()), float(n @ self.b_ / n.sum())
+        return 0.0, 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "n_runs": self.n_runs_,
+            "n_scale_outs": self.n_scale_outs_,
+            "scale_out_range": list(self.scale_out_range_),
+            "interpolation": self.interp_.describe(),
+            "extrapolation": self.extrap_.describe(),
+            "regime_scale_outs": list(self.regime_scale_outs_),
+            "interference": {k: {"a": float(self.a_[i]), "b": float(self.b_[i]),
+                                 "runs": self.interference_runs_[k]}
+                             for i, k in enumerate(self.co_runners_)},
+            "cv": _jsonable(self.cv_),
+            "interval": self.interval_.describe(),
+        }
+
+
+def _scale_outs(scale_outs: Sequence[float] | np.ndarray) -> np.ndarray:
+    x = np.atleast_1d(np.asarray(scale_outs, dtype=float))
+    if x.size and (not np.all(np.isfinite(x)) or np.any(x <= 0)):
+        raise ValueError("scale-outs must be positive numbers")
+    return x
+
+
+def _name(key: Any) -> str:
+    if isinstance(key, tuple) and key and key[0] == "llr":
+        return f"llr(h={key[1]:.3g})"
+    return "+".join(key)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
+def _pool_rare(data: RunData) -> RunData:
+    """Merge co-runners seen in fewer than MIN_RUNS_PER_CO_RUNNER runs into the pool."""
+    if not data.co_runners:
+        return data
+    counts = (data.overlap > 0).sum(axis=0)
+    keep = [i for i, k in enumerate(data.co_runners)
+            if k != POOLED and counts[i] >= MIN_RUNS_PER_CO_RUNNER]
+    rare = [i for i in range(len(data.co_runners)) if i not in keep]
+    cols = [data.overlap[:, i] for i in keep]
+    names = [data.co_runners[i] for i in keep]
+    if rare:
+        cols.append(data.overlap[:, rare].sum(axis=1))
+        names.append(POOLED)
+    overlap = np.column_stack(cols) if cols else np.zeros((data.n, 0))
+    return RunData(data.scale_out, data.runtime_s, overlap, tuple(names))
+
+
+def fit_runtime_model(runs: Iterable[Any], **params: Any) -> RuntimeModel:
+    """Fit CoBell's runtime model to a job's past runs (see the module docstring)."""
+    return RuntimeModel(**params).fit(runs)

@@ -1,0 +1,71 @@
+"""Relative prediction intervals from cross-validation residuals (log ratios y / ŷ)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MIN_RESIDUALS = 5  # fewer and quantiles are noise: use the prior width
+# Prior half-width in log space for sparse histories (3 or fewer scale-outs). Set from the
+# sparse3 benchmark: see bench/results/accuracy.md for the measured error quantiles.
+PRIOR_LOG_HALF_WIDTH = 0.35
+
+
+class RelativeInterval:
+    """Quantiles of log(y/ŷ) for interpolation (inner) and extrapolation (outer) separately,
+    because predicting outside the observed scale-outs is the riskier question."""
+
+    def __init__(self, inner: np.ndarray, outer: np.ndarray, *,
+                 single_scale_out: float | None = None) -> None:
+        self.inner = np.asarray(inner, float)
+        self.outer = np.asarray(outer, float)
+        self.single_scale_out = single_scale_out
+
+    @classmethod
+    def default(cls, n_scale_outs: int, single_scale_out: float | None = None,
+                ) -> RelativeInterval:
+        return cls(np.array([]), np.array([]), single_scale_out=single_scale_out)
+
+    def _bounds(self, resid: np.ndarray, confidence: float) -> tuple[float, float]:
+        z = PRIOR_LOG_HALF_WIDTH * _z_ratio(confidence)
+        if resid.size < MIN_RESIDUALS:
+            return -z, z
+        lo, hi = np.quantile(resid, [(1 - confidence) / 2, (1 + confidence) / 2])
+        return float(min(lo, 0.0)), float(max(hi, 0.0))
+
+    def factors(self, x: np.ndarray, inside: np.ndarray, confidence: float,
+                ) -> tuple[np.ndarray, np.ndarray]:
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        outer = self.outer if self.outer.size >= MIN_RESIDUALS else np.concatenate(
+            [self.outer, self.inner])
+        il, ih = self._bounds(self.inner, confidence)
+        ol, oh = self._bounds(outer, confidence)
+        # Outside the range, never narrower than inside.
+        ol, oh = min(ol, il), max(oh, ih)
+        low = np.where(inside, il, ol)
+        high = np.where(inside, ih, oh)
+        low_f, high_f = np.exp(low), np.exp(high)
+        if self.single_scale_out is not None:
+            # One observation: the point guess assumes perfect scaling; the upper bound
+            # assumes none (no faster than observed), the lower bound perfect scaling.
+            x0 = self.single_scale_out
+            high_f = high_f * np.maximum(1.0, x / x0)
+        return low_f, high_f
+
+    def describe(self) -> dict[str, Any]:
+        def q(r: np.ndarray) -> list[float] | None:
+            if r.size < MIN_RESIDUALS:
+                return None
+            return [float(v) for v in np.quantile(np.exp(r) - 1, [0.05, 0.5, 0.95])]
+        return {"inner_relative_error_q05_q50_q95": q(self.inner),
+                "outer_relative_error_q05_q50_q95": q(self.outer),
+                "residuals": [int(self.inner.size), int(self.outer.size)]}
+
+
+def _z_ratio(confidence: float) -> float:
+    """Scale the prior width (given for 90 %) to another confidence, Gaussian-style."""
+    from scipy.stats import norm
+
+    return float(norm.ppf((1 + confidence) / 2) / norm.ppf(0.95))
