@@ -41,7 +41,9 @@ submit`` tests) can make apps appear on the cluster over plain HTTP:
 
 The same operations exist in Python (``add_app``, ``finish``, ``advance``). Fixtures:
 ``yarn_rm`` (one active RM), ``yarn_rm_factory`` (make more, e.g. an HA pair),
-``dead_rm_url``. Import them into a test module or list this module in ``pytest_plugins``.
+``dead_rm_url``; import ``yarn_rm_fixture`` etc. into a test module (the fixture names
+differ from the function names so the import does not clash with test arguments), or list
+this module in the root conftest's ``pytest_plugins``.
 """
 
 from __future__ import annotations
@@ -73,6 +75,16 @@ def _json(status: int, value: Any, headers: dict[str, str] | None = None) -> Rep
     )
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that gave up
+            super().handle_error(request, client_address)
+
+
 class LoopbackServer:
     """A threaded HTTP server on 127.0.0.1 (free port) that hands requests to `handle`."""
 
@@ -101,11 +113,12 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep pytest output clean
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -475,15 +488,15 @@ def dead_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-@pytest.fixture
-def yarn_rm() -> Iterator[StandinRM]:
+@pytest.fixture(name="yarn_rm")
+def yarn_rm_fixture() -> Iterator[StandinRM]:
     """One active stand-in RM on loopback."""
     with running_standin() as rm:
         yield rm
 
 
-@pytest.fixture
-def yarn_rm_factory() -> Iterator[Callable[..., StandinRM]]:
+@pytest.fixture(name="yarn_rm_factory")
+def yarn_rm_factory_fixture() -> Iterator[Callable[..., StandinRM]]:
     """Start more stand-in RMs (an HA pair, a slow one, ...); all stop after the test."""
     stack: list[Any] = []
 
@@ -498,6 +511,6 @@ def yarn_rm_factory() -> Iterator[Callable[..., StandinRM]]:
         ctx.__exit__(None, None, None)
 
 
-@pytest.fixture
-def dead_rm_url() -> str:
+@pytest.fixture(name="dead_rm_url")
+def dead_rm_url_fixture() -> str:
     return dead_url()

@@ -166,8 +166,9 @@ class YarnCluster:
         rest = [u for u in self.rm_urls if u != self.answered_url]
         return [self.answered_url, *rest]
 
-    def _resolve_active(self) -> Answer:
-        answer = self.client.get(self._bases(), f"{API}/info", accept=_reject_standby)
+    def _resolve_active(self, bases: Sequence[str] | None = None) -> Answer:
+        bases = self._bases() if bases is None else bases
+        answer = self.client.get(bases, f"{API}/info", accept=_reject_standby)
         assert answer is not None  # missing_ok is off
         self.answered_url = answer.base_url
         state = _ha_state(answer)
@@ -225,7 +226,8 @@ class YarnCluster:
         return parse_app(raw, self.known_jobs, self.patterns)
 
     def check(self) -> dict[str, Any]:
-        answer = self._resolve_active()
+        """Ask every configured RM in order, so the report shows the standbys and dead ones."""
+        answer = self._resolve_active(self.rm_urls)
         info = answer.data.get("clusterInfo") if isinstance(answer.data, Mapping) else None
         info = info if isinstance(info, Mapping) else {}
         return {
