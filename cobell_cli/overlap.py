@@ -411,56 +411,65 @@ def _joint(
     starts_m = starts[m_idx]
 
     def step(
-        r: np.ndarray, e_m: np.ndarray, base_sel: np.ndarray, alpha_sel: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One Jacobi sweep of the joint fix-point for the candidates in the rows given."""
+        z: np.ndarray, base_sel: np.ndarray, alpha_sel: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One sweep of the joint map T for the rows given; z = [r, end of modelled co-runners]."""
+        r, e_m = z[:, 0], z[:, 1:]
         ends = np.broadcast_to(fixed_end, (len(r), k_all)).copy()
         ends[:, m_idx] = e_m
         d = np.clip(ends - now, 0.0, r[:, None])  # OVERLAPDURATION(end_k, now, r), vectorised
-        r_next = base_sel * (1.0 + np.sum(alpha_sel * d, axis=1) / r)
+        t = np.empty_like(z)
+        t[:, 0] = base_sel * (1.0 + np.sum(alpha_sel * d, axis=1) / r)
         if n_m:
             r_m = e_m - starts_m  # (n, n_m) the co-runners' current runtimes
-            d_m = d[:, m_idx]
             lo = np.maximum(starts_m[None, :, None], starts[None, None, :])
             hi = np.minimum(e_m[:, :, None], ends[:, None, :])
             pair_s = np.clip(hi - lo, 0.0, None)  # (n, n_m, k_all); self entries weigh 0
-            slow = alpha_m_new * d_m + np.sum(alpha_m_pair[None] * pair_s, axis=2)
-            e_next = starts_m + base_m * (1.0 + slow / r_m)
-        else:
-            e_next = e_m
-        return r_next, e_next, d
+            slow = alpha_m_new * d[:, m_idx] + np.sum(alpha_m_pair[None] * pair_s, axis=2)
+            t[:, 1:] = starts_m + base_m * (1.0 + slow / r_m)
+        return t, d
 
-    # Start where Algorithm 1 starts: no overlap yet; the new job at its base runtime.
-    r = base.copy()
-    e_m = np.broadcast_to(starts_m + base_m, (n, n_m)).copy()
-    lam = np.ones(n)
-    prev_res = np.full(n, np.inf)
+    # Every overlap ratio is in [0, 1], so T maps this box into itself; iterates stay in it.
+    z_lo = np.column_stack([base, np.broadcast_to(starts_m + base_m, (n, n_m))])
+    z_hi = np.column_stack(
+        [
+            base * (1.0 + alpha_new.sum(axis=1)),
+            np.broadcast_to(
+                starts_m + base_m * (1.0 + alpha_m_new + alpha_m_pair.sum(axis=1)), (n, n_m)
+            ),
+        ]
+    )
+    # Start where Algorithm 1 starts: no overlap yet.
+    z = z_lo.copy()
     iterations = np.zeros(n, dtype=int)
     converged = np.zeros(n, dtype=bool)
+    prev_f = np.zeros_like(z)
+    lam = np.ones(n)
     active = np.arange(n)
     for _ in range(max_iter):
         if active.size == 0:
             break
-        r_a, e_a = r[active], e_m[active]
-        r_next, e_next, _ = step(r_a, e_a, base[active], alpha_new[active])
-        dr, de = r_next - r_a, e_next - e_a
-        res = np.abs(dr)
-        if n_m:
-            res = np.maximum(res, np.max(np.abs(de), axis=1))
+        z_a = z[active]
+        t_a, _ = step(z_a, base[active], alpha_new[active])
+        f_a = t_a - z_a
+        res = np.max(np.abs(f_a), axis=1)
         iterations[active] += 1
         done = res <= tol_s
-        # Damping halves the step of a candidate whose residual grew, so it cannot oscillate.
-        grew = res > prev_res[active]
-        lam_a = np.where(grew, np.maximum(lam[active] * 0.5, _MIN_DAMPING), lam[active])
+        # Damped (Krasnoselskii-Mann) steps: a candidate whose step flips direction in any
+        # component is oscillating, so its step is halved; steady progress earns it back.
+        flipped = np.any(f_a * prev_f[active] < 0, axis=1)
+        lam_a = lam[active]
+        lam_a = np.where(flipped, np.maximum(lam_a / 2, _MIN_DAMPING), np.minimum(lam_a * 1.25, 1))
+        z_new = np.clip(z_a + lam_a[:, None] * f_a, z_lo[active], z_hi[active])
+        z_new = np.where(done[:, None], t_a, z_new)
+        z[active] = z_new
         lam[active] = lam_a
-        prev_res[active] = res
-        step_r = np.where(done, 1.0, lam_a)
-        r[active] = r_a + step_r * dr
-        e_m[active] = e_a + step_r[:, None] * de
+        prev_f[active] = f_a
         converged[active[done]] = True
         active = active[~done]
 
-    _, _, d = step(r, e_m, base, alpha_new)
+    r, e_m = z[:, 0], z[:, 1:]
+    _, d = step(z, base, alpha_new)
     ends = np.broadcast_to(fixed_end, (n, k_all)).copy()
     ends[:, m_idx] = e_m
     runtime_s = base * (1.0 + np.sum(alpha_new * d, axis=1) / r)

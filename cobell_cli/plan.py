@@ -1,0 +1,687 @@
+"""From history, running co-runners and a runtime target to a scale-out: the `Plan`.
+
+One function, `plan()`, serves both `cobell predict`/`cobell submit` and the benchmark's
+simulated cluster, so the three interference strategies the benchmark compares are exactly the
+code users run:
+
+* "joint"  cobell: every co-runner's overlap from a joint fix-point with the new job's own
+           predicted runtime at each candidate scale-out (`overlap.predict_overlaps`).
+* "paper"  CoBell as published: Algorithm 1 per co-runner, the new job's runtime assumed to
+           equal the target.
+* "none"   Bell: co-runners ignored, in fitting and in prediction.
+
+Bootstrap (Section IV-D of the paper), driven by the number n of usable similar runs:
+
+* n = 0..2 (runs 1-3), "bootstrap-search": binary search over the candidate scale-outs.
+  State: the index bracket [lo, hi] of the candidates (initially all of them) that may be the
+  smallest meeting the target. Each previous similar run, oldest first, at scale-out x:
+  met the *current* target (runtime_s <= target_s) -> hi = the smallest candidate >= x (the
+  answer is no larger: search the lower half); missed -> lo = the smallest candidate > x (search
+  the upper half; if x >= max, lo = hi = max and the plan is infeasible). When an observation
+  contradicts the bracket (noise), the newer observation wins and the other bound is reset.
+  The next run probes the lower midpoint candidates[(lo + hi) // 2]: run 1 is the midpoint of
+  [min, max]. The current target is used, not the one each run had, because the question is
+  which scale-out meets today's target. Co-runners are not considered, as in the paper.
+* n = 3..5 (runs 4-6), "bootstrap-parametric": the runtime model fitted on the runs with their
+  overlaps removed and predicted without interference (Bell); co-runners are not considered.
+* n >= 6 (run 7 on), "model": the runtime model with interference and the chosen strategy.
+  If the model cannot be fitted (e.g. every run at one scale-out), the search continues.
+
+Input-size similarity: with a known new input size s, only runs whose input_bytes is known and
+within ±tolerance·s count; runs of unknown size are left out as they may be of any size. With
+an unknown new size nothing can be compared, so every succeeded run counts (with a warning if
+their known sizes differ by more than the tolerance).
+
+Pure: no I/O, no clock; `now` is passed in. Raises `UsageError` for impossible arguments.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.errors import UsageError
+from cobell_cli.overlap import (
+    MAX_ITER,
+    TOL_S,
+    CoRunnerInput,
+    OverlapPrediction,
+    predict_overlaps,
+)
+
+Strategy = Literal["joint", "paper", "none"]
+Phase = Literal["bootstrap-search", "bootstrap-parametric", "model"]
+STRATEGIES: tuple[str, ...] = ("joint", "paper", "none")
+
+SEARCH_RUNS = 3  # runs 1-3: binary search
+PARAMETRIC_RUNS = 3  # runs 4-6: model without interference
+MODEL_FROM_USABLE = SEARCH_RUNS + PARAMETRIC_RUNS  # usable runs needed for the full model
+DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence decides
+
+
+class RuntimeModel(Protocol):
+    """The contract of `cobell_cli.model.fit_runtime_model`'s result that planning relies on."""
+
+    def predict(self, scale_outs: Any, overlaps: Any = None) -> np.ndarray: ...
+
+    def predict_interval(
+        self, scale_outs: Any, overlaps: Any = None, confidence: float = 0.9
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def interference(self, job: str | None) -> tuple[float, float]: ...
+
+    def describe(self) -> dict: ...
+
+
+FitFn = Callable[[Sequence[Mapping[str, Any]]], RuntimeModel]
+
+
+def _default_fit(runs: Sequence[Mapping[str, Any]]) -> RuntimeModel:
+    from cobell_cli.model import fit_runtime_model
+
+    return fit_runtime_model(runs)
+
+
+# --- records -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CandidatePrediction:
+    """One candidate scale-out; `overlap_ratio` maps co-runner app id -> predicted ratio."""
+
+    scale_out: int
+    predicted_s: float
+    lower_s: float | None
+    upper_s: float | None
+    overlap_ratio: Mapping[str, float]
+    meets_target: bool
+
+
+@dataclass(frozen=True)
+class CoRunnerView:
+    """A running app the plan considered, with its predicted end at the chosen scale-out."""
+
+    app_id: str
+    job: str | None
+    has_history: bool  # its job's runtime model could be fitted
+    source: str  # "model" | "progress" | "outlasts" | "ignored" (bootstrap, strategy none)
+    started_at: float | None
+    scale_out: int | None
+    progress: float | None
+    predicted_end_at: float | None  # None: unknown or assumed to outlast the new job
+    overlap_s: float | None
+    overlap_ratio: float | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchObservation:
+    run_id: Any
+    scale_out: int
+    runtime_s: float
+    met_target: bool
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """The bootstrap binary search after the observations, in scale-outs (bounds inclusive)."""
+
+    lo_scale_out: int
+    hi_scale_out: int
+    probe_scale_out: int
+    max_missed: bool  # the maximum itself was observed to miss the target
+    observations: tuple[SearchObservation, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What was chosen and why; `to_dict()` is what `cobell predict --json` prints."""
+
+    job: str
+    scale_out: int
+    phase: Phase
+    strategy: Strategy
+    reason: str
+    target_s: float
+    feasible: bool
+    predicted_s: float | None
+    lower_s: float | None
+    upper_s: float | None
+    interval_confidence: float | None
+    confidence: float | None  # set when the upper bound, not the point prediction, decided
+    now: float
+    min_scale_out: int
+    max_scale_out: int
+    step: int
+    input_bytes: int | None
+    usable_runs: int
+    run_number: int  # the run this plan is for, counted over usable similar runs
+    warnings: tuple[str, ...] = ()
+    co_runners: tuple[CoRunnerView, ...] = ()
+    candidates: tuple[CandidatePrediction, ...] = ()
+    search: SearchState | None = None
+    model: Mapping[str, Any] | None = None
+    overlap_iterations: int | None = None
+    overlap_converged: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {("null" if k is None else str(k)): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# --- history selection ---------------------------------------------------------------------
+
+
+def _order_key(run: Mapping[str, Any]) -> tuple:
+    started = run.get("started_at")
+    rid = run.get("id")
+    id_key = (0, rid, "") if isinstance(rid, int | float) else (1, 0, str(rid))
+    return (started is None, started if started is not None else 0.0, id_key)
+
+
+def _is_usable(run: Mapping[str, Any]) -> bool:
+    if run.get("status") != "succeeded":
+        return False
+    x, r = run.get("scale_out"), run.get("runtime_s")
+    return (
+        isinstance(x, int | float)
+        and x >= 1
+        and isinstance(r, int | float)
+        and math.isfinite(r)
+        and r > 0
+    )
+
+
+def similar_runs(
+    history: Iterable[Mapping[str, Any]],
+    input_bytes: int | None,
+    input_tolerance: float = 0.10,
+) -> list[Mapping[str, Any]]:
+    """Succeeded runs of similar input size, oldest first (see the module doc for the rule)."""
+    runs = sorted((r for r in history if _is_usable(r)), key=_order_key)
+    if input_bytes is None:
+        return runs
+    return [
+        r
+        for r in runs
+        if r.get("input_bytes") is not None
+        and abs(r["input_bytes"] - input_bytes) <= input_tolerance * input_bytes
+    ]
+
+
+def candidate_scale_outs(min_scale_out: int, max_scale_out: int, step: int = 1) -> list[int]:
+    """min, min+step, ... and always max, so the largest allowed reservation is considered."""
+    out = list(range(min_scale_out, max_scale_out + 1, step))
+    if out[-1] != max_scale_out:
+        out.append(max_scale_out)
+    return out
+
+
+def search_state(
+    runs: Sequence[Mapping[str, Any]], candidates: Sequence[int], target_s: float
+) -> SearchState:
+    """The bootstrap binary search state machine (rules in the module doc)."""
+    n = len(candidates)
+    lo, hi, max_missed = 0, n - 1, False
+    observations: list[SearchObservation] = []
+    for run in runs:
+        x = int(run["scale_out"])
+        runtime_s = float(run["runtime_s"])
+        met = runtime_s <= target_s
+        observations.append(SearchObservation(run.get("id"), x, runtime_s, met))
+        if met:
+            new_hi = next((i for i, c in enumerate(candidates) if c >= x), n - 1)
+            if new_hi < lo:
+                lo = 0
+            hi = min(hi, new_hi)
+            max_missed = False
+        else:
+            new_lo = next((i for i, c in enumerate(candidates) if c > x), None)
+            if new_lo is None:
+                new_lo, max_missed = n - 1, True
+            if new_lo > hi:
+                hi = n - 1
+            lo = max(lo, new_lo)
+    probe = candidates[(lo + hi) // 2]
+    return SearchState(candidates[lo], candidates[hi], probe, max_missed, tuple(observations))
+
+
+# --- planning ------------------------------------------------------------------------------
+
+
+def _check_args(
+    target_s: float,
+    min_scale_out: int,
+    max_scale_out: int,
+    step: int,
+    confidence: float | None,
+    input_tolerance: float,
+    interference: str,
+) -> None:
+    if not (isinstance(target_s, int | float) and math.isfinite(target_s) and target_s > 0):
+        raise UsageError(f"the runtime target must be a positive number of seconds, not {target_s}")
+    if min_scale_out < 1 or max_scale_out < min_scale_out:
+        raise UsageError(
+            f"scale-out bounds must satisfy 1 <= min <= max, got [{min_scale_out}, {max_scale_out}]"
+        )
+    if step < 1:
+        raise UsageError(f"the scale-out step must be >= 1, got {step}")
+    if confidence is not None and not 0 < confidence < 1:
+        raise UsageError(f"confidence must be in (0, 1), got {confidence}")
+    if input_tolerance < 0:
+        raise UsageError(f"the input-size tolerance must be >= 0, got {input_tolerance}")
+    if interference not in STRATEGIES:
+        raise UsageError(
+            f"interference strategy must be one of {', '.join(STRATEGIES)}, not {interference!r}"
+        )
+
+
+def _without_overlaps(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, "overlaps": {}} for r in runs]
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def plan(
+    *,
+    job: str,
+    history: Sequence[Mapping[str, Any]],
+    now: float,
+    target_s: float,
+    min_scale_out: int,
+    max_scale_out: int,
+    co_runners: Sequence[RunningApp] = (),
+    co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    step: int = 1,
+    confidence: float | None = None,
+    input_bytes: int | None = None,
+    input_tolerance: float = 0.10,
+    interference: Strategy = "joint",
+    fit: FitFn | None = None,
+    tol_s: float = TOL_S,
+    max_iter: int = MAX_ITER,
+) -> Plan:
+    """Choose the scale-out for the next run of `job` starting at `now`.
+
+    `history` holds the job's runs (any status; only similar succeeded ones count),
+    `co_runners` the apps on the cluster (finished ones are ignored), `co_runner_histories`
+    the runs of their jobs. `fit` turns runs into a runtime model and raises ValueError when it
+    cannot; it defaults to `cobell_cli.model.fit_runtime_model`. Callers planning many times
+    over the same history (the benchmark) may pass a memoising `fit`.
+    """
+    _check_args(
+        target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
+    )
+    fit_fn: FitFn = fit or _default_fit
+    candidates = candidate_scale_outs(min_scale_out, max_scale_out, step)
+    succeeded = [r for r in history if _is_usable(r)]
+    runs = similar_runs(succeeded, input_bytes, input_tolerance)
+    n = len(runs)
+    warnings: list[str] = []
+    if input_bytes is not None and len(runs) < len(succeeded):
+        warnings.append(
+            f"{len(succeeded) - len(runs)} of {len(succeeded)} succeeded runs left out: input "
+            f"size unknown or not within ±{input_tolerance:.0%} of {_fmt_bytes(input_bytes)}"
+        )
+    if input_bytes is None:
+        sizes = [r["input_bytes"] for r in runs if r.get("input_bytes") is not None]
+        if sizes and max(sizes) > (1 + input_tolerance) * min(sizes):
+            warnings.append(
+                "input size unknown: runs of different input sizes "
+                f"({_fmt_bytes(min(sizes))} to {_fmt_bytes(max(sizes))}) all count"
+            )
+    apps = list({a.app_id: a for a in co_runners if a.running}.values())
+
+    common: dict[str, Any] = dict(
+        job=job,
+        strategy=interference,
+        target_s=float(target_s),
+        now=float(now),
+        min_scale_out=min_scale_out,
+        max_scale_out=max_scale_out,
+        step=step,
+        input_bytes=input_bytes,
+        usable_runs=n,
+        run_number=n + 1,
+    )
+
+    model = None
+    if n >= SEARCH_RUNS:
+        with_interference = n >= MODEL_FROM_USABLE and interference != "none"
+        try:
+            model = fit_fn(runs if with_interference else _without_overlaps(runs))
+        except ValueError as exc:
+            warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+    if model is None:
+        return _search_plan(runs, candidates, apps, warnings, common)
+    phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
+    return _model_plan(
+        model, phase, runs, candidates, apps, co_runner_histories or {}, history, fit_fn,
+        warnings, common, confidence, tol_s, max_iter,
+    )
+
+
+def _ignored_views(apps: Sequence[RunningApp], note: str) -> tuple[CoRunnerView, ...]:
+    return tuple(
+        CoRunnerView(
+            app_id=a.app_id, job=a.job, has_history=False, source="ignored",
+            started_at=a.started_at, scale_out=a.scale_out, progress=a.progress,
+            predicted_end_at=None, overlap_s=None, overlap_ratio=None, note=note,
+        )
+        for a in apps
+    )
+
+
+def _search_plan(
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    apps: Sequence[RunningApp],
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Plan:
+    target_s = common["target_s"]
+    state = search_state(runs, candidates, target_s)
+    lo_all, hi_all = candidates[0], candidates[-1]
+    run_no = common["run_number"]
+    head = (
+        f"Bootstrap run {run_no} of {SEARCH_RUNS}"
+        if run_no <= SEARCH_RUNS
+        else f"Run {run_no} (no model could be fitted)"
+    )
+    if not state.observations:
+        why = f"no similar run yet, so start at the midpoint of [{lo_all}, {hi_all}]"
+    else:
+        last = state.observations[-1]
+        verdict = "met" if last.met_target else "missed"
+        half = "lower" if last.met_target else "upper"
+        why = (
+            f"the previous run at {last.scale_out} took {last.runtime_s:.0f} s and {verdict} "
+            f"the {target_s:.0f} s target, so search the {half} part "
+            f"[{state.lo_scale_out}, {state.hi_scale_out}]"
+        )
+    reason = f"{head}: binary search; {why}: {state.probe_scale_out}."
+    feasible = not state.max_missed
+    if state.max_missed:
+        warnings.append(
+            f"the maximum scale-out {hi_all} already missed the {target_s:.0f} s target; "
+            "reserving the maximum"
+        )
+    if apps:
+        warnings.append(
+            f"{len(apps)} running co-runner(s) not considered during the bootstrap (as in CoBell)"
+        )
+    return Plan(
+        scale_out=state.probe_scale_out,
+        phase="bootstrap-search",
+        reason=reason,
+        feasible=feasible,
+        predicted_s=None,
+        lower_s=None,
+        upper_s=None,
+        interval_confidence=None,
+        confidence=None,
+        warnings=tuple(warnings),
+        co_runners=_ignored_views(apps, "not considered during the bootstrap"),
+        search=state,
+        **common,
+    )
+
+
+def _co_runner_inputs(
+    apps: Sequence[RunningApp],
+    job: str,
+    history: Sequence[Mapping[str, Any]],
+    co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]],
+    fit_fn: FitFn,
+    own_model: RuntimeModel,
+    own_runs: Sequence[Mapping[str, Any]],
+) -> tuple[list[CoRunnerInput], list[str | None]]:
+    """Fit each co-runner job's model once; a co-runner without one gets base_runtime_s None."""
+    models: dict[str, tuple[RuntimeModel | None, list[Mapping[str, Any]]]] = {}
+    inputs: list[CoRunnerInput] = []
+    notes: list[str | None] = []
+    for app in apps:
+        m: RuntimeModel | None = None
+        runs: list[Mapping[str, Any]] = []
+        if app.job is not None:
+            if app.job not in models:
+                if app.job == job and app.job not in co_runner_histories:
+                    models[app.job] = (own_model, list(own_runs))
+                else:
+                    hist = [r for r in co_runner_histories.get(app.job, ()) if _is_usable(r)]
+                    try:
+                        models[app.job] = (fit_fn(hist) if hist else None, hist)
+                    except ValueError:
+                        models[app.job] = (None, hist)
+            m, runs = models[app.job]
+        note = None
+        x = app.scale_out
+        if m is not None and x is None and runs:
+            x = int(np.median([r["scale_out"] for r in runs]))
+            note = f"scale-out unknown; assumed {x}, the median of its job's runs"
+        base = None
+        if m is not None and x is not None and x >= 1:
+            base = float(np.asarray(m.predict([x], None), dtype=float)[0])
+        inputs.append(
+            CoRunnerInput(
+                app_id=app.app_id,
+                job=app.job,
+                started_at=app.started_at,
+                progress=app.progress,
+                base_runtime_s=base,
+                scale_out=x,
+                interference=m.interference if m is not None else None,
+            )
+        )
+        notes.append(note)
+    return inputs, notes
+
+
+def _model_plan(
+    model: RuntimeModel,
+    phase: Phase,
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    apps: Sequence[RunningApp],
+    co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]],
+    history: Sequence[Mapping[str, Any]],
+    fit_fn: FitFn,
+    warnings: list[str],
+    common: dict[str, Any],
+    confidence: float | None,
+    tol_s: float,
+    max_iter: int,
+) -> Plan:
+    job, now, target_s = common["job"], common["now"], common["target_s"]
+    strategy: Strategy = common["strategy"]
+    xs = np.asarray(candidates, dtype=float)
+    use_co = phase == "model" and strategy != "none" and bool(apps)
+    pred: OverlapPrediction | None = None
+    views: tuple[CoRunnerView, ...]
+    overlaps: list[dict[str | None, float]] | None = None
+    if use_co:
+        inputs, notes = _co_runner_inputs(
+            apps, job, history, co_runner_histories, fit_fn, model, runs
+        )
+        base = np.asarray(model.predict(xs, None), dtype=float)
+        pred = predict_overlaps(
+            xs, base, model.interference, job, inputs, now,
+            mode="paper" if strategy == "paper" else "joint",
+            target_s=target_s, tol_s=tol_s, max_iter=max_iter,
+        )
+        overlaps = pred.overlaps_per_candidate()
+    predicted = np.asarray(model.predict(xs, overlaps), dtype=float)
+    interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
+    lower, upper = (
+        np.asarray(b, dtype=float)
+        for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
+    )
+    decide = upper if confidence is not None else predicted
+    meets = decide <= target_s
+    feasible = bool(np.any(meets))
+    i = int(np.argmax(meets)) if feasible else len(candidates) - 1
+    chosen = candidates[i]
+
+    if pred is not None:
+        by_app = {c.app_id: c for c in pred.co_runners}
+        views = tuple(
+            CoRunnerView(
+                app_id=a.app_id,
+                job=a.job,
+                has_history=inp.base_runtime_s is not None,
+                source=by_app[a.app_id].source,
+                started_at=a.started_at,
+                scale_out=a.scale_out,
+                progress=a.progress,
+                predicted_end_at=_finite(by_app[a.app_id].end_at[i]),
+                overlap_s=float(by_app[a.app_id].overlap_s[i]),
+                overlap_ratio=float(by_app[a.app_id].overlap_ratio[i]),
+                note="; ".join(x for x in (note, by_app[a.app_id].note) if x) or None,
+            )
+            for a, inp, note in zip(apps, inputs, notes, strict=True)
+        )
+        for v in views:
+            if v.source == "outlasts":
+                why = by_app[v.app_id].note or "it has no usable history or progress"
+                warnings.append(
+                    f"co-runner {v.app_id} ({v.job or 'unknown job'}) assumed to run alongside "
+                    f"the whole job: {why}"
+                )
+        if not bool(np.all(pred.converged)):
+            warnings.append(
+                f"the overlap fix-point did not converge within {max_iter} iterations for "
+                f"{int(np.sum(~pred.converged))} candidate(s); the last iterate is used"
+            )
+    else:
+        why = (
+            "not considered during the bootstrap"
+            if phase != "model"
+            else "ignored by the 'none' (Bell) strategy"
+        )
+        views = _ignored_views(apps, why)
+        if apps:
+            warnings.append(f"{len(apps)} running co-runner(s) {why}")
+
+    cands = tuple(
+        CandidatePrediction(
+            scale_out=int(c),
+            predicted_s=float(predicted[j]),
+            lower_s=float(lower[j]),
+            upper_s=float(upper[j]),
+            overlap_ratio=(
+                {co.app_id: float(co.overlap_ratio[j]) for co in pred.co_runners}
+                if pred is not None
+                else {}
+            ),
+            meets_target=bool(meets[j]),
+        )
+        for j, c in enumerate(candidates)
+    )
+    reason = _model_reason(
+        phase, strategy, chosen, feasible, predicted[i], upper[i], confidence, target_s,
+        candidates, len(apps) if pred is not None else 0, common["usable_runs"],
+    )
+    if not feasible:
+        warnings.append(
+            f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
+            f"target (predicted {decide[i]:.0f} s at {chosen}); reserving the maximum"
+        )
+    return Plan(
+        scale_out=chosen,
+        phase=phase,
+        reason=reason,
+        feasible=feasible,
+        predicted_s=float(predicted[i]),
+        lower_s=float(lower[i]),
+        upper_s=float(upper[i]),
+        interval_confidence=interval_conf,
+        confidence=confidence,
+        warnings=tuple(warnings),
+        co_runners=views,
+        candidates=cands,
+        model=_jsonable(model.describe()),
+        overlap_iterations=int(np.max(pred.iterations)) if pred is not None else None,
+        overlap_converged=bool(np.all(pred.converged)) if pred is not None else None,
+        **common,
+    )
+
+
+def _finite(v: float) -> float | None:
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _model_reason(
+    phase: Phase,
+    strategy: Strategy,
+    chosen: int,
+    feasible: bool,
+    predicted_s: float,
+    upper_s: float,
+    confidence: float | None,
+    target_s: float,
+    candidates: Sequence[int],
+    n_co: int,
+    n_runs: int,
+) -> str:
+    bound = f" (upper {confidence:.0%} bound {upper_s:.0f} s)" if confidence is not None else ""
+    if phase == "bootstrap-parametric":
+        how = f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model without interference"
+    elif n_co == 0:
+        how = "the runtime model" + (
+            " ignoring co-runners (Bell)" if strategy == "none" else " with no co-runner running"
+        )
+    else:
+        kind = (
+            "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
+        )
+        how = f"the runtime model with the overlap of {n_co} co-runner(s) ({kind})"
+    if feasible:
+        return (
+            f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
+            f"the {target_s:.0f} s target: {how} predicts {predicted_s:.0f} s{bound}."
+        )
+    return (
+        f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
+        f"target, so the maximum {chosen}: {how} predicts {predicted_s:.0f} s{bound} there."
+    )
+
+
+__all__ = [
+    "DEFAULT_INTERVAL_CONFIDENCE",
+    "MODEL_FROM_USABLE",
+    "STRATEGIES",
+    "CandidatePrediction",
+    "CoRunnerView",
+    "Plan",
+    "SearchObservation",
+    "SearchState",
+    "candidate_scale_outs",
+    "plan",
+    "search_state",
+    "similar_runs",
+]
