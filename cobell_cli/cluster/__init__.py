@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.base import Cluster, RunningApp
 from cobell_cli.cluster.jobs import job_app_name, job_tag, map_job
-from cobell_cli.errors import ClusterError
+from cobell_cli.errors import ConfigError
 
 if TYPE_CHECKING:
     from cobell_cli.config import Settings
@@ -102,7 +102,7 @@ def connect(
         from cobell_cli.cluster.yarn import YarnCluster
 
         if not rm_urls:
-            raise ClusterError(
+            raise ConfigError(
                 "cluster = yarn but no ResourceManager URL is configured and no yarn-site.xml "
                 "was found in $YARN_CONF_DIR, $HADOOP_CONF_DIR or /etc/hadoop/conf",
                 hint="pass --rm-url http://rm:8088 or set COBELL_RM_URL",
@@ -118,7 +118,7 @@ def connect(
         from cobell_cli.cluster.standalone import StandaloneCluster
 
         if not settings.standalone_url:
-            raise ClusterError(
+            raise ConfigError(
                 "cluster = standalone but no master URL is configured",
                 hint="pass --standalone-url http://master:8080 or set COBELL_STANDALONE_URL",
             )
@@ -128,4 +128,4 @@ def connect(
         return StandaloneCluster(
             urls, client("Spark master", STANDALONE_FIX, auth), known_jobs=known, patterns=patterns
         )
-    raise ClusterError(f"unknown cluster kind {kind!r}", hint="use auto, yarn, standalone or none")
+    raise ConfigError(f"unknown cluster kind {kind!r}", hint="use auto, yarn, standalone or none")
