@@ -11,7 +11,7 @@ import sys
 import typer
 
 from cobell_cli import __version__
-from cobell_cli.cli import config_cmd, history
+from cobell_cli.cli import config_cmd, history, predict, submit
 from cobell_cli.cli.common import state
 
 app = typer.Typer(
@@ -56,6 +56,8 @@ def root(
     st.db, st.config_path, st.debug = db, config, debug
 
 
+app.command("submit")(submit.submit)
+app.command("predict")(predict.predict)
 app.add_typer(history.app, name="history")
 app.add_typer(config_cmd.app, name="config")
 

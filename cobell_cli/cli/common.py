@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -60,3 +60,172 @@ def open_history(ctx: typer.Context, *, create: bool = True) -> History:
 
 def is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+# -- options shared by the commands that ask the cluster ------------------------------------
+
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        metavar="yarn|standalone|none|auto",
+        help="Where to read co-runners from. [env: COBELL_CLUSTER]",
+        rich_help_panel="Cluster",
+    ),
+]
+RmUrlOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--rm-url",
+        metavar="URL",
+        help="YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]",
+        rich_help_panel="Cluster",
+    ),
+]
+StandaloneUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--standalone-url",
+        metavar="URL",
+        help="Spark standalone master web UI. [env: COBELL_STANDALONE_URL]",
+        rich_help_panel="Cluster",
+    ),
+]
+CaBundleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ca-bundle",
+        metavar="FILE",
+        help="CA bundle to verify the RM's TLS certificate. [env: COBELL_CA_BUNDLE]",
+        rich_help_panel="Cluster",
+    ),
+]
+AllowNoClusterOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-no-cluster/--require-cluster",
+        help="Plan without co-runners when the cluster cannot be asked (said in the output). "
+        "[env: COBELL_ALLOW_NO_CLUSTER]",
+        show_default=False,
+        rich_help_panel="Cluster",
+    ),
+]
+
+
+def cluster_flags(
+    cluster: str | None,
+    rm_url: list[str] | None,
+    standalone_url: str | None,
+    ca_bundle: str | None,
+    allow_no_cluster: bool | None = None,
+) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "rm_url": rm_url or None,
+        "standalone_url": standalone_url,
+        "ca_bundle": ca_bundle,
+        "allow_no_cluster": allow_no_cluster,
+    }
+
+
+def connect_cluster(resolved: Settings, known_jobs: list[str]) -> Any:
+    from cobell_cli.cluster import connect
+
+    return connect(resolved, known_jobs)
+
+
+SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
+
+
+def parse_size(text: str) -> int:
+    """`123`, `10G`, `512MiB`, `1.5TB` -> bytes (binary multiples)."""
+    from cobell_cli.errors import UsageError
+
+    cleaned = text.strip().lower().removesuffix("ib").removesuffix("b")
+    number, unit = cleaned, ""
+    if cleaned and cleaned[-1] in SIZE_UNITS:
+        number, unit = cleaned[:-1], cleaned[-1]
+    try:
+        value = float(number) * SIZE_UNITS[unit]
+    except ValueError:
+        raise UsageError(
+            f"--input-size {text!r} is not a size", hint="use bytes or e.g. 512M, 10G, 1.5T"
+        ) from None
+    if value < 0:
+        raise UsageError(f"--input-size must be >= 0, got {text!r}")
+    return int(value)
+
+
+# -- options shared by predict and submit ---------------------------------------------------
+
+JobOpt = Annotated[
+    str, typer.Option("--job", "-j", metavar="NAME", help="The recurring job's name.")
+]
+TargetOpt = Annotated[
+    float,
+    typer.Option("--target-runtime", "-t", metavar="SECONDS", help="Runtime target in seconds."),
+]
+MinScaleOutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--min-scale-out",
+        min=1,
+        metavar="N",
+        help="Smallest scale-out. [env: COBELL_MIN_SCALE_OUT]",
+    ),
+]
+MaxScaleOutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-scale-out", min=1, metavar="N", help="Largest scale-out. [env: COBELL_MAX_SCALE_OUT]"
+    ),
+]
+StepOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--step", min=1, metavar="N", help="Step between candidates. [env: COBELL_SCALE_OUT_STEP]"
+    ),
+]
+ConfidenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--confidence",
+        metavar="P",
+        help="Meet the target with probability P (0-1): plan on the upper prediction bound. "
+        "[env: COBELL_CONFIDENCE]",
+    ),
+]
+InputSizeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--input-size", metavar="BYTES", help="Input size (e.g. 10G); plans on similar runs only."
+    ),
+]
+InputToleranceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--input-tolerance",
+        metavar="FRACTION",
+        help="Runs count as similar within ± this fraction of the input size. "
+        "[env: COBELL_INPUT_TOLERANCE]",
+    ),
+]
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target.")
+]
+
+
+def planning_flags(
+    min_scale_out: int | None,
+    max_scale_out: int | None,
+    step: int | None,
+    confidence: float | None,
+    input_tolerance: float | None,
+) -> dict[str, Any]:
+    return {
+        "min_scale_out": min_scale_out,
+        "max_scale_out": max_scale_out,
+        "scale_out_step": step,
+        "confidence": confidence,
+        "input_tolerance": input_tolerance,
+    }

@@ -1,0 +1,158 @@
+"""cobell's Python API: the edges (history, cluster) wired to the pure planner.
+
+The CLI commands are thin layers over these functions; tools of your own can call them too.
+`cobell_cli.plan.plan` stays pure; everything that reads the world happens here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cobell_cli.errors import ClusterError, UsageError
+
+if TYPE_CHECKING:
+    from cobell_cli.cluster.base import RunningApp
+    from cobell_cli.config import Settings
+    from cobell_cli.plan import Plan
+    from cobell_cli.store import History
+
+
+@dataclass
+class Prediction:
+    """A plan plus what the edges found out while making it."""
+
+    plan: Plan
+    cluster: str  # which cluster answered, or why there was none
+    cluster_ok: bool
+    co_runners: list[RunningApp] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.plan.to_dict(),
+            "cluster": self.cluster,
+            "cluster_ok": self.cluster_ok,
+            "warnings": [*self.plan.warnings, *self.warnings],
+        }
+
+
+def check_request(target_s: float, min_scale_out: int, max_scale_out: int) -> None:
+    """Usage errors a planner call would otherwise hit late."""
+    if not target_s > 0:
+        raise UsageError(f"--target-runtime must be > 0 seconds, got {target_s:g}")
+    if min_scale_out < 1:
+        raise UsageError(f"--min-scale-out must be >= 1, got {min_scale_out}")
+    if min_scale_out > max_scale_out:
+        raise UsageError(
+            f"--min-scale-out {min_scale_out} is larger than --max-scale-out {max_scale_out}",
+            hint="give a range with min <= max",
+        )
+
+
+def running_co_runners(
+    cluster: Any, settings: Settings, exclude_app_ids: Iterable[str] = ()
+) -> tuple[list[RunningApp], str, bool, list[str]]:
+    """Apps running now; with allow_no_cluster a dead cluster becomes 'no co-runners', loudly."""
+    excluded = set(exclude_app_ids)
+    try:
+        apps = [a for a in cluster.running_apps() if a.app_id not in excluded]
+    except ClusterError as exc:
+        if not settings.allow_no_cluster:
+            raise
+        note = f"cluster unavailable, planning WITHOUT co-runner information: {exc.line()}"
+        return [], "none (cluster unavailable)", False, [note]
+    description = cluster.describe()
+    warnings = []
+    if cluster.name == "none":
+        warnings.append(description)
+    return apps, description, cluster.name != "none", warnings
+
+
+def predict(
+    history: History,
+    cluster: Any,
+    settings: Settings,
+    *,
+    job: str,
+    target_s: float,
+    now: float,
+    input_bytes: int | None = None,
+    require_history: bool = True,
+    exclude_app_ids: Iterable[str] = (),
+) -> Prediction:
+    """Plan the next run of `job` against the history and what runs on the cluster now."""
+    from cobell_cli.plan import plan
+
+    check_request(target_s, settings.min_scale_out, settings.max_scale_out)
+    runs = history.training_runs(job)
+    if require_history and not runs and job not in history.job_names():
+        raise UsageError(
+            f"no runs of job {job!r} in the history {history.path}",
+            hint="`cobell history jobs` lists the known jobs; `cobell submit` starts a new job",
+        )
+    apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
+    co_jobs = sorted({a.job for a in apps if a.job})
+    co_histories = {name: history.training_runs(name) for name in co_jobs}
+    chosen = plan(
+        job=job,
+        history=runs,
+        now=now,
+        target_s=target_s,
+        min_scale_out=settings.min_scale_out,
+        max_scale_out=settings.max_scale_out,
+        step=settings.scale_out_step,
+        confidence=settings.confidence,
+        input_bytes=input_bytes,
+        input_tolerance=settings.input_tolerance,
+        co_runners=apps,
+        co_runner_histories=co_histories,
+    )
+    return Prediction(chosen, description, ok, apps, warnings)
+
+
+def measured_overlaps(
+    started_at: float, finished_at: float, apps: Sequence[RunningApp]
+) -> list[dict[str, Any]]:
+    """Co-runners that really overlapped [started_at, finished_at], as colocation rows.
+
+    An app still running at the end counts until `finished_at`; overlap_ratio is relative to our
+    runtime, clamped to [0, 1] against clock skew between cobell and the cluster.
+    """
+    runtime_s = max(finished_at - started_at, 0.0)
+    rows: dict[str, dict[str, Any]] = {}
+    for app in apps:
+        if app.started_at is None:
+            continue
+        end = app.finished_at if app.finished_at is not None else finished_at
+        overlap_s = min(end, finished_at) - max(app.started_at, started_at)
+        if overlap_s <= 0 or runtime_s <= 0:
+            continue
+        rows[app.app_id] = {
+            "co_runner_app_id": app.app_id,
+            "co_runner_job": app.job,
+            "co_runner_scale_out": app.scale_out,
+            "co_runner_started_at": app.started_at,
+            "co_runner_finished_at": app.finished_at,
+            "overlap_s": round(overlap_s, 3),
+            "overlap_ratio": round(min(max(overlap_s / runtime_s, 0.0), 1.0), 6),
+        }
+    return list(rows.values())
+
+
+def known_jobs(history: History) -> list[str]:
+    return history.job_names()
+
+
+def plan_summary(prediction: Prediction) -> Mapping[str, Any]:
+    p = prediction.plan
+    return {
+        "job": p.job,
+        "scale_out": p.scale_out,
+        "predicted_s": p.predicted_s,
+        "target_s": p.target_s,
+        "phase": p.phase,
+        "feasible": p.feasible,
+        "reason": p.reason,
+    }

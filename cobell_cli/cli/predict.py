@@ -1,0 +1,165 @@
+"""`cobell predict`: the plan `cobell submit` would follow, without running anything."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from cobell_cli.cli.common import (
+    AllowNoClusterOpt,
+    CaBundleOpt,
+    ClusterOpt,
+    ConfidenceOpt,
+    InputSizeOpt,
+    InputToleranceOpt,
+    JobOpt,
+    MaxScaleOutOpt,
+    MinScaleOutOpt,
+    RmUrlOpt,
+    StandaloneUrlOpt,
+    StepOpt,
+    StrictOpt,
+    TargetOpt,
+    cluster_flags,
+    open_history,
+    planning_flags,
+    settings,
+    warn,
+)
+
+if TYPE_CHECKING:
+    from cobell_cli.api import Prediction
+
+
+def render(prediction: Prediction) -> str:
+    """The human view of a plan: co-runners, candidates, decision and why."""
+    from cobell_cli.output import iso, table
+
+    p = prediction.plan
+    lines = [f"job {p.job} · target {p.target_s:g} s · cluster: {prediction.cluster}"]
+    for view in p.co_runners:
+        end = iso(view.predicted_end_at) if view.predicted_end_at else "outlasts the new job?"
+        lines.append(
+            f"  co-runner {view.app_id} job={view.job or 'unknown'} "
+            f"scale-out={view.scale_out if view.scale_out is not None else '?'} "
+            f"started={iso(view.started_at)} predicted end={end} ({view.source})"
+        )
+    if not p.co_runners:
+        lines.append("  no co-runners considered")
+    if p.candidates:
+        app_ids = [v.app_id for v in p.co_runners if v.source != "ignored"]
+        rows = []
+        for c in p.candidates:
+            row: dict[str, Any] = {
+                "scale_out": c.scale_out,
+                "predicted_s": c.predicted_s,
+                "interval_s": (
+                    f"{c.lower_s:.0f}-{c.upper_s:.0f}"
+                    if c.lower_s is not None and c.upper_s is not None
+                    else ""
+                ),
+                "meets": "yes" if c.meets_target else "no",
+            }
+            for i, app_id in enumerate(app_ids):
+                ratio = c.overlap_ratio.get(app_id)
+                row[f"ov{i + 1}"] = "" if ratio is None else f"{ratio:.2f}"
+            row["chosen"] = "<-" if c.scale_out == p.scale_out else ""
+            rows.append(row)
+        columns = ["scale_out", "predicted_s", "interval_s", *[f"ov{i + 1}" for i in
+                   range(len(app_ids))], "meets", "chosen"]
+        lines.append(table(rows, columns))
+        for i, app_id in enumerate(app_ids):
+            lines.append(f"  ov{i + 1} = predicted overlap ratio with {app_id}")
+    predicted = f", predicted {p.predicted_s:.0f} s" if p.predicted_s is not None else ""
+    lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
+    return "\n".join(lines)
+
+
+def run_prediction(
+    ctx: typer.Context,
+    *,
+    job: str,
+    target_s: float,
+    input_bytes: int | None,
+    flags: dict[str, Any],
+    require_history: bool,
+    now: float,
+) -> tuple[Prediction, Any]:
+    """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
+
+    Returns the prediction and the cluster adapter (submit asks it again after the run).
+    """
+    from cobell_cli import api
+    from cobell_cli.cli.common import connect_cluster
+
+    resolved = settings(ctx, **flags)
+    api.check_request(target_s, resolved.min_scale_out, resolved.max_scale_out)
+    with open_history(ctx, create=not require_history) as history:
+        cluster = connect_cluster(resolved, history.job_names())
+        prediction = api.predict(
+            history,
+            cluster,
+            resolved,
+            job=job,
+            target_s=target_s,
+            now=now,
+            input_bytes=input_bytes,
+            require_history=require_history,
+        )
+    for message in prediction.warnings:
+        warn(message)
+    return prediction, cluster
+
+
+def predict(
+    ctx: typer.Context,
+    job: JobOpt,
+    target_runtime: TargetOpt,
+    min_scale_out: MinScaleOutOpt = None,
+    max_scale_out: MaxScaleOutOpt = None,
+    step: StepOpt = None,
+    confidence: ConfidenceOpt = None,
+    input_size: InputSizeOpt = None,
+    input_tolerance: InputToleranceOpt = None,
+    strict: StrictOpt = False,
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    cluster: ClusterOpt = None,
+    rm_url: RmUrlOpt = None,
+    standalone_url: StandaloneUrlOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    allow_no_cluster: AllowNoClusterOpt = None,
+) -> None:
+    """Predict the runtime at every scale-out and pick the smallest that meets the target.
+
+    Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
+    """
+    import time
+
+    from cobell_cli.cli.common import parse_size
+    from cobell_cli.errors import NoFeasibleScaleOut
+    from cobell_cli.output import to_json
+
+    flags = {
+        **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
+        **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
+    }
+    prediction, _ = run_prediction(
+        ctx,
+        job=job,
+        target_s=target_runtime,
+        input_bytes=parse_size(input_size) if input_size is not None else None,
+        flags=flags,
+        require_history=True,
+        now=time.time(),
+    )
+    typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction))
+    if not prediction.plan.feasible:
+        for message in prediction.plan.warnings:
+            warn(message)
+        if strict:
+            raise NoFeasibleScaleOut(
+                f"no scale-out in [{prediction.plan.min_scale_out}, "
+                f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
+                hint="raise --max-scale-out or the target",
+            )

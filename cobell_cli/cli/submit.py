@@ -1,0 +1,215 @@
+"""`cobell submit`: plan, run the command at the planned scale-out, record what happened."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+import typer
+
+from cobell_cli.cli.common import (
+    AllowNoClusterOpt,
+    CaBundleOpt,
+    ClusterOpt,
+    ConfidenceOpt,
+    InputSizeOpt,
+    InputToleranceOpt,
+    JobOpt,
+    MaxScaleOutOpt,
+    MinScaleOutOpt,
+    RmUrlOpt,
+    StandaloneUrlOpt,
+    StepOpt,
+    StrictOpt,
+    TargetOpt,
+    cluster_flags,
+    info,
+    planning_flags,
+    settings,
+    warn,
+)
+
+
+class LiveLine:
+    """'elapsed vs predicted' on the terminal's last line, cleared whenever the job writes."""
+
+    def __init__(self, status: BinaryIO, predicted_s: float | None) -> None:
+        self.status = status
+        self.predicted_s = predicted_s
+        self.shown = False
+        self.at_line_start = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.status.write(b"\r\x1b[K")
+            self.status.flush()
+            self.shown = False
+
+    def wrap(self, stream: BinaryIO) -> _ClearingStream:
+        return _ClearingStream(self, stream)
+
+    def tick(self, elapsed_s: float) -> None:
+        if not self.at_line_start:
+            return  # the job is mid-line (a progress bar): do not draw over it
+        predicted = f" / predicted {self.predicted_s:.0f} s" if self.predicted_s else ""
+        self.clear()
+        self.status.write(f"[cobell] elapsed {elapsed_s:.0f} s{predicted}".encode())
+        self.status.flush()
+        self.shown = True
+
+
+class _ClearingStream:
+    def __init__(self, live: LiveLine, stream: BinaryIO) -> None:
+        self.live = live
+        self.stream = stream
+
+    def write(self, data: bytes) -> int:
+        self.live.clear()
+        self.stream.write(data)
+        if data:
+            self.live.at_line_start = data.endswith(b"\n")
+        return len(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def submit(
+    ctx: typer.Context,
+    job: JobOpt,
+    target_runtime: TargetOpt,
+    command: list[str] = typer.Argument(
+        ..., metavar="-- COMMAND...", help="The job's command (spark-submit, flink run, ...)."
+    ),
+    min_scale_out: MinScaleOutOpt = None,
+    max_scale_out: MaxScaleOutOpt = None,
+    step: StepOpt = None,
+    confidence: ConfidenceOpt = None,
+    input_path: str | None = typer.Option(
+        None, "--input", metavar="PATH", help="Input path or hdfs:// URL whose size is measured."
+    ),
+    input_size: InputSizeOpt = None,
+    input_tolerance: InputToleranceOpt = None,
+    cores_per_executor: int | None = typer.Option(
+        None, "--cores-per-executor", min=1, help="Standalone: cores of each executor (default 1)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan and command; run nothing."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON summary line at the end (for cron and scripts)."
+    ),
+    log_file: Path | None = typer.Option(
+        None, "--log-file", metavar="FILE", help="Also append the job's output to this file."
+    ),
+    strict: StrictOpt = False,
+    cluster: ClusterOpt = None,
+    rm_url: RmUrlOpt = None,
+    standalone_url: StandaloneUrlOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    allow_no_cluster: AllowNoClusterOpt = None,
+) -> None:
+    """Run a job at the smallest scale-out predicted to meet the target, and record the run.
+
+    The exit code is the job's own once it ran; before that, cobell's (see EXIT STATUS).
+
+    Example: cobell submit -j nightly-sgd -t 350 -- spark-submit --master yarn app.py
+    """
+    import shlex
+    import time
+
+    from cobell_cli import launch
+    from cobell_cli.cli.common import parse_size
+    from cobell_cli.cli.predict import render, run_prediction
+    from cobell_cli.errors import NoFeasibleScaleOut, UsageError
+    from cobell_cli.output import to_json
+    from cobell_cli.submit import execute
+    from cobell_cli.submit import input_size as measure
+
+    if input_path is not None and input_size is not None:
+        raise UsageError("give --input or --input-size, not both")
+    size = (
+        parse_size(input_size)
+        if input_size is not None
+        else measure(input_path)
+        if input_path is not None
+        else None
+    )
+    launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before planning
+    submitted_at = time.time()
+    flags = {
+        **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
+        **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
+    }
+    prediction, cluster_adapter = run_prediction(
+        ctx,
+        job=job,
+        target_s=target_runtime,
+        input_bytes=size,
+        flags=flags,
+        require_history=False,
+        now=submitted_at,
+    )
+    plan = prediction.plan
+    injected = launch.inject(command, plan.scale_out, job, cores_per_executor)
+    for message in injected.warnings:
+        warn(message)
+    shown = shlex.join(launch.redact(injected.argv))
+    if dry_run:
+        if as_json:
+            typer.echo(to_json({**prediction.to_dict(), "command": launch.redact(injected.argv)}))
+        else:
+            typer.echo(render(prediction))
+            typer.echo(f"command: {shown}")
+            info("dry run: nothing was started")
+    elif not as_json:
+        info(render(prediction))
+        info(f"cobell: running {shown}")
+    if not plan.feasible:
+        for message in plan.warnings:
+            warn(message)
+        if strict:
+            raise NoFeasibleScaleOut(
+                f"no scale-out in [{plan.min_scale_out}, {plan.max_scale_out}] meets the "
+                f"{target_runtime:g} s target; nothing was started",
+                hint="raise --max-scale-out or the target, or drop --strict",
+            )
+    if dry_run:
+        return
+
+    live = LiveLine(sys.stderr.buffer, plan.predicted_s) if sys.stderr.isatty() else None
+    stdout = live.wrap(sys.stdout.buffer) if live else None
+    stderr = live.wrap(sys.stderr.buffer) if live else None
+    try:
+        outcome = execute(
+            history_path=settings(ctx).db_path,
+            cluster=cluster_adapter,
+            prediction=prediction,
+            argv=injected.argv,
+            stored_command=launch.redact(injected.argv),
+            launcher=injected.launcher,
+            input_bytes=size,
+            submitted_at=submitted_at,
+            log_file=log_file,
+            stdout=stdout,  # type: ignore[arg-type]
+            stderr=stderr,  # type: ignore[arg-type]
+            on_tick=live.tick if live else None,
+        )
+    finally:
+        if live is not None:
+            live.clear()
+    for message in outcome.warnings:
+        warn(message)
+    if as_json:
+        typer.echo(to_json(outcome.to_dict()))
+    else:
+        verdict = "met" if outcome.met_target else "missed"
+        predicted = f"predicted {outcome.predicted_s:.0f} s, " if outcome.predicted_s else ""
+        info(
+            f"cobell: run {outcome.run_id} {outcome.status} in {outcome.runtime_s:.1f} s at "
+            f"scale-out {outcome.scale_out} ({predicted}target {outcome.target_s:g} s {verdict}); "
+            f"{len(outcome.co_runners)} co-runner(s) recorded"
+            + (f"; app {outcome.app_id}" if outcome.app_id else "")
+        )
+    raise typer.Exit(outcome.exit_code)
