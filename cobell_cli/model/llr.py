@@ -8,6 +8,7 @@ computed in one numpy broadcast instead of a Python loop.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +27,10 @@ def aggregate(scale_out: np.ndarray, values: np.ndarray, weight: np.ndarray | No
 
 
 def local_linear(t: np.ndarray, v: np.ndarray, w: np.ndarray, t_query: np.ndarray,
-                 bandwidths: np.ndarray, *, leave_out_same: bool = False) -> np.ndarray:
-    """Local linear estimates, shape (len(bandwidths), len(t_query)).
+                 bandwidths: np.ndarray, *, leave_out_same: bool = False,
+                 with_slope: bool = False) -> Any:
+    """Local linear estimates, shape (len(bandwidths), len(t_query)); with_slope also
+    returns the local slopes (0 where the line is undetermined).
 
     leave_out_same drops the training point at the query location: that is leave-one-
     scale-out cross-validation when the queries are the training points themselves.
@@ -55,7 +58,30 @@ def local_linear(t: np.ndarray, v: np.ndarray, w: np.ndarray, t_query: np.ndarra
     const = np.where(s0 > 0, t0 / safe_s0, np.nan)
     ok = den > 1e-9 * np.maximum(s0 * s2, 1e-300)
     linear = (s2 * t0 - s1 * t1) / np.where(ok, den, 1.0)
-    return np.where(ok, linear, const)
+    value = np.where(ok, linear, const)
+    if not with_slope:
+        return value
+    slope = np.where(ok, (s0 * t1 - s1 * t0) / np.where(ok, den, 1.0), 0.0)
+    return value, slope
+
+
+def edge_extrapolate(t: np.ndarray, v: np.ndarray, w: np.ndarray, t_query: np.ndarray,
+                     bandwidths: np.ndarray, slope_bounds: tuple[float, float] = (-1.0, 1.0),
+                     ) -> np.ndarray:
+    """Continue the local line at the nearest edge of the data, shape (H, Q).
+
+    On (log x, log y) this is a local power law: it carries the scaling the job shows at its
+    largest scale-outs onwards, which the Ernest basis cannot do when scaling improves with
+    x. The slope is clipped: on log-log, -1 is perfect linear speed-up, and no job keeps
+    doing better than that; +1 is a cost growing linearly with x, Ernest's steepest term.
+    """
+    t = np.asarray(t, float)
+    tq = np.asarray(t_query, float)
+    lo_hi = np.array([t.min(), t.max()])
+    value, slope = local_linear(t, v, w, lo_hi, bandwidths, with_slope=True)  # (H, 2)
+    slope = np.clip(slope, *slope_bounds)
+    edge = ((tq - lo_hi[0]) > (lo_hi[1] - tq)).astype(int)  # the nearer edge: 0 low, 1 high
+    return value[:, edge] + slope[:, edge] * (tq - lo_hi[edge])[None, :]
 
 
 def bandwidth_grid(t: np.ndarray, size: int = 16) -> np.ndarray:

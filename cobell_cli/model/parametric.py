@@ -49,14 +49,21 @@ def nnls_fit(design: np.ndarray, target: np.ndarray, row_weight: np.ndarray | No
     return coef
 
 
+L1_ROUNDS = 25  # IRLS rounds for the absolute-error fit; converged well before on our data
+L1_FLOOR = 1e-4  # relative residual below which a run counts as fitted exactly
+
+
 def fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[str] = FEATURES,
               *, relative: bool = True, sample_weight: np.ndarray | None = None,
-              multiplier: np.ndarray | None = None) -> np.ndarray:
+              multiplier: np.ndarray | None = None, loss: str = "l2") -> np.ndarray:
     """θ (length 4, zeros for unused features) minimising squared (relative) error.
 
     relative=True weights each run by 1/runtime, i.e. minimises relative error, which is what
     users care about and keeps the long runs at small scale-outs from dominating the fit.
     `multiplier` fits y ≈ f(x)·m (the interference factor (1 + rc)), keeping the problem linear.
+    loss="l1" minimises the mean absolute (relative) error by iteratively reweighted NNLS:
+    with one run per scale-out it is the only defence against a single wild run, since it
+    follows the majority of the points instead of splitting the difference.
     """
     mask = feature_mask(features)
     design = basis(scale_out)[:, mask]
@@ -68,7 +75,15 @@ def fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[s
     if sample_weight is not None:
         w = w * np.sqrt(np.clip(sample_weight, 0.0, None))
     theta = np.zeros(len(FEATURES))
-    theta[mask] = nnls_fit(design, runtime_s, w)
+    coef = nnls_fit(design, runtime_s, w)
+    if loss == "l1":
+        scale = runtime_s if relative else np.ones_like(runtime_s)
+        for _ in range(L1_ROUNDS):
+            resid = np.abs(design @ coef - runtime_s) / scale
+            coef = nnls_fit(design, runtime_s, w / np.sqrt(np.maximum(resid, L1_FLOOR)))
+    elif loss != "l2":
+        raise ValueError(f"loss must be 'l1' or 'l2', got {loss!r}")
+    theta[mask] = coef
     if not np.any(theta > 0):
         # Degenerate (all weights zero or a pathological design): a flat curve at the
         # typical runtime is the least surprising answer, and it is never zero.
@@ -102,3 +117,37 @@ class ParametricModel:
 
     def predict(self, scale_out: np.ndarray | Sequence[float]) -> np.ndarray:
         return evaluate(self.theta_, scale_out)
+
+
+POWER_SLOPE_BOUNDS = (-1.0, 1.0)  # linear speed-up at best, a linearly growing cost at worst
+
+
+def fit_power_law(scale_out: np.ndarray, runtime_s: np.ndarray,
+                  sample_weight: np.ndarray | None = None) -> tuple[float, float]:
+    """(log c, s) of y = c·x^s fitted by least absolute deviation in log space.
+
+    The slope is clipped to POWER_SLOPE_BOUNDS; then log c is the weighted median offset,
+    which is the L1 optimum for a fixed slope.
+    """
+    lx = np.log(np.asarray(scale_out, float))
+    ly = np.log(np.asarray(runtime_s, float))
+    w = np.ones_like(ly) if sample_weight is None else np.asarray(sample_weight, float)
+    if np.unique(lx).size < 2:
+        return float(_weighted_median(ly, w)), 0.0
+    design = np.column_stack([np.ones_like(lx), lx])
+    sw = np.sqrt(w)
+    coef = np.linalg.lstsq(design * sw[:, None], ly * sw, rcond=None)[0]
+    for _ in range(L1_ROUNDS):
+        resid = np.abs(design @ coef - ly)
+        rw = sw / np.sqrt(np.maximum(resid, L1_FLOOR))
+        coef = np.linalg.lstsq(design * rw[:, None], ly * rw, rcond=None)[0]
+    slope = float(np.clip(coef[1], *POWER_SLOPE_BOUNDS))
+    return float(_weighted_median(ly - slope * lx, w)), slope
+
+
+def _weighted_median(values: np.ndarray, weight: np.ndarray) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weight[order])
+    if cum[-1] <= 0:
+        return float(np.median(values))
+    return float(values[order][np.searchsorted(cum, 0.5 * cum[-1])])

@@ -22,8 +22,8 @@ import numpy as np
 
 from cobell_cli.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.model.interference import fit_interference, slowdown
-from cobell_cli.model.llr import aggregate, bandwidth_grid, local_linear
-from cobell_cli.model.parametric import AMDAHL, FEATURES, evaluate, fit_theta
+from cobell_cli.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
+from cobell_cli.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
 from cobell_cli.model.robust import regime_change_scale_outs, repetition_weights
 from cobell_cli.model.uncertainty import RelativeInterval
 
@@ -56,6 +56,11 @@ class _Curve:
     def predict(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "parametric":
             return evaluate(self.theta, x)
+        if self.kind == "power":
+            return np.exp(self.theta[0] + self.theta[1] * np.log(x))
+        if self.kind == "powerlaw":
+            return np.exp(edge_extrapolate(self.t, self.v, self.w, np.log(x),
+                                           np.array([self.bandwidth]))[0])
         est = local_linear(self.t, self.v, self.w, np.log(x), np.array([self.bandwidth]))[0]
         return np.exp(est)
 
@@ -63,7 +68,10 @@ class _Curve:
         if self.kind == "parametric":
             return {"kind": "parametric", "features": list(self.features),
                     "theta": dict(zip(FEATURES, (float(v) for v in self.theta), strict=True))}
-        return {"kind": "llr", "bandwidth_log_scale_out": float(self.bandwidth)}
+        if self.kind == "power":
+            return {"kind": "power", "c": float(np.exp(self.theta[0])),
+                    "exponent": float(self.theta[1])}
+        return {"kind": self.kind, "bandwidth_log_scale_out": float(self.bandwidth)}
 
 
 def _split_error(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
@@ -102,12 +110,14 @@ class RuntimeModel:
         self.cv_: dict[str, Any] = {}
         if levels.size == 1:
             self._fit_single(x, y_alone, w)
-        elif levels.size < MIN_SCALE_OUTS_FOR_CV:
+        elif levels.size == 2:
             curve = _Curve("parametric", fit_theta(x, y_alone, AMDAHL, sample_weight=w),
                            AMDAHL)
             self.interp_, self.extrap_ = curve, curve
             self.interval_ = RelativeInterval.default(levels.size)
-            self.cv_ = {"note": f"{levels.size} scale-outs: Amdahl's law, no CV possible"}
+            self.cv_ = {"note": "2 scale-outs: Amdahl's law through them, no CV possible"}
+        elif levels.size < MIN_SCALE_OUTS_FOR_CV:
+            self._select_sparse(x, y_alone, w)
         else:
             self._select(x, y_alone, w)
         return self
@@ -123,6 +133,34 @@ class RuntimeModel:
         self.interp_ = self.extrap_ = curve
         self.interval_ = RelativeInterval.default(1, single_scale_out=float(x[0]))
         self.cv_ = {"note": "one scale-out: runtime scaled by 1/x, interval without speed-up"}
+
+    def _select_sparse(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        """Three scale-outs: Amdahl's law or a power law, both fitted by least absolute
+        relative error (a wild single run cannot drag them), chosen by leave-one-scale-out
+        CV over all three scale-outs; too few points for anything more flexible."""
+        levels, index = np.unique(x, return_inverse=True)
+
+        def fit(kind: str, rows: np.ndarray) -> _Curve:
+            if kind == "amdahl":
+                theta = fit_theta(x[rows], y[rows], AMDAHL, sample_weight=w[rows], loss="l1")
+                return _Curve("parametric", theta, AMDAHL)
+            return _Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
+
+        resid: dict[str, list[np.ndarray]] = {"amdahl": [], "power": []}
+        scores: dict[str, float] = {}
+        for kind in resid:
+            errs = []
+            for j in range(levels.size):
+                test = index == j
+                pred = fit(kind, ~test).predict(x[test])
+                errs.append(_split_error(pred, y[test], w[test]))
+                resid[kind].append(np.log(y[test] / pred))
+            scores[kind] = float(np.mean(errs))
+        best = min(scores, key=scores.get)
+        self.interp_ = self.extrap_ = fit(best, np.ones_like(x, bool))
+        self.cv_ = {"loso_mre": scores, "interpolation": best, "extrapolation": best}
+        r = np.concatenate(resid[best])
+        self.interval_ = RelativeInterval(r, r)
 
     def _select(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         levels, index = np.unique(x, return_inverse=True)
@@ -181,12 +219,36 @@ class RuntimeModel:
                 pred = evaluate(fit_param(train, feats), x[test])
                 fwd_err[feats].append(_split_error(pred, y[test], w[test]))
                 fwd_resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
+        if d >= MIN_SCALE_OUTS_FOR_CV:
+            grid = bandwidth_grid(np.log(levels))
+            pl_err = []
+            pl_resid: list[list[np.ndarray]] = [[] for _ in grid]
+            for j in range(max(2, (d + 1) // 2), d):
+                train, test = (index < j) & param_rows, index >= j
+                if np.unique(x[train]).size < 2:
+                    continue
+                t, v, ws = _levels(x[train], y[train], w[train])
+                est = np.exp(edge_extrapolate(t, v, ws, np.log(x[test]), grid))
+                rel = np.abs(est - y[test][None, :]) / y[test][None, :]
+                pl_err.append((rel * w[test]).sum(1) / max(w[test].sum(), 1e-12))
+                for hb in range(grid.size):
+                    pl_resid[hb].append(np.log(y[test] / est[hb])[w[test] > 0])
+            if pl_err:
+                mean_err = np.mean(pl_err, axis=0)
+                hb = int(np.argmin(mean_err))
+                key = ("powerlaw", float(grid[hb]))
+                fwd_err[key] = [float(mean_err[hb])]
+                fwd_resid[key] = pl_resid[hb]
         fwd_scores = {feats: float(np.mean(e)) for feats, e in fwd_err.items() if e}
         extrap_key = min(fwd_scores, key=fwd_scores.get)
         self.cv_["forward_mre"] = {_name(k): v for k, v in fwd_scores.items()
                                    if np.isfinite(v)}
         all_rows = np.ones_like(x, bool)
-        self.extrap_ = _Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
+        if extrap_key[0] == "powerlaw":
+            t, v, ws = _levels(x[param_rows], y[param_rows], w[param_rows])
+            self.extrap_ = _Curve("powerlaw", bandwidth=extrap_key[1], t=t, v=v, w=ws)
+        else:
+            self.extrap_ = _Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
         if isinstance(interp_key, tuple) and interp_key and interp_key[0] == "llr":
             t = np.log(levels)
             _, v, ws = aggregate(x, np.log(y), w)
@@ -287,9 +349,16 @@ def _scale_outs(scale_outs: Sequence[float] | np.ndarray) -> np.ndarray:
     return x
 
 
+def _levels(x: np.ndarray, y: np.ndarray, w: np.ndarray,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log scale-out, weighted mean log runtime, weight) per distinct scale-out."""
+    levels, v, ws = aggregate(x, np.log(y), w)
+    return np.log(levels), v, np.maximum(ws, 1e-12)
+
+
 def _name(key: Any) -> str:
-    if isinstance(key, tuple) and key and key[0] == "llr":
-        return f"llr(h={key[1]:.3g})"
+    if isinstance(key, tuple) and key and key[0] in ("llr", "powerlaw"):
+        return f"{key[0]}(h={key[1]:.3g})"
     return "+".join(key)
 
 
