@@ -47,7 +47,7 @@ def overlap_duration(t1: float, t2: float, d: float) -> float:
         return 0.0
     if t2 + d < t1:
         return float(d)
-    return float(t1 - t2)
+    return float(min(t1 - t2, d))  # = t1 - t2 exactly; min() only stops rounding past d
 
 
 def runtime(r: float, f: RuntimeFn, x: float, t_start: float, t_now: float, c: float) -> float:
