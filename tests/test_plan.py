@@ -1,0 +1,524 @@
+"""Planning: bootstrap state machine, input-size similarity, choice of the scale-out."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.errors import UsageError
+from cobell_cli.plan import (
+    candidate_scale_outs,
+    plan,
+    search_state,
+    similar_runs,
+)
+
+
+class AnalyticModel:
+    """A runtime model with known parameters: g(x, ov) = f(x)·(1 + Σ_j (a_j + b_j/x)·ov_j).
+
+    Implements the fit_runtime_model contract for real (no call recording); the interval is
+    the prediction times (1 ± rel_sd·z), z the normal quantile for the confidence.
+    """
+
+    def __init__(
+        self,
+        theta: Sequence[float] = (30.0, 3000.0, 0.0, 0.0),
+        pairs: Mapping[str | None, tuple[float, float]] | None = None,
+        pooled: tuple[float, float] = (0.3, 2.0),
+        rel_sd: float = 0.05,
+    ) -> None:
+        self.theta = tuple(theta)
+        self.pairs = dict(pairs or {})
+        self.pooled = pooled
+        self.rel_sd = rel_sd
+        self.n_runs_ = 0
+        self.scale_out_range_ = (1.0, 64.0)
+
+    def f(self, x: np.ndarray) -> np.ndarray:
+        t0, t1, t2, t3 = self.theta
+        return t0 + t1 / x + t2 * np.log(x) + t3 * x
+
+    def interference(self, job: str | None) -> tuple[float, float]:
+        return self.pairs.get(job, self.pooled)
+
+    def predict(self, scale_outs: Any, overlaps: Any = None) -> np.ndarray:
+        x = np.atleast_1d(np.asarray(scale_outs, dtype=float))
+        if overlaps is None:
+            rows: list[Mapping] = [{}] * x.size
+        elif isinstance(overlaps, Mapping):
+            rows = [overlaps] * x.size
+        else:
+            rows = list(overlaps)
+        factor = np.array(
+            [
+                1.0 + sum((self.interference(j)[0] + self.interference(j)[1] / xi) * ov
+                          for j, ov in row.items())
+                for xi, row in zip(x, rows, strict=True)
+            ]
+        )
+        return self.f(x) * factor
+
+    def predict_interval(
+        self, scale_outs: Any, overlaps: Any = None, confidence: float = 0.9
+    ) -> tuple[np.ndarray, np.ndarray]:
+        p = self.predict(scale_outs, overlaps)
+        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        return p * (1 - self.rel_sd * z), p * (1 + self.rel_sd * z)
+
+    def describe(self) -> dict:
+        return {"kind": "analytic", "theta": np.asarray(self.theta), "pooled": self.pooled}
+
+
+def known(model: AnalyticModel):
+    """A fit that knows the truth: the model, for any non-empty set of runs."""
+
+    def fit(runs: Sequence[Mapping[str, Any]]) -> AnalyticModel:
+        if not runs:
+            raise ValueError("no usable runs")
+        model.n_runs_ = len(runs)
+        return model
+
+    return fit
+
+
+def bell_only(model: AnalyticModel):
+    """Bell's fitter: knows no co-runners, so it refuses runs that carry overlaps."""
+
+    def fit(runs: Sequence[Mapping[str, Any]]) -> AnalyticModel:
+        if any(r.get("overlaps") for r in runs):
+            raise ValueError("Bell cannot use overlaps")
+        return known(model)(runs)
+
+    return fit
+
+
+def run(i: int, x: int, runtime_s: float, **kw: Any) -> dict[str, Any]:
+    base = dict(
+        id=i, job="sgd", scale_out=x, runtime_s=runtime_s, status="succeeded",
+        input_bytes=None, target_s=350.0, submitted_at=1000.0 * i, started_at=1000.0 * i + 5,
+        finished_at=1000.0 * i + 5 + runtime_s, overlaps={"wc": 0.5},
+    )
+    base.update(kw)
+    return base
+
+
+def history(n: int, **kw: Any) -> list[dict[str, Any]]:
+    return [run(i, 4 + 4 * i, 300.0, **kw) for i in range(n)]
+
+
+def app(aid: str, job: str | None, started_at: float, **kw: Any) -> RunningApp:
+    return RunningApp(aid, aid, job, None, None, "RUNNING", started_at, **kw)
+
+
+NOW = 100_000.0
+MODEL = AnalyticModel()
+
+
+def plan_with(model: AnalyticModel = MODEL, **kw: Any):
+    args: dict[str, Any] = dict(
+        job="sgd", history=history(8), now=NOW, target_s=150.0, min_scale_out=1,
+        max_scale_out=64, fit=known(model),
+    )
+    args.update(kw)
+    return plan(**args)
+
+
+# --- candidates, similarity ----------------------------------------------------------------
+
+
+def test_candidates_always_include_the_maximum() -> None:
+    assert candidate_scale_outs(1, 10, 4) == [1, 5, 9, 10]
+    assert candidate_scale_outs(2, 10, 4) == [2, 6, 10]
+    assert candidate_scale_outs(3, 3) == [3]
+
+
+def test_similar_runs_by_input_size() -> None:
+    runs = [
+        run(1, 4, 100.0, input_bytes=1000),
+        run(2, 4, 100.0, input_bytes=1100),  # +10 %: in
+        run(3, 4, 100.0, input_bytes=1101),  # out
+        run(4, 4, 100.0, input_bytes=900),  # -10 %: in
+        run(5, 4, 100.0, input_bytes=None),  # unknown: out when the new size is known
+        run(6, 4, 100.0, input_bytes=1000, status="failed"),
+        run(7, 4, 100.0, input_bytes=1000, status="killed"),
+        run(8, 4, 100.0, input_bytes=1000, status="running"),
+    ]
+    assert [r["id"] for r in similar_runs(runs, 1000)] == [1, 2, 4]
+    assert [r["id"] for r in similar_runs(runs, 1000, 0.2)] == [1, 2, 3, 4]
+    assert [r["id"] for r in similar_runs(runs, None)] == [1, 2, 3, 4, 5]
+
+
+def test_similar_runs_sorted_by_start_then_id() -> None:
+    runs = [run(3, 4, 1.0, started_at=50.0), run(2, 4, 1.0, started_at=50.0),
+            run(1, 4, 1.0, started_at=60.0), run(10, 4, 1.0, started_at=50.0)]
+    assert [r["id"] for r in similar_runs(runs, None)] == [2, 3, 10, 1]
+
+
+def test_input_filter_changes_the_phase_and_warns() -> None:
+    hist = history(4, input_bytes=10_000) + history(4, input_bytes=50_000)
+    p = plan_with(history=hist, input_bytes=10_500)
+    assert p.usable_runs == 4 and p.phase == "bootstrap-parametric"
+    assert any("left out" in w for w in p.warnings)
+    p_all = plan_with(history=hist, input_bytes=None)
+    assert p_all.usable_runs == 8 and p_all.phase == "model"
+    assert any("different input sizes" in w for w in p_all.warnings)
+
+
+# --- the bootstrap state machine -----------------------------------------------------------
+
+CANDS = list(range(1, 65))
+
+
+def test_search_run_1_is_the_midpoint() -> None:
+    s = search_state([], CANDS, 350.0)
+    assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (1, 64, 32)
+
+
+def test_search_met_goes_lower_missed_goes_higher() -> None:
+    met32 = [run(1, 32, 300.0)]
+    s = search_state(met32, CANDS, 350.0)
+    assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (1, 32, 16)
+    s = search_state([*met32, run(2, 16, 400.0)], CANDS, 350.0)
+    assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (17, 32, 24)
+    s = search_state([run(1, 32, 400.0)], CANDS, 350.0)
+    assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (33, 64, 48)
+    assert [o.met_target for o in search_state([*met32, run(2, 16, 400.0)], CANDS, 350).
+            observations] == [True, False]
+
+
+def test_search_uses_the_current_target_not_the_runs() -> None:
+    # 300 s met a 350 s target back then, but misses today's 250 s target.
+    s = search_state([run(1, 32, 300.0, target_s=350.0)], CANDS, 250.0)
+    assert s.probe_scale_out == 48
+
+
+def test_search_contradiction_newer_wins() -> None:
+    # Met at 8, then missed at 10 (noise): the newer miss wins, the upper bound resets.
+    s = search_state([run(1, 8, 300.0), run(2, 10, 400.0)], CANDS, 350.0)
+    assert (s.lo_scale_out, s.hi_scale_out) == (11, 64)
+
+
+def test_search_max_missed_is_infeasible() -> None:
+    p = plan_with(history=[run(1, 64, 999.0)], target_s=350.0)
+    assert p.phase == "bootstrap-search" and p.scale_out == 64 and not p.feasible
+    assert any("maximum" in w for w in p.warnings)
+
+
+def test_search_on_a_step_grid() -> None:
+    cands = candidate_scale_outs(2, 20, 4)  # [2, 6, 10, 14, 18, 20]
+    assert search_state([], cands, 1.0).probe_scale_out == 10
+    # Missed at 11 (off the grid): the answer is above 11, so from 14 on.
+    s = search_state([run(1, 11, 9.0)], cands, 1.0)
+    assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (14, 20, 18)
+
+
+def test_bootstrap_runs_1_to_3_follow_the_search_against_a_real_job() -> None:
+    """Simulate three runs of a job whose true runtime is 30 + 3000/x s, target 150 s.
+
+    The smallest meeting scale-out is 25; the search goes 32 (met) -> 16 (missed) -> 24.
+    """
+    hist: list[dict[str, Any]] = []
+    probes = []
+    for i in range(3):
+        p = plan_with(history=hist)
+        assert p.phase == "bootstrap-search" and p.run_number == i + 1
+        assert p.predicted_s is None and p.candidates == ()
+        probes.append(p.scale_out)
+        x = p.scale_out
+        hist.append(run(i, x, float(MODEL.f(np.asarray(float(x))))))
+    assert probes == [32, 16, 24]
+    p = plan_with(history=hist)
+    assert p.phase == "bootstrap-parametric" and p.run_number == 4
+    assert p.scale_out == 25  # the model phase finds the exact answer
+
+
+def test_phase_boundaries_and_failed_runs() -> None:
+    def phase(n: int) -> str:
+        return plan_with(history=history(n), fit=bell_only(MODEL)).phase
+
+    assert [phase(n) for n in (0, 2, 3, 5)] == ["bootstrap-search"] * 2 + [
+        "bootstrap-parametric"
+    ] * 2
+    hist = history(6)
+    assert plan_with(history=hist).phase == "model"
+    hist[0]["status"] = "failed"
+    assert plan_with(history=hist).phase == "bootstrap-parametric"
+
+
+def test_parametric_bootstrap_ignores_co_runners() -> None:
+    apps = [app("a1", None, NOW - 10)]
+    # bell_only refuses overlaps: a plan that passed them would fall back to the search.
+    p = plan_with(history=history(4), fit=bell_only(MODEL), co_runners=apps)
+    assert p.phase == "bootstrap-parametric"
+    assert p.predicted_s == pytest.approx(float(MODEL.predict([p.scale_out])[0]))
+    assert p.co_runners[0].source == "ignored"
+
+
+def test_unfittable_history_keeps_searching() -> None:
+    def never(_runs: Sequence[Mapping[str, Any]]) -> AnalyticModel:
+        raise ValueError("all runs at one scale-out")
+
+    p = plan_with(history=history(7), fit=never)
+    assert p.phase == "bootstrap-search"
+    assert any("could not be fitted" in w for w in p.warnings)
+
+
+# --- choosing the scale-out ----------------------------------------------------------------
+
+
+def test_no_co_runners_is_the_no_interference_model() -> None:
+    p = plan_with()
+    xs = np.arange(1, 65)
+    assert [c.predicted_s for c in p.candidates] == pytest.approx(MODEL.predict(xs).tolist())
+    # 30 + 3000/x <= 150  <=>  x >= 25
+    assert p.scale_out == 25 and p.feasible and p.phase == "model"
+
+
+def test_infeasible_target_reserves_the_maximum() -> None:
+    p = plan_with(target_s=50.0)  # 30 + 3000/64 ≈ 77 s at best
+    assert p.scale_out == 64 and not p.feasible
+    assert any("no scale-out" in w for w in p.warnings)
+    assert p.reason.startswith("No scale-out in [1, 64] meets the 50 s target")
+
+
+def test_confidence_bound_raises_the_scale_out() -> None:
+    plain = plan_with()
+    bounded = plan_with(confidence=0.95)
+    assert bounded.scale_out > plain.scale_out
+    z = NormalDist().inv_cdf(0.975)
+    assert bounded.upper_s == pytest.approx(bounded.predicted_s * (1 + 0.05 * z))
+    assert bounded.upper_s <= 150.0
+    below = bounded.candidates[bounded.scale_out - 2]
+    assert below.upper_s > 150.0 and not below.meets_target
+
+
+def test_strategies_differ_as_designed() -> None:
+    # A co-runner with history, still running long after the new job would end.
+    co_hist = [run(i, 8, 5000.0, job="wc", overlaps={}) for i in range(6)]
+    apps = [app("w1", "wc", NOW - 100, scale_out=8)]
+    kw = dict(co_runners=apps, co_runner_histories={"wc": co_hist})
+    none = plan_with(interference="none", **kw)
+    paper = plan_with(interference="paper", **kw)
+    joint = plan_with(interference="joint", **kw)
+    assert none.scale_out == 25 and none.co_runners[0].source == "ignored"
+    assert paper.co_runners[0].source == "model" and joint.co_runners[0].source == "model"
+    assert paper.co_runners[0].overlap_ratio == pytest.approx(1.0)
+    assert joint.co_runners[0].overlap_ratio == pytest.approx(1.0)
+    # Full overlap with the pooled co-runner: (30 + 3000/x)·(1 + 0.3 + 2/x) <= 150.
+    xs = np.arange(1, 65)
+    expected = int(xs[(MODEL.f(xs) * (1.3 + 2 / xs)) <= 150][0])
+    assert paper.scale_out == joint.scale_out == expected > none.scale_out
+
+
+def test_joint_overlap_uses_the_jobs_own_runtime() -> None:
+    # The co-runner ends 100 s from now; target 400 s but the job needs ~150 s at 25+:
+    # the paper overlap is 100/400, the joint one ~100/150 at the chosen scale-out.
+    apps = [app("p1", None, NOW - 100, progress=0.5)]
+    paper = plan_with(interference="paper", co_runners=apps, target_s=400.0)
+    joint = plan_with(interference="joint", co_runners=apps, target_s=160.0)
+    assert paper.co_runners[0].overlap_ratio == pytest.approx(100 / 400)
+    c = joint.co_runners[0]
+    assert c.source == "progress" and c.predicted_end_at == pytest.approx(NOW + 100)
+    assert c.overlap_ratio == pytest.approx(100 / joint.predicted_s, rel=1e-4)
+
+
+def test_co_runner_views() -> None:
+    co_hist = [run(i, 4 + 4 * i, 2000.0, job="wc", overlaps={}) for i in range(6)]
+    apps = [
+        app("same", "sgd", NOW - 10),  # the same job: its own model, median scale-out
+        app("wc1", "wc", NOW - 10, scale_out=8),
+        app("nohist", "etl", NOW - 10),
+        app("gone", "wc", NOW - 500, finished_at=NOW - 1),  # finished: not a co-runner
+    ]
+    p = plan_with(co_runners=apps, co_runner_histories={"wc": co_hist})
+    views = {v.app_id: v for v in p.co_runners}
+    assert set(views) == {"same", "wc1", "nohist"}
+    assert views["same"].has_history and views["same"].source == "model"
+    assert views["same"].note and "median" in views["same"].note
+    assert views["wc1"].has_history and views["wc1"].predicted_end_at > NOW
+    assert not views["nohist"].has_history and views["nohist"].source == "outlasts"
+    assert any("nohist" in w for w in p.warnings)
+    chosen = p.candidates[p.scale_out - 1]
+    assert set(chosen.overlap_ratio) == {"same", "wc1", "nohist"}
+
+
+def test_plan_to_dict_is_json() -> None:
+    apps = [app("a", None, NOW - 10), app("b", None, NOW - 100, progress=0.3)]
+    d = plan_with(co_runners=apps, confidence=0.8).to_dict()
+    text = json.dumps(d, allow_nan=False)
+    back = json.loads(text)
+    assert back["scale_out"] == d["scale_out"] and back["phase"] == "model"
+    assert back["co_runners"][0]["predicted_end_at"] is None  # outlasts: no finite end
+    assert len(back["candidates"]) == 64
+    assert back["model"]["theta"] == [30.0, 3000.0, 0.0, 0.0]
+    json.dumps(plan_with(history=[]).to_dict(), allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(target_s=0.0), dict(target_s=math.nan), dict(min_scale_out=0),
+        dict(min_scale_out=9, max_scale_out=8), dict(step=0), dict(confidence=1.0),
+        dict(interference="sometimes"), dict(input_tolerance=-0.1),
+    ],
+)
+def test_bad_arguments_are_usage_errors(kw: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        plan_with(**kw)
+
+
+# --- properties ----------------------------------------------------------------------------
+
+co_app = st.builds(
+    lambda i, job, age, progress, x: app(f"a{i}", job, NOW - age, progress=progress,
+                                         scale_out=x),
+    st.integers(0, 10**6),
+    st.sampled_from(["wc", "sgd", None, "etl"]),
+    st.floats(0.0, 3000.0),
+    st.one_of(st.none(), st.floats(0.0, 1.0)),
+    st.one_of(st.none(), st.integers(1, 64)),
+)
+CO_HIST = {"wc": [run(i, 4 + 4 * i, 800.0, job="wc", overlaps={}) for i in range(6)]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    apps=st.lists(co_app, max_size=3, unique_by=lambda a: a.app_id),
+    theta=st.tuples(st.floats(1, 200), st.floats(0, 20000), st.floats(0, 20), st.floats(0, 2)),
+    pooled=st.tuples(st.floats(0, 2), st.floats(0, 20)),
+    scale=st.floats(1.0, 3.0),
+    target=st.floats(20.0, 2000.0),
+    strategy=st.sampled_from(["joint", "paper"]),
+    confidence=st.one_of(st.none(), st.floats(0.5, 0.99)),
+)
+def test_choice_is_smallest_and_monotone_in_interference(
+    apps: list[RunningApp],
+    theta: tuple[float, ...],
+    pooled: tuple[float, float],
+    scale: float,
+    target: float,
+    strategy: str,
+    confidence: float | None,
+) -> None:
+    weak = AnalyticModel(theta, pooled=pooled)
+    strong = AnalyticModel(theta, pooled=(pooled[0] * scale, pooled[1] * scale))
+    kw = dict(co_runners=apps, co_runner_histories=CO_HIST, target_s=target,
+              interference=strategy, confidence=confidence)
+    p = plan_with(weak, **kw)
+    # The smallest meeting the target, checked against the model itself.
+    for c in p.candidates:
+        ov = {}
+        for v in p.co_runners:
+            key = v.job
+            ov[key] = ov.get(key, 0.0) + c.overlap_ratio[v.app_id]
+        pred = float(weak.predict([c.scale_out], ov)[0])
+        assert c.predicted_s == pytest.approx(pred)
+        decide = c.upper_s if confidence is not None else c.predicted_s
+        assert c.meets_target == (decide <= target)
+        assert all(0.0 <= r <= 1.0 for r in c.overlap_ratio.values())
+    meeting = [c.scale_out for c in p.candidates if c.meets_target]
+    assert p.scale_out == (meeting[0] if meeting else 64)
+    assert p.feasible == bool(meeting)
+    assert p.overlap_converged in (True, None)
+    # More interference never lowers the scale-out.
+    assert plan_with(strong, **kw).scale_out >= p.scale_out
+    # Another co-runner never lowers it either.
+    more = [*apps, app("extra", None, NOW - 5)]
+    assert plan_with(weak, **{**kw, "co_runners": more}).scale_out >= p.scale_out
+    # Without co-runners: the no-interference model.
+    if not apps:
+        assert p.predicted_s == pytest.approx(float(weak.predict([p.scale_out])[0]))
+
+
+# --- speed ---------------------------------------------------------------------------------
+
+
+def test_planning_64_candidates_3_co_runners_is_fast() -> None:
+    apps = [
+        app("w1", "wc", NOW - 300, scale_out=8),
+        app("u1", None, NOW - 200, progress=0.4),
+        app("s1", "sgd", NOW - 100, scale_out=12),
+    ]
+    kw = dict(co_runners=apps, co_runner_histories=CO_HIST, confidence=0.9)
+    timings: dict[str, float] = {}
+    for strategy in ("joint", "paper", "none"):
+        plan_with(interference=strategy, **kw)  # warm-up
+        ts = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            plan_with(interference=strategy, **kw)
+            ts.append(time.perf_counter() - t0)
+        timings[strategy] = statistics.median(ts) * 1000
+    print("plan() median ms (64 candidates, 3 co-runners, analytic model):", timings)
+    assert timings["joint"] < 50.0
+
+
+# --- with the real runtime models ----------------------------------------------------------
+
+
+def _synthetic(job: str, n: int, theta: tuple[float, float], co: str | None, seed: int,
+               a: float = 0.4, b: float = 4.0) -> list[dict[str, Any]]:
+    """Runs of f(x) = θ0 + θ1/x slowed by (a + b/x)·ov, with 2 % noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    xs = [4, 8, 12, 16, 24, 32, 48, 64]
+    for i in range(n):
+        x = xs[i % len(xs)]
+        ov = float(rng.uniform(0, 1)) if co is not None and i % 2 else 0.0
+        y = (theta[0] + theta[1] / x) * (1 + (a + b / x) * ov) * float(rng.normal(1, 0.02))
+        out.append(run(i, x, y, job=job, overlaps={co: ov} if ov else {}))
+    return out
+
+
+def test_with_real_models_on_synthetic_history() -> None:
+    model_mod = pytest.importorskip("cobell_cli.model", reason="runtime models not present")
+    sgd = _synthetic("sgd", 24, (40.0, 4000.0), "wc", 1)
+    wc = _synthetic("wc", 24, (100.0, 8000.0), "sgd", 2)
+    apps = [app("w1", "wc", NOW - 200, scale_out=8), app("u1", None, NOW - 50)]
+    kw = dict(job="sgd", history=sgd, now=NOW, target_s=300.0, min_scale_out=1,
+              max_scale_out=64, co_runners=apps, co_runner_histories={"wc": wc})
+    plans = {s: plan(interference=s, **kw) for s in ("none", "paper", "joint")}
+    for s, p in plans.items():
+        assert p.phase == "model", s
+        json.dumps(p.to_dict(), allow_nan=False)
+    assert plans["none"].scale_out <= plans["joint"].scale_out
+    assert plans["none"].scale_out <= plans["paper"].scale_out
+    # Without co-runners the plan equals the model's own no-interference prediction.
+    m = model_mod.fit_runtime_model(sgd)
+    bare = plan(**{**kw, "co_runners": ()})
+    assert bare.predicted_s == pytest.approx(float(m.predict([bare.scale_out])[0]), rel=1e-9)
+    # The joint fix-point's analytic runtime agrees with the model's predict at the overlaps.
+    joint = plans["joint"]
+    ov: dict[str | None, float] = {}
+    for v in joint.co_runners:
+        ov[v.job] = ov.get(v.job, 0.0) + float(v.overlap_ratio or 0.0)
+    assert joint.predicted_s == pytest.approx(float(m.predict([joint.scale_out], ov)[0]))
+    # Planning time excluding fitting: fit once, reuse.
+    cache: dict[int, Any] = {}
+
+    def memo(runs: Sequence[Mapping[str, Any]]) -> Any:
+        key = id(runs[0]) if runs else 0
+        if key not in cache:
+            cache[key] = model_mod.fit_runtime_model(runs)
+        return cache[key]
+
+    plan(fit=memo, **kw)
+    ts = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        plan(fit=memo, **kw)
+        ts.append(time.perf_counter() - t0)
+    print(f"plan() with real models, fit excluded: median {statistics.median(ts) * 1000:.2f} ms")
+    assert statistics.median(ts) < 0.05
