@@ -101,9 +101,9 @@ class StandaloneCluster:
         self.status: str | None = None
         self._last: Answer | None = None
 
-    def _state(self) -> tuple[Answer, Mapping[str, Any]]:
+    def _state(self, *, configured_order: bool = False) -> tuple[Answer, Mapping[str, Any]]:
         bases = list(self.master_urls)
-        if self.answered_url in bases:
+        if self.answered_url in bases and not configured_order:
             bases.remove(self.answered_url)
             bases.insert(0, self.answered_url)
         answer = self.client.get(bases, "/json/", accept=_reject_standby)
@@ -158,7 +158,8 @@ class StandaloneCluster:
         return None
 
     def check(self) -> dict[str, Any]:
-        answer, data = self._state()
+        """Ask the masters in configured order, so the report shows standbys and dead ones."""
+        answer, data = self._state(configured_order=True)
         return {
             "backend": "standalone",
             "url": answer.base_url,
