@@ -404,3 +404,35 @@ def test_standin_context_manager_frees_its_port() -> None:
         assert yarn([url]).running_apps() == []
     with pytest.raises(ClusterError, match="connection refused"):
         yarn([url]).running_apps()
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[str, str]:
+    """A real self-signed certificate for 127.0.0.1, made by the openssl command."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed, so no certificate can be made")
+    cert, key = tmp_path / "rm.pem", tmp_path / "rm.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return str(cert), str(key)
+
+
+def test_tls_is_verified_by_default_and_ca_bundle_trusts_the_rm(
+    self_signed: tuple[str, str],
+) -> None:
+    with running_standin(tls=self_signed) as rm:
+        app_id = rm.add_app("over tls")
+        assert rm.url.startswith("https://")
+        with pytest.raises(ClusterError) as err:
+            yarn([rm.url]).running_apps()
+        assert "TLS verification" in err.value.line() and "--ca-bundle" in err.value.line()
+        trusted = yarn([rm.url], ca_bundle=self_signed[0])
+        assert [a.app_id for a in trusted.running_apps()] == [app_id]
+        assert trusted.check()["tls_verify"] == f"verified with {self_signed[0]}"

@@ -88,7 +88,13 @@ class _QuietServer(ThreadingHTTPServer):
 class LoopbackServer:
     """A threaded HTTP server on 127.0.0.1 (free port) that hands requests to `handle`."""
 
-    def __init__(self, handle: Callable[[str, str, dict[str, list[str]], bytes], Reply]) -> None:
+    def __init__(
+        self,
+        handle: Callable[[str, str, dict[str, list[str]], bytes], Reply],
+        tls: tuple[str, str] | None = None,
+    ) -> None:
+        """`tls` = (certificate file, key file) serves https instead of http."""
+
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -114,8 +120,16 @@ class LoopbackServer:
                 pass  # keep pytest output clean
 
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            scheme = "https"
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -468,10 +482,10 @@ def _in_range(value: int, query: dict[str, str], prefix: str) -> bool:
 
 
 @contextmanager
-def running_standin(**switches: Any) -> Iterator[StandinRM]:
+def running_standin(tls: tuple[str, str] | None = None, **switches: Any) -> Iterator[StandinRM]:
     """A StandinRM served on a free loopback port for the duration of the block."""
     rm = StandinRM(**switches)
-    server = LoopbackServer(rm.handle)
+    server = LoopbackServer(rm.handle, tls=tls)
     rm.url = server.url
     server.start()
     try:
