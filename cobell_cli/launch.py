@@ -160,7 +160,7 @@ def _spark_master(opts: list[_Opt]) -> str | None:
 
 
 def detect_launcher(argv: Sequence[str]) -> str:
-    """"spark-yarn", "spark-standalone", "flink" or "placeholder" (anything else)."""
+    """ "spark-yarn", "spark-standalone", "flink" or "placeholder" (anything else)."""
     i = _launcher_index(argv)
     exe = _exe(argv, i)
     if exe == "spark-submit":
@@ -352,8 +352,8 @@ def inject(
         raise UsageError("no command given", hint="put the job's command after `--`")
     if scale_out < 1:
         raise UsageError(f"scale-out must be >= 1, got {scale_out}")
-    if "," in job or any(c.isspace() for c in job):
-        raise UsageError(f"job name {job!r} may not contain commas or spaces (used in tags)")
+    if not job or "," in job or any(c.isspace() for c in job):
+        raise UsageError(f"job name {job!r} must be non-empty, without commas or spaces (tags)")
     had_placeholder = any(PLACEHOLDER in tok for tok in argv)
     args = [tok.replace(PLACEHOLDER, str(scale_out)) for tok in argv]
     launcher = detect_launcher(args)

@@ -1,0 +1,55 @@
+"""A CPU-heavy PySpark co-runner: occupies executors and the CPU to create interference.
+
+Every task spins the CPU for `--task-s` seconds; with `--tasks` equal to its slots it holds
+them for about `--task-s` seconds, `--rounds` times.
+
+    spark-submit --master spark://127.0.0.1:7077 corunner_job.py --tasks 2 --task-s 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def spin(task_s: float) -> int:
+    end = time.perf_counter() + task_s
+    n = 0
+    while time.perf_counter() < end:
+        n += 1
+    return n
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=2, help="parallel CPU-bound tasks")
+    parser.add_argument("--task-s", type=float, default=30.0, help="seconds each task spins")
+    parser.add_argument("--rounds", type=int, default=1, help="how many times to repeat")
+    args = parser.parse_args(argv)
+
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    sc = spark.sparkContext
+    t0 = time.time()
+    task_s = args.task_s
+    loops = 0
+    for _ in range(args.rounds):
+        loops += sc.parallelize(range(args.tasks), args.tasks).map(lambda _: spin(task_s)).sum()
+    print(
+        json.dumps(
+            {
+                "job": "corunner_job",
+                "app_id": sc.applicationId,
+                "loops": loops,
+                "elapsed_s": round(time.time() - t0, 3),
+            }
+        ),
+        flush=True,
+    )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
