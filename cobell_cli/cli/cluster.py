@@ -175,6 +175,7 @@ def check(
 
 def _auth_text(report: dict[str, Any]) -> str:
     auth = report.get("auth")
-    if auth == "simple" and report.get("user"):
-        return f"simple (user.name={report['user']})"
+    if auth == "simple":
+        user = report.get("user")
+        return f"simple (user.name={user})" if user else "simple (no user.name: set rm_user)"
     return str(auth)
