@@ -49,7 +49,15 @@ def test_apps_table_shows_jobs_and_unknown_co_runners(yarn_rm: StandinRM) -> Non
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == [
-        "app_id", "name", "job", "user", "queue", "state", "started", "scale_out", "progress",
+        "app_id",
+        "name",
+        "job",
+        "user",
+        "queue",
+        "state",
+        "started",
+        "scale_out",
+        "progress",
     ]
     sgd = next(line for line in lines if "sgd nightly" in line)
     assert " sgd " in sgd and " 8 " in sgd and "25%" in sgd and "2023-11-14T22:13:20Z" in sgd
@@ -87,7 +95,12 @@ def test_check_names_the_active_rm_of_an_ha_pair(yarn_rm_factory: Any) -> None:
     active = yarn_rm_factory()
     standby = yarn_rm_factory(ha_state="STANDBY", redirect_to=active.url)
     result = cobell(
-        "cluster", "check", "--rm-url", standby.url, "--rm-url", active.url,
+        "cluster",
+        "check",
+        "--rm-url",
+        standby.url,
+        "--rm-url",
+        active.url,
         env={"COBELL_RM_USER": "erin"},
     )
     assert result.exit_code == 0, result.stderr
