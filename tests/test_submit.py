@@ -1,0 +1,417 @@
+"""`cobell submit`: real child processes, real SQLite, the stand-in RM for YARN."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cobell_cli.store import History
+from tests.cli_support import cobell, cobell_process
+from tests.yarn_standin import StandinRM, yarn_rm_fixture  # noqa: F401
+
+PY = sys.executable
+
+
+def submit(db: Path, *args: str, command: list[str], **kw) -> subprocess.CompletedProcess[str]:
+    return cobell_process("--db", db, "submit", *args, "--", *command, **kw)
+
+
+def runs(db: Path) -> list[dict]:
+    with History.open(db) as history:
+        return history.runs(newest_first=False, with_colocations=True)
+
+
+def test_bootstrap_binary_search_over_three_real_runs(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    marker = tmp_path / "seen"
+    # runtime shrinks with the scale-out: 1.2 s / x, so x >= 3 meets a 0.5 s target
+    cmd = [
+        PY,
+        "-c",
+        f"import sys,time; x=int(sys.argv[1]); open({str(marker)!r},'a').write("
+        f"f'{{x}}\\n'); time.sleep(1.2/x)",
+        "{scale_out}",
+    ]
+    base = [
+        "-j",
+        "toy",
+        "-t",
+        "0.5",
+        "--min-scale-out",
+        "1",
+        "--max-scale-out",
+        "8",
+        "--cluster",
+        "none",
+    ]
+    for _ in range(3):
+        proc = submit(db, *base, "--json", command=cmd)
+        assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["job"] == "toy" and summary["exit_code"] == 0
+    recorded = runs(db)
+    scale_outs = [r["scale_out"] for r in recorded]
+    assert marker.read_text().split() == [str(x) for x in scale_outs]
+    assert scale_outs[0] == 4 or scale_outs[0] == 5  # the midpoint of [1, 8]
+    assert scale_outs[1] < scale_outs[0]  # run 1 met the target: search the lower half
+    assert all(r["status"] == "succeeded" and r["model"] == "bootstrap-search" for r in recorded)
+    for r in recorded:
+        assert r["runtime_s"] == pytest.approx(r["finished_at"] - r["started_at"])
+        assert r["runtime_s"] >= 1.2 / r["scale_out"]
+        assert json.loads(r["command"])[-1] == str(r["scale_out"])
+        assert r["host"] and r["pid"] and r["target_s"] == 0.5
+
+
+def test_dry_run_starts_nothing_and_redacts(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    marker = tmp_path / "ran"
+    proc = submit(
+        db,
+        "-j",
+        "toy",
+        "-t",
+        "10",
+        "--max-scale-out",
+        "4",
+        "--cluster",
+        "none",
+        "--dry-run",
+        command=[PY, "-c", f"open({str(marker)!r}, 'w')", "--password=hunter2", "{scale_out}"],
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+    assert "hunter2" not in proc.stdout + proc.stderr
+    assert "command:" in proc.stdout and "nothing was started" in proc.stderr
+    assert runs(db) == []
+
+
+def test_failed_job_exit_code_passes_through(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    proc = submit(
+        db,
+        "-j",
+        "toy",
+        "-t",
+        "10",
+        "--cluster",
+        "none",
+        "--json",
+        command=[PY, "-c", "import sys; print('boom'); sys.exit(7)", "{scale_out}"],
+    )
+    assert proc.returncode == 7
+    assert "boom" in proc.stdout
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "failed" and summary["exit_code"] == 7
+    assert runs(db)[0]["status"] == "failed" and runs(db)[0]["exit_code"] == 7
+
+
+def test_missing_command_is_127_and_recorded(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    proc = submit(
+        db,
+        "-j",
+        "toy",
+        "-t",
+        "10",
+        "--cluster",
+        "none",
+        command=["/nonexistent/bin/job", "{scale_out}"],
+    )
+    assert proc.returncode == 127
+    assert "command not found" in proc.stderr and "Traceback" not in proc.stderr
+    assert runs(db)[0]["status"] == "failed"
+
+
+def test_command_without_known_launcher_is_a_usage_error(tmp_path: Path) -> None:
+    proc = submit(
+        tmp_path / "h.db", "-j", "toy", "-t", "10", "--cluster", "none", command=["echo", "hello"]
+    )
+    assert proc.returncode == 2 and "{scale_out}" in proc.stderr
+    assert not (tmp_path / "h.db").exists() or runs(tmp_path / "h.db") == []
+
+
+def test_log_file_gets_the_output(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    proc = submit(
+        tmp_path / "h.db",
+        "-j",
+        "toy",
+        "-t",
+        "10",
+        "--cluster",
+        "none",
+        "--log-file",
+        str(log),
+        command=[
+            PY,
+            "-c",
+            "import sys; print('out'); print('err', file=sys.stderr)",
+            "{scale_out}",
+        ],
+    )
+    assert proc.returncode == 0
+    assert sorted(log.read_text().split()) == ["err", "out"]
+
+
+def test_sixteen_concurrent_submits_share_one_history(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    cobell("--db", db, "history", "jobs")  # nothing yet
+    args = [
+        PY,
+        "-m",
+        "cobell_cli",
+        "--db",
+        str(db),
+        "submit",
+        "-j",
+        "toy",
+        "-t",
+        "5",
+        "--cluster",
+        "none",
+        "--json",
+        "--",
+        PY,
+        "-c",
+        "import time; time.sleep(0.2)",
+        "{scale_out}",
+    ]
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(16)
+    ]
+    outputs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 16, [e for _, e in outputs]
+    run_ids = sorted(json.loads(out.strip().splitlines()[-1])["run_id"] for out, _ in outputs)
+    assert len(set(run_ids)) == 16
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT count(*), min(status), max(status) FROM runs").fetchone() == (
+        16,
+        "succeeded",
+        "succeeded",
+    )
+    conn.close()
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_kill_9_leaves_a_consistent_history_and_the_run_becomes_lost(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    started = tmp_path / "started"
+    cmd = [PY, "-c", f"import time; open({str(started)!r},'w'); time.sleep(60)", "{scale_out}"]
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "cobell_cli",
+            "--db",
+            str(db),
+            "submit",
+            "-j",
+            "toy",
+            "-t",
+            "5",
+            "--cluster",
+            "none",
+            "--",
+            *cmd,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(started.exists)
+    proc.kill()
+    proc.wait()
+    # the child lives on in its own process group; it is the user's job, not ours to reap
+    raw = sqlite3.connect(db)
+    assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert raw.execute("SELECT status FROM runs").fetchone()[0] == "running"
+    raw.close()
+    listed = cobell("--db", db, "history", "list", "--format", "json")
+    (run,) = json.loads(listed.stdout)
+    assert run["status"] == "lost"
+    with History.open(db) as history:
+        assert history.training_runs("toy") == []
+    subprocess.run(["pkill", "-f", str(started)], check=False)
+
+
+def test_sigint_reaches_the_child_and_the_run_is_killed(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    started, got = tmp_path / "started", tmp_path / "got-signal"
+    script = textwrap.dedent(f"""
+        import signal, sys, time
+        def bye(signum, frame):
+            open({str(got)!r}, 'w').write(str(signum)); sys.exit(130)
+        signal.signal(signal.SIGINT, bye)
+        open({str(started)!r}, 'w')
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "cobell_cli",
+            "--db",
+            str(db),
+            "submit",
+            "-j",
+            "toy",
+            "-t",
+            "5",
+            "--cluster",
+            "none",
+            "--json",
+            "--",
+            PY,
+            "-c",
+            script,
+            "{scale_out}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(started.exists)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert got.read_text() == str(int(signal.SIGINT))
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["status"] == "killed"
+    assert runs(db)[0]["status"] == "killed"
+
+
+FAKE_SPARK_SUBMIT = """\
+#!{python}
+# A stand-in for spark-submit on YARN: registers its app with the stand-in RM and prints the
+# log lines the real YARN client prints, then runs for a while and finishes its app.
+import json, sys, time, urllib.request
+rm = {rm!r}
+argv = sys.argv[1:]
+executors = int(argv[argv.index("--num-executors") + 1])
+tags = [a.split("=", 1)[1] for a in argv if a.startswith("spark.yarn.tags=")]
+req = urllib.request.Request(rm + "/_standin/apps", method="POST",
+    data=json.dumps({{"name": "sgd.py", "executors": executors, "tags": tags[0] if tags else "",
+                     "duration_s": None}}).encode(), headers={{"Content-Type": "application/json"}})
+app_id = json.load(urllib.request.urlopen(req))["id"]
+print("INFO Client: Requesting a new application from cluster with 3 NodeManagers", file=sys.stderr)
+print(f"INFO YarnClientImpl: Submitted application {{app_id}}", file=sys.stderr, flush=True)
+time.sleep({seconds})
+urllib.request.urlopen(urllib.request.Request(rm + f"/_standin/apps/{{app_id}}/finish",
+    method="POST", data=b"{{}}", headers={{"Content-Type": "application/json"}}))
+print(f"INFO Client: Application report for {{app_id}} (state: FINISHED)", file=sys.stderr)
+"""
+
+
+@pytest.fixture
+def live_rm(yarn_rm: StandinRM) -> Iterator[StandinRM]:
+    """The stand-in RM's clock following the wall clock, as a real RM's does."""
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            yarn_rm.now_s = time.time()
+            stop.wait(0.02)
+
+    yarn_rm.now_s = time.time()
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    yield yarn_rm
+    stop.set()
+    thread.join()
+
+
+def test_yarn_submission_records_app_id_tags_and_co_runner_overlap(
+    tmp_path: Path, live_rm: StandinRM
+) -> None:
+    db = tmp_path / "h.db"
+    fake = tmp_path / "bin" / "spark-submit"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_SPARK_SUBMIT.format(python=PY, rm=live_rm.url, seconds=1.5))
+    fake.chmod(0o755)
+    co_runner = live_rm.add_app(
+        "wordcount",
+        tags="cobell-job:wordcount",
+        executors=6,
+        duration_s=None,
+        start_s=time.time() - 0.2,
+    )
+
+    def finish_co_runner_mid_run() -> None:  # 0.7 s after our app appears on the RM
+        _wait_for(lambda: len(live_rm.apps) == 2)
+        time.sleep(0.7)
+        live_rm.finish(co_runner)
+
+    finisher = threading.Thread(target=finish_co_runner_mid_run)
+    finisher.start()
+    proc = submit(
+        db,
+        "-j",
+        "sgd",
+        "-t",
+        "60",
+        "--max-scale-out",
+        "8",
+        "--rm-url",
+        live_rm.url,
+        "--json",
+        command=[str(fake), "--master", "yarn", "--deploy-mode", "cluster", "sgd.py"],
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    (run,) = runs(db)
+    assert run["app_id"] == summary["app_id"] and run["app_id"].startswith("application_")
+    ours = live_rm.apps[run["app_id"]]
+    assert ours.executors == run["scale_out"]
+    assert "cobell-job:sgd" in ours.tags
+    (colocation,) = run["colocations"]
+    assert colocation["co_runner_app_id"] == co_runner
+    assert colocation["co_runner_job"] == "wordcount"
+    finisher.join()
+    # the co-runner ended part-way through our run (the RM clock ticks every 20 ms)
+    expected = live_rm.apps[co_runner].finished_ms / 1000 - run["started_at"]
+    assert 0 < expected < run["runtime_s"]
+    assert colocation["overlap_s"] == pytest.approx(expected, abs=0.3)
+    ratio = colocation["overlap_s"] / run["runtime_s"]
+    assert colocation["overlap_ratio"] == pytest.approx(ratio, rel=1e-2)
+
+
+def test_submit_help_has_example_and_exit_status() -> None:
+    result = cobell("submit", "--help")
+    assert result.exit_code == 0 and "Example:" in result.stdout
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
+def test_cluster_down_submits_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    proc = submit(
+        tmp_path / "h.db",
+        "-j",
+        "toy",
+        "-t",
+        "5",
+        "--rm-url",
+        "http://127.0.0.1:9",
+        command=[PY, "-c", f"open({str(marker)!r}, 'w')", "{scale_out}"],
+    )
+    assert proc.returncode == 4 and "127.0.0.1:9" in proc.stderr
+    assert not marker.exists()
