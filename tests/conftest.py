@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ("tests.yarn_standin",)
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BELL_DIR = SHARED / "data" / "bell"
 YARN_FIXTURES = SHARED / "fixtures" / "yarn"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import cobell
-from tests.yarn_standin import StandinRM, dead_rm_url_fixture, yarn_rm_fixture  # noqa: F401
+from tests.yarn_standin import StandinRM
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "history" / "example.csv"
 

@@ -18,7 +18,7 @@ import pytest
 
 from cobell_cli.store import History
 from tests.cli_support import cobell, cobell_process
-from tests.yarn_standin import StandinRM, yarn_rm_fixture  # noqa: F401
+from tests.yarn_standin import StandinRM
 
 PY = sys.executable
 

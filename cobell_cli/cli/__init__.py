@@ -11,7 +11,7 @@ import sys
 import typer
 
 from cobell_cli import __version__
-from cobell_cli.cli import config_cmd, history, predict, submit
+from cobell_cli.cli import cluster, config_cmd, history, predict, submit
 from cobell_cli.cli.common import state
 
 app = typer.Typer(
@@ -59,6 +59,7 @@ def root(
 app.command("submit")(submit.submit)
 app.command("predict")(predict.predict)
 app.add_typer(history.app, name="history")
+app.add_typer(cluster.app, name="cluster")
 app.add_typer(config_cmd.app, name="config")
 
 
