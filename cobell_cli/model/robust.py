@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cobell_cli.model.parametric import AMDAHL, evaluate, fit_theta
+from cobell_cli.model.parametric import FEATURES, evaluate, fit_theta
 
 BISQUARE_C = 4.685  # 95 % efficiency under Gaussian noise (Tukey's standard constant)
 MIN_RELATIVE_SCALE = 1e-3  # runtimes are not measured better than 0.1 %
@@ -17,7 +17,7 @@ MIN_GROUP_FOR_OUTLIERS = 3  # a median of two says nothing about which one is od
 # A scale-out is a separate regime when its runtime is this many times what the larger
 # scale-outs imply (a memory cliff, spilling, a different plan), not a smooth trend.
 REGIME_RATIO = 1.5
-MIN_SCALE_OUTS_LEFT = 3  # never explain the data by the regime of all but two points
+MIN_SCALE_OUTS_LEFT = 4  # the normal regime needs enough scale-outs for Ernest's four terms
 
 
 def bisquare(u: np.ndarray) -> np.ndarray:
@@ -60,8 +60,8 @@ def regime_change_scale_outs(scale_out: np.ndarray, runtime_s: np.ndarray,
                              weight: np.ndarray | None = None) -> list[float]:
     """The smallest scale-outs whose runtimes jump above what the larger ones imply.
 
-    For m = 1, 2, ... the m smallest scale-outs are compared with Amdahl's law fitted to the
-    scale-outs above them; Amdahl already grows like 1/x towards small scale-outs, so points
+    For m = 1, 2, ... the m smallest scale-outs are compared with Ernest's model fitted to
+    the scale-outs above them; it already grows like 1/x towards small scale-outs, so points
     all REGIME_RATIO times above it are a cliff, not a steep but smooth curve. The largest
     such m wins (a cliff two scale-outs wide hides itself from a test of one); a regime must
     stay a minority of the scale-outs.
@@ -71,7 +71,7 @@ def regime_change_scale_outs(scale_out: np.ndarray, runtime_s: np.ndarray,
     best = 0
     for m in range(1, min(levels.size - MIN_SCALE_OUTS_LEFT, levels.size // 2) + 1):
         rest = index >= m
-        theta = fit_theta(scale_out[rest], runtime_s[rest], AMDAHL, sample_weight=w[rest])
+        theta = fit_theta(scale_out[rest], runtime_s[rest], FEATURES, sample_weight=w[rest])
         implied = evaluate(theta, levels[:m])
         typical = np.array([np.median(runtime_s[index == j]) for j in range(m)])
         if np.all(typical > REGIME_RATIO * implied):

@@ -27,6 +27,7 @@ from cobell_cli.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_la
 from cobell_cli.model.robust import regime_change_scale_outs, repetition_weights
 from cobell_cli.model.uncertainty import RelativeInterval
 
+GROWING = ("const", "lin")
 MIN_RUNS_PER_CO_RUNNER = 3  # fewer runs cannot pin down (a, b): they join the pool
 MIN_SCALE_OUTS_FOR_LLR = 5  # three interior points for CV, else parametric only
 MIN_SCALE_OUTS_FOR_CV = 4  # below this, Amdahl's law is the documented prior
@@ -108,14 +109,16 @@ class RuntimeModel:
         w = repetition_weights(x, y_alone)
         self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
         self.cv_: dict[str, Any] = {}
+        if self.regime_scale_outs_:
+            rows = np.isin(x, self.regime_scale_outs_)
+            _, v, _ = _levels(x[rows], y_alone[rows], w[rows])
+            self.regime_log_runtime_ = v
+            self.first_normal_scale_out_ = float(levels[~np.isin(levels,
+                                                                  self.regime_scale_outs_)][0])
         if levels.size == 1:
             self._fit_single(x, y_alone, w)
         elif levels.size == 2:
-            curve = _Curve("parametric", fit_theta(x, y_alone, AMDAHL, sample_weight=w),
-                           AMDAHL)
-            self.interp_, self.extrap_ = curve, curve
-            self.interval_ = RelativeInterval.default(levels.size)
-            self.cv_ = {"note": "2 scale-outs: Amdahl's law through them, no CV possible"}
+            self._fit_pair(x, y_alone, w)
         elif levels.size < MIN_SCALE_OUTS_FOR_CV:
             self._select_sparse(x, y_alone, w)
         else:
@@ -133,6 +136,23 @@ class RuntimeModel:
         self.interp_ = self.extrap_ = curve
         self.interval_ = RelativeInterval.default(1, single_scale_out=float(x[0]))
         self.cv_ = {"note": "one scale-out: runtime scaled by 1/x, interval without speed-up"}
+
+    def _fit_pair(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        """Two scale-outs: between them the log-log line through both levels; outside,
+        the two-parameter Ernest curve (Amdahl's law if the runtime falls, const + x if it
+        grows) when it passes through both, else that line with its slope clipped."""
+        t, v, ws = _levels(x, y, w)
+        h = float(t[1] - t[0])
+        self.interp_ = _Curve("llr", bandwidth=h, t=t, v=v, w=ws)
+        self.extrap_ = _Curve("powerlaw", bandwidth=h, t=t, v=v, w=ws)
+        level = np.exp(v)
+        for feats in (AMDAHL, GROWING):
+            theta = fit_theta(np.exp(t), level, feats)
+            if np.all(np.abs(evaluate(theta, np.exp(t)) / level - 1) < 0.01):
+                self.extrap_ = _Curve("parametric", theta, feats)
+                break
+        self.interval_ = RelativeInterval.default(2)
+        self.cv_ = {"note": "2 scale-outs: a curve through both levels, no CV possible"}
 
     def _select_sparse(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         """Three scale-outs: Amdahl's law or a power law, both fitted by least absolute
@@ -175,8 +195,10 @@ class RuntimeModel:
                 rows = train
             return fit_theta(x[rows], y[rows], feats, sample_weight=w[rows])
 
-        # Interior leave-one-scale-out: the question interpolation asks.
-        interior = np.arange(1, d - 1)
+        # Interior leave-one-scale-out: the question interpolation asks. Regime scale-outs
+        # are answered by their own observations (see _regime), so they are not test sets.
+        interior = np.array([j for j in range(1, d - 1) if levels[j] not in
+                             self.regime_scale_outs_], dtype=int)
         err = {feats: [] for feats in subsets}
         resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
         for j in interior:
@@ -211,11 +233,7 @@ class RuntimeModel:
         fwd_resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
         for j in range(max(2, (d + 1) // 2), d):
             train, test = index < j, index >= j
-            n_train = np.unique(x[train & param_rows]).size
             for feats in subsets:
-                if len(feats) > max(1, n_train - 1):
-                    fwd_err[feats].append(np.inf)
-                    continue
                 pred = evaluate(fit_param(train, feats), x[test])
                 fwd_err[feats].append(_split_error(pred, y[test], w[test]))
                 fwd_resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
@@ -272,7 +290,35 @@ class RuntimeModel:
         out = self.extrap_.predict(x)
         if inside.any():
             out[inside] = self.interp_.predict(x[inside])
+        if self.regime_scale_outs_:
+            out = self._regime(x, out)
         return out
+
+    def _regime(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Below the first normal scale-out, follow the observed regime levels (log-log
+        interpolation up to the curve); below them, continue the first segment's slope,
+        clipped to [-1, 0]: no better than linear speed-up, no faster with fewer nodes."""
+        regime = np.asarray(self.regime_scale_outs_)
+        levels = np.unique(np.concatenate([regime, [self._first_normal]]))
+        boundary = float(levels[-1])
+        region = x < boundary
+        if not region.any():
+            return out
+        t = np.log(levels)
+        v = np.concatenate([self.regime_log_runtime_,
+                            np.log(self.interp_.predict(np.array([boundary])))])
+        tq = np.log(x[region])
+        est = np.interp(tq, t, v)
+        slope = float(np.clip((v[1] - v[0]) / (t[1] - t[0]), -1.0, 0.0))
+        below = tq < t[0]
+        est[below] = v[0] + slope * (tq[below] - t[0])
+        out = out.copy()
+        out[region] = np.exp(est)
+        return out
+
+    @property
+    def _first_normal(self) -> float:
+        return self.first_normal_scale_out_
 
     def _factor(self, x: np.ndarray, overlaps: Overlaps) -> np.ndarray:
         if overlaps is None:

@@ -1,0 +1,218 @@
+"""Runtime models on synthetic histories with known truth: recovery, robustness, API contract."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from cobell_cli.model import fit_runtime_model
+from cobell_cli.model.data import POOLED
+from cobell_cli.model.metrics import mape
+from cobell_cli.model.parametric import FEATURES, basis, fit_theta
+
+THETA = np.array([60.0, 2400.0, 10.0, 0.8])
+PAIRS = {"wordcount": (0.3, 3.0), "kmeans": (0.6, 1.0), "grep": (0.1, 2.0)}
+SCALE_OUTS = np.arange(4, 61, 4)
+
+
+def f_true(x: np.ndarray | list[float]) -> np.ndarray:
+    return basis(np.asarray(x, float)) @ THETA
+
+
+def g_true(x: float, ov: dict[str, float]) -> float:
+    return float(f_true([x])[0] * (1 + sum((PAIRS[k][0] + PAIRS[k][1] / x) * r
+                                           for k, r in ov.items())))
+
+
+def colocated(n: int, rng: np.random.Generator, noise: float = 0.0) -> list[dict]:
+    runs = []
+    for _ in range(n):
+        x = int(rng.choice(SCALE_OUTS))
+        ov = {k: float(rng.uniform(0, 1)) for k in PAIRS if rng.random() < 0.4}
+        y = g_true(x, ov) * float(np.exp(rng.normal(0, noise)))
+        runs.append({"scale_out": x, "runtime_s": y, "overlaps": ov, "status": "succeeded"})
+    return runs
+
+
+def alone(scale_outs: list[int] | np.ndarray, reps: int = 1) -> list[dict]:
+    return [{"scale_out": int(x), "runtime_s": float(f_true([x])[0])}
+            for x in scale_outs for _ in range(reps)]
+
+
+def test_nnls_recovers_theta_exactly_on_noiseless_data() -> None:
+    x = SCALE_OUTS.astype(float)
+    theta = fit_theta(x, f_true(x), FEATURES)
+    np.testing.assert_allclose(theta, THETA, rtol=1e-6)
+
+
+def test_noiseless_history_predicts_exactly_inside_and_outside() -> None:
+    m = fit_runtime_model(alone(SCALE_OUTS))
+    query = [6, 30, 58, 100, 2]
+    np.testing.assert_allclose(m.predict(query), f_true(query), rtol=1e-5)
+
+
+def test_interference_parameters_recovered_on_noiseless_colocations() -> None:
+    m = fit_runtime_model(colocated(200, np.random.default_rng(0)))
+    for job, (a, b) in PAIRS.items():
+        np.testing.assert_allclose(m.interference(job), (a, b), rtol=1e-3, atol=1e-3)
+    ov = {"wordcount": 0.5, "kmeans": 0.25}
+    assert m.predict([12], overlaps=ov)[0] == pytest.approx(g_true(12, ov), rel=1e-5)
+
+
+def test_interference_model_beats_ignoring_co_runners_out_of_sample() -> None:
+    rng = np.random.default_rng(1)
+    m = fit_runtime_model(colocated(105, rng, noise=0.02))
+    test = colocated(300, rng, noise=0.02)
+    y = np.array([r["runtime_s"] for r in test])
+    x = [r["scale_out"] for r in test]
+    with_ov = mape(y, m.predict(x, [r["overlaps"] for r in test]))
+    without = mape(y, m.predict(x))
+    assert with_ov <= 3.0
+    assert without > 3 * with_ov
+
+
+def test_rare_and_unknown_co_runners_share_the_pooled_pair() -> None:
+    rng = np.random.default_rng(2)
+    runs = colocated(120, rng, noise=0.01)
+    # Two runs with a one-off job and two with an unnamed app: too few for their own pair.
+    for i, key in enumerate(["oneoff", "oneoff", None, "?"]):
+        x = 8 + 8 * i
+        runs.append({"scale_out": x, "runtime_s": g_true(x, {"kmeans": 0.8}),
+                     "overlaps": {key: 0.8}})
+    m = fit_runtime_model(runs)
+    assert "oneoff" not in m.co_runners_ and POOLED in m.co_runners_
+    pooled = m.interference(POOLED)
+    assert m.interference("oneoff") == pooled == m.interference("never-seen")
+    assert m.interference(None) == pooled == m.interference("")
+    assert pooled[0] + pooled[1] / 12 > 0.2  # it did learn that strangers slow the job down
+
+
+def test_stranger_without_pool_gets_mean_of_known_pairs() -> None:
+    m = fit_runtime_model(colocated(150, np.random.default_rng(3)))
+    a, b = m.interference("stranger")
+    assert min(p[0] for p in PAIRS.values()) - 1e-6 <= a <= max(p[0] for p in PAIRS.values())
+    assert b > 0
+
+
+def test_unsuccessful_runs_are_excluded() -> None:
+    runs = alone(SCALE_OUTS)
+    clean = fit_runtime_model(runs)
+    dirty = runs + [{"scale_out": 8, "runtime_s": 9e5, "status": s}
+                    for s in ("failed", "killed", "lost", "running")]
+    m = fit_runtime_model(dirty)
+    assert m.n_runs_ == len(runs)
+    np.testing.assert_allclose(m.predict([8, 30]), clean.predict([8, 30]))
+
+
+def test_no_usable_runs_is_a_clear_value_error() -> None:
+    with pytest.raises(ValueError, match="no usable runs"):
+        fit_runtime_model([{"scale_out": 4, "runtime_s": 10, "status": "failed"},
+                           {"scale_out": 0, "runtime_s": 10}, {"scale_out": 4, "runtime_s": -1}])
+    with pytest.raises(ValueError, match="no usable runs"):
+        fit_runtime_model([])
+
+
+def test_one_run_scales_by_one_over_x_with_a_pessimistic_upper_bound() -> None:
+    m = fit_runtime_model([{"scale_out": 10, "runtime_s": 300.0}])
+    np.testing.assert_allclose(m.predict([10, 20, 5]), [300.0, 150.0, 600.0])
+    lower, upper = m.predict_interval([20], confidence=0.9)
+    assert lower[0] < 150.0 and upper[0] >= 300.0  # no speed-up promised from one run
+    assert m.scale_out_range_ == (10.0, 10.0) and m.n_runs_ == 1
+
+
+def test_two_scale_outs_fit_amdahl_through_both() -> None:
+    m = fit_runtime_model(alone([8, 32], reps=3))
+    np.testing.assert_allclose(m.predict([8, 32]), f_true([8, 32]), rtol=1e-6)
+    assert np.all(np.diff(m.predict([4, 8, 16, 64, 128])) < 0)
+
+
+def test_three_scale_outs_resist_one_wild_run() -> None:
+    runs = alone([8, 24, 48]) + alone([16])
+    runs[1]["runtime_s"] *= 5  # one run at 24 took five times as long (a sick node)
+    m = fit_runtime_model(runs[:3])
+    truth = f_true([8, 48])
+    assert mape(truth, m.predict([8, 48])) < 5.0
+
+
+def test_outlier_repetitions_do_not_move_the_fit() -> None:
+    rng = np.random.default_rng(4)
+    runs = [{"scale_out": int(x), "runtime_s": float(f_true([x])[0] * np.exp(rng.normal(0, .02)))}
+            for x in SCALE_OUTS for _ in range(5)]
+    clean = fit_runtime_model(runs).predict(SCALE_OUTS)
+    runs += [{"scale_out": 52, "runtime_s": 5 * float(f_true([52])[0])},
+             {"scale_out": 56, "runtime_s": 3 * float(f_true([56])[0])}]
+    dirty = fit_runtime_model(runs).predict(SCALE_OUTS)
+    assert mape(clean, dirty) < 1.0
+
+
+def test_a_cliff_at_the_smallest_scale_out_does_not_drag_extrapolation() -> None:
+    runs = alone(SCALE_OUTS[:8], reps=3)  # 4 .. 32
+    for r in runs:
+        if r["scale_out"] == 4:
+            r["runtime_s"] *= 4  # memory cliff: spilling at the smallest scale-out
+    m = fit_runtime_model(runs)
+    assert m.regime_scale_outs_ == [4.0]
+    assert mape(f_true([40, 60, 90]), m.predict([40, 60, 90])) < 5.0
+    assert m.predict([4])[0] == pytest.approx(4 * f_true([4])[0], rel=0.05)  # still known
+
+
+def test_predict_accepts_one_overlap_dict_per_scale_out() -> None:
+    m = fit_runtime_model(colocated(150, np.random.default_rng(5)))
+    ovs = [{"kmeans": 0.5}, {}, {"grep": 1.0, "wordcount": 0.2}]
+    got = m.predict([8, 16, 24], ovs)
+    np.testing.assert_allclose(got, [g_true(x, ov) for x, ov in zip([8, 16, 24], ovs,
+                                                                       strict=True)], rtol=1e-4)
+    with pytest.raises(ValueError, match="one per scale-out"):
+        m.predict([8, 16], [{"kmeans": 0.5}])
+    with pytest.raises(ValueError, match=">= 0"):
+        m.predict([8], {"kmeans": -0.5})
+    with pytest.raises(ValueError, match="positive"):
+        m.predict([0])
+
+
+def test_sum_of_overlaps_is_linear() -> None:
+    m = fit_runtime_model(colocated(150, np.random.default_rng(6)))
+    base = m.predict([16])[0]
+    one = m.predict([16], {"kmeans": 0.6})[0] - base
+    two = m.predict([16], {"kmeans": 1.2})[0] - base
+    assert two == pytest.approx(2 * one, rel=1e-9)
+
+
+def test_objects_with_attributes_are_accepted() -> None:
+    @dataclass
+    class Run:
+        scale_out: int
+        runtime_s: float
+        overlaps: dict = field(default_factory=dict)
+        status: str = "succeeded"
+
+    runs = [Run(int(x), float(f_true([x])[0])) for x in SCALE_OUTS]
+    m = fit_runtime_model(runs)
+    assert m.predict([20])[0] == pytest.approx(f_true([20])[0], rel=1e-5)
+
+
+def test_interval_contains_the_prediction_and_covers_held_out_runs() -> None:
+    rng = np.random.default_rng(7)
+    runs = [{"scale_out": int(x), "runtime_s": float(f_true([x])[0] * np.exp(rng.normal(0, .05)))}
+            for x in SCALE_OUTS for _ in range(5)]
+    m = fit_runtime_model(runs)
+    x = np.repeat(SCALE_OUTS, 20)
+    y = f_true(x) * np.exp(rng.normal(0, 0.05, x.size))
+    lower, upper = m.predict_interval(x, confidence=0.9)
+    point = m.predict(x)
+    assert np.all(lower <= point) and np.all(point <= upper)
+    coverage = float(np.mean((y >= lower) & (y <= upper)))
+    assert 0.8 <= coverage <= 0.99
+    narrow = m.predict_interval(x, confidence=0.5)
+    assert np.all(narrow[1] - narrow[0] <= upper - lower + 1e-9)
+
+
+def test_describe_is_json() -> None:
+    m = fit_runtime_model(colocated(80, np.random.default_rng(8), noise=0.03))
+    text = json.dumps(m.describe(), allow_nan=False)
+    d = json.loads(text)
+    assert d["n_runs"] == 80 and set(d["interference"]) == set(PAIRS)
+    assert d["cv"]["interpolation"] and d["scale_out_range"] == [4.0, 60.0]
