@@ -11,7 +11,7 @@ import sys
 import typer
 
 from cobell_cli import __version__
-from cobell_cli.cli import cluster, config_cmd, history, predict, submit
+from cobell_cli.cli import cluster, config_cmd, history, local_cluster, predict, submit
 from cobell_cli.cli.common import state
 
 app = typer.Typer(
@@ -60,6 +60,7 @@ app.command("submit")(submit.submit)
 app.command("predict")(predict.predict)
 app.add_typer(history.app, name="history")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(local_cluster.app, name="local-cluster")
 app.add_typer(config_cmd.app, name="config")
 
 
