@@ -380,7 +380,7 @@ def plan(
         return _search_plan(runs, candidates, apps, warnings, common)
     phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
     return _model_plan(
-        model, phase, runs, candidates, apps, co_runner_histories or {}, history, fit_fn,
+        model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn,
         warnings, common, confidence, tol_s, max_iter,
     )
 
@@ -454,7 +454,6 @@ def _search_plan(
 def _co_runner_inputs(
     apps: Sequence[RunningApp],
     job: str,
-    history: Sequence[Mapping[str, Any]],
     co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]],
     fit_fn: FitFn,
     own_model: RuntimeModel,
@@ -508,7 +507,6 @@ def _model_plan(
     candidates: Sequence[int],
     apps: Sequence[RunningApp],
     co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]],
-    history: Sequence[Mapping[str, Any]],
     fit_fn: FitFn,
     warnings: list[str],
     common: dict[str, Any],
@@ -524,9 +522,7 @@ def _model_plan(
     views: tuple[CoRunnerView, ...]
     overlaps: list[dict[str | None, float]] | None = None
     if use_co:
-        inputs, notes = _co_runner_inputs(
-            apps, job, history, co_runner_histories, fit_fn, model, runs
-        )
+        inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
         base = np.asarray(model.predict(xs, None), dtype=float)
         pred = predict_overlaps(
             xs, base, model.interference, job, inputs, now,
