@@ -264,8 +264,10 @@ class LocalCluster:
             SPARK_WORKER_DIR=str(self.base_dir / "work"),
             SPARK_LOCAL_DIRS=str(self.base_dir / "tmp"),
             SPARK_PID_DIR=str(self.base_dir),
-            # fail instead of silently binding port+1 when the port is taken
-            SPARK_MASTER_OPTS="-Dspark.port.maxRetries=0",
+            # fail instead of silently binding port+1 when the port is taken; no REST
+            # submission server: its fixed port 6066 collides between two local clusters and,
+            # when it cannot bind, the master never becomes ALIVE (stays STANDBY)
+            SPARK_MASTER_OPTS="-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false",
         )
         return env
 
