@@ -40,7 +40,8 @@ class BellModel:
         interior = np.arange(1, levels.size - 1)
         grid = bandwidth_grid(levels)
         _, mean, wsum = aggregate(x, y)
-        llr_at = local_linear(levels, mean, wsum, levels[interior], grid, leave_out_same=True)
+        llr_at = local_linear(levels, mean, wsum, levels[interior], grid, leave_out_same=True,
+                              gap_floor=False)
         param_err, llr_err = [], []
         for col, j in enumerate(interior):
             test = index == j
@@ -55,7 +56,8 @@ class BellModel:
         self.cv_ = {"parametric": param_cv, "llr": float(llr_cv[best])}
         if llr_cv[best] < param_cv:
             self.choice_ = "llr"
-            self.llr_ = LocalLinearModel(float(grid[best]), log_x=False, log_y=False).fit(x, y)
+            self.llr_ = LocalLinearModel(float(grid[best]), log_x=False, log_y=False,
+                                         gap_floor=False).fit(x, y)
         else:
             self.choice_ = "parametric"
         return self

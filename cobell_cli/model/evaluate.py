@@ -56,9 +56,40 @@ def noise_floor(data: RunData, test: np.ndarray) -> np.ndarray:
 Method = Callable[[RunData], Callable[[RunData], np.ndarray]]
 
 
-def evaluate(data: RunData, protocol: str, methods: dict[str, Method], seed: int = 0,
-             ) -> dict[str, list[dict[str, float]]]:
+def _ernest(train: RunData) -> Callable[[RunData], np.ndarray]:
+    from cobell_cli.model.baselines import ErnestModel
+
+    m = ErnestModel().fit(train.scale_out, train.runtime_s)
+    return lambda test: m.predict(test.scale_out)
+
+
+def _bell(train: RunData) -> Callable[[RunData], np.ndarray]:
+    from cobell_cli.model.baselines import BellModel
+
+    m = BellModel().fit(train.scale_out, train.runtime_s)
+    return lambda test: m.predict(test.scale_out)
+
+
+def _cobell(train: RunData) -> Callable[[RunData], np.ndarray]:
+    from cobell_cli.model.select import fit_runtime_model
+
+    m = fit_runtime_model(train)
+    return lambda test: m.predict(test.scale_out, _overlap_dicts(test))
+
+
+def _overlap_dicts(data: RunData) -> list[dict[str, float]]:
+    return [{k: float(r) for k, r in zip(data.co_runners, row, strict=True) if r > 0}
+            for row in data.overlap]
+
+
+# Ernest and Bell ignore co-runners; cobell sees the overlaps of the test runs.
+METHODS: dict[str, Method] = {"ernest": _ernest, "bell": _bell, "cobell": _cobell}
+
+
+def evaluate(data: RunData, protocol: str, methods: dict[str, Method] | None = None,
+             seed: int = 0) -> dict[str, list[dict[str, float]]]:
     """Per method, one metrics dict per split (mape in %, mae_s, rmse_s)."""
+    methods = METHODS if methods is None else methods
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in methods}
     results["noise_floor"] = []
     for train, test in splits(data.scale_out, protocol, seed):

@@ -28,7 +28,7 @@ def aggregate(scale_out: np.ndarray, values: np.ndarray, weight: np.ndarray | No
 
 def local_linear(t: np.ndarray, v: np.ndarray, w: np.ndarray, t_query: np.ndarray,
                  bandwidths: np.ndarray, *, leave_out_same: bool = False,
-                 with_slope: bool = False) -> Any:
+                 with_slope: bool = False, gap_floor: bool = True) -> Any:
     """Local linear estimates, shape (len(bandwidths), len(t_query)); with_slope also
     returns the local slopes (0 where the line is undetermined).
 
@@ -43,6 +43,12 @@ def local_linear(t: np.ndarray, v: np.ndarray, w: np.ndarray, t_query: np.ndarra
     active = np.broadcast_to(np.asarray(w, float)[None, None, :] > 0, (1, d.shape[1], t.size))
     if leave_out_same:
         active = active & (np.abs(d) > 1e-12)
+    # Floor each query's bandwidth at half the distance to its second-nearest point: in a
+    # gap a tiny bandwidth would leave one point, and the estimate would jump to it.
+    dist = np.sort(np.where(active, np.abs(d), np.inf), axis=-1)
+    second = dist[..., 1:2] if t.size > 1 else dist[..., :1]
+    if gap_floor:
+        h = np.maximum(h, np.where(np.isfinite(second), 0.5 * second, 0.0))
     expo = -0.5 * (d / h) ** 2  # (H, Q, J)
     expo = np.where(active, expo, -np.inf)
     top = np.max(expo, axis=-1, keepdims=True)
@@ -101,10 +107,12 @@ class LocalLinearModel:
     every prediction positive and makes the fit relative, as the errors users care about are.
     """
 
-    def __init__(self, bandwidth: float, *, log_x: bool = True, log_y: bool = True) -> None:
+    def __init__(self, bandwidth: float, *, log_x: bool = True, log_y: bool = True,
+                 gap_floor: bool = True) -> None:
         self.bandwidth = bandwidth
         self.log_x = log_x
         self.log_y = log_y
+        self.gap_floor = gap_floor
 
     def _t(self, x: np.ndarray | Sequence[float]) -> np.ndarray:
         x = np.asarray(x, float)
@@ -120,5 +128,5 @@ class LocalLinearModel:
 
     def predict(self, scale_out: np.ndarray | Sequence[float]) -> np.ndarray:
         est = local_linear(self.t_, self.v_, self.w_, self._t(scale_out),
-                           np.array([self.bandwidth]))[0]
+                           np.array([self.bandwidth]), gap_floor=self.gap_floor)[0]
         return np.exp(est) if self.log_y else est

@@ -231,12 +231,14 @@ class RuntimeModel:
         # Forward CV: train on the smaller scale-outs, predict all larger ones.
         fwd_err = {feats: [] for feats in subsets}
         fwd_resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
+        fwd_dist: list[np.ndarray] = []
         for j in range(max(2, (d + 1) // 2), d):
             train, test = index < j, index >= j
             for feats in subsets:
                 pred = evaluate(fit_param(train, feats), x[test])
                 fwd_err[feats].append(_split_error(pred, y[test], w[test]))
                 fwd_resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
+            fwd_dist.append(np.log(x[test] / levels[j - 1]))
         if d >= MIN_SCALE_OUTS_FOR_CV:
             grid = bandwidth_grid(np.log(levels))
             pl_err = []
@@ -281,7 +283,9 @@ class RuntimeModel:
         inner = np.concatenate(resid[interp_key]) if resid[interp_key] else np.array([])
         outer = (np.concatenate(fwd_resid[extrap_key]) if fwd_resid[extrap_key]
                  else np.array([]))
-        self.interval_ = RelativeInterval(inner, outer)
+        dist = float(np.median(np.concatenate(fwd_dist))) if fwd_dist else 0.0
+        self.interval_ = RelativeInterval(inner, outer, outer_log_distance=dist,
+                                          scale_out_range=self.scale_out_range_)
 
     # ---- prediction ----------------------------------------------------------------
     def _alone(self, x: np.ndarray) -> np.ndarray:

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 MIN_RESIDUALS = 5  # fewer and quantiles are noise: use the prior width
-# Prior half-width in log space for sparse histories (3 or fewer scale-outs). Set from the
-# sparse3 benchmark: see bench/results/accuracy.md for the measured error quantiles.
-PRIOR_LOG_HALF_WIDTH = 0.35
+# Prior 90 % half-width in log space for sparse histories (2 scale-outs or few residuals):
+# the 90th percentile of |log(y/ŷ)| measured on the sparse3 protocol, 10 seeds, Bell data
+# (bench/results/accuracy.md, "interval" section).
+PRIOR_LOG_HALF_WIDTH = 0.27
 
 
 class RelativeInterval:
@@ -17,10 +18,16 @@ class RelativeInterval:
     because predicting outside the observed scale-outs is the riskier question."""
 
     def __init__(self, inner: np.ndarray, outer: np.ndarray, *,
-                 single_scale_out: float | None = None) -> None:
+                 single_scale_out: float | None = None, outer_log_distance: float = 0.0,
+                 scale_out_range: tuple[float, float] | None = None) -> None:
         self.inner = np.asarray(inner, float)
         self.outer = np.asarray(outer, float)
         self.single_scale_out = single_scale_out
+        # Typical log distance of the CV extrapolations behind `outer`: a query further from
+        # the data gets proportionally wider bounds (errors of a wrong slope grow linearly
+        # in log x).
+        self.outer_log_distance = outer_log_distance
+        self.scale_out_range = scale_out_range
 
     @classmethod
     def default(cls, n_scale_outs: int, single_scale_out: float | None = None,
@@ -44,8 +51,13 @@ class RelativeInterval:
         ol, oh = self._bounds(outer, confidence)
         # Outside the range, never narrower than inside.
         ol, oh = min(ol, il), max(oh, ih)
-        low = np.where(inside, il, ol)
-        high = np.where(inside, ih, oh)
+        stretch = np.ones_like(x, dtype=float)
+        if self.scale_out_range is not None and self.outer_log_distance > 0:
+            lo_x, hi_x = self.scale_out_range
+            dist = np.maximum(np.log(lo_x / x), np.log(x / hi_x))
+            stretch = np.maximum(1.0, dist / self.outer_log_distance)
+        low = np.where(inside, il, ol * stretch)
+        high = np.where(inside, ih, oh * stretch)
         low_f, high_f = np.exp(low), np.exp(high)
         if self.single_scale_out is not None:
             # One observation: the point guess assumes perfect scaling; the upper bound
@@ -61,7 +73,8 @@ class RelativeInterval:
             return [float(v) for v in np.quantile(np.exp(r) - 1, [0.05, 0.5, 0.95])]
         return {"inner_relative_error_q05_q50_q95": q(self.inner),
                 "outer_relative_error_q05_q50_q95": q(self.outer),
-                "residuals": [int(self.inner.size), int(self.outer.size)]}
+                "residuals": [int(self.inner.size), int(self.outer.size)],
+                "outer_log_distance": float(self.outer_log_distance)}
 
 
 def _z_ratio(confidence: float) -> float:
