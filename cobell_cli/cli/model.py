@@ -1,0 +1,216 @@
+"""`cobell model`: show, evaluate and plot a job's runtime model (a thin layer over
+cobell_cli.model; numpy, scipy and matplotlib load inside the commands)."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from cobell_cli.cli.common import info, open_history
+
+app = typer.Typer(help="Show, evaluate and plot a job's runtime model.", no_args_is_help=True)
+
+JOB_HELP = "Recurring job whose history the model is fitted to."
+
+
+class Protocol(enum.StrEnum):
+    loso = "loso"
+    extrap = "extrap"
+    sparse3 = "sparse3"
+
+
+def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
+    """The job's succeeded runs, or a UsageError that says how to find a job that has some."""
+    from cobell_cli.errors import UsageError
+
+    with open_history(ctx, create=False) as history:
+        runs = history.training_runs(job)
+        known = history.job_names()
+    if not runs:
+        why = "has no succeeded runs" if job in known else "is not in the history"
+        raise UsageError(f"job {job!r} {why}",
+                         hint="list the known jobs with `cobell history jobs`")
+    return runs
+
+
+def fit(job: str, runs: list[dict[str, Any]]) -> Any:
+    from cobell_cli.errors import UsageError
+    from cobell_cli.model import fit_runtime_model
+
+    try:
+        return fit_runtime_model(runs)
+    except ValueError as exc:
+        raise UsageError(f"job {job!r}: {exc}",
+                         hint="list the known jobs with `cobell history jobs`") from None
+
+
+def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
+    """The description as (field, value) rows for people."""
+    rows: list[dict[str, Any]] = [
+        {"field": "runs used", "value": description["n_runs"]},
+        {"field": "scale-outs", "value": "{} distinct, {:g}..{:g}".format(
+            description["n_scale_outs"], *description["scale_out_range"])},
+    ]
+    for role in ("interpolation", "extrapolation"):
+        rows.append({"field": f"{role} model", "value": _curve_text(description[role])})
+    cv = description["cv"]
+    for role in ("interpolation", "extrapolation"):
+        err = cv.get(f"{role}_mre")
+        if err is not None:
+            rows.append({"field": f"{role} CV error", "value": f"{100 * err:.1f} % (mean rel.)"})
+    if "note" in cv:
+        rows.append({"field": "note", "value": cv["note"]})
+    if description["regime_scale_outs"]:
+        rows.append({"field": "separate regime at",
+                     "value": ", ".join(f"{x:g}" for x in description["regime_scale_outs"])})
+    for job, pair in description["interference"].items():
+        name = "any other job" if job == "*" else job
+        rows.append({"field": f"co-runner {name}",
+                     "value": f"a={pair['a']:.3g} b={pair['b']:.3g} ({pair['runs']} runs)"})
+    return rows
+
+
+def _curve_text(curve: dict[str, Any]) -> str:
+    if curve["kind"] == "parametric":
+        terms = {"const": "", "inv": "/x", "log": "·log x", "lin": "·x"}
+        parts = [f"{v:.4g}{terms[k]}" for k, v in curve["theta"].items() if v > 0]
+        return "f(x) = " + (" + ".join(parts) if parts else "0")
+    if curve["kind"] == "power":
+        return f"f(x) = {curve['c']:.4g}·x^{curve['exponent']:.3f}"
+    label = "local linear" if curve["kind"] == "llr" else "local power law from the edge"
+    return f"{label}, bandwidth {curve['bandwidth_log_scale_out']:.3g} (log scale-out)"
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the model description as JSON."),
+) -> None:
+    """The chosen model, its parameters, per co-runner interference, CV errors, runs used.
+
+    Example: cobell model show --job sgd
+    """
+    from cobell_cli import output
+
+    description = {"job": job, **fit(job, training_runs(ctx, job)).describe()}
+    if as_json:
+        typer.echo(output.to_json(description))
+        return
+    typer.echo(output.table(show_rows(description), ["field", "value"]))
+
+
+def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,
+                    ) -> list[dict[str, Any]]:
+    """One row per method: splits, mean and median MAPE, MAE and RMSE over the splits."""
+    import numpy as np
+
+    from cobell_cli.model.data import prepare_runs
+    from cobell_cli.model.evaluate import evaluate, summarise
+
+    results = evaluate(prepare_runs(runs), protocol, seed=seed)
+    rows = []
+    for method, per_split in results.items():
+        if not per_split:
+            continue
+        s = summarise(per_split)
+        rows.append({"method": method, "splits": s["splits"], "mape_pct": s["mean"],
+                     "median_mape_pct": s["median"],
+                     "mae_s": float(np.mean([p["mae_s"] for p in per_split])),
+                     "rmse_s": float(np.mean([p["rmse_s"] for p in per_split]))})
+    return rows
+
+
+@app.command("eval")
+def eval_cmd(
+    ctx: typer.Context,
+    job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
+    protocol: Protocol = typer.Option(
+        Protocol.loso, "--protocol", "-p",
+        help="loso: leave each interior scale-out out; extrap: train on the smaller half of "
+        "the scale-outs, test on the rest; sparse3: five draws of one run at 3 scale-outs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sparse3 draws."),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+) -> None:
+    """Cross-validated errors of cobell's model next to Ernest and Bell on the same splits.
+
+    Example: cobell model eval --job sgd --protocol extrap
+    """
+    from cobell_cli import output
+    from cobell_cli.errors import UsageError
+
+    runs = training_runs(ctx, job)
+    rows = evaluation_rows(runs, protocol.value, seed)
+    if not any(r["method"] == "cobell" for r in rows):
+        n = len({r["scale_out"] for r in runs})
+        raise UsageError(f"job {job!r} has {n} distinct scale-outs: too few for the "
+                         f"{protocol.value} protocol",
+                         hint="loso needs 3, extrap 2 and sparse3 4 distinct scale-outs")
+    if as_json:
+        typer.echo(output.to_json({"job": job, "protocol": protocol.value, "rows": rows}))
+        return
+    typer.echo(output.table(rows, ["method", "splits", "mape_pct", "median_mape_pct", "mae_s",
+                                   "rmse_s"]))
+
+
+@app.command("plot")
+def plot(
+    ctx: typer.Context,
+    job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
+    out: Path = typer.Option(..., "--output", "-o", help="Image file to write (png, svg, pdf)."),
+    co_runner: str | None = typer.Option(
+        None, "--co-runner", help="Co-runner for the curves (default: the most frequent one)."),
+) -> None:
+    """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the
+    `plot` extra).
+
+    Example: cobell model plot --job sgd -o sgd.png
+    """
+    from cobell_cli.errors import CobellError
+
+    try:
+        import matplotlib
+    except ImportError:
+        raise CobellError("plotting needs matplotlib",
+                          hint="pip install 'cobell[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    runs = training_runs(ctx, job)
+    model = fit(job, runs)
+    if co_runner is None:
+        counts: dict[str, int] = {}
+        for run in runs:
+            for name in run.get("overlaps") or {}:
+                counts[name] = counts.get(name, 0) + 1
+        co_runner = max(counts, key=counts.get) if counts else None
+    x = np.array([r["scale_out"] for r in runs], float)
+    y = np.array([r["runtime_s"] for r in runs], float)
+    ov = np.array([sum((r.get("overlaps") or {}).values()) for r in runs], float)
+    lo, hi = model.scale_out_range_
+    grid = np.linspace(max(1.0, lo * 0.8), hi * 1.25, 200)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    points = ax.scatter(x, y, c=ov, cmap="viridis", vmin=0, vmax=max(1.0, float(ov.max())),
+                        s=18, edgecolors="none")
+    fig.colorbar(points, ax=ax, label="overlap ratio (sum over co-runners)")
+    label = co_runner if co_runner else "any other job"
+    for ratio, style in ((0.0, "-"), (0.5, "--"), (1.0, ":")):
+        overlaps = {co_runner: ratio} if ratio else None
+        ax.plot(grid, model.predict(grid, overlaps), style, color="black",
+                label=f"ov = {ratio:g}" + (f" ({label})" if ratio else ""))
+    ax.set_xlabel("scale-out")
+    ax.set_ylabel("runtime (s)")
+    ax.set_title(f"{job}: {model.n_runs_} runs")
+    ax.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(out)
+    except (OSError, ValueError) as exc:
+        raise CobellError(f"cannot write {out}: {exc}") from None
+    finally:
+        plt.close(fig)
+    info(f"wrote {out}")

@@ -1,0 +1,109 @@
+"""`cobell model` through typer's CliRunner on a real SQLite history file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cobell_cli.cli import model as model_cli
+from cobell_cli.cli.common import state
+from cobell_cli.errors import CobellError, UsageError
+from cobell_cli.store import History
+
+
+def make_root() -> typer.Typer:
+    """A root like the real one (global --db), with only the model group mounted."""
+    root = typer.Typer()
+
+    @root.callback()
+    def _root(ctx: typer.Context, db: str = typer.Option(..., "--db")) -> None:
+        state(ctx).db = db
+
+    root.add_typer(model_cli.app, name="model")
+    return root
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """History: 'sgd' with co-runners (kmeans often, a one-off stranger), 'broken' failed only."""
+    rng = np.random.default_rng(0)
+    records = []
+    for i in range(90):
+        x = int(rng.choice(np.arange(4, 41, 4)))
+        ov = float(rng.uniform(0, 1)) if i % 2 else 0.0
+        runtime = (30 + 2000 / x) * (1 + (0.4 + 2 / x) * ov) * float(np.exp(rng.normal(0, .02)))
+        colocations = [{"co_runner_job": "kmeans", "overlap_ratio": ov}] if ov else []
+        if i == 7:
+            colocations.append({"co_runner_job": "stranger", "overlap_ratio": 0.3})
+        records.append({"job": "sgd", "status": "succeeded", "scale_out": x,
+                        "runtime_s": runtime, "colocations": colocations})
+    records.append({"job": "sgd", "status": "failed", "scale_out": 8, "runtime_s": 9e5})
+    records.append({"job": "broken", "status": "failed", "scale_out": 8, "runtime_s": 12.0})
+    path = tmp_path / "history.db"
+    with History.open(path) as history:
+        history.insert_runs(records, keep_ids=False)
+    return path
+
+
+def invoke(db: Path, *args: str) -> typer.testing.Result:
+    return CliRunner().invoke(make_root(), ["--db", str(db), "model", *args])
+
+
+def test_show_json_describes_the_fitted_model(db: Path) -> None:
+    result = invoke(db, "show", "--job", "sgd", "--json")
+    assert result.exit_code == 0, result.output
+    d = json.loads(result.output)
+    assert d["job"] == "sgd" and d["n_runs"] == 90  # the failed run is not used
+    assert set(d["interference"]) == {"kmeans", "*"}  # the one-off stranger is pooled
+    assert d["interference"]["kmeans"]["a"] == pytest.approx(0.4, abs=0.1)
+
+
+def test_show_table_names_the_models_and_co_runners(db: Path) -> None:
+    result = invoke(db, "show", "--job", "sgd")
+    assert result.exit_code == 0, result.output
+    assert "interpolation model" in result.output and "co-runner kmeans" in result.output
+    assert "any other job" in result.output
+
+
+@pytest.mark.parametrize(("job", "why"), [("nope", "is not in the history"),
+                                          ("broken", "has no succeeded runs")])
+def test_unknown_or_unusable_job_is_a_usage_error(db: Path, job: str, why: str) -> None:
+    result = invoke(db, "show", "--job", job)
+    assert isinstance(result.exception, UsageError)
+    assert why in str(result.exception) and job in str(result.exception)
+    assert "cobell history jobs" in result.exception.line()
+    assert result.exception.exit_code == 2
+
+
+def test_eval_compares_cobell_with_the_baselines_on_the_same_splits(db: Path) -> None:
+    result = invoke(db, "eval", "--job", "sgd", "--protocol", "loso", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {r["method"]: r for r in json.loads(result.output)["rows"]}
+    assert set(rows) == {"ernest", "bell", "cobell", "noise_floor"}
+    assert len({r["splits"] for r in rows.values()}) == 1 and rows["cobell"]["splits"] == 8
+    # Only cobell knows the co-runners, so on co-located runs it must be clearly better.
+    assert rows["cobell"]["mape_pct"] < 0.5 * rows["ernest"]["mape_pct"]
+    table = invoke(db, "eval", "--job", "sgd", "-p", "extrap")
+    assert table.exit_code == 0 and "median_mape_pct" in table.output
+
+
+def test_plot_writes_an_image(db: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    out = tmp_path / "fit.png"
+    result = invoke(db, "plot", "--job", "sgd", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(db: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import now raises ImportError
+    result = invoke(db, "plot", "--job", "sgd", "-o", str(tmp_path / "x.png"))
+    assert isinstance(result.exception, CobellError)
+    assert "pip install 'cobell[plot]'" in result.exception.line()
