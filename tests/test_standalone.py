@@ -184,7 +184,7 @@ def test_finished_apps_end_at_start_plus_duration(masters: Any) -> None:
     (done,) = cluster.apps_finished_since(start_s)
     assert done.job == "sgd" and done.state == "FINISHED"
     assert done.finished_at == pytest.approx(start_s + 123.456)
-    assert done.scale_out is None and not done.running
+    assert done.scale_out == 2 and not done.running
     assert cluster.apps_finished_since(start_s + 124) == []
 
 

@@ -4,7 +4,9 @@ Rules:
 
 - Scale-out of an app = cores granted (`cores`) divided by `cores_per_executor` (default 1,
   which is how `cobell submit` runs standalone jobs: N executors of one core each). A master
-  reports cores, not executors, so with the default the number is the cores granted.
+  reports cores, not executors, so with the default the number is the cores granted. A
+  completed app still reports the cores it held (seen on Spark 4.3), so a co-runner that
+  finished during our run keeps its scale-out; 0 there means unknown.
 - Times: `starttime` is epoch ms; `duration` is ms (for an active app the master computes it
   up to now). A completed app finished at starttime + duration.
 - `running_apps()` returns active apps in state RUNNING; WAITING apps hold no executors yet
@@ -52,7 +54,7 @@ def parse_app(
         finished_at = started_at + duration_ms / 1000.0
     cores = _number(raw.get("cores"))
     scale_out = None
-    if not completed and cores is not None and cores >= 0:
+    if cores is not None and (cores > 0 or not completed):
         scale_out = int(cores) // max(1, cores_per_executor)
     return RunningApp(
         app_id=app_id,
