@@ -6,12 +6,15 @@ API for `cobell submit`::
         inj.argv,
         log_file=path_or_None,            # appended to, both streams, line by line
         on_start=lambda pid, t: ...,      # right after the child exists (record `running`)
-        on_app_id=lambda app_id: ...,     # once, with the first app id seen on either stream
+        on_app_id=lambda app_id: ...,     # once, first app id seen on either stream
         on_tick=lambda elapsed_s: ...,    # every `tick_s` while it runs (live line on a TTY)
         stdout=sys.stdout.buffer, stderr=sys.stderr.buffer,  # where the child's output goes
     )
     result.exit_code, result.started_at, result.finished_at, result.runtime_s,
     result.app_id, result.interrupted, result.signal_received
+
+Callbacks run in the calling thread (never in the output reader threads), so they may use
+a SQLite connection opened there; `on_app_id` fires within ~0.1 s of the line being printed.
 
 Decisions:
 - argv is executed directly, never through a shell; stdin is /dev/null (batch jobs never
@@ -49,6 +52,7 @@ from cobell_cli.launch import parse_app_id
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CHUNK = 65536
 _DRAIN_TIMEOUT_S = 5.0  # grandchildren may keep our pipes open after the child has exited
+_POLL_S = 0.1  # how soon a captured app id reaches on_app_id (in the calling thread)
 
 
 class CommandNotFound(CobellError):
@@ -80,11 +84,10 @@ def shell_exit_code(returncode: int) -> int:
 
 
 class _AppIdCatcher:
-    """Keeps the first app id seen on any stream and calls back once, thread-safely."""
+    """Keeps the first app id seen on any stream (reader threads write, the main thread reads)."""
 
-    def __init__(self, callback: Callable[[str], None] | None) -> None:
+    def __init__(self) -> None:
         self.app_id: str | None = None
-        self._callback = callback
         self._lock = threading.Lock()
 
     def feed(self, line: bytes) -> None:
@@ -94,11 +97,8 @@ class _AppIdCatcher:
         if found is None:
             return
         with self._lock:
-            if self.app_id is not None:
-                return
-            self.app_id = found
-        if self._callback is not None:
-            self._callback(found)
+            if self.app_id is None:
+                self.app_id = found
 
 
 def _pump(
@@ -211,7 +211,7 @@ def _supervise(
     tick_s: float,
     clock: Callable[[], float],
 ) -> ChildResult:
-    catcher = _AppIdCatcher(on_app_id)
+    catcher = _AppIdCatcher()
     log_lock = threading.Lock()
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
@@ -239,16 +239,29 @@ def _supervise(
             pump.start()
         if on_start is not None:
             on_start(proc.pid, started_at)
+        delivered = False
+
+        def deliver_app_id() -> None:
+            nonlocal delivered
+            if not delivered and catcher.app_id is not None:
+                delivered = True
+                if on_app_id is not None:
+                    on_app_id(catcher.app_id)
+
+        next_tick = time.monotonic() + tick_s
         while True:
             try:
-                proc.wait(timeout=tick_s if on_tick is not None else 0.5)
+                proc.wait(timeout=_POLL_S)
                 break
             except subprocess.TimeoutExpired:
-                if on_tick is not None:
+                deliver_app_id()
+                if on_tick is not None and time.monotonic() >= next_tick:
+                    next_tick += tick_s
                     on_tick(clock() - started_at)
         finished_at = clock()
         for pump in pumps:
             pump.join(_DRAIN_TIMEOUT_S)
+        deliver_app_id()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]

@@ -257,3 +257,29 @@ def test_child_killed_by_forwarded_sigterm_reports_143() -> None:
     assert time.monotonic() - t0 < 10
     result = json.loads(out.strip().removeprefix("RESULT "))
     assert result == {"exit_code": 143, "interrupted": True, "signal": int(signal.SIGTERM)}
+
+
+def test_app_id_reaches_the_caller_thread_while_the_job_runs(tmp_path: Path) -> None:
+    """The lead records the app id at once, with a SQLite connection of the calling thread."""
+    go = tmp_path / "recorded"
+    calls: list[tuple[str, bool]] = []
+
+    def record(app_id: str) -> None:
+        calls.append((app_id, threading.current_thread() is threading.main_thread()))
+        go.touch()
+
+    child = py(
+        f"""
+        import os, sys, time
+        print("INFO YarnClientImpl: Submitted application application_17_0001", file=sys.stderr,
+              flush=True)
+        deadline = time.time() + 10
+        while not os.path.exists({str(go)!r}):
+            if time.time() > deadline:
+                sys.exit(42)
+            time.sleep(0.02)
+        """
+    )
+    result = run(child, on_app_id=record, stdout=Sink(), stderr=Sink())
+    assert result.exit_code == 0, "on_app_id was not called while the child ran"
+    assert calls == [("application_17_0001", True)]
