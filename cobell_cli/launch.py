@@ -160,7 +160,7 @@ def _spark_master(opts: list[_Opt]) -> str | None:
 
 
 def detect_launcher(argv: Sequence[str]) -> str:
-    """ "spark-yarn", "spark-standalone", "flink" or "placeholder" (anything else)."""
+    """Which injection applies: spark-yarn, spark-standalone, flink or placeholder (the rest)."""
     i = _launcher_index(argv)
     exe = _exe(argv, i)
     if exe == "spark-submit":
