@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ("tests.yarn_standin",)
+pytest_plugins = ("tests.yarn_standin", "tests.spark_support")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BELL_DIR = SHARED / "data" / "bell"

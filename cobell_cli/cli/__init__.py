@@ -11,7 +11,8 @@ import sys
 import typer
 
 from cobell_cli import __version__
-from cobell_cli.cli import cluster, config_cmd, history, local_cluster, predict, submit
+from cobell_cli.cli import cluster, config_cmd, demo, history, local_cluster, predict, submit
+from cobell_cli.cli import model as model_cmd
 from cobell_cli.cli.common import state
 
 app = typer.Typer(
@@ -59,9 +60,11 @@ def root(
 app.command("submit")(submit.submit)
 app.command("predict")(predict.predict)
 app.add_typer(history.app, name="history")
+app.add_typer(model_cmd.app, name="model")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(local_cluster.app, name="local-cluster")
 app.add_typer(config_cmd.app, name="config")
+app.command("demo")(demo.demo)
 
 
 def main(argv: list[str] | None = None) -> None:
