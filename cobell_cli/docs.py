@@ -466,7 +466,7 @@ def _bash_value_case(node: Command) -> list[str]:
             action = "_cobell_complete_files"
         else:
             action = "COMPREPLY=()"
-        arms.append(f"                {pattern}) {action} ;;")
+        arms.append(f"                    {pattern}) {action} ;;")
     return arms
 
 
@@ -481,12 +481,12 @@ def bash_script(root: Command, version: str) -> str:
         walk_arms.append(f'            "{node.name}")')
         walk_arms.append('                case "$w" in')
         if value_opts:
-            walk_arms.append(f"                {'|'.join(value_opts)}) skip=1; opt=$w ;;")
+            walk_arms.append(f"                    {'|'.join(value_opts)}) skip=1; opt=$w ;;")
         if node.subcommands:
             subs = "|".join(s.path[-1] for s in node.subcommands)
-            walk_arms.append(f'                {subs}) node="$node $w"; npos=0 ;;')
-        walk_arms.append("                -*) ;;")
-        walk_arms.append("                *) npos=$((npos + 1)) ;;")
+            walk_arms.append(f'                    {subs}) node="$node $w"; npos=0 ;;')
+        walk_arms.append("                    -*) ;;")
+        walk_arms.append("                    *) npos=$((npos + 1)) ;;")
         walk_arms.append("                esac ;;")
         arms = _bash_value_case(node)
         if arms:

@@ -41,143 +41,143 @@ _cobell() {
         case "$node" in
             "cobell")
                 case "$w" in
-                --db|--config) skip=1; opt=$w ;;
-                submit|predict|demo|history|model|cluster|local-cluster|config) node="$node $w"; npos=0 ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    --db|--config) skip=1; opt=$w ;;
+                    submit|predict|demo|history|model|cluster|local-cluster|config) node="$node $w"; npos=0 ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell submit")
                 case "$w" in
-                -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell predict")
                 case "$w" in
-                -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell demo")
                 case "$w" in
-                -t|--target-runtime|--workers|--cores-per-worker|--seed) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -t|--target-runtime|--workers|--cores-per-worker|--seed) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history")
                 case "$w" in
-                list|show|jobs|import|export|rm) node="$node $w"; npos=0 ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    list|show|jobs|import|export|rm) node="$node $w"; npos=0 ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history list")
                 case "$w" in
-                -j|--job|--status|--since|-n|--limit|-f|--format) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job|--status|--since|-n|--limit|-f|--format) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history show")
                 case "$w" in
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history jobs")
                 case "$w" in
-                -f|--format) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -f|--format) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history import")
                 case "$w" in
-                -j|--job|--runtime-unit) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job|--runtime-unit) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history export")
                 case "$w" in
-                -f|--format|-o|--output|-j|--job) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -f|--format|-o|--output|-j|--job) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history rm")
                 case "$w" in
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell model")
                 case "$w" in
-                show|eval|plot) node="$node $w"; npos=0 ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    show|eval|plot) node="$node $w"; npos=0 ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell model show")
                 case "$w" in
-                -j|--job) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell model eval")
                 case "$w" in
-                -j|--job|-p|--protocol|--seed) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job|-p|--protocol|--seed) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell model plot")
                 case "$w" in
-                -j|--job|-o|--output|--co-runner) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -j|--job|-o|--output|--co-runner) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell cluster")
                 case "$w" in
-                apps|check) node="$node $w"; npos=0 ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    apps|check) node="$node $w"; npos=0 ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell cluster apps")
                 case "$w" in
-                --cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    --cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell cluster check")
                 case "$w" in
-                --cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    --cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell local-cluster")
                 case "$w" in
-                start|stop|status) node="$node $w"; npos=0 ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    start|stop|status) node="$node $w"; npos=0 ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell local-cluster start")
                 case "$w" in
-                --workers|--cores-per-worker|--memory-per-worker|--port|--webui-port|--timeout) skip=1; opt=$w ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    --workers|--cores-per-worker|--memory-per-worker|--port|--webui-port|--timeout) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell local-cluster stop")
                 case "$w" in
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell local-cluster status")
                 case "$w" in
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell config")
                 case "$w" in
-                show) node="$node $w"; npos=0 ;;
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    show) node="$node $w"; npos=0 ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell config show")
                 case "$w" in
-                -*) ;;
-                *) npos=$((npos + 1)) ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
                 esac ;;
         esac
     done
@@ -199,110 +199,110 @@ _cobell() {
         case "$node" in
             "cobell")
                 case "$opt" in
-                --db) _cobell_complete_files ;;
-                --config) _cobell_complete_files ;;
+                    --db) _cobell_complete_files ;;
+                    --config) _cobell_complete_files ;;
                 esac ;;
             "cobell submit")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
-                -t|--target-runtime) COMPREPLY=() ;;
-                --min-scale-out) COMPREPLY=() ;;
-                --max-scale-out) COMPREPLY=() ;;
-                --step) COMPREPLY=() ;;
-                --confidence) COMPREPLY=() ;;
-                --input) _cobell_complete_files ;;
-                --input-size) COMPREPLY=() ;;
-                --input-tolerance) COMPREPLY=() ;;
-                --cores-per-executor) COMPREPLY=() ;;
-                --log-file) _cobell_complete_files ;;
-                --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
-                --rm-url) COMPREPLY=() ;;
-                --standalone-url) COMPREPLY=() ;;
-                --ca-bundle) _cobell_complete_files ;;
+                    -j|--job) _cobell_complete_jobs ;;
+                    -t|--target-runtime) COMPREPLY=() ;;
+                    --min-scale-out) COMPREPLY=() ;;
+                    --max-scale-out) COMPREPLY=() ;;
+                    --step) COMPREPLY=() ;;
+                    --confidence) COMPREPLY=() ;;
+                    --input) _cobell_complete_files ;;
+                    --input-size) COMPREPLY=() ;;
+                    --input-tolerance) COMPREPLY=() ;;
+                    --cores-per-executor) COMPREPLY=() ;;
+                    --log-file) _cobell_complete_files ;;
+                    --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
+                    --rm-url) COMPREPLY=() ;;
+                    --standalone-url) COMPREPLY=() ;;
+                    --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell predict")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
-                -t|--target-runtime) COMPREPLY=() ;;
-                --min-scale-out) COMPREPLY=() ;;
-                --max-scale-out) COMPREPLY=() ;;
-                --step) COMPREPLY=() ;;
-                --confidence) COMPREPLY=() ;;
-                --input-size) COMPREPLY=() ;;
-                --input-tolerance) COMPREPLY=() ;;
-                --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
-                --rm-url) COMPREPLY=() ;;
-                --standalone-url) COMPREPLY=() ;;
-                --ca-bundle) _cobell_complete_files ;;
+                    -j|--job) _cobell_complete_jobs ;;
+                    -t|--target-runtime) COMPREPLY=() ;;
+                    --min-scale-out) COMPREPLY=() ;;
+                    --max-scale-out) COMPREPLY=() ;;
+                    --step) COMPREPLY=() ;;
+                    --confidence) COMPREPLY=() ;;
+                    --input-size) COMPREPLY=() ;;
+                    --input-tolerance) COMPREPLY=() ;;
+                    --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
+                    --rm-url) COMPREPLY=() ;;
+                    --standalone-url) COMPREPLY=() ;;
+                    --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell demo")
                 case "$opt" in
-                -t|--target-runtime) COMPREPLY=() ;;
-                --workers) COMPREPLY=() ;;
-                --cores-per-worker) COMPREPLY=() ;;
-                --seed) _cobell_complete_files ;;
+                    -t|--target-runtime) COMPREPLY=() ;;
+                    --workers) COMPREPLY=() ;;
+                    --cores-per-worker) COMPREPLY=() ;;
+                    --seed) _cobell_complete_files ;;
                 esac ;;
             "cobell history list")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
-                --status) COMPREPLY=() ;;
-                --since) COMPREPLY=() ;;
-                -n|--limit) COMPREPLY=() ;;
-                -f|--format) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+                    -j|--job) _cobell_complete_jobs ;;
+                    --status) COMPREPLY=() ;;
+                    --since) COMPREPLY=() ;;
+                    -n|--limit) COMPREPLY=() ;;
+                    -f|--format) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
                 esac ;;
             "cobell history jobs")
                 case "$opt" in
-                -f|--format) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+                    -f|--format) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
                 esac ;;
             "cobell history import")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
-                --runtime-unit) COMPREPLY=($(compgen -W 'ms s' -- "$cur")) ;;
+                    -j|--job) _cobell_complete_jobs ;;
+                    --runtime-unit) COMPREPLY=($(compgen -W 'ms s' -- "$cur")) ;;
                 esac ;;
             "cobell history export")
                 case "$opt" in
-                -f|--format) COMPREPLY=($(compgen -W 'csv json' -- "$cur")) ;;
-                -o|--output) _cobell_complete_files ;;
-                -j|--job) _cobell_complete_jobs ;;
+                    -f|--format) COMPREPLY=($(compgen -W 'csv json' -- "$cur")) ;;
+                    -o|--output) _cobell_complete_files ;;
+                    -j|--job) _cobell_complete_jobs ;;
                 esac ;;
             "cobell model show")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
+                    -j|--job) _cobell_complete_jobs ;;
                 esac ;;
             "cobell model eval")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
-                -p|--protocol) COMPREPLY=($(compgen -W 'loso extrap sparse3' -- "$cur")) ;;
-                --seed) COMPREPLY=() ;;
+                    -j|--job) _cobell_complete_jobs ;;
+                    -p|--protocol) COMPREPLY=($(compgen -W 'loso extrap sparse3' -- "$cur")) ;;
+                    --seed) COMPREPLY=() ;;
                 esac ;;
             "cobell model plot")
                 case "$opt" in
-                -j|--job) _cobell_complete_jobs ;;
-                -o|--output) _cobell_complete_files ;;
-                --co-runner) COMPREPLY=() ;;
+                    -j|--job) _cobell_complete_jobs ;;
+                    -o|--output) _cobell_complete_files ;;
+                    --co-runner) COMPREPLY=() ;;
                 esac ;;
             "cobell cluster apps")
                 case "$opt" in
-                --cluster) COMPREPLY=() ;;
-                --rm-url) COMPREPLY=() ;;
-                --standalone-url) COMPREPLY=() ;;
-                --ca-bundle) _cobell_complete_files ;;
+                    --cluster) COMPREPLY=() ;;
+                    --rm-url) COMPREPLY=() ;;
+                    --standalone-url) COMPREPLY=() ;;
+                    --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell cluster check")
                 case "$opt" in
-                --cluster) COMPREPLY=() ;;
-                --rm-url) COMPREPLY=() ;;
-                --standalone-url) COMPREPLY=() ;;
-                --ca-bundle) _cobell_complete_files ;;
+                    --cluster) COMPREPLY=() ;;
+                    --rm-url) COMPREPLY=() ;;
+                    --standalone-url) COMPREPLY=() ;;
+                    --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell local-cluster start")
                 case "$opt" in
-                --workers) COMPREPLY=() ;;
-                --cores-per-worker) COMPREPLY=() ;;
-                --memory-per-worker) COMPREPLY=() ;;
-                --port) COMPREPLY=() ;;
-                --webui-port) COMPREPLY=() ;;
-                --timeout) COMPREPLY=() ;;
+                    --workers) COMPREPLY=() ;;
+                    --cores-per-worker) COMPREPLY=() ;;
+                    --memory-per-worker) COMPREPLY=() ;;
+                    --port) COMPREPLY=() ;;
+                    --webui-port) COMPREPLY=() ;;
+                    --timeout) COMPREPLY=() ;;
                 esac ;;
         esac
         return 0
