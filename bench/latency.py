@@ -1,0 +1,367 @@
+"""Decision latency: what one `cobell predict` costs next to what every submission already pays.
+
+    python -m bench.latency [--quick] [--repeats N] [--output FILE]
+
+Whole-process wall time (and the child's user+sys CPU time, which a loaded machine disturbs
+less), median of N runs after one warm-up, measured round-robin so that load drifts hit every
+command alike: `cobell predict --cluster none` on histories of 100 .. 100 000 runs (with
+co-locations), `cobell --help`, and `spark-submit --version` from the pyspark wheel. Then where
+the time goes (import time, history read, model fit, in-process) and the effect of a proposed
+fix, run in a child process with the fix monkeypatched in (clearly labelled; not the product).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+RESULTS = ROOT / "bench" / "results" / "latency.md"
+SIZES = (100, 1_000, 10_000, 100_000)
+JOB, TARGET_S = "sgd", 350.0
+CO_JOBS = ("grep", "pagerank", "tpchq10", "wordcount")
+JOB_SHARE = 0.5  # half the history is the predicted job, the rest its co-runners' runs
+OVERLAP_SHARE = 0.6  # runs with a co-location
+GOAL_PREDICT_VS_SPARK = 0.10
+GOAL_HELP_S = 0.15
+
+# Run in a child process: the proposed fix patched in, then the real CLI entry point.
+PATCHED_MAIN = "import bench.latency as L; L.patch_fixes(); from cobell_cli.cli import main; main()"
+
+
+def build_history(path: Path, n_runs: int, data_dir: Path, seed: int = 0) -> None:
+    """n_runs runs (half of JOB) from the Bell curves, 60 % with one co-runner, via insert_runs."""
+    from cobell_cli.store import History
+
+    rng = np.random.default_rng(seed)
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for job in (JOB, *CO_JOBS):
+        name = next(data_dir.glob(f"{job}.*.csv"))
+        with name.open(newline="") as fh:
+            curves[job] = [(int(r["Nodes"]), float(r["Runtime"]) / 1000.0)
+                           for r in csv.DictReader(fh)]
+    records = []
+    t = 1.7e9
+    for i in range(n_runs):
+        job = JOB if rng.random() < JOB_SHARE else CO_JOBS[int(rng.integers(len(CO_JOBS)))]
+        x, runtime = curves[job][int(rng.integers(len(curves[job])))]
+        colocations = []
+        if rng.random() < OVERLAP_SHARE:
+            co = CO_JOBS[int(rng.integers(len(CO_JOBS)))]
+            ratio = float(rng.random())
+            runtime *= 1.0 + (0.15 + 2.0 / x) * ratio
+            colocations.append({"co_runner_app_id": f"application_{i}_co", "co_runner_job": co,
+                                "co_runner_scale_out": 24, "overlap_ratio": round(ratio, 6),
+                                "overlap_s": round(ratio * runtime, 3)})
+        records.append({"id": i + 1, "job": job, "scale_out": x, "runtime_s": runtime,
+                        "status": "succeeded", "started_at": t, "finished_at": t + runtime,
+                        "submitted_at": t, "target_s": TARGET_S if job == JOB else None,
+                        "colocations": colocations})
+        t += runtime + 60.0
+    with History.open(path) as history:
+        history.insert_runs(records)
+
+
+def patch_nnls() -> None:
+    """PROPOSED FIX, demonstrated only: solve tall NNLS problems on their R factor.
+
+    min ||Ax - b|| over x >= 0 equals min ||Rx - Q^T b|| for A = QR (thin QR): the residual
+    differs by a constant independent of x. So a 4-column problem with 100 000 rows becomes a
+    4 x 4 one after one O(n) QR, and scipy's nnls (slow on tall matrices since 1.12) sees only
+    that. Patched into cobell_cli.model.parametric's namespace for the measurement.
+    """
+    from scipy.optimize import nnls as scipy_nnls
+
+    import cobell_cli.model.parametric as parametric
+
+    def nnls_on_r(a: np.ndarray, b: np.ndarray, **kwargs: Any) -> tuple[np.ndarray, float]:
+        m, n = a.shape
+        if m <= 2 * n:
+            return scipy_nnls(a, b, **kwargs)
+        q, r = np.linalg.qr(a)
+        x, _ = scipy_nnls(r, q.T @ b, **kwargs)
+        return x, float(np.linalg.norm(a @ x - b))
+
+    parametric.nnls = nnls_on_r  # type: ignore[attr-defined]
+
+
+def z_ratio_stdlib(confidence: float) -> float:
+    """PROPOSED FIX for cobell_cli.model.uncertainty._z_ratio: the same Gaussian quantile
+    ratio from the standard library, so predict no longer imports scipy.stats for one ppf."""
+    from statistics import NormalDist
+
+    q = NormalDist().inv_cdf
+    return q((1 + confidence) / 2) / q(0.95)
+
+
+def patch_fixes() -> None:
+    """Both proposed fixes, for the measurement only (see patch_nnls and z_ratio_stdlib)."""
+    import cobell_cli.model.uncertainty as uncertainty
+
+    patch_nnls()
+    uncertainty._z_ratio = z_ratio_stdlib  # type: ignore[attr-defined]
+
+
+def child_env(home: Path) -> dict[str, str]:
+    """The user's environment minus COBELL_*, XDG dirs in a scratch dir (no config leaks in)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COBELL_")}
+    env["XDG_CONFIG_HOME"] = str(home / "config")
+    env["XDG_DATA_HOME"] = str(home / "data")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def time_once(argv: Sequence[str], env: Mapping[str, str]) -> tuple[float, float]:
+    """(wall s, child user+sys CPU s) of one whole process; fails loudly on a non-zero exit."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(list(argv), env=dict(env), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr[-500:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def measure(commands: Mapping[str, Sequence[str]], env: Mapping[str, str], repeats: int,
+            ) -> dict[str, dict[str, float]]:
+    """label -> median wall/cpu over `repeats` runs after one warm-up, round-robin."""
+    for argv in commands.values():
+        time_once(argv, env)
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in commands}
+    for _ in range(repeats):
+        for label, argv in commands.items():
+            samples[label].append(time_once(argv, env))
+    return {label: {"wall_s": statistics.median(w for w, _ in s),
+                    "cpu_s": statistics.median(c for _, c in s),
+                    "min_wall_s": min(w for w, _ in s), "n": len(s)}
+            for label, s in samples.items()}
+
+
+def breakdown(db: Path, env: Mapping[str, str]) -> dict[str, float]:
+    """Where predict's time goes, measured in a child: imports, history read, model fit."""
+    code = (
+        "import time, json, sys\n"
+        "t0 = time.perf_counter()\n"
+        "import cobell_cli.cli\n"
+        "t1 = time.perf_counter()\n"
+        "from cobell_cli.store import History\n"
+        "from cobell_cli.model import fit_runtime_model\n"
+        "from cobell_cli.plan import plan\n"
+        "t2 = time.perf_counter()\n"
+        f"h = History.open({str(db)!r}, create=False)\n"
+        f"runs = h.training_runs({JOB!r})\n"
+        "t3 = time.perf_counter()\n"
+        "fit_runtime_model(runs)\n"
+        "t4 = time.perf_counter()\n"
+        f"plan(job={JOB!r}, history=runs, now=2e9, target_s={TARGET_S}, min_scale_out=4,"
+        " max_scale_out=60)\n"
+        "t5 = time.perf_counter()\n"
+        "print(json.dumps({'import_cli_s': t1 - t0, 'import_core_s': t2 - t1,"
+        " 'read_history_s': t3 - t2, 'fit_s': t4 - t3, 'plan_incl_fit_s': t5 - t4,"
+        " 'runs_of_job': len(runs)}))\n"
+    )
+    import json
+
+    out = subprocess.run([sys.executable, "-c", code], env=dict(env), capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def same_decisions(db: Path) -> tuple[int, int, float]:
+    """(scale-out unpatched, patched, max relative prediction difference) on one history."""
+    import cobell_cli.model.parametric as parametric
+    import cobell_cli.model.uncertainty as uncertainty
+    from cobell_cli.model import fit_runtime_model
+    from cobell_cli.plan import plan
+    from cobell_cli.store import History
+
+    with History.open(db, create=False) as h:
+        runs = h.training_runs(JOB)
+    original, original_z = parametric.nnls, uncertainty._z_ratio
+    xs = np.arange(4, 61, dtype=float)
+    try:
+        a = plan(job=JOB, history=runs, now=2e9, target_s=TARGET_S, min_scale_out=4,
+                 max_scale_out=60)
+        pa = fit_runtime_model(runs).predict(xs)
+        patch_fixes()
+        b = plan(job=JOB, history=runs, now=2e9, target_s=TARGET_S, min_scale_out=4,
+                 max_scale_out=60)
+        pb = fit_runtime_model(runs).predict(xs)
+    finally:
+        parametric.nnls = original  # type: ignore[attr-defined]
+        uncertainty._z_ratio = original_z  # type: ignore[attr-defined]
+    return a.scale_out, b.scale_out, float(np.max(np.abs(pa - pb) / pa))
+
+
+def growth(sizes: Sequence[int], walls: Sequence[float]) -> float:
+    """Log-log slope of (wall - the smallest size's wall) would hide start-up; use raw slope
+    between the two largest sizes: 1 means linear, > 1 super-linear."""
+    if len(sizes) < 2:
+        return float("nan")
+    return float(np.log(walls[-1] / walls[-2]) / np.log(sizes[-1] / sizes[-2]))
+
+
+def render(result: Mapping[str, Any], command: str) -> str:
+    m = result["measured"]
+    sizes = result["sizes"]
+    spark = m.get("spark-submit --version")
+    lines = [
+        "# Decision latency",
+        "",
+        f"Command: `{command}` (from the repository root). Machine: {os.cpu_count()} cores,"
+        f" load average {result['load_before']} before and {result['load_after']} after (other"
+        " engineers' jobs share it; CPU time is the steadier number).",
+        "",
+        f"Whole-process wall time, median of {result['repeats']} runs after one warm-up,"
+        " commands interleaved round-robin. Histories: N runs, half of them of the predicted"
+        f" job `{JOB}` (Bell sgd curve), the rest of {', '.join(CO_JOBS)};"
+        f" {OVERLAP_SHARE:.0%} with a co-location. `predict` = `cobell --db H predict"
+        f" --cluster none --job {JOB} -t {TARGET_S:g}`.",
+        "",
+        "| command | wall s (median) | wall s (min) | CPU s (median) | wall / spark-submit |",
+        "|---|---|---|---|---|",
+    ]
+    for label, v in m.items():
+        ratio = f"{v['wall_s'] / spark['wall_s']:.2f}" if spark else "n/a"
+        lines.append(f"| {label} | {v['wall_s']:.3f} | {v['min_wall_s']:.3f} |"
+                     f" {v['cpu_s']:.3f} | {ratio} |")
+    if not spark:
+        lines += ["", f"spark-submit --version skipped: {result['spark_note']}"]
+    lines += ["", "## Goals", ""]
+    at = next((s for s in sizes if s == 10_000), sizes[-1])
+    key = f"predict, {at} runs"
+    if spark and key in m:
+        r = m[key]["wall_s"] / spark["wall_s"]
+        lines.append(f"- predict at {at} runs <= {GOAL_PREDICT_VS_SPARK}x spark-submit"
+                     f" --version: {r:.2f}x ({'met' if r <= GOAL_PREDICT_VS_SPARK else 'MISSED'})")
+    h = m["cobell --help"]["wall_s"]
+    lines.append(f"- cobell --help <= {GOAL_HELP_S} s: {h:.3f} s"
+                 f" ({'met' if h <= GOAL_HELP_S else 'MISSED'}); a bare `python -c pass`"
+                 f" takes {m['python -c pass']['wall_s']:.3f} s here")
+    walls = [m[f"predict, {s} runs"]["wall_s"] for s in sizes]
+    cpus = [m[f"predict, {s} runs"]["cpu_s"] for s in sizes]
+    lines.append(f"- growth at most linear: wall slope between the two largest histories"
+                 f" {growth(sizes, walls):.2f}, CPU slope {growth(sizes, cpus):.2f} (log-log;"
+                 f" 1 = linear) ({'met' if growth(sizes, cpus) <= 1.05 else 'MISSED'})")
+    if result.get("breakdown"):
+        lines += ["", "## Where the time goes (in-process, one child per history)", "",
+                  "| history | runs of job | import CLI s | import core s | read history s |"
+                  " fit s | plan (incl. fit) s |", "|---|---|---|---|---|---|---|"]
+        for size, b in result["breakdown"].items():
+            lines.append(f"| {size} | {b['runs_of_job']} | {b['import_cli_s']:.3f} |"
+                         f" {b['import_core_s']:.3f} | {b['read_history_s']:.3f} |"
+                         f" {b['fit_s']:.3f} | {b['plan_incl_fit_s']:.3f} |")
+    if result.get("patched"):
+        lines += [
+            "", "## Proposed fix, measured (monkeypatched in a child process; NOT the product)",
+            "",
+            "Two changes, patched in by `bench.latency.patch_fixes` before the real CLI runs."
+            " (1) `cobell_cli.model.parametric.nnls_fit` calls `scipy.optimize.nnls` on the"
+            " full n x k design (n runs, k <= 4 features), and scipy >= 1.12's nnls is slow on"
+            " tall matrices (scipy issues #20984, #22884): solve on the thin-QR factor instead"
+            " (min ||Ax-b|| = min ||Rx - Q'b|| + const; exact, O(n k^2)). (2)"
+            " `cobell_cli.model.uncertainty._z_ratio` imports scipy.stats for one normal"
+            " quantile: `statistics.NormalDist().inv_cdf` gives the same ratio (to 1e-15)"
+            " without that import.",
+            "",
+            "| command | wall s unpatched | wall s patched | CPU s unpatched | CPU s patched |",
+            "|---|---|---|---|---|",
+        ]
+        for label, v in result["patched"].items():
+            base = m[label.removesuffix(" [patched]")]
+            lines.append(f"| {label.removesuffix(' [patched]')} | {base['wall_s']:.3f} |"
+                         f" {v['wall_s']:.3f} | {base['cpu_s']:.3f} | {v['cpu_s']:.3f} |")
+        for size, (xa, xb, diff) in result["same"].items():
+            lines.append(f"\nAt {size} runs: scale-out {xa} unpatched, {xb} patched; largest"
+                         f" relative difference of predictions over 4..60: {diff:.2e}.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="histories of 100 and 1000 runs, 3 repeats, no spark-submit, no "
+                             "breakdown; prints, writes nothing")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--sizes", type=int, nargs="*", default=None)
+    args = parser.parse_args(argv)
+    result = run(quick=args.quick, repeats=args.repeats, data_dir=args.data, sizes=args.sizes)
+    command = "python -m bench.latency" + (" --quick" if args.quick else "")
+    text = render(result, command)
+    print(text)
+    if not args.quick:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+
+
+def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DATA,
+        sizes: Sequence[int] | None = None) -> dict[str, Any]:
+    sizes = tuple(sizes or ((100, 1_000) if quick else SIZES))
+    repeats = repeats or (3 if quick else 5)
+    cobell = shutil.which("cobell")
+    base_cmd = [cobell] if cobell else [sys.executable, "-m", "cobell_cli"]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cobell-latency-") as tmp:
+        home = Path(tmp)
+        env = child_env(home)
+        dbs = {}
+        for size in sizes:
+            dbs[size] = home / f"history-{size}.db"
+            build_history(dbs[size], size, data_dir)
+        predict = ["predict", "--cluster", "none", "--job", JOB, "-t", f"{TARGET_S:g}"]
+        commands: dict[str, list[str]] = {"python -c pass": [sys.executable, "-c", "pass"],
+                                          "cobell --help": [*base_cmd, "--help"]}
+        for size in sizes:
+            commands[f"predict, {size} runs"] = [*base_cmd, "--db", str(dbs[size]), *predict]
+        spark_note = ""
+        if not quick:
+            from cobell_cli.local_cluster import spark_submit_path
+
+            try:
+                spark = spark_submit_path()
+            except Exception as exc:  # no pyspark: say so, measure the rest
+                spark, spark_note = None, f"pyspark not installed ({exc})"
+            if spark is not None and not shutil.which("java") and not os.environ.get(
+                    "JAVA_HOME"):
+                spark, spark_note = None, "Java is missing"
+            if spark is not None:
+                commands["spark-submit --version"] = [str(spark), "--version"]
+        load_before = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+        measured = measure(commands, env, repeats)
+        result: dict[str, Any] = {"sizes": sizes, "repeats": repeats, "measured": measured,
+                                  "spark_note": spark_note or "not run in --quick"}
+        if not quick:
+            result["breakdown"] = {size: breakdown(dbs[size], env) for size in sizes}
+            patched = {f"predict, {s} runs [patched]":
+                       [sys.executable, "-c", PATCHED_MAIN, "--db", str(dbs[s]), *predict]
+                       for s in sizes}
+            result["patched"] = measure(patched, env, repeats)
+            result["same"] = {s: same_decisions(dbs[s]) for s in sizes if s <= 10_000}
+        result["load_before"] = load_before
+        result["load_after"] = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+        result["elapsed_s"] = time.perf_counter() - started
+    return result
+
+
+if __name__ == "__main__":
+    main()
