@@ -39,9 +39,13 @@ INTERFERERS = ("grep", "pagerank", "tpchq10", "wordcount")
 INTERFERER_SCALE_OUTS = (12, 16, 20, 24, 28, 32)
 SEED_SCALE_OUTS = (8, 16, 24, 32, 40, 48)  # co-runner jobs' earlier solo runs
 MIN_SCALE_OUT, MAX_SCALE_OUT = 4, 60
-STRATEGIES = ("none", "paper", "joint", "oracle")
+STRATEGIES = ("none", "paper", "joint", "joint90", "oracle")
 LABELS = {"none": "Bell", "paper": "CoBell (paper)", "joint": "cobell (joint)",
-          "oracle": "oracle"}
+          "joint90": "cobell (joint, --confidence 0.9)", "oracle": "oracle"}
+# strategy -> (plan's interference, plan's confidence); the oracle does not plan
+PLANNERS: dict[str, tuple[str, float | None]] = {
+    "none": ("none", None), "paper": ("paper", None), "joint": ("joint", None),
+    "joint90": ("joint", 0.9)}
 VARIANTS = {"single": 1, "pair": 2, "triple": 3}
 RUN_SPACING_S = 100_000.0  # runs never overlap each other
 MIN_RUNS_MET = 3  # fewer shared runs: the model pools the co-runner (model/select.py)
@@ -221,7 +225,8 @@ def play(strategy: str, world: World, setup: RunSetup, curves: Mapping[str, Curv
                       co_runners=apps,
                       co_runner_histories={a.job: world.histories.get(a.job, [])
                                            for a in apps if a.job},
-                      interference=strategy, fit=world.fit)  # type: ignore[arg-type]
+                      interference=PLANNERS[strategy][0],  # type: ignore[arg-type]
+                      confidence=PLANNERS[strategy][1], fit=world.fit)
         x, phase, predicted = chosen.scale_out, chosen.phase, chosen.predicted_s
     done = simulate(_jobs(setup, curves, target, x), setup.noise, contention)
     finished = {j.key: j.finish_s for j in done}
@@ -338,7 +343,21 @@ def render(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
                 f" {miss_fc}/{n_fc} |"
             )
     lines += ["", "First contact: post-bootstrap runs where some co-runner job had overlapped"
-              f" fewer than {MIN_RUNS_MET} earlier runs of the target (missed/runs)."]
+              f" fewer than {MIN_RUNS_MET} earlier runs of the target (missed/runs).", "",
+              "Worst post-bootstrap run per strategy (largest overshoot):", "",
+              "| variant | job | strategy | run | co-runners | scale-out (oracle) | predicted s |"
+              " runtime s | measured overlap |", "|---|---|---|---|---|---|---|---|---|"]
+    for (variant, target), per in results.items():
+        ref = {r.index: r for r in per["oracle"]}
+        for strategy in STRATEGIES[:-1]:
+            post = [r for r in per[strategy] if r.index > MODEL_FROM_USABLE]
+            if not post:
+                continue
+            w = max(post, key=lambda r: r.overshoot_pct)
+            pred = f"{w.predicted_s:.0f}" if w.predicted_s is not None else "-"
+            lines.append(f"| {variant} | {target} | {LABELS[strategy]} | {w.index} |"
+                         f" {'+'.join(w.co_jobs)} | {w.scale_out} ({ref[w.index].scale_out}) |"
+                         f" {pred} | {w.runtime_s:.0f} | {w.overlap_ratio:.2f} |")
     if plots:
         lines += ["", "Plots:", ""] + [f"- [{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
@@ -353,7 +372,7 @@ def plot(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
     import matplotlib.pyplot as plt
 
     names = []
-    markers = {"none": "x", "paper": "^", "joint": "o", "oracle": "."}
+    markers = {"none": "x", "paper": "^", "joint": "o", "joint90": "s", "oracle": "."}
     variants = sorted({v for v, _ in results}, key=list(VARIANTS).index)
     for variant in variants:
         targets = [t for v, t in results if v == variant]
@@ -377,9 +396,10 @@ def plot(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
             ax.set_ylabel(f"{target} runtime (s)")
             ax.set_yscale("log")
         axes[-1, 0].set_xlabel("run")
-        axes[0, 0].legend(fontsize=8, ncol=5, loc="upper right")
         axes[0, 0].set_title(f"Runtime per run, {variant} co-runner variant (cf. paper Fig. 3)")
-        fig.tight_layout()
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, ncol=6, loc="lower center")
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
         name = f"colocation_fig3_{variant}.png"
         fig.savefig(out_dir / name, dpi=110)
         plt.close(fig)
@@ -387,7 +407,7 @@ def plot(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
     if ("single", "sgd") in results:
         per = results[("single", "sgd")]
         fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
-        for strategy in ("joint", "paper", "oracle"):
+        for strategy in ("joint", "joint90", "paper", "oracle"):
             recs = per[strategy]
             ax1.plot([r.index for r in recs], [r.scale_out for r in recs],
                      marker=markers[strategy], linewidth=0.6, markersize=4,
