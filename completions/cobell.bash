@@ -283,14 +283,14 @@ _cobell() {
                 esac ;;
             "cobell cluster apps")
                 case "$opt" in
-                    --cluster) COMPREPLY=() ;;
+                    --cluster) COMPREPLY=($(compgen -W 'auto yarn standalone none' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
                     --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell cluster check")
                 case "$opt" in
-                    --cluster) COMPREPLY=() ;;
+                    --cluster) COMPREPLY=($(compgen -W 'auto yarn standalone none' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
                     --ca-bundle) _cobell_complete_files ;;
@@ -310,7 +310,7 @@ _cobell() {
     case "$node" in
             "cobell")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '--db --config --debug --version --install-completion --show-completion -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '--db --config --debug --version -h --help' -- "$cur"))
                 else COMPREPLY=($(compgen -W 'submit predict demo history model cluster local-cluster config' -- "$cur")); fi ;;
             "cobell submit")
                 if [[ $cur == -* ]]; then

@@ -23,7 +23,7 @@ app = typer.Typer(
     ),
     epilog="Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd",
     no_args_is_help=True,
-    add_completion=True,
+    add_completion=False,  # completions/ holds generated scripts that also complete job names
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -57,14 +57,16 @@ def root(
     st.db, st.config_path, st.debug = db, config, debug
 
 
-app.command("submit")(submit.submit)
-app.command("predict")(predict.predict)
-app.add_typer(history.app, name="history")
-app.add_typer(model_cmd.app, name="model")
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(local_cluster.app, name="local-cluster")
-app.add_typer(config_cmd.app, name="config")
-app.command("demo")(demo.demo)
+app.command("submit", short_help="Run a job at the scale-out meeting its target.")(submit.submit)
+app.command("predict", short_help="Show the plan submit would follow.")(predict.predict)
+app.add_typer(history.app, name="history", short_help="Inspect, import, export the history.")
+app.add_typer(model_cmd.app, name="model", short_help="Show, evaluate, plot a runtime model.")
+app.add_typer(cluster.app, name="cluster", short_help="What cobell sees on the cluster.")
+app.add_typer(
+    local_cluster.app, name="local-cluster", short_help="A Spark cluster on this machine."
+)
+app.add_typer(config_cmd.app, name="config", short_help="Show the effective configuration.")
+app.command("demo", short_help="Try cobell on a local Spark cluster.")(demo.demo)
 
 
 def main(argv: list[str] | None = None) -> None:

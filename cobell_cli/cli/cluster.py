@@ -77,7 +77,9 @@ def _progress(value: float | None) -> str | None:
 @app.command("apps")
 def apps(
     ctx: typer.Context,
-    cluster: str | None = typer.Option(None, "--cluster", metavar="KIND", help=_CLUSTER_HELP),
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="auto|yarn|standalone|none", help=_CLUSTER_HELP
+    ),
     rm_url: list[str] | None = typer.Option(None, "--rm-url", metavar="URL", help=_RM_HELP),
     standalone_url: str | None = typer.Option(
         None, "--standalone-url", metavar="URL", help=_MASTER_HELP
@@ -127,7 +129,9 @@ def apps(
 @app.command("check")
 def check(
     ctx: typer.Context,
-    cluster: str | None = typer.Option(None, "--cluster", metavar="KIND", help=_CLUSTER_HELP),
+    cluster: str | None = typer.Option(
+        None, "--cluster", metavar="auto|yarn|standalone|none", help=_CLUSTER_HELP
+    ),
     rm_url: list[str] | None = typer.Option(None, "--rm-url", metavar="URL", help=_RM_HELP),
     standalone_url: str | None = typer.Option(
         None, "--standalone-url", metavar="URL", help=_MASTER_HELP
