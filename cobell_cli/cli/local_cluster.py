@@ -44,7 +44,10 @@ def start(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the status as one JSON object."),
 ) -> None:
-    """Start the cluster (or reuse the running one) and wait until every worker is ALIVE."""
+    """Start the cluster (or reuse the running one) and wait until every worker is ALIVE.
+
+    Example: cobell local-cluster start --workers 2 --cores-per-worker 4
+    """
     from cobell_cli.local_cluster import LocalCluster
 
     lc = LocalCluster()
@@ -67,7 +70,10 @@ def start(
 
 @app.command("stop")
 def stop() -> None:
-    """Stop the workers and the master; logs are kept."""
+    """Stop the workers and the master; logs are kept.
+
+    Example: cobell local-cluster stop
+    """
     from cobell_cli.local_cluster import LocalCluster
 
     stopped = LocalCluster().stop()
@@ -78,7 +84,10 @@ def stop() -> None:
 def status(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Show the daemons and the master's view; exit code 0 when running, 1 when not."""
+    """Show the daemons and the master's view; exit code 0 when running, 1 when not.
+
+    Example: cobell local-cluster status --json
+    """
     from cobell_cli.local_cluster import LocalCluster
 
     st = LocalCluster().status()
