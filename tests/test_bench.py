@@ -1,0 +1,168 @@
+"""Smoke tests of the benchmarks (issue 6): the simulator's physics, tiny experiment runs whose
+reports must be well-formed and sane, and the latency harness on a tiny history."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.simulator import Contention, RunNoise, SimJob, load_curves, simulate
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def curves(bell_dir: Path):
+    return load_curves(bell_dir)
+
+
+def _noise(curves, seed: int = 0) -> RunNoise:
+    return RunNoise.draw(np.random.default_rng(seed), curves, Contention())
+
+
+# --- simulator -----------------------------------------------------------------------------
+
+
+def test_isolated_runtime_is_a_real_repetition_and_keeps_the_cliff(curves, bell_dir):
+    import csv
+
+    noise = _noise(curves)
+    with (bell_dir / "pagerank.spark.csv").open() as fh:
+        real_at_8 = {float(r["Runtime"]) / 1000 for r in csv.DictReader(fh) if r["Nodes"] == "8"}
+    at_8 = curves["pagerank"].isolated_s(8, noise.rep_index["pagerank"])
+    assert at_8 in real_at_8
+    at_4 = curves["pagerank"].isolated_s(4, noise.rep_index["pagerank"])
+    assert at_4 > 2.5 * at_8  # the cliff: ~1.1-1.5k s at 4 nodes vs ~0.3k s at 8
+    between = curves["sgd"].isolated_s(22, noise.rep_index["sgd"])
+    lo = curves["sgd"].isolated_s(20, noise.rep_index["sgd"])
+    hi = curves["sgd"].isolated_s(24, noise.rep_index["sgd"])
+    assert min(lo, hi) <= between <= max(lo, hi)
+
+
+def test_overlap_slows_down_and_cascades(curves):
+    noise = _noise(curves)
+    c = Contention()
+    alone = simulate([SimJob("t", "sgd", 20, 100.0, 300.0)], noise, c)[0]
+    assert alone.finish_s == pytest.approx(400.0)
+    pair = [SimJob("w", "wordcount", 24, 0.0, 400.0), SimJob("t", "sgd", 20, 100.0, 300.0)]
+    slowed = simulate(pair, noise, c)
+    assert slowed[1].finish_s > 400.0 + 1.0  # the target is slowed while they overlap
+    assert slowed[0].finish_s > 400.0 + 1.0  # and slows the co-runner in return
+    # A third job slows the co-runner, which then overlaps the target longer: the target ends
+    # later even though the third job ends before the target starts.
+    trio = [SimJob("g", "grep", 32, -200.0, 250.0), *pair]
+    cascaded = simulate(trio, noise, c)
+    assert cascaded[0].finish_s < 100.0
+    assert cascaded[1].finish_s > slowed[0].finish_s
+    assert cascaded[2].finish_s > slowed[1].finish_s
+
+
+def test_progress_until_a_time(curves):
+    noise = _noise(curves)
+    jobs = [SimJob("w", "wordcount", 24, 0.0, 400.0), SimJob("t", "sgd", 20, 100.0, 300.0)]
+    at = simulate(jobs, noise, Contention(), until_s=50.0)
+    assert at[0].done_s == pytest.approx(50.0)  # alone so far: full speed
+    assert at[1].done_s == 0.0 and at[1].finish_s is None
+    later = simulate(jobs, noise, Contention(), until_s=200.0)
+    assert 100.0 < later[0].done_s < 200.0
+
+
+# --- co-location experiment ----------------------------------------------------------------
+
+
+def test_tiny_colocation_experiment_report(bell_dir):
+    from bench import colocation as co
+
+    cfg = co.Config(targets=("sgd",), variants=("single", "pair"), runs_per_interferer=3)
+    results = co.run_experiment(cfg, bell_dir)
+    assert set(results) == {("single", "sgd"), ("pair", "sgd")}
+    for (variant, _), per in results.items():
+        assert set(per) == set(co.STRATEGIES)
+        n = 3 * len(co.INTERFERERS)
+        assert all(len(recs) == n for recs in per.values())
+        # every strategy faced the same runs
+        for i in range(n):
+            assert len({per[s][i].co_jobs for s in co.STRATEGIES}) == 1
+        assert all(len(r.co_jobs) == co.VARIANTS[variant] for r in per["joint"])
+        phases = [r.phase for r in per["joint"]]
+        assert phases[:3] == ["bootstrap-search"] * 3
+        assert phases[3:6] == ["bootstrap-parametric"] * 3
+        assert set(phases[6:]) == {"model"}
+        # measured overlaps were recorded; most runs overlap their co-runner
+        assert sum(r.overlap_ratio > 0 for r in per["joint"]) >= n // 2
+        oracle = co.summarise(per["oracle"], per["oracle"])
+        for strategy in co.STRATEGIES:
+            s = co.summarise(per[strategy], per["oracle"])
+            assert s["runs"] == n - co.MODEL_FROM_USABLE
+            assert all(math.isfinite(v) and v >= 0 for v in s.values())
+            assert oracle["over_share_pct"] <= s["over_share_pct"]
+            assert s["node_s_vs_oracle"] > 0.5
+        assert oracle["node_s_vs_oracle"] == pytest.approx(1.0)
+    text = co.render(results, cfg, "test", 0.0)
+    table = [line for line in text.splitlines() if line.startswith("| single ")]
+    assert len(table) == 2 * len(co.STRATEGIES) - 1  # summaries, worst runs (not oracle)
+    assert "nan" not in text and "inf" not in text
+
+
+def test_oracle_never_misses_when_feasible(bell_dir, curves):
+    from bench import colocation as co
+
+    cfg = co.Config(targets=("sgd",), variants=("triple",), runs_per_interferer=1)
+    setup = co.draw_runs("triple", "sgd", cfg, curves, Contention())[0]
+    x = co.oracle_scale_out(setup, curves, "sgd", 350.0, Contention())
+    runtime = co.simulate(co._jobs(setup, curves, "sgd", x), setup.noise, Contention())[-1]
+    assert runtime.finish_s - setup.submit_s <= 350.0
+    smaller = co.simulate(co._jobs(setup, curves, "sgd", x - 1), setup.noise, Contention())[-1]
+    assert x == co.MIN_SCALE_OUT or smaller.finish_s - setup.submit_s > 350.0
+
+
+# --- latency -------------------------------------------------------------------------------
+
+
+def test_history_builder_and_proposed_fixes_are_exact(tmp_path, bell_dir):
+    from scipy.optimize import nnls
+    from scipy.stats import norm
+
+    from bench import latency
+    from cobell_cli.store import History
+
+    db = tmp_path / "h.db"
+    latency.build_history(db, 200, bell_dir)
+    with History.open(db, create=False) as h:
+        assert h.count() == 200
+        runs = h.training_runs(latency.JOB)
+    assert 60 < len(runs) < 140
+    assert sum(1 for r in runs if r["overlaps"]) > len(runs) // 3
+    for c in (0.5, 0.9, 0.99):
+        assert latency.z_ratio_stdlib(c) == pytest.approx(norm.ppf((1 + c) / 2) / norm.ppf(0.95))
+    import cobell_cli.model.parametric as parametric
+
+    original = parametric.nnls
+    try:
+        latency.patch_nnls()
+        rng = np.random.default_rng(1)
+        a = rng.random((3000, 4))
+        b = a @ np.array([1.0, 0.0, 2.0, 0.5]) + rng.normal(0, 0.1, 3000) - 0.3 * a[:, 1]
+        x_fix, r_fix = parametric.nnls(a, b)
+        x_ref, r_ref = nnls(a, b)
+    finally:
+        parametric.nnls = original
+    np.testing.assert_allclose(x_fix, x_ref, atol=1e-8)
+    assert r_fix == pytest.approx(r_ref)
+    assert x_fix[1] == 0.0  # the constraint is active, not just least squares
+
+
+def test_latency_quick_on_a_tiny_history(bell_dir):
+    from bench import latency
+
+    result = latency.run(quick=True, repeats=1, data_dir=bell_dir, sizes=(30,))
+    m = result["measured"]
+    assert set(m) == {"python -c pass", "cobell --help", "predict, 30 runs"}
+    for v in m.values():
+        assert 0 < v["min_wall_s"] <= v["wall_s"] and v["cpu_s"] > 0
+    assert m["predict, 30 runs"]["cpu_s"] > m["python -c pass"]["cpu_s"]
+    text = latency.render(result, "test")
+    assert "cobell --help <= 0.15 s" in text and "| predict, 30 runs |" in text
