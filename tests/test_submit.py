@@ -415,3 +415,40 @@ def test_cluster_down_submits_nothing(tmp_path: Path) -> None:
     )
     assert proc.returncode == 4 and "127.0.0.1:9" in proc.stderr
     assert not marker.exists()
+
+
+def test_input_size_is_measured_and_secrets_never_stored(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    data = tmp_path / "input"
+    (data / "part").mkdir(parents=True)
+    (data / "a.csv").write_bytes(b"x" * 1000)
+    (data / "part" / "b.csv").write_bytes(b"y" * 234)
+    proc = submit(
+        db, "-j", "toy", "-t", "10", "--cluster", "none", "--input", str(data),
+        command=[PY, "-c", "pass", "--conf", "spark.ssl.keyPassword=hunter2", "{scale_out}"],
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run,) = runs(db)
+    assert run["input_bytes"] == 1234
+    assert "hunter2" not in run["command"] and "hunter2" not in proc.stderr
+    assert "spark.ssl.keyPassword=***" in json.loads(run["command"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--input", "/nonexistent/in", "--input-size", "5G"], "not both"),
+        (["--input", "/nonexistent/in"], "no such file"),
+        (["--input", "hdfs:///data/in"], "give --input-size"),
+        (["--target-runtime", "-3"], "must be > 0"),
+    ],
+)
+def test_submit_usage_errors_start_nothing(tmp_path: Path, extra: list[str], needle: str) -> None:
+    marker = tmp_path / "ran"
+    env = {"PATH": "/usr/bin:/bin"}  # no hdfs CLI
+    command = [PY, "-c", f"open({str(marker)!r}, 'w')", "{scale_out}"]
+    args = ["-j", "toy", "-t", "10", "--cluster", "none", *extra]
+    proc = submit(tmp_path / "h.db", *args, command=command, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert not marker.exists()
