@@ -16,6 +16,8 @@ from cobell_cli.cli.common import info, settings
 DEMO_JOB = "scaling-demo"
 CO_RUNNER_JOB = "corunner-demo"
 DEFAULT_SEED = Path("history") / "local-demo.csv"
+# Mostly waiting (like I/O), so the runtime really shrinks with executors even on 2 cores.
+DEMO_JOB_ARGS = ("--tasks", "16", "--task-s", "3", "--cpu-fraction", "0.1")
 
 
 def _show(argv: list[str]) -> None:
@@ -43,6 +45,7 @@ def demo(
 
     Example: cobell demo --target-runtime 45
     """
+    import os
     import subprocess
     import time
 
@@ -53,6 +56,7 @@ def demo(
 
     db = settings(ctx).db_path
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver stays on loopback too
     cluster = LocalCluster()
     _show([*cli, "local-cluster", "start", "--workers", str(workers),
            "--cores-per-worker", str(cores_per_worker)])  # fmt: skip
@@ -77,7 +81,9 @@ def demo(
             str(jobs_dir / "corunner_job.py"), "--tasks", "2", "--task-s", "25",
         ]  # fmt: skip
         _show([*step, "&"])
-        background = subprocess.Popen(step, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        background = subprocess.Popen(
+            step, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             doc = cluster.master_json() or {}
@@ -93,10 +99,10 @@ def demo(
         *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
         "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0)), *where,
         "--", spark_submit, "--master", cluster.master_url, str(jobs_dir / "scaling_job.py"),
-        "--tasks", "24", "--task-s", "1.5",
+        *DEMO_JOB_ARGS,
     ]  # fmt: skip
     _show(step)
-    code = subprocess.run(step).returncode
+    code = subprocess.run(step, env=env).returncode
     if background is not None:
         info("(waiting for the co-running job to finish, so its run is recorded too)")
         background.wait()
