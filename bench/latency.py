@@ -38,6 +38,8 @@ JOB_SHARE = 0.5  # half the history is the predicted job, the rest its co-runner
 OVERLAP_SHARE = 0.6  # runs with a co-location
 GOAL_PREDICT_VS_SPARK = 0.10
 GOAL_HELP_S = 0.15
+IMPORT_NUMPY = "python -c 'import numpy'"
+IMPORT_SCIPY = "python -c 'import numpy, scipy.optimize'"
 
 # Run in a child process: the proposed fix patched in, then the real CLI entry point.
 PATCHED_MAIN = "import bench.latency as L; L.patch_fixes(); from cobell_cli.cli import main; main()"
@@ -260,6 +262,17 @@ def render(result: Mapping[str, Any], command: str) -> str:
     lines.append(f"- growth at most linear: wall slope between the two largest histories"
                  f" {growth(sizes, walls):.2f}, CPU slope {growth(sizes, cpus):.2f} (log-log;"
                  f" 1 = linear) ({'met' if growth(sizes, cpus) <= 1.05 else 'MISSED'})")
+    steps = [f"{(walls[i + 1] - walls[i]) / (sizes[i + 1] - sizes[i]) * 1e6:.0f} µs"
+             f" ({sizes[i]}->{sizes[i + 1]})" for i in range(len(sizes) - 1)]
+    if steps:
+        lines.append("- marginal wall cost per extra run of history: " + ", ".join(steps)
+                     + " (roughly constant = linear growth)")
+    numpy_only = m.get(IMPORT_NUMPY)
+    if numpy_only and spark:
+        floor = m[IMPORT_SCIPY]["wall_s"]
+        lines.append(f"- floor: a process that only imports numpy and scipy.optimize (what the"
+                     f" fit needs) takes {floor:.3f} s = {floor / spark['wall_s']:.2f}x"
+                     f" spark-submit --version; numpy alone {numpy_only['wall_s']:.3f} s")
     if result.get("breakdown"):
         lines += ["", "## Where the time goes (in-process, one child per history)", "",
                   "| history | runs of job | import CLI s | import core s | read history s |"
@@ -329,8 +342,11 @@ def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DAT
             dbs[size] = home / f"history-{size}.db"
             build_history(dbs[size], size, data_dir)
         predict = ["predict", "--cluster", "none", "--job", JOB, "-t", f"{TARGET_S:g}"]
-        commands: dict[str, list[str]] = {"python -c pass": [sys.executable, "-c", "pass"],
-                                          "cobell --help": [*base_cmd, "--help"]}
+        commands: dict[str, list[str]] = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            IMPORT_NUMPY: [sys.executable, "-c", "import numpy"],
+            IMPORT_SCIPY: [sys.executable, "-c", "import numpy, scipy.optimize"],
+            "cobell --help": [*base_cmd, "--help"]}
         for size in sizes:
             commands[f"predict, {size} runs"] = [*base_cmd, "--db", str(dbs[size]), *predict]
         spark_note = ""

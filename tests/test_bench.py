@@ -160,7 +160,7 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
 
     result = latency.run(quick=True, repeats=1, data_dir=bell_dir, sizes=(30,))
     m = result["measured"]
-    assert set(m) == {"python -c pass", "cobell --help", "predict, 30 runs"}
+    assert {"python -c pass", "cobell --help", "predict, 30 runs"} <= set(m)
     for v in m.values():
         assert 0 < v["min_wall_s"] <= v["wall_s"] and v["cpu_s"] > 0
     assert m["predict, 30 runs"]["cpu_s"] > m["python -c pass"]["cpu_s"]
