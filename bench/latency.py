@@ -6,8 +6,7 @@ Whole-process wall time (and the child's user+sys CPU time, which a loaded machi
 less), median of N runs after one warm-up, measured round-robin so that load drifts hit every
 command alike: `cobell predict --cluster none` on histories of 100 .. 100 000 runs (with
 co-locations), `cobell --help`, and `spark-submit --version` from the pyspark wheel. Then where
-the time goes (import time, history read, model fit, in-process) and the effect of a proposed
-fix, run in a child process with the fix monkeypatched in (clearly labelled; not the product).
+the time goes (import time, history read, model fit, in-process).
 """
 
 from __future__ import annotations
@@ -41,8 +40,6 @@ GOAL_HELP_S = 0.15
 IMPORT_NUMPY = "python -c 'import numpy'"
 IMPORT_SCIPY = "python -c 'import numpy, scipy.optimize'"
 
-# Run in a child process: the proposed fix patched in, then the real CLI entry point.
-PATCHED_MAIN = "import bench.latency as L; L.patch_fixes(); from cobell_cli.cli import main; main()"
 
 
 def build_history(path: Path, n_runs: int, data_dir: Path, seed: int = 0) -> None:
@@ -76,46 +73,6 @@ def build_history(path: Path, n_runs: int, data_dir: Path, seed: int = 0) -> Non
         t += runtime + 60.0
     with History.open(path) as history:
         history.insert_runs(records)
-
-
-def patch_nnls() -> None:
-    """PROPOSED FIX, demonstrated only: solve tall NNLS problems on their R factor.
-
-    min ||Ax - b|| over x >= 0 equals min ||Rx - Q^T b|| for A = QR (thin QR): the residual
-    differs by a constant independent of x. So a 4-column problem with 100 000 rows becomes a
-    4 x 4 one after one O(n) QR, and scipy's nnls (slow on tall matrices since 1.12) sees only
-    that. Patched into cobell_cli.model.parametric's namespace for the measurement.
-    """
-    from scipy.optimize import nnls as scipy_nnls
-
-    import cobell_cli.model.parametric as parametric
-
-    def nnls_on_r(a: np.ndarray, b: np.ndarray, **kwargs: Any) -> tuple[np.ndarray, float]:
-        m, n = a.shape
-        if m <= 2 * n:
-            return scipy_nnls(a, b, **kwargs)
-        q, r = np.linalg.qr(a)
-        x, _ = scipy_nnls(r, q.T @ b, **kwargs)
-        return x, float(np.linalg.norm(a @ x - b))
-
-    parametric.nnls = nnls_on_r  # type: ignore[attr-defined]
-
-
-def z_ratio_stdlib(confidence: float) -> float:
-    """PROPOSED FIX for cobell_cli.model.uncertainty._z_ratio: the same Gaussian quantile
-    ratio from the standard library, so predict no longer imports scipy.stats for one ppf."""
-    from statistics import NormalDist
-
-    q = NormalDist().inv_cdf
-    return q((1 + confidence) / 2) / q(0.95)
-
-
-def patch_fixes() -> None:
-    """Both proposed fixes, for the measurement only (see patch_nnls and z_ratio_stdlib)."""
-    import cobell_cli.model.uncertainty as uncertainty
-
-    patch_nnls()
-    uncertainty._z_ratio = z_ratio_stdlib  # type: ignore[attr-defined]
 
 
 def child_env(home: Path) -> dict[str, str]:
@@ -184,32 +141,6 @@ def breakdown(db: Path, env: Mapping[str, str]) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", code], env=dict(env), capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout)
-
-
-def same_decisions(db: Path) -> tuple[int, int, float]:
-    """(scale-out unpatched, patched, max relative prediction difference) on one history."""
-    import cobell_cli.model.parametric as parametric
-    import cobell_cli.model.uncertainty as uncertainty
-    from cobell_cli.model import fit_runtime_model
-    from cobell_cli.plan import plan
-    from cobell_cli.store import History
-
-    with History.open(db, create=False) as h:
-        runs = h.training_runs(JOB)
-    original, original_z = parametric.nnls, uncertainty._z_ratio
-    xs = np.arange(4, 61, dtype=float)
-    try:
-        a = plan(job=JOB, history=runs, now=2e9, target_s=TARGET_S, min_scale_out=4,
-                 max_scale_out=60)
-        pa = fit_runtime_model(runs).predict(xs)
-        patch_fixes()
-        b = plan(job=JOB, history=runs, now=2e9, target_s=TARGET_S, min_scale_out=4,
-                 max_scale_out=60)
-        pb = fit_runtime_model(runs).predict(xs)
-    finally:
-        parametric.nnls = original  # type: ignore[attr-defined]
-        uncertainty._z_ratio = original_z  # type: ignore[attr-defined]
-    return a.scale_out, b.scale_out, float(np.max(np.abs(pa - pb) / pa))
 
 
 def growth(sizes: Sequence[int], walls: Sequence[float]) -> float:
@@ -281,29 +212,6 @@ def render(result: Mapping[str, Any], command: str) -> str:
             lines.append(f"| {size} | {b['runs_of_job']} | {b['import_cli_s']:.3f} |"
                          f" {b['import_core_s']:.3f} | {b['read_history_s']:.3f} |"
                          f" {b['fit_s']:.3f} | {b['plan_incl_fit_s']:.3f} |")
-    if result.get("patched"):
-        lines += [
-            "", "## Proposed fix, measured (monkeypatched in a child process; NOT the product)",
-            "",
-            "Two changes, patched in by `bench.latency.patch_fixes` before the real CLI runs."
-            " (1) `cobell_cli.model.parametric.nnls_fit` calls `scipy.optimize.nnls` on the"
-            " full n x k design (n runs, k <= 4 features), and scipy >= 1.12's nnls is slow on"
-            " tall matrices (scipy issues #20984, #22884): solve on the thin-QR factor instead"
-            " (min ||Ax-b|| = min ||Rx - Q'b|| + const; exact, O(n k^2)). (2)"
-            " `cobell_cli.model.uncertainty._z_ratio` imports scipy.stats for one normal"
-            " quantile: `statistics.NormalDist().inv_cdf` gives the same ratio (to 1e-15)"
-            " without that import.",
-            "",
-            "| command | wall s unpatched | wall s patched | CPU s unpatched | CPU s patched |",
-            "|---|---|---|---|---|",
-        ]
-        for label, v in result["patched"].items():
-            base = m[label.removesuffix(" [patched]")]
-            lines.append(f"| {label.removesuffix(' [patched]')} | {base['wall_s']:.3f} |"
-                         f" {v['wall_s']:.3f} | {base['cpu_s']:.3f} | {v['cpu_s']:.3f} |")
-        for size, (xa, xb, diff) in result["same"].items():
-            lines.append(f"\nAt {size} runs: scale-out {xa} unpatched, {xb} patched; largest"
-                         f" relative difference of predictions over 4..60: {diff:.2e}.")
     return "\n".join(lines) + "\n"
 
 
@@ -368,11 +276,6 @@ def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DAT
                                   "spark_note": spark_note or "not run in --quick"}
         if not quick:
             result["breakdown"] = {size: breakdown(dbs[size], env) for size in sizes}
-            patched = {f"predict, {s} runs [patched]":
-                       [sys.executable, "-c", PATCHED_MAIN, "--db", str(dbs[s]), *predict]
-                       for s in sizes}
-            result["patched"] = measure(patched, env, repeats)
-            result["same"] = {s: same_decisions(dbs[s]) for s in sizes if s <= 10_000}
         result["load_before"] = load_before
         result["load_after"] = ", ".join(f"{v:.1f}" for v in os.getloadavg())
         result["elapsed_s"] = time.perf_counter() - started

@@ -122,10 +122,7 @@ def test_oracle_never_misses_when_feasible(bell_dir, curves):
 # --- latency -------------------------------------------------------------------------------
 
 
-def test_history_builder_and_proposed_fixes_are_exact(tmp_path, bell_dir):
-    from scipy.optimize import nnls
-    from scipy.stats import norm
-
+def test_history_builder(tmp_path, bell_dir):
     from bench import latency
     from cobell_cli.store import History
 
@@ -136,23 +133,6 @@ def test_history_builder_and_proposed_fixes_are_exact(tmp_path, bell_dir):
         runs = h.training_runs(latency.JOB)
     assert 60 < len(runs) < 140
     assert sum(1 for r in runs if r["overlaps"]) > len(runs) // 3
-    for c in (0.5, 0.9, 0.99):
-        assert latency.z_ratio_stdlib(c) == pytest.approx(norm.ppf((1 + c) / 2) / norm.ppf(0.95))
-    import cobell_cli.model.parametric as parametric
-
-    original = parametric.nnls
-    try:
-        latency.patch_nnls()
-        rng = np.random.default_rng(1)
-        a = rng.random((3000, 4))
-        b = a @ np.array([1.0, 0.0, 2.0, 0.5]) + rng.normal(0, 0.1, 3000) - 0.3 * a[:, 1]
-        x_fix, r_fix = parametric.nnls(a, b)
-        x_ref, r_ref = nnls(a, b)
-    finally:
-        parametric.nnls = original
-    np.testing.assert_allclose(x_fix, x_ref, atol=1e-8)
-    assert r_fix == pytest.approx(r_ref)
-    assert x_fix[1] == 0.0  # the constraint is active, not just least squares
 
 
 def test_latency_quick_on_a_tiny_history(bell_dir):

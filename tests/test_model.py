@@ -216,3 +216,26 @@ def test_describe_is_json() -> None:
     d = json.loads(text)
     assert d["n_runs"] == 80 and set(d["interference"]) == set(PAIRS)
     assert d["cv"]["interpolation"] and d["scale_out_range"] == [4.0, 60.0]
+
+
+def test_tall_nnls_equals_scipy_nnls_on_the_full_matrix() -> None:
+    from scipy.optimize import nnls
+
+    from cobell_cli.model.parametric import tall_nnls
+
+    rng = np.random.default_rng(1)
+    a = rng.random((3000, 4))
+    b = a @ np.array([1.0, 0.0, 2.0, 0.5]) + rng.normal(0, 0.1, 3000) - 0.3 * a[:, 1]
+    x_ref, _ = nnls(a, b)
+    x = tall_nnls(a, b)
+    np.testing.assert_allclose(x, x_ref, atol=1e-8)
+    assert x[1] == 0.0  # the constraint is active, not just least squares
+
+
+def test_z_ratio_matches_the_normal_quantiles() -> None:
+    from scipy.stats import norm
+
+    from cobell_cli.model.uncertainty import _z_ratio
+
+    for c in (0.5, 0.9, 0.99):
+        assert _z_ratio(c) == pytest.approx(norm.ppf((1 + c) / 2) / norm.ppf(0.95), rel=1e-12)
