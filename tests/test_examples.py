@@ -27,3 +27,14 @@ def test_example_csv_is_valid_and_has_co_runners() -> None:
     overlapped = [r for r in parsed.records if r["colocations"]]
     assert len(overlapped) >= 20
     assert any(r["status"] == "failed" for r in parsed.records)
+
+
+def test_local_demo_history_is_valid_and_has_co_located_runs() -> None:
+    path = HISTORY / "local-demo.csv"
+    parsed = interchange.parse(path, path.read_text())
+    assert parsed.problems == []
+    jobs = {r["job"] for r in parsed.records}
+    assert jobs == {"scaling-demo", "corunner-demo"}
+    demo = [r for r in parsed.records if r["job"] == "scaling-demo"]
+    assert len({r["scale_out"] for r in demo}) >= 4  # enough for the model phase
+    assert any(c["co_runner_job"] == "corunner-demo" for r in demo for c in r["colocations"])
