@@ -145,6 +145,8 @@ def _is_spark_daemon(pid: int) -> bool | None:
         return False if Path("/proc/self").exists() else None
     except OSError:
         return None
+    if not cmdline:
+        return None  # mid-exec (spark-class execs java) or a zombie: cannot tell from here
     return b"org.apache.spark.deploy." in cmdline
 
 
@@ -167,6 +169,9 @@ def _pid_exists(pid: int) -> bool:
 
 def _alive(pid: int) -> bool:
     """Is pid one of our Spark daemons, still running (not a recycled pid)?"""
+    proc = _SPAWNED.get(pid)
+    if proc is not None:  # started by this process: its own handle cannot be a recycled pid
+        return proc.poll() is None
     return _pid_exists(pid) and _is_spark_daemon(pid) is not False
 
 
