@@ -56,3 +56,24 @@ def test_pagerank_cliff_is_found_and_predictions_are_sane(bell_dir: Path) -> Non
     assert np.all(np.isfinite(pred)) and np.all(pred > 0)
     assert pred[0] > 3 * pred[2]  # the cliff is still predicted at 4 nodes
     assert 200 < pred[4] < 320  # the flat tail is not dragged up by the cliff
+
+
+@pytest.mark.parametrize("slowed_at_largest", [1.0, 1.5])
+def test_fewer_nodes_than_ever_observed_are_never_predicted_faster(
+        bell_dir: Path, slowed_at_largest: float) -> None:
+    """The allocation benchmark's bug: fitted on sgd runs at scale-outs >= 20, a curve rising
+    at the top (here: the runs at 40 slowed by a co-runner the history did not record) was
+    continued downwards and predicted ~250 s at 4 nodes, where sgd takes ~670 s."""
+    data = load(bell_dir / "sgd.spark.csv")
+    x, y = data.scale_out, data.runtime_s
+    keep = (x >= 20) & (x <= 40)
+    slowed = np.where(x == 40, slowed_at_largest, 1.0)
+    runs = [{"scale_out": float(a), "runtime_s": float(b)}
+            for a, b in zip(x[keep], (y * slowed)[keep], strict=True)]
+    m = fit_runtime_model(runs)
+    truth_at_4 = float(np.median(y[x == 4]))
+    at_4, at_min = m.predict([4, 20])
+    assert at_4 >= at_min
+    assert truth_at_4 / 2.5 <= at_4 <= 2.5 * truth_at_4
+    lower, upper = m.predict_interval([4])
+    assert lower[0] <= truth_at_4 <= upper[0]

@@ -71,3 +71,20 @@ def test_noiseless_ernest_histories_are_recovered(xs: list[int], t0: float, t1: 
     m = fit_runtime_model([{"scale_out": x, "runtime_s": float(f(np.float64(x)))} for x in xs])
     grid = np.linspace(min(xs), max(xs), 25)
     np.testing.assert_allclose(m.predict(grid), f(grid), rtol=1e-3)
+
+
+@slow
+@given(histories, st.lists(st.floats(0.05, 1.0), min_size=2, max_size=8),
+       st.floats(0, 2))
+def test_below_the_observed_range_fewer_nodes_are_never_faster(runs: list[dict],
+                                                               fractions: list[float],
+                                                               ov: float) -> None:
+    """Below the smallest observed scale-out nothing was measured: the runtime may only
+    grow as the scale-out shrinks, and the interval keeps containing the prediction."""
+    m = fit_runtime_model(runs)
+    x = np.sort(np.asarray(fractions) * m.scale_out_range_[0])
+    for overlaps in (None, {"wc": ov}):
+        pred = m.predict(x, overlaps)
+        assert np.all(np.diff(pred) <= 1e-9 * pred[:-1])
+        lower, upper = m.predict_interval(x, overlaps)
+        assert np.all(lower <= pred * (1 + 1e-9)) and np.all(pred <= upper * (1 + 1e-9))
