@@ -537,6 +537,10 @@ def _model_plan(
         for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
     )
     decide = upper if confidence is not None else predicted
+    # Below the smallest observed scale-out the model can only bound the runtime (between no
+    # and linear speed-up); judge those candidates on the cautious bound, or a flat history
+    # would make every smaller scale-out "meet" the target.
+    decide = np.where(xs < model.scale_out_range_[0], upper, decide)
     meets = decide <= target_s
     feasible = bool(np.any(meets))
     i = int(np.argmax(meets)) if feasible else len(candidates) - 1

@@ -522,3 +522,22 @@ def test_with_real_models_on_synthetic_history() -> None:
         ts.append(time.perf_counter() - t0)
     print(f"plan() with real models, fit excluded: median {statistics.median(ts) * 1000:.2f} ms")
     assert statistics.median(ts) < 0.05
+
+
+def test_below_the_observed_range_the_cautious_bound_decides() -> None:
+    """A flat history at 20-40 must not make scale-out 1 look as fast as 20."""
+    from cobell_cli.model import fit_runtime_model
+
+    runs = [
+        {"id": i, "job": "flat", "scale_out": x, "runtime_s": 100.0 * (1 + 0.01 * (i % 3)),
+         "status": "succeeded", "started_at": float(i)}
+        for i, x in enumerate([20, 24, 28, 32, 36, 40] * 2)
+    ]
+    model = fit_runtime_model(runs)
+    assert model.predict([1])[0] <= 1.05 * model.predict([20])[0]  # the point guess is flat
+    chosen = plan(job="flat", history=runs, now=1e9, target_s=150.0, min_scale_out=1,
+                  max_scale_out=40, fit=fit_runtime_model)  # fmt: skip
+    assert chosen.phase == "model" and chosen.feasible
+    assert 10 <= chosen.scale_out <= 20
+    _, high = model.predict_interval([chosen.scale_out])
+    assert high[0] <= 150.0
