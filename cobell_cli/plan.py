@@ -543,7 +543,10 @@ def _model_plan(
     decide = np.where(xs < model.scale_out_range_[0], upper, decide)
     meets = decide <= target_s
     feasible = bool(np.any(meets))
-    i = int(np.argmax(meets)) if feasible else len(candidates) - 1
+    # Infeasible: the fastest predicted candidate, the largest among equals. That is the maximum
+    # when runtime falls with scale-out, but not past a job's sweet spot (overheads, co-runners).
+    fastest = len(decide) - 1 - int(np.argmin(decide[::-1]))
+    i = int(np.argmax(meets)) if feasible else fastest
     chosen = candidates[i]
 
     if pred is not None:
@@ -608,7 +611,8 @@ def _model_plan(
     if not feasible:
         warnings.append(
             f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-            f"target (predicted {decide[i]:.0f} s at {chosen}); reserving the maximum"
+            f"target (predicted {decide[i]:.0f} s at {chosen}); reserving "
+            + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
         )
     return Plan(
         scale_out=chosen,
@@ -667,7 +671,8 @@ def _model_reason(
         )
     return (
         f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target, so the maximum {chosen}: {how} predicts {predicted_s:.0f} s{bound} there."
+        f"target, so the {'maximum' if chosen == candidates[-1] else 'fastest predicted'} "
+        f"{chosen}: {how} predicts {predicted_s:.0f} s{bound} there."
     )
 
 

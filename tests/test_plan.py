@@ -63,8 +63,11 @@ class AnalyticModel:
             rows = list(overlaps)
         factor = np.array(
             [
-                1.0 + sum((self.interference(j)[0] + self.interference(j)[1] / xi) * ov
-                          for j, ov in row.items())
+                1.0
+                + sum(
+                    (self.interference(j)[0] + self.interference(j)[1] / xi) * ov
+                    for j, ov in row.items()
+                )
                 for xi, row in zip(x, rows, strict=True)
             ]
         )
@@ -106,9 +109,17 @@ def bell_only(model: AnalyticModel):
 
 def run(i: int, x: int, runtime_s: float, **kw: Any) -> dict[str, Any]:
     base = dict(
-        id=i, job="sgd", scale_out=x, runtime_s=runtime_s, status="succeeded",
-        input_bytes=None, target_s=350.0, submitted_at=1000.0 * i, started_at=1000.0 * i + 5,
-        finished_at=1000.0 * i + 5 + runtime_s, overlaps={"wc": 0.5},
+        id=i,
+        job="sgd",
+        scale_out=x,
+        runtime_s=runtime_s,
+        status="succeeded",
+        input_bytes=None,
+        target_s=350.0,
+        submitted_at=1000.0 * i,
+        started_at=1000.0 * i + 5,
+        finished_at=1000.0 * i + 5 + runtime_s,
+        overlaps={"wc": 0.5},
     )
     base.update(kw)
     return base
@@ -128,8 +139,13 @@ MODEL = AnalyticModel()
 
 def plan_with(model: AnalyticModel = MODEL, **kw: Any):
     args: dict[str, Any] = dict(
-        job="sgd", history=history(8), now=NOW, target_s=150.0, min_scale_out=1,
-        max_scale_out=64, fit=known(model),
+        job="sgd",
+        history=history(8),
+        now=NOW,
+        target_s=150.0,
+        min_scale_out=1,
+        max_scale_out=64,
+        fit=known(model),
     )
     args.update(kw)
     return plan(**args)
@@ -161,8 +177,12 @@ def test_similar_runs_by_input_size() -> None:
 
 
 def test_similar_runs_sorted_by_start_then_id() -> None:
-    runs = [run(3, 4, 1.0, started_at=50.0), run(2, 4, 1.0, started_at=50.0),
-            run(1, 4, 1.0, started_at=60.0), run(10, 4, 1.0, started_at=50.0)]
+    runs = [
+        run(3, 4, 1.0, started_at=50.0),
+        run(2, 4, 1.0, started_at=50.0),
+        run(1, 4, 1.0, started_at=60.0),
+        run(10, 4, 1.0, started_at=50.0),
+    ]
     assert [r["id"] for r in similar_runs(runs, None)] == [2, 3, 10, 1]
 
 
@@ -194,8 +214,9 @@ def test_search_met_goes_lower_missed_goes_higher() -> None:
     assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (17, 32, 24)
     s = search_state([run(1, 32, 400.0)], CANDS, 350.0)
     assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (33, 64, 48)
-    assert [o.met_target for o in search_state([*met32, run(2, 16, 400.0)], CANDS, 350).
-            observations] == [True, False]
+    assert [
+        o.met_target for o in search_state([*met32, run(2, 16, 400.0)], CANDS, 350).observations
+    ] == [True, False]
 
 
 def test_search_uses_the_current_target_not_the_runs() -> None:
@@ -369,9 +390,14 @@ def test_plan_to_dict_is_json() -> None:
 @pytest.mark.parametrize(
     "kw",
     [
-        dict(target_s=0.0), dict(target_s=math.nan), dict(min_scale_out=0),
-        dict(min_scale_out=9, max_scale_out=8), dict(step=0), dict(confidence=1.0),
-        dict(interference="sometimes"), dict(input_tolerance=-0.1),
+        dict(target_s=0.0),
+        dict(target_s=math.nan),
+        dict(min_scale_out=0),
+        dict(min_scale_out=9, max_scale_out=8),
+        dict(step=0),
+        dict(confidence=1.0),
+        dict(interference="sometimes"),
+        dict(input_tolerance=-0.1),
     ],
 )
 def test_bad_arguments_are_usage_errors(kw: dict[str, Any]) -> None:
@@ -382,8 +408,7 @@ def test_bad_arguments_are_usage_errors(kw: dict[str, Any]) -> None:
 # --- properties ----------------------------------------------------------------------------
 
 co_app = st.builds(
-    lambda i, job, age, progress, x: app(f"a{i}", job, NOW - age, progress=progress,
-                                         scale_out=x),
+    lambda i, job, age, progress, x: app(f"a{i}", job, NOW - age, progress=progress, scale_out=x),
     st.integers(0, 10**6),
     st.sampled_from(["wc", "sgd", None, "etl"]),
     st.floats(0.0, 3000.0),
@@ -414,8 +439,13 @@ def test_choice_is_smallest_and_monotone_in_interference(
 ) -> None:
     weak = AnalyticModel(theta, pooled=pooled)
     strong = AnalyticModel(theta, pooled=(pooled[0] * scale, pooled[1] * scale))
-    kw = dict(co_runners=apps, co_runner_histories=CO_HIST, target_s=target,
-              interference=strategy, confidence=confidence)
+    kw = dict(
+        co_runners=apps,
+        co_runner_histories=CO_HIST,
+        target_s=target,
+        interference=strategy,
+        confidence=confidence,
+    )
     p = plan_with(weak, **kw)
     # The smallest meeting the target, checked against the model itself.
     for c in p.candidates:
@@ -429,7 +459,10 @@ def test_choice_is_smallest_and_monotone_in_interference(
         assert c.meets_target == (decide <= target)
         assert all(0.0 <= r <= 1.0 for r in c.overlap_ratio.values())
     meeting = [c.scale_out for c in p.candidates if c.meets_target]
-    assert p.scale_out == (meeting[0] if meeting else 64)
+    decides = [(c.upper_s if confidence is not None else c.predicted_s) for c in p.candidates]
+    fastest = max(c.scale_out for c, d in zip(p.candidates, decides, strict=True)
+                  if d == min(decides))  # fmt: skip
+    assert p.scale_out == (meeting[0] if meeting else fastest)
     assert p.feasible == bool(meeting)
     assert p.overlap_converged in (True, None)
     # More interference never lowers the scale-out.
@@ -468,8 +501,15 @@ def test_planning_64_candidates_3_co_runners_is_fast() -> None:
 # --- with the real runtime models ----------------------------------------------------------
 
 
-def _synthetic(job: str, n: int, theta: tuple[float, float], co: str | None, seed: int,
-               a: float = 0.4, b: float = 4.0) -> list[dict[str, Any]]:
+def _synthetic(
+    job: str,
+    n: int,
+    theta: tuple[float, float],
+    co: str | None,
+    seed: int,
+    a: float = 0.4,
+    b: float = 4.0,
+) -> list[dict[str, Any]]:
     """Runs of f(x) = θ0 + θ1/x slowed by (a + b/x)·ov, with 2 % noise."""
     rng = np.random.default_rng(seed)
     out = []
@@ -487,8 +527,16 @@ def test_with_real_models_on_synthetic_history() -> None:
     sgd = _synthetic("sgd", 24, (40.0, 4000.0), "wc", 1)
     wc = _synthetic("wc", 24, (100.0, 8000.0), "sgd", 2)
     apps = [app("w1", "wc", NOW - 200, scale_out=8), app("u1", None, NOW - 50)]
-    kw = dict(job="sgd", history=sgd, now=NOW, target_s=300.0, min_scale_out=1,
-              max_scale_out=64, co_runners=apps, co_runner_histories={"wc": wc})
+    kw = dict(
+        job="sgd",
+        history=sgd,
+        now=NOW,
+        target_s=300.0,
+        min_scale_out=1,
+        max_scale_out=64,
+        co_runners=apps,
+        co_runner_histories={"wc": wc},
+    )
     plans = {s: plan(interference=s, **kw) for s in ("none", "paper", "joint")}
     for s, p in plans.items():
         assert p.phase == "model", s
@@ -529,8 +577,14 @@ def test_below_the_observed_range_the_cautious_bound_decides() -> None:
     from cobell_cli.model import fit_runtime_model
 
     runs = [
-        {"id": i, "job": "flat", "scale_out": x, "runtime_s": 100.0 * (1 + 0.01 * (i % 3)),
-         "status": "succeeded", "started_at": float(i)}
+        {
+            "id": i,
+            "job": "flat",
+            "scale_out": x,
+            "runtime_s": 100.0 * (1 + 0.01 * (i % 3)),
+            "status": "succeeded",
+            "started_at": float(i),
+        }
         for i, x in enumerate([20, 24, 28, 32, 36, 40] * 2)
     ]
     model = fit_runtime_model(runs)
@@ -541,3 +595,26 @@ def test_below_the_observed_range_the_cautious_bound_decides() -> None:
     assert 10 <= chosen.scale_out <= 20
     _, high = model.predict_interval([chosen.scale_out])
     assert high[0] <= 150.0
+
+
+def test_infeasible_target_past_the_sweet_spot_reserves_the_fastest() -> None:
+    """Runtime with a minimum at 16 (overheads grow past it): do not reserve 64 then."""
+    from cobell_cli.model import fit_runtime_model
+
+    runs = [
+        {
+            "id": i,
+            "job": "u",
+            "scale_out": x,
+            "runtime_s": 20 + 1600 / x + 3.0 * x,
+            "status": "succeeded",
+            "started_at": float(i),
+        }
+        for i, x in enumerate([4, 8, 12, 16, 24, 32, 48, 64] * 2)
+    ]
+    p = plan(job="u", history=runs, now=1e9, target_s=50.0, min_scale_out=4, max_scale_out=64,
+             fit=fit_runtime_model)  # fmt: skip
+    assert not p.feasible
+    assert 16 <= p.scale_out <= 32  # near the true optimum x = sqrt(1600/3) ≈ 23
+    assert p.predicted_s == min(c.predicted_s for c in p.candidates)
+    assert "fastest predicted" in p.reason
