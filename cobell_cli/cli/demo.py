@@ -30,7 +30,7 @@ def _show(argv: list[str]) -> None:
 def demo(
     ctx: typer.Context,
     target_runtime: float = typer.Option(
-        45.0, "--target-runtime", "-t", metavar="SECONDS", help="Target of the demo job."
+        60.0, "--target-runtime", "-t", metavar="SECONDS", help="Target of the demo job."
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="Local Spark workers."),
     cores_per_worker: int = typer.Option(4, "--cores-per-worker", min=1, help="Cores each."),
@@ -43,7 +43,7 @@ def demo(
 ) -> None:
     """Start a local Spark cluster, seed the history, start a co-runner, and submit a real job.
 
-    Example: cobell demo --target-runtime 45
+    Example: cobell demo --target-runtime 60
     """
     import os
     import subprocess
