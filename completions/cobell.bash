@@ -283,14 +283,14 @@ _cobell() {
                 esac ;;
             "cobell cluster apps")
                 case "$opt" in
-                    --cluster) COMPREPLY=($(compgen -W 'auto yarn standalone none' -- "$cur")) ;;
+                    --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
                     --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell cluster check")
                 case "$opt" in
-                    --cluster) COMPREPLY=($(compgen -W 'auto yarn standalone none' -- "$cur")) ;;
+                    --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
                     --ca-bundle) _cobell_complete_files ;;

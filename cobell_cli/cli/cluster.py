@@ -7,19 +7,22 @@ from typing import Any
 
 import typer
 
-from cobell_cli.cli.common import info, settings, warn
+from cobell_cli.cli.common import (
+    CaBundleOpt,
+    ClusterOpt,
+    RmUrlOpt,
+    StandaloneUrlOpt,
+    cluster_flags,
+    connect_cluster,
+    info,
+    settings,
+    warn,
+)
 
 app = typer.Typer(
     help="Show what cobell sees on the cluster: running apps and the RM/master it asks.",
     no_args_is_help=True,
 )
-
-_CLUSTER_HELP = (
-    "Where co-runners are read from: auto, yarn, standalone, none. [env: COBELL_CLUSTER]"
-)
-_RM_HELP = "YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL, comma-separated]"
-_MASTER_HELP = "Spark standalone master web UI URL. [env: COBELL_STANDALONE_URL]"
-_CA_HELP = "CA bundle that verifies the RM's TLS certificate. [env: COBELL_CA_BUNDLE]"
 
 APP_COLUMNS = [
     "app_id",
@@ -41,16 +44,8 @@ def _connect(
     standalone_url: str | None,
     ca_bundle: str | None,
 ) -> Any:
-    from cobell_cli.cluster import connect
-
-    resolved = settings(
-        ctx,
-        cluster=cluster,
-        rm_url=rm_url or None,
-        standalone_url=standalone_url,
-        ca_bundle=ca_bundle,
-    )
-    return connect(resolved, _known_jobs(ctx))
+    flags = cluster_flags(cluster, rm_url, standalone_url, ca_bundle)
+    return connect_cluster(settings(ctx, **flags), _known_jobs(ctx))
 
 
 def _known_jobs(ctx: typer.Context) -> list[str]:
@@ -77,14 +72,10 @@ def _progress(value: float | None) -> str | None:
 @app.command("apps")
 def apps(
     ctx: typer.Context,
-    cluster: str | None = typer.Option(
-        None, "--cluster", metavar="auto|yarn|standalone|none", help=_CLUSTER_HELP
-    ),
-    rm_url: list[str] | None = typer.Option(None, "--rm-url", metavar="URL", help=_RM_HELP),
-    standalone_url: str | None = typer.Option(
-        None, "--standalone-url", metavar="URL", help=_MASTER_HELP
-    ),
-    ca_bundle: str | None = typer.Option(None, "--ca-bundle", metavar="FILE", help=_CA_HELP),
+    cluster: ClusterOpt = None,
+    rm_url: RmUrlOpt = None,
+    standalone_url: StandaloneUrlOpt = None,
+    ca_bundle: CaBundleOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List the running apps as cobell sees them, and the job each one maps to.
@@ -129,14 +120,10 @@ def apps(
 @app.command("check")
 def check(
     ctx: typer.Context,
-    cluster: str | None = typer.Option(
-        None, "--cluster", metavar="auto|yarn|standalone|none", help=_CLUSTER_HELP
-    ),
-    rm_url: list[str] | None = typer.Option(None, "--rm-url", metavar="URL", help=_RM_HELP),
-    standalone_url: str | None = typer.Option(
-        None, "--standalone-url", metavar="URL", help=_MASTER_HELP
-    ),
-    ca_bundle: str | None = typer.Option(None, "--ca-bundle", metavar="FILE", help=_CA_HELP),
+    cluster: ClusterOpt = None,
+    rm_url: RmUrlOpt = None,
+    standalone_url: StandaloneUrlOpt = None,
+    ca_bundle: CaBundleOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
 ) -> None:
     """Ask the cluster once: which RM/master answered, its HA state, auth mode and latency.
