@@ -452,3 +452,10 @@ def test_submit_usage_errors_start_nothing(tmp_path: Path, extra: list[str], nee
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and "Traceback" not in proc.stderr
     assert not marker.exists()
+
+
+def test_command_without_double_dash_gets_a_hint(tmp_path: Path) -> None:
+    result = cobell("--db", tmp_path / "h.db", "submit", "-j", "x", "-t", "5", "spark-submit",
+                    "--master", "yarn", "app.py")  # fmt: skip
+    assert result.exit_code == 2
+    assert "No such option: --master" in result.stderr and "goes after `--`" in result.stderr

@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> None:
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else "cobell"
             message = exc.format_message().rstrip(".")
+            if where.endswith(" submit") and message.startswith("No such option"):
+                message += "; the job's command goes after `--`: cobell submit -j JOB -t S -- CMD"
             typer.echo(f"cobell: error: {message}; see `{where} --help`", err=True)
             sys.exit(exc.exit_code)
         if debug:
