@@ -523,7 +523,7 @@ def _synthetic(
 
 
 def test_with_real_models_on_synthetic_history() -> None:
-    model_mod = pytest.importorskip("cobell_cli.model", reason="runtime models not present")
+    import cobell_cli.model as model_mod
     sgd = _synthetic("sgd", 24, (40.0, 4000.0), "wc", 1)
     wc = _synthetic("wc", 24, (100.0, 8000.0), "sgd", 2)
     apps = [app("w1", "wc", NOW - 200, scale_out=8), app("u1", None, NOW - 50)]
