@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 _HIDDEN_TEXT = {"", "N/A", "n/a", "null"}
@@ -28,3 +29,17 @@ def epoch_ms_to_s(value: Any) -> float | None:
     """Epoch milliseconds to seconds; 0, negative and hidden values are None (not set)."""
     ms = number_or_none(value)
     return ms / 1000.0 if ms is not None and ms > 0 else None
+
+
+def app_identity(raw: Any) -> tuple[str, str, str] | None:
+    """(app id, name, upper-case state) of one app record; None when it has no usable id."""
+    if not isinstance(raw, Mapping):
+        return None
+    app_id = text_or_none(raw.get("id"))
+    if app_id is None:
+        return None
+    return (
+        app_id,
+        text_or_none(raw.get("name")) or "",
+        (text_or_none(raw.get("state")) or "UNKNOWN").upper(),
+    )

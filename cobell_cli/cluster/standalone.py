@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
+from cobell_cli.cluster.fields import app_identity
 from cobell_cli.cluster.fields import epoch_ms_to_s as _epoch_s
 from cobell_cli.cluster.fields import number_or_none as _number
 from cobell_cli.cluster.fields import text_or_none as _text
@@ -40,13 +41,10 @@ def parse_app(
     cores_per_executor: int = 1,
 ) -> RunningApp | None:
     """One app of the master's activeapps/completedapps list; None without an id."""
-    if not isinstance(raw, Mapping):
+    identity = app_identity(raw)
+    if identity is None:
         return None
-    app_id = _text(raw.get("id"))
-    if app_id is None:
-        return None
-    name = _text(raw.get("name")) or ""
-    state = (_text(raw.get("state")) or "UNKNOWN").upper()
+    app_id, name, state = identity
     started_at = _epoch_s(raw.get("starttime"))
     duration_ms = _number(raw.get("duration"))
     finished_at = None

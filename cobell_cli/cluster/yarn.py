@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
+from cobell_cli.cluster.fields import app_identity
 from cobell_cli.cluster.fields import epoch_ms_to_s as _epoch_s
 from cobell_cli.cluster.fields import number_or_none as _number
 from cobell_cli.cluster.fields import text_or_none as _text
@@ -67,13 +68,10 @@ def parse_app(
     patterns: Mapping[str, Any] | None = None,
 ) -> RunningApp | None:
     """One element of the RM's `app` list as a RunningApp; None without a usable id."""
-    if not isinstance(raw, Mapping):
+    identity = app_identity(raw)
+    if identity is None:
         return None
-    app_id = _text(raw.get("id"))
-    if app_id is None:
-        return None
-    name = _text(raw.get("name")) or ""
-    state = (_text(raw.get("state")) or "UNKNOWN").upper()
+    app_id, name, state = identity
     tags = split_tags(raw.get("applicationTags"))
     return RunningApp(
         app_id=app_id,
