@@ -23,6 +23,12 @@ from tests.yarn_standin import StandinRM
 PY = sys.executable
 
 
+def toy_submit_argv(db: Path, command: list[str], *extra: str) -> list[str]:
+    """`cobell submit` of job `toy` (target 5 s, no cluster) as a process's argv."""
+    return [PY, "-m", "cobell_cli", "--db", str(db), "submit", "-j", "toy", "-t", "5",
+            "--cluster", "none", *extra, "--", *command]  # fmt: skip
+
+
 def submit(db: Path, *args: str, command: list[str], **kw) -> subprocess.CompletedProcess[str]:
     return cobell_process("--db", db, "submit", *args, "--", *command, **kw)
 
@@ -167,26 +173,7 @@ def test_log_file_gets_the_output(tmp_path: Path) -> None:
 def test_sixteen_concurrent_submits_share_one_history(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     cobell("--db", db, "history", "jobs")  # nothing yet
-    args = [
-        PY,
-        "-m",
-        "cobell_cli",
-        "--db",
-        str(db),
-        "submit",
-        "-j",
-        "toy",
-        "-t",
-        "5",
-        "--cluster",
-        "none",
-        "--json",
-        "--",
-        PY,
-        "-c",
-        "import time; time.sleep(0.2)",
-        "{scale_out}",
-    ]
+    args = toy_submit_argv(db, [PY, "-c", "import time; time.sleep(0.2)", "{scale_out}"], "--json")
     procs = [
         subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(16)
@@ -219,22 +206,7 @@ def test_kill_9_leaves_a_consistent_history_and_the_run_becomes_lost(tmp_path: P
     started = tmp_path / "started"
     cmd = [PY, "-c", f"import time; open({str(started)!r},'w'); time.sleep(60)", "{scale_out}"]
     proc = subprocess.Popen(
-        [
-            PY,
-            "-m",
-            "cobell_cli",
-            "--db",
-            str(db),
-            "submit",
-            "-j",
-            "toy",
-            "-t",
-            "5",
-            "--cluster",
-            "none",
-            "--",
-            *cmd,
-        ],
+        toy_submit_argv(db, cmd),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -266,26 +238,7 @@ def test_sigint_reaches_the_child_and_the_run_is_killed(tmp_path: Path) -> None:
         time.sleep(60)
     """)
     proc = subprocess.Popen(
-        [
-            PY,
-            "-m",
-            "cobell_cli",
-            "--db",
-            str(db),
-            "submit",
-            "-j",
-            "toy",
-            "-t",
-            "5",
-            "--cluster",
-            "none",
-            "--json",
-            "--",
-            PY,
-            "-c",
-            script,
-            "{scale_out}",
-        ],
+        toy_submit_argv(db, [PY, "-c", script, "{scale_out}"], "--json"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
