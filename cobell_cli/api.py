@@ -6,7 +6,7 @@ The CLI commands are thin layers over these functions; tools of your own can cal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -139,20 +139,3 @@ def measured_overlaps(
             "overlap_ratio": round(min(max(overlap_s / runtime_s, 0.0), 1.0), 6),
         }
     return list(rows.values())
-
-
-def known_jobs(history: History) -> list[str]:
-    return history.job_names()
-
-
-def plan_summary(prediction: Prediction) -> Mapping[str, Any]:
-    p = prediction.plan
-    return {
-        "job": p.job,
-        "scale_out": p.scale_out,
-        "predicted_s": p.predicted_s,
-        "target_s": p.target_s,
-        "phase": p.phase,
-        "feasible": p.feasible,
-        "reason": p.reason,
-    }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -56,10 +55,6 @@ def open_history(ctx: typer.Context, *, create: bool = True) -> History:
     from cobell_cli.store import History
 
     return History.open(settings(ctx).db_path, create=create)
-
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()
 
 
 # -- options shared by the commands that ask the cluster ------------------------------------
