@@ -1,0 +1,47 @@
+"""The measured overlap recorded after a run (what the next model is trained on)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cobell_cli.api import measured_overlaps
+from cobell_cli.cluster.base import RunningApp
+
+
+def app(app_id: str, start: float | None, end: float | None, job: str | None = "wc") -> RunningApp:
+    return RunningApp(app_id, "n", job, "u", "q", "RUNNING", start, end, scale_out=4)
+
+
+def test_partial_full_disjoint_and_still_running() -> None:
+    rows = measured_overlaps(100.0, 200.0, [
+        app("a", 50.0, 150.0),     # overlaps our first half
+        app("b", 120.0, 130.0),    # inside
+        app("c", 10.0, 90.0),      # ended before we started
+        app("d", 180.0, None),     # still running at our end
+        app("e", None, None),      # start hidden by ACLs: cannot be measured
+    ])  # fmt: skip
+    by_id = {r["co_runner_app_id"]: r for r in rows}
+    assert set(by_id) == {"a", "b", "d"}
+    assert by_id["a"]["overlap_s"] == 50.0 and by_id["a"]["overlap_ratio"] == 0.5
+    assert by_id["b"]["overlap_ratio"] == pytest.approx(0.1)
+    assert by_id["d"]["overlap_s"] == 20.0 and by_id["d"]["co_runner_finished_at"] is None
+    assert by_id["a"]["co_runner_job"] == "wc" and by_id["a"]["co_runner_scale_out"] == 4
+
+
+def test_same_app_listed_twice_counts_once() -> None:
+    rows = measured_overlaps(0.0, 10.0, [app("a", 0.0, None), app("a", 0.0, 5.0)])
+    assert len(rows) == 1
+
+
+times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+
+
+@given(start=times, length=st.floats(0.001, 1e5), a=times, b=st.none() | times)
+def test_overlap_ratio_is_a_fraction_of_our_runtime(start, length, a, b) -> None:
+    end = start + length
+    rows = measured_overlaps(start, end, [app("x", a, b if b is None else max(a, b))])
+    for row in rows:
+        assert 0 < row["overlap_s"] <= length + 1e-3
+        assert 0 <= row["overlap_ratio"] <= 1
