@@ -236,9 +236,12 @@ def play(strategy: str, world: World, setup: RunSetup, curves: Mapping[str, Curv
         assert job.finish_s is not None
         others = [a for a in as_apps if a.app_id != app.app_id]
         rows = measured_overlaps(job.start_s, job.finish_s, others)
+        mine_now = job.job == target  # what `cobell submit` records for the planned job
         world.add(job.job, scale_out=job.scale_out, runtime_s=job.finish_s - job.start_s,
                   started_at=job.start_s, finished_at=job.finish_s,
-                  target_s=target_s if job.job == target else None, overlaps=_by_job(rows))
+                  target_s=target_s if mine_now else None, overlaps=_by_job(rows),
+                  predicted_s=predicted if mine_now else None,
+                  model=phase if mine_now else None)
     mine = world.histories[target][-1]
     return RunRecord(setup.index, strategy, setup.co_jobs, x, mine["runtime_s"], target_s,
                      phase, predicted, sum(mine["overlaps"].values()), first_contact)

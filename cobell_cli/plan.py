@@ -168,6 +168,7 @@ class Plan:
     model: Mapping[str, Any] | None = None
     overlap_iterations: int | None = None
     overlap_converged: bool | None = None
+    calibration: Mapping[str, Any] | None = None  # the job's own prediction record, if used
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -380,17 +381,35 @@ def plan(
         return _search_plan(runs, candidates, apps, warnings, common)
     phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
     return _model_plan(
-        model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn,
-        warnings, common, confidence, tol_s, max_iter,
+        model,
+        phase,
+        runs,
+        candidates,
+        apps,
+        co_runner_histories or {},
+        fit_fn,
+        warnings,
+        common,
+        confidence,
+        tol_s,
+        max_iter,
     )
 
 
 def _ignored_views(apps: Sequence[RunningApp], note: str) -> tuple[CoRunnerView, ...]:
     return tuple(
         CoRunnerView(
-            app_id=a.app_id, job=a.job, has_history=False, source="ignored",
-            started_at=a.started_at, scale_out=a.scale_out, progress=a.progress,
-            predicted_end_at=None, overlap_s=None, overlap_ratio=None, note=note,
+            app_id=a.app_id,
+            job=a.job,
+            has_history=False,
+            source="ignored",
+            started_at=a.started_at,
+            scale_out=a.scale_out,
+            progress=a.progress,
+            predicted_end_at=None,
+            overlap_s=None,
+            overlap_ratio=None,
+            note=note,
         )
         for a in apps
     )
@@ -525,9 +544,16 @@ def _model_plan(
         inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
         base = np.asarray(model.predict(xs, None), dtype=float)
         pred = predict_overlaps(
-            xs, base, model.interference, job, inputs, now,
+            xs,
+            base,
+            model.interference,
+            job,
+            inputs,
+            now,
             mode="paper" if strategy == "paper" else "joint",
-            target_s=target_s, tol_s=tol_s, max_iter=max_iter,
+            target_s=target_s,
+            tol_s=tol_s,
+            max_iter=max_iter,
         )
         overlaps = pred.overlaps_per_candidate()
     predicted = np.asarray(model.predict(xs, overlaps), dtype=float)
@@ -536,6 +562,11 @@ def _model_plan(
         np.asarray(b, dtype=float)
         for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
     )
+    calibration = outcome_calibration(runs, interval_conf)
+    if calibration is not None:
+        # The job's own record of how far real runtimes landed from what the model planned
+        # (interference, cluster drift, model error) bounds the runtime too: take the wider.
+        upper = np.maximum(upper, predicted * calibration["ratio_quantile"])
     decide = upper if confidence is not None else predicted
     # Below the smallest observed scale-out the model can only bound the runtime (between no
     # and linear speed-up); judge those candidates on the cautious bound, or a flat history
@@ -605,8 +636,17 @@ def _model_plan(
         for j, c in enumerate(candidates)
     )
     reason = _model_reason(
-        phase, strategy, chosen, feasible, predicted[i], upper[i], confidence, target_s,
-        candidates, len(apps) if pred is not None else 0, common["usable_runs"],
+        phase,
+        strategy,
+        chosen,
+        feasible,
+        predicted[i],
+        upper[i],
+        confidence,
+        target_s,
+        candidates,
+        len(apps) if pred is not None else 0,
+        common["usable_runs"],
     )
     if not feasible:
         warnings.append(
@@ -630,8 +670,38 @@ def _model_plan(
         model=_jsonable(model.describe()),
         overlap_iterations=int(np.max(pred.iterations)) if pred is not None else None,
         overlap_converged=bool(np.all(pred.converged)) if pred is not None else None,
+        calibration=calibration,
         **common,
     )
+
+
+CALIBRATION_MIN_RUNS = 5  # fewer recorded outcomes say too little about the error's tail
+CALIBRATION_RECENT_RUNS = 30  # the model improves as history grows: judge it on recent runs
+
+
+def outcome_calibration(
+    runs: Sequence[Mapping[str, Any]], confidence: float
+) -> dict[str, Any] | None:
+    """A conformal bound on runtime / predicted from the job's earlier model-planned runs.
+
+    `cobell submit` records the prediction it planned on (`predicted_s`, `model` = phase) next to
+    the measured runtime, so their ratios are the model's real out-of-sample errors. The
+    ceil((n + 1)·p)-th smallest of n ratios bounds the next one with probability >= p
+    (split conformal, no distributional assumption); None when there are too few.
+    """
+    ratios = [
+        float(r["runtime_s"]) / float(r["predicted_s"])
+        for r in runs
+        if r.get("model") == "model"
+        and (r.get("predicted_s") or 0) > 0
+        and (r.get("runtime_s") or 0) > 0
+    ][-CALIBRATION_RECENT_RUNS:]
+    n = len(ratios)
+    if n < CALIBRATION_MIN_RUNS:
+        return None
+    rank = math.ceil((n + 1) * confidence)
+    quantile = max(ratios) if rank > n else sorted(ratios)[rank - 1]
+    return {"runs": n, "confidence": confidence, "ratio_quantile": quantile}
 
 
 def _finite(v: float) -> float | None:
@@ -660,9 +730,7 @@ def _model_reason(
             " ignoring co-runners (Bell)" if strategy == "none" else " with no co-runner running"
         )
     else:
-        kind = (
-            "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
-        )
+        kind = "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
         how = f"the runtime model with the overlap of {n_co} co-runner(s) ({kind})"
     if feasible:
         return (
