@@ -126,8 +126,8 @@ def measured_overlaps(
         if app.started_at is None:
             continue
         end = app.finished_at if app.finished_at is not None else finished_at
-        overlap_s = min(end, finished_at) - max(app.started_at, started_at)
-        if overlap_s <= 0 or runtime_s <= 0:
+        overlap_s = round(min(end, finished_at) - max(app.started_at, started_at), 3)
+        if overlap_s <= 0 or runtime_s <= 0:  # under a millisecond is clock noise, not overlap
             continue
         rows[app.app_id] = {
             "co_runner_app_id": app.app_id,
@@ -135,7 +135,7 @@ def measured_overlaps(
             "co_runner_scale_out": app.scale_out,
             "co_runner_started_at": app.started_at,
             "co_runner_finished_at": app.finished_at,
-            "overlap_s": round(overlap_s, 3),
+            "overlap_s": overlap_s,
             "overlap_ratio": round(min(max(overlap_s / runtime_s, 0.0), 1.0), 6),
         }
     return list(rows.values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cobell_cli.api import measured_overlaps
@@ -39,6 +39,7 @@ times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 
 
 @given(start=times, length=st.floats(0.001, 1e5), a=times, b=st.none() | times)
+@example(start=1e-12, length=1.0, a=1.0, b=None)  # a picosecond of overlap is none
 def test_overlap_ratio_is_a_fraction_of_our_runtime(start, length, a, b) -> None:
     end = start + length
     rows = measured_overlaps(start, end, [app("x", a, b if b is None else max(a, b))])
