@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI must be reproducible: the same examples every run (a failure found locally is kept in the
+# example database; CI replays none), and no per-example deadline on a shared, loaded machine.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 pytest_plugins = ("tests.yarn_standin", "tests.spark_support")
 
@@ -16,8 +24,6 @@ YARN_FIXTURES = SHARED / "fixtures" / "yarn"
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point XDG dirs into tmp and drop COBELL_* so the user's setup never leaks into tests."""
-    import os
-
     for key in list(os.environ):
         if key.startswith("COBELL_") or key in {"YARN_CONF_DIR", "HADOOP_CONF_DIR"}:
             monkeypatch.delenv(key, raising=False)
