@@ -21,6 +21,7 @@ from tests.cli_support import cobell, cobell_process
 from tests.yarn_standin import StandinRM
 
 PY = sys.executable
+TOY = ("-j", "toy", "-t", "10", "--cluster", "none")  # a job with no cluster to ask
 
 
 def toy_submit_argv(db: Path, command: list[str], *extra: str) -> list[str]:
@@ -106,12 +107,7 @@ def test_failed_job_exit_code_passes_through(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     proc = submit(
         db,
-        "-j",
-        "toy",
-        "-t",
-        "10",
-        "--cluster",
-        "none",
+        *TOY,
         "--json",
         command=[PY, "-c", "import sys; print('boom'); sys.exit(7)", "{scale_out}"],
     )
@@ -126,12 +122,7 @@ def test_missing_command_is_127_and_recorded(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     proc = submit(
         db,
-        "-j",
-        "toy",
-        "-t",
-        "10",
-        "--cluster",
-        "none",
+        *TOY,
         command=["/nonexistent/bin/job", "{scale_out}"],
     )
     assert proc.returncode == 127
@@ -151,12 +142,7 @@ def test_log_file_gets_the_output(tmp_path: Path) -> None:
     log = tmp_path / "job.log"
     proc = submit(
         tmp_path / "h.db",
-        "-j",
-        "toy",
-        "-t",
-        "10",
-        "--cluster",
-        "none",
+        *TOY,
         "--log-file",
         str(log),
         command=[
