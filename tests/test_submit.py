@@ -131,9 +131,7 @@ def test_missing_command_is_127_and_recorded(tmp_path: Path) -> None:
 
 
 def test_command_without_known_launcher_is_a_usage_error(tmp_path: Path) -> None:
-    proc = submit(
-        tmp_path / "h.db", "-j", "toy", "-t", "10", "--cluster", "none", command=["echo", "hello"]
-    )
+    proc = submit(tmp_path / "h.db", *TOY, command=["echo", "hello"])
     assert proc.returncode == 2 and "{scale_out}" in proc.stderr
     assert not (tmp_path / "h.db").exists() or runs(tmp_path / "h.db") == []
 
@@ -363,7 +361,7 @@ def test_input_size_is_measured_and_secrets_never_stored(tmp_path: Path) -> None
     (data / "a.csv").write_bytes(b"x" * 1000)
     (data / "part" / "b.csv").write_bytes(b"y" * 234)
     proc = submit(
-        db, "-j", "toy", "-t", "10", "--cluster", "none", "--input", str(data),
+        db, *TOY, "--input", str(data),
         command=[PY, "-c", "pass", "--conf", "spark.ssl.keyPassword=hunter2", "{scale_out}"],
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -386,7 +384,7 @@ def test_submit_usage_errors_start_nothing(tmp_path: Path, extra: list[str], nee
     marker = tmp_path / "ran"
     env = {"PATH": "/usr/bin:/bin"}  # no hdfs CLI
     command = [PY, "-c", f"open({str(marker)!r}, 'w')", "{scale_out}"]
-    args = ["-j", "toy", "-t", "10", "--cluster", "none", *extra]
+    args = [*TOY, *extra]
     proc = submit(tmp_path / "h.db", *args, command=command, env=env)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and "Traceback" not in proc.stderr
