@@ -12,17 +12,21 @@ Consistency rules, because cron jobs, terminals and killed processes all write h
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cobell_cli.errors import HistoryError, UsageError
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    import sqlite_utils
+
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 BUSY_TIMEOUT_S = 30.0
@@ -50,6 +54,23 @@ RUN_COLUMNS: dict[str, type] = {
     "command": str,
     "exit_code": int,
 }
+# The order of a job's runs in time: when it started, else when it was submitted.
+RECENCY = "coalesce(started_at, submitted_at)"
+# What planning and model fitting read of a run (`History.training_runs`).
+TRAINING_COLUMNS: tuple[str, ...] = (
+    "id",
+    "job",
+    "input_bytes",
+    "scale_out",
+    "submitted_at",
+    "started_at",
+    "finished_at",
+    "runtime_s",
+    "status",
+    "target_s",
+    "predicted_s",
+    "model",
+)
 COLOCATION_COLUMNS: dict[str, type] = {
     "co_runner_app_id": str,
     "co_runner_job": str,
@@ -105,8 +126,14 @@ def _migration_1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX colocations_run_id ON colocations (run_id)")
 
 
+def _migration_2(conn: sqlite3.Connection) -> None:
+    """An index in the order planning reads a job's runs, newest first, so a windowed read
+    does not sort the whole job's history."""
+    conn.execute(f"CREATE INDEX runs_job_recent ON runs (job, status, {RECENCY}, id)")
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migration_1,)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migration_1, _migration_2)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -131,11 +158,16 @@ class History:
     """A cobell history file; construct with History.open()."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
-        import sqlite_utils
-
         self.path = path
         self.conn = conn
-        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+
+    @functools.cached_property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils on our connection, built on first use: importing it costs ~0.1 s (it
+        probes for numpy and pandas), more than a whole cached `cobell predict` may take."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn, execute_plugins=False)
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -399,25 +431,40 @@ class History:
         return out
 
     def training_runs(
-        self, job: str, input_bytes: int | None = None, tolerance: float | None = None
+        self,
+        job: str,
+        input_bytes: int | None = None,
+        tolerance: float | None = None,
+        *,
+        window: int | None = None,
     ) -> list[dict[str, Any]]:
         """Succeeded runs of `job`, oldest first, with `overlaps` {co_runner_job: summed ratio}.
 
-        Input-size similarity is applied here only when both input_bytes and tolerance are given;
-        the planner applies its own rule otherwise.
+        `window` keeps the most recent N (None or 0: all): a recurring job's recent runs are
+        the relevant ones, and this read is what every `cobell predict` and `cobell submit`
+        pays for, so it goes through plain sqlite3, reads only the columns planning and
+        fitting need, and walks the `runs_job_recent` index. Input-size similarity is applied
+        here only when both input_bytes and tolerance are given; the planner applies its own
+        rule otherwise.
         """
-        sql = "SELECT * FROM runs WHERE job = ? AND status = 'succeeded' AND runtime_s > 0"
+        where = "job = ? AND status = 'succeeded' AND runtime_s > 0"
         params: list[Any] = [job]
         if input_bytes is not None and tolerance is not None:
-            sql += " AND input_bytes BETWEEN ? AND ?"
+            where += " AND input_bytes BETWEEN ? AND ?"
             params += [input_bytes * (1 - tolerance), input_bytes * (1 + tolerance)]
-        sql += " ORDER BY coalesce(started_at, submitted_at), id"
-        runs = list(self.db.query(sql, params))
+        newest = f"SELECT id FROM runs WHERE {where} ORDER BY {RECENCY} DESC, id DESC"
+        if window:
+            newest += f" LIMIT {int(window)}"
+        columns = ", ".join(TRAINING_COLUMNS)
+        rows = self.conn.execute(
+            f"SELECT {columns} FROM runs WHERE id IN ({newest}) ORDER BY {RECENCY}, id", params
+        )
+        runs = [dict(zip(TRAINING_COLUMNS, row, strict=True)) for row in rows]
         overlaps: dict[int, dict[str | None, float]] = {}
         for run_id, co_job, ratio in self.conn.execute(
-            "SELECT c.run_id, c.co_runner_job, c.overlap_ratio FROM colocations c "
-            "JOIN runs r ON r.id = c.run_id WHERE r.job = ? AND r.status = 'succeeded'",
-            (job,),
+            "SELECT run_id, co_runner_job, overlap_ratio FROM colocations "
+            f"WHERE run_id IN ({newest})",
+            params,
         ):
             per_run = overlaps.setdefault(run_id, {})
             per_run[co_job] = per_run.get(co_job, 0.0) + ratio

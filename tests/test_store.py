@@ -247,3 +247,44 @@ def test_runs_filters(tmp_path: Path) -> None:
         assert len(history.runs(status="failed")) == 1
         assert len(history.runs(since=5.0)) == 6
         assert [r["submitted_at"] for r in history.runs(job="b", newest_first=False)][:2] == [0, 2]
+
+
+def test_training_window_keeps_the_newest_runs_oldest_first(tmp_path: Path) -> None:
+    with History.open(tmp_path / "h.db") as history:
+        history.insert_runs(
+            [
+                run(
+                    runtime=100.0 + i,
+                    started_at=1000.0 - i,  # inserted newest first: id order is not time order
+                    colocations=[{"co_runner_job": "wc", "overlap_ratio": i / 10}],
+                )
+                for i in range(10)
+            ]
+        )
+        everything = history.training_runs("sgd")
+        newest = history.training_runs("sgd", window=3)
+    assert [r["started_at"] for r in everything] == [991.0 + i for i in range(10)]
+    assert newest == everything[-3:]
+    assert [r["overlaps"] for r in newest] == [{"wc": 0.2}, {"wc": 0.1}, {"wc": 0.0}]
+    # Planning reads no command line or reason: they can be long and are never modelled.
+    assert "command" not in newest[0] and newest[0]["scale_out"] == 8
+
+
+def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Path) -> None:
+    from cobell_cli.store import _migration_1
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    _migration_1(conn)
+    conn.execute(
+        "INSERT INTO runs (job, scale_out, runtime_s, status) VALUES ('sgd', 4, 9, 'succeeded')"
+    )
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with History.open(path) as history:
+        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        names = {r[0] for r in history.conn.execute("SELECT name FROM sqlite_master")}
+        assert "runs_job_recent" in names
+        assert [r["runtime_s"] for r in history.training_runs("sgd", window=5)] == [9.0]
