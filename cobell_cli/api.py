@@ -28,6 +28,7 @@ class Prediction:
     cluster_ok: bool
     co_runners: list[RunningApp] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    model_cache: dict[str, int] | None = None  # hits and misses; None when the cache is off
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -35,6 +36,7 @@ class Prediction:
             "cluster": self.cluster,
             "cluster_ok": self.cluster_ok,
             "warnings": [*self.plan.warnings, *self.warnings],
+            "model_cache": self.model_cache,
         }
 
 
@@ -83,10 +85,11 @@ def predict(
     exclude_app_ids: Iterable[str] = (),
 ) -> Prediction:
     """Plan the next run of `job` against the history and what runs on the cluster now."""
-    from cobell_cli.plan import plan
+    from cobell_cli.plan import DEFAULT_INTERVAL_CONFIDENCE, plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
-    runs = history.training_runs(job)
+    window = settings.history_window
+    runs = history.training_runs(job, window=window)
     if require_history and not runs and job not in history.job_names():
         raise UsageError(
             f"no runs of job {job!r} in the history {history.path}",
@@ -94,7 +97,17 @@ def predict(
         )
     apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
     co_jobs = sorted({a.job for a in apps if a.job})
-    co_histories = {name: history.training_runs(name) for name in co_jobs}
+    co_histories = {name: history.training_runs(name, window=window) for name in co_jobs}
+    cache = None
+    if settings.model_cache:
+        from cobell_cli.config import cache_dir
+        from cobell_cli.model_cache import ModelCache
+
+        cache = ModelCache(
+            cache_dir() / "models",
+            grid_max=settings.max_scale_out,
+            confidence=settings.confidence or DEFAULT_INTERVAL_CONFIDENCE,
+        )
     chosen = plan(
         job=job,
         history=runs,
@@ -108,8 +121,10 @@ def predict(
         input_tolerance=settings.input_tolerance,
         co_runners=apps,
         co_runner_histories=co_histories,
+        fit=cache.fit if cache is not None else None,
     )
-    return Prediction(chosen, description, ok, apps, warnings)
+    counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
+    return Prediction(chosen, description, ok, apps, warnings, counts)
 
 
 def measured_overlaps(

@@ -28,6 +28,12 @@ def config_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "cobell"
 
 
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+    return Path(base) / "cobell"
+
+
 def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -68,6 +74,15 @@ def _positive_int(value: Any) -> int:
     number = int(value)
     if number < 1:
         raise ValueError(f"must be >= 1, got {value!r}")
+    return number
+
+
+def _non_negative_int(value: Any) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"must be a whole number, got {value!r}")
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"must be >= 0, got {value!r}")
     return number
 
 
@@ -144,6 +159,19 @@ SETTINGS: tuple[Setting, ...] = (
         "history runs count as similar when their input size is within this fraction",
     ),
     Setting("job_patterns", _patterns, {}, "map other apps to jobs by name: JOB=REGEX,..."),
+    Setting(
+        "history_window",
+        _non_negative_int,
+        1000,
+        "plan and fit on the job's most recent N succeeded runs (0: all of them)",
+    ),
+    Setting(
+        "model_cache",
+        _bool,
+        True,
+        "reuse fitted models from $XDG_CACHE_HOME/cobell/models (keyed by the runs they were "
+        "fitted on; safe to delete)",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -1,0 +1,139 @@
+"""Fitted runtime models cached on disk, keyed by exactly the runs they were fitted on.
+
+A recurring job's history changes once per run but is planned on far more often (`cobell
+predict`, then `cobell submit`, retries, scripts). Fitting imports scipy (~0.35 s) and grows with
+the history; a cache hit answers from a `ModelTable` without importing numpy or scipy at all.
+
+Correctness does not depend on invalidation: the key hashes everything a fit reads (each run's
+status, scale-out, runtime and overlaps, in order), the scale-out grid, the interval confidence
+and the cobell version, so an entry can only ever answer for the very same data. Entries are
+written to a temporary file and renamed into place (a killed process leaves no half entry), and
+an entry that cannot be read is a miss. Deleting the directory is always safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cobell_cli import __version__
+from cobell_cli.model_table import ModelTable, tabulate
+
+MAX_ENTRIES = 256  # newest kept; one entry is a few kB
+
+FitFn = Callable[[Sequence[Mapping[str, Any]]], Any]
+
+
+def _default_fit(runs: Sequence[Mapping[str, Any]]) -> Any:
+    from cobell_cli.model import fit_runtime_model
+
+    return fit_runtime_model(runs)
+
+
+def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: float) -> str:
+    """Hash of what a fit depends on; float repr round-trips, so equal keys mean equal data."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(repr((__version__, grid_max, float(confidence))).encode())
+    for run in runs:
+        overlaps = run.get("overlaps") or {}
+        item = (run.get("status"), run.get("scale_out"), run.get("runtime_s"), *overlaps.items())
+        digest.update(repr(item).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+class ModelCache:
+    """A `fit` for `plan.plan()` that answers from the cache when it can.
+
+    `grid_max` is the largest whole scale-out tabulated (at least the largest run in the data);
+    `confidence` the interval confidence the planner will ask for.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        grid_max: int,
+        confidence: float,
+        fit: FitFn = _default_fit,
+    ) -> None:
+        self.directory = Path(directory)
+        self.grid_max = int(grid_max)
+        self.confidence = float(confidence)
+        self._fit = fit
+        self.hits = 0
+        self.misses = 0
+
+    def fit(self, runs: Sequence[Mapping[str, Any]]) -> Any:
+        """The fitted model (or its table); raises ValueError when the runs cannot be fitted."""
+        runs = list(runs)
+        grid_max = max([self.grid_max, *(int(r.get("scale_out") or 0) for r in runs)])
+        key = cache_key(runs, grid_max, self.confidence)
+        entry = self._load(key)
+        if entry is not None:
+            self.hits += 1
+            if "error" in entry:
+                raise ValueError(entry["error"])
+            return ModelTable.from_payload(entry["table"], fallback=lambda: self._fit(runs))
+        self.misses += 1
+        try:
+            model = self._fit(runs)
+        except ValueError as exc:
+            self._store(key, {"error": str(exc)})
+            raise
+        self._store(key, {"table": tabulate(model, grid_max, self.confidence).to_payload()})
+        return model
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    def _load(self, key: str) -> dict[str, Any] | None:
+        try:
+            entry = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            return None
+        if isinstance(entry.get("error"), str):
+            return entry
+        try:
+            ModelTable.from_payload(entry["table"])  # refuse a damaged entry up front
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+        return entry
+
+    def _store(self, key: str, entry: dict[str, Any]) -> None:
+        """Best effort: a cache that cannot be written (read-only home, full disk) is no cache."""
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump({"key": key, **entry}, fh, allow_nan=False)
+                os.replace(tmp, self._path(key))
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            self._prune()
+        except (OSError, ValueError):
+            return
+
+    def _prune(self) -> None:
+        entries = sorted(self.directory.glob("*.json"), key=_mtime, reverse=True)
+        for stale in entries[MAX_ENTRIES:]:
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
