@@ -127,6 +127,37 @@ def predict(
     return Prediction(chosen, description, ok, apps, warnings, counts)
 
 
+def warm_model_cache(
+    history: History,
+    settings: Settings,
+    *,
+    job: str,
+    target_s: float,
+    now: float,
+    input_bytes: int | None = None,
+) -> Prediction | None:
+    """Fit and cache the model the next run of `job` will be planned with, now that nobody waits.
+
+    The run just recorded changed the job's history, so the next `cobell submit` would refit
+    before it can launch; planning the next run here, with the same settings, leaves the model
+    in the cache instead. Co-runners do not change which runs are fitted, so none are asked for.
+    """
+    if not settings.model_cache:
+        return None
+    from cobell_cli.cluster.none import NoCluster
+
+    return predict(
+        history,
+        NoCluster("warming the model cache"),
+        settings,
+        job=job,
+        target_s=target_s,
+        now=now,
+        input_bytes=input_bytes,
+        require_history=False,
+    )
+
+
 def measured_overlaps(
     started_at: float, finished_at: float, apps: Sequence[RunningApp]
 ) -> list[dict[str, Any]]:

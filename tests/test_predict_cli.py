@@ -114,3 +114,56 @@ def test_confidence_never_lowers_the_scale_out(db: Path) -> None:
 def test_no_history_file_is_exit_5(tmp_path: Path) -> None:
     result = cobell("--db", tmp_path / "none.db", "predict", "-j", "x", "-t", "5")
     assert result.exit_code == 5 and "no history at" in result.stderr
+
+
+def test_a_cached_model_plans_exactly_as_a_fresh_fit(db: Path) -> None:
+    args = ("-j", "sgd", "-t", "300", "--max-scale-out", "24", "--cluster", "none")
+    fresh = predict_json(db, *args, "--confidence", "0.9")
+    cached = predict_json(db, *args, "--confidence", "0.9")
+    assert fresh.pop("model_cache") == {"hits": 0, "misses": 1}
+    assert cached.pop("model_cache") == {"hits": 1, "misses": 0}
+    assert cached.pop("now") >= fresh.pop("now")
+    assert cached == fresh  # every candidate, bound, reason and model description
+    assert predict_json(db, *args, "--confidence", "0.8")["model_cache"]["misses"] == 1
+
+
+def test_model_cache_off_and_history_window_from_the_environment(
+    db: Path, tmp_path: Path
+) -> None:
+    args = ("-j", "sgd", "-t", "300", "--cluster", "none")
+    env = {"COBELL_MODEL_CACHE": "off", "COBELL_HISTORY_WINDOW": "8"}
+    result = cobell("--db", db, "predict", "--json", *args, env=env)
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["model_cache"] is None
+    assert plan["usable_runs"] == 8 and plan["model"]["n_runs"] == 8
+    assert not (tmp_path / "xdg-cache" / "cobell").exists()
+    assert predict_json(db, *args)["usable_runs"] > 8  # default window: 1000 runs
+
+
+def test_cached_models_of_job_and_co_runner_plan_as_fresh_fits(
+    db: Path, yarn_rm: StandinRM
+) -> None:
+    from cobell_cli import api, config
+    from cobell_cli.cli.common import connect_cluster
+    from cobell_cli.store import History
+
+    now = yarn_rm.now_s = time.time()
+    yarn_rm.add_app(
+        "nightly wordcount",
+        tags="cobell,cobell-job:wordcount",
+        executors=10,
+        duration_s=3600,
+        start_s=now - 30,
+    )
+    settings = config.load({"db": str(db), "rm_url": [yarn_rm.url], "max_scale_out": 24})
+    with History.open(db) as history:
+        cluster = connect_cluster(settings, history.job_names())
+        fresh, cached = (
+            api.predict(history, cluster, settings, job="sgd", target_s=300, now=now).to_dict()
+            for _ in range(2)
+        )
+    assert fresh.pop("model_cache") == {"hits": 0, "misses": 2}  # sgd and wordcount
+    assert cached.pop("model_cache") == {"hits": 2, "misses": 0}
+    assert cached["co_runners"][0]["overlap_ratio"] > 0
+    assert cached == fresh

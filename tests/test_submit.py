@@ -396,3 +396,17 @@ def test_command_without_double_dash_gets_a_hint(tmp_path: Path) -> None:
                     "--master", "yarn", "app.py")  # fmt: skip
     assert result.exit_code == 2
     assert "No such option: --master" in result.stderr and "goes after `--`" in result.stderr
+
+
+def test_a_successful_run_leaves_the_next_runs_model_in_the_cache(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
+    assert cobell("--db", db, "history", "import", example).exit_code == 0
+    plan_args = ("-j", "sgd", "-t", "300", "--max-scale-out", "24", "--cluster", "none")
+    before = json.loads(cobell("--db", db, "predict", "--json", *plan_args).stdout)
+    done = submit(db, *plan_args, "--json", command=[PY, "-c", "pass", "{scale_out}"])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "succeeded"
+    nxt = cobell("--db", db, "predict", "--json", *plan_args)
+    assert json.loads(nxt.stdout)["model_cache"] == {"hits": 1, "misses": 0}
+    assert json.loads(nxt.stdout)["usable_runs"] == before["usable_runs"] + 1

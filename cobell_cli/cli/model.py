@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from cobell_cli.cli.common import info, open_history
+from cobell_cli.cli.common import info, open_history, settings
 
 app = typer.Typer(help="Show, evaluate and plot a job's runtime model.", no_args_is_help=True)
 
@@ -26,8 +26,9 @@ def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
     """The job's succeeded runs, or a UsageError that says how to find a job that has some."""
     from cobell_cli.errors import UsageError
 
+    window = settings(ctx).history_window  # the runs planning uses, so the model it uses
     with open_history(ctx, create=False) as history:
-        runs = history.training_runs(job)
+        runs = history.training_runs(job, window=window)
         known = history.job_names()
     if not runs:
         why = "has no succeeded runs" if job in known else "is not in the history"

@@ -25,6 +25,7 @@ from cobell_cli.cli.common import (
     TargetOpt,
     cluster_flags,
     info,
+    open_history,
     planning_flags,
     settings,
     warn,
@@ -212,4 +213,29 @@ def submit(
             f"{len(outcome.co_runners)} co-runner(s) recorded"
             + (f"; app {outcome.app_id}" if outcome.app_id else "")
         )
+    if outcome.status == "succeeded":
+        prepare_next_run(ctx, flags, job, target_runtime, size)
     raise typer.Exit(outcome.exit_code)
+
+
+def prepare_next_run(
+    ctx: typer.Context, flags: dict, job: str, target_s: float, input_bytes: int | None
+) -> None:
+    """Warm the model cache for the next submit; a failure here must not touch the exit code."""
+    import time
+
+    from cobell_cli import api
+    from cobell_cli.errors import CobellError
+
+    try:
+        with open_history(ctx, create=False) as history:
+            api.warm_model_cache(
+                history,
+                settings(ctx, **flags),
+                job=job,
+                target_s=target_s,
+                now=time.time(),
+                input_bytes=input_bytes,
+            )
+    except (CobellError, ValueError, OSError) as exc:
+        warn(f"model cache not warmed for the next run: {exc}")
