@@ -235,6 +235,7 @@ EXTRA_ENVIRONMENT = (
     ("YARN_CONF_DIR", "like HADOOP_CONF_DIR, looked at first"),
     ("XDG_DATA_HOME", "base of the history and local cluster directories (default ~/.local/share)"),
     ("XDG_CONFIG_HOME", "base of the config directory (default ~/.config)"),
+    ("XDG_CACHE_HOME", "base of the model cache directory (default ~/.cache)"),
 )
 
 FILES = (
@@ -243,6 +244,11 @@ FILES = (
         "$XDG_CONFIG_HOME/cobell/config.toml",
         "settings, one key per setting below ENVIRONMENT without the COBELL_ prefix, in lower "
         "case; --config or COBELL_CONFIG override the path",
+    ),
+    (
+        "$XDG_CACHE_HOME/cobell/models/",
+        "fitted runtime models, one JSON file per set of runs they were fitted on; always safe "
+        "to delete (COBELL_MODEL_CACHE=off stops using it)",
     ),
     (
         "$XDG_DATA_HOME/cobell/local-cluster/",
