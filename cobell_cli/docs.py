@@ -125,10 +125,22 @@ def _sorted_opts(opts: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(opts, key=lambda o: (o.startswith("--"), o)))
 
 
+def _type_facts(param: Any) -> tuple[tuple[Any, ...], bool, Any, Any]:
+    """(choices, is a path or file, min, max) across typer's two parameter models: a resolved
+    type descriptor (typer >= 0.29) or a click-style ParamType on `param.type` (earlier)."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None:
+        return tuple(desc.choices or ()), bool(desc.is_path or desc.is_file), param.min, param.max
+    kind = param.type
+    is_path = type(kind).__name__ in {"Path", "File", "TyperPath", "TyperFile"}
+    low, high = getattr(kind, "min", None), getattr(kind, "max", None)
+    return tuple(getattr(kind, "choices", None) or ()), is_path, low, high
+
+
 def _describe_param(param: Any) -> Param:
-    desc = param.type_descriptor
+    raw_choices, is_path, low, high = _type_facts(param)
     is_option = param.param_type_name == "option"
-    choices = tuple(_choice_text(c) for c in (desc.choices or ()))
+    choices = tuple(_choice_text(c) for c in raw_choices)
     metavar = param.metavar or ""
     if not choices and _CHOICE_METAVAR.match(metavar):
         choices = tuple(metavar.split("|"))
@@ -139,7 +151,7 @@ def _describe_param(param: Any) -> Param:
         kind = "job"
     elif choices:
         kind = "choice"
-    elif desc.is_path or desc.is_file or metavar.upper() in _FILE_METAVARS:
+    elif is_path or metavar.upper() in _FILE_METAVARS:
         kind = "file"
     elif not is_option and param.nargs == -1 and metavar.startswith("--"):
         kind = "command"  # everything after `--` is the job's own command line
@@ -149,12 +161,12 @@ def _describe_param(param: Any) -> Param:
         metavar = "|".join(choices) if choices else param.name.upper()
     multiple = bool(param.multiple or param.nargs == -1)
     notes: list[str] = []
-    if param.min is not None and param.max is not None:
-        notes.append(f"Between {param.min} and {param.max}.")
-    elif param.min is not None:
-        notes.append(f"At least {param.min}.")
-    elif param.max is not None:
-        notes.append(f"At most {param.max}.")
+    if low is not None and high is not None:
+        notes.append(f"Between {low} and {high}.")
+    elif low is not None:
+        notes.append(f"At least {low}.")
+    elif high is not None:
+        notes.append(f"At most {high}.")
     default = param.default
     if (
         is_option
