@@ -25,7 +25,7 @@ interference callables; nothing here reads the clock, the environment or a file.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -580,19 +580,3 @@ def _modelled_co_runner(
             0.0 if other == k else alpha(c.job) for other, c in enumerate(co_runners)
         ),
     )
-
-
-def overlap_summary(pred: OverlapPrediction, i: int) -> list[Mapping[str, object]]:
-    """Per co-runner view of candidate i, JSON-able (inf end -> None)."""
-    return [
-        {
-            "app_id": c.app_id,
-            "job": c.job,
-            "source": c.source,
-            "predicted_end_at": c.end_at[i] if math.isfinite(c.end_at[i]) else None,
-            "overlap_s": c.overlap_s[i],
-            "overlap_ratio": c.overlap_ratio[i],
-            "note": c.note,
-        }
-        for c in pred.co_runners
-    ]
