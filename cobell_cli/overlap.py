@@ -388,7 +388,9 @@ class _ModelledCoRunner:
     started_at: float
     base_s: float  # its runtime alone
     alpha_new: float  # the slow-down the new job causes it
-    alpha_pair: tuple[float, ...]  # the slow-down each co-runner causes it (0 from itself)
+    # (index, alpha, since) of each other co-runner that slows it down by alpha per second
+    # they run side by side, which they can from `since`, the later of their two starts
+    slowed_by: tuple[tuple[int, float, float], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +406,6 @@ class _JointMap:
     base_s: float  # the new job's runtime alone at this candidate
     alpha_new: tuple[float, ...]  # the slow-down each co-runner causes the new job here
     fixed_end: tuple[float, ...]  # ends known without solving (nan where modelled)
-    starts: tuple[float, ...]
     modelled: tuple[_ModelledCoRunner, ...]
 
     def ends(self, z: Sequence[float]) -> list[float]:
@@ -427,12 +428,8 @@ class _JointMap:
         d = self.overlaps_s(r, ends)
         t = [self.runtime_s(r, d)]
         for m, end in zip(self.modelled, z[1:], strict=True):
-            pair_s = (
-                max(min(end, end_o) - max(m.started_at, start_o), 0.0)
-                for end_o, start_o in zip(ends, self.starts, strict=True)
-            )
             slow = m.alpha_new * d[m.k] + sum(
-                a * p for a, p in zip(m.alpha_pair, pair_s, strict=True)
+                alpha * max(min(end, ends[o]) - since, 0.0) for o, alpha, since in m.slowed_by
             )
             t.append(m.started_at + m.base_s * (1.0 + slow / (end - m.started_at)))
         return t
@@ -441,7 +438,7 @@ class _JointMap:
         """Where T(z) lies for any z: every overlap ratio is in [0, 1]."""
         lo = [self.base_s] + [m.started_at + m.base_s for m in self.modelled]
         hi = [self.base_s * (1.0 + sum(self.alpha_new))] + [
-            m.started_at + m.base_s * (1.0 + m.alpha_new + sum(m.alpha_pair))
+            m.started_at + m.base_s * (1.0 + m.alpha_new + sum(a for _, a, _ in m.slowed_by))
             for m in self.modelled
         ]
         return lo, hi
@@ -506,7 +503,7 @@ def _joint(
             sources.append(source)
             fixed_end.append(end)
     solved = tuple(
-        _modelled_co_runner(k, app, starts[k], job, co_runners)
+        _modelled_co_runner(k, app, starts, job, co_runners)
         for k, app in enumerate(co_runners)
         if modelled[k]
     )
@@ -524,7 +521,6 @@ def _joint(
             base_s=base_s,
             alpha_new=tuple(a + b / x for a, b in slow_downs),
             fixed_end=tuple(fixed_end),
-            starts=tuple(starts),
             modelled=solved,
         )
         z, n_iter, done = _damped_fix_point(joint_map, *joint_map.box(), tol_s, max_iter)
@@ -560,10 +556,16 @@ def _joint(
 
 
 def _modelled_co_runner(
-    k: int, app: CoRunnerInput, started_at: float, job: str | None,
+    k: int,
+    app: CoRunnerInput,
+    starts: Sequence[float],
+    job: str | None,
     co_runners: Sequence[CoRunnerInput],
 ) -> _ModelledCoRunner:
-    """The slow-downs co-runner k suffers, from its own model at its own scale-out."""
+    """The slow-downs co-runner k suffers, from its own model at its own scale-out.
+
+    Co-runners that do not slow it down (alpha 0) are left out: they add nothing to its runtime.
+    """
     assert app.interference is not None and app.base_runtime_s is not None
     x_k = float(app.scale_out or 1.0)
 
@@ -571,12 +573,15 @@ def _modelled_co_runner(
         a, b = _slow_down(app.interference, other_job)  # type: ignore[arg-type]
         return a + b / x_k
 
+    slowed_by = [
+        (other, alpha(c.job), max(starts[k], starts[other]))
+        for other, c in enumerate(co_runners)
+        if other != k
+    ]
     return _ModelledCoRunner(
         k=k,
-        started_at=started_at,
+        started_at=starts[k],
         base_s=float(app.base_runtime_s),
         alpha_new=alpha(job),
-        alpha_pair=tuple(
-            0.0 if other == k else alpha(c.job) for other, c in enumerate(co_runners)
-        ),
+        slowed_by=tuple(pair for pair in slowed_by if pair[1] != 0.0),
     )
