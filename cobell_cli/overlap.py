@@ -566,11 +566,12 @@ def _modelled_co_runner(
 
     Co-runners that do not slow it down (alpha 0) are left out: they add nothing to its runtime.
     """
-    assert app.interference is not None and app.base_runtime_s is not None
+    interference, base_s = app.interference, app.base_runtime_s
+    assert interference is not None and base_s is not None
     x_k = float(app.scale_out or 1.0)
 
     def alpha(other_job: str | None) -> float:
-        a, b = _slow_down(app.interference, other_job)  # type: ignore[arg-type]
+        a, b = _slow_down(interference, other_job)
         return a + b / x_k
 
     slowed_by = [
@@ -581,7 +582,7 @@ def _modelled_co_runner(
     return _ModelledCoRunner(
         k=k,
         started_at=starts[k],
-        base_s=float(app.base_runtime_s),
+        base_s=float(base_s),
         alpha_new=alpha(job),
         slowed_by=tuple(pair for pair in slowed_by if pair[1] != 0.0),
     )
