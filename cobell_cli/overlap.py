@@ -7,7 +7,7 @@ more: the overlap is the fix-point of that loop. Two ways to find it live here:
   (one co-runner, the new job's runtime assumed equal to its runtime target C).
 * `predict_overlaps`: the generalisation cobell plans with. Several co-runners at once, each
   slowed by the new job and by the other co-runners, and the new job's runtime taken from its
-  own prediction at every candidate scale-out (a joint fix-point, vectorised over candidates).
+  own prediction at every candidate scale-out (a joint fix-point, solved per candidate).
   ``mode="paper"`` runs the published algorithm per co-runner behind the same interface.
 
 Convergence: every overlap ratio lies in [0, 1], so the joint map sends a box of runtimes into
@@ -25,11 +25,9 @@ interference callables; nothing here reads the clock, the environment or a file.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
-
-import numpy as np
 
 RuntimeFn = Callable[[float, float], float]
 """f(x, ov) -> seconds: a co-runner's runtime at scale-out x with overlap ratio ov (Algorithm 1)."""
@@ -205,9 +203,9 @@ class CoRunnerOverlap:
     app_id: str
     job: str | None
     source: Source
-    end_at: np.ndarray  # (n,) epoch s; +inf when it outlasts the new job
-    overlap_s: np.ndarray  # (n,)
-    overlap_ratio: np.ndarray  # (n,) overlap_s / the new job's runtime, in [0, 1]
+    end_at: tuple[float, ...]  # epoch s per candidate; +inf when it outlasts the new job
+    overlap_s: tuple[float, ...]
+    overlap_ratio: tuple[float, ...]  # overlap_s / the new job's runtime, in [0, 1]
     note: str | None = None
 
 
@@ -221,11 +219,11 @@ class OverlapPrediction:
     """
 
     mode: Literal["joint", "paper"]
-    scale_outs: np.ndarray  # (n,)
-    runtime_s: np.ndarray  # (n,)
+    scale_outs: tuple[float, ...]
+    runtime_s: tuple[float, ...]
     co_runners: tuple[CoRunnerOverlap, ...]
-    iterations: np.ndarray  # (n,) int
-    converged: np.ndarray  # (n,) bool
+    iterations: tuple[int, ...]
+    converged: tuple[bool, ...]
 
     def overlaps_by_job(self, i: int) -> dict[str | None, float]:
         """Model input for candidate i: ratios summed per co-runner job (None = unknown job).
@@ -234,21 +232,29 @@ class OverlapPrediction:
         """
         out: dict[str | None, float] = {}
         for c in self.co_runners:
-            out[c.job] = out.get(c.job, 0.0) + float(c.overlap_ratio[i])
+            out[c.job] = out.get(c.job, 0.0) + c.overlap_ratio[i]
         return out
 
     def overlaps_per_candidate(self) -> list[dict[str | None, float]]:
         return [self.overlaps_by_job(i) for i in range(len(self.scale_outs))]
 
 
-def _alpha(interference: InterferenceFn, job: str | None, x: np.ndarray) -> np.ndarray:
+def _slow_down(interference: InterferenceFn, job: str | None) -> tuple[float, float]:
+    """(a, b) of a co-runner of `job`, clipped at 0: interference never speeds a job up."""
     a, b = interference(job)
-    return np.maximum(a, 0.0) + np.maximum(b, 0.0) / x
+    return max(float(a), 0.0), max(float(b), 0.0)
+
+
+def _per_candidate(values: Iterable[float], what: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in values)
+    except TypeError as exc:  # a nested sequence: not one number per candidate
+        raise ValueError(f"{what} must be a flat sequence of numbers") from exc
 
 
 def predict_overlaps(
-    scale_outs: Sequence[float] | np.ndarray,
-    base_runtime_s: Sequence[float] | np.ndarray,
+    scale_outs: Iterable[float],
+    base_runtime_s: Iterable[float],
     interference: InterferenceFn,
     job: str | None,
     co_runners: Sequence[CoRunnerInput],
@@ -270,11 +276,11 @@ def predict_overlaps(
     model is wrong about this run: it falls back, like a co-runner without history, to its
     progress if meaningful, else to outlasting the new job.
     """
-    xs = np.asarray(scale_outs, dtype=float)
-    base = np.asarray(base_runtime_s, dtype=float)
-    if xs.shape != base.shape or xs.ndim != 1:
-        raise ValueError("scale_outs and base_runtime_s must be 1-d and of equal length")
-    if np.any(xs <= 0) or np.any(base <= 0):
+    xs = _per_candidate(scale_outs, "scale_outs")
+    base = _per_candidate(base_runtime_s, "base_runtime_s")
+    if len(xs) != len(base):
+        raise ValueError("scale_outs and base_runtime_s must be of equal length")
+    if any(x <= 0 for x in xs) or any(b <= 0 for b in base):
         raise ValueError("scale-outs and base runtimes must be > 0")
     if mode == "paper" and (target_s is None or target_s <= 0):
         raise ValueError("mode='paper' needs the runtime target target_s > 0")
@@ -294,7 +300,7 @@ def predict_overlaps(
         overdue = [
             k
             for k, c in enumerate(result.co_runners)
-            if c.source == "model" and bool(np.any(c.end_at <= now))
+            if c.source == "model" and any(end <= now for end in c.end_at)
         ]
         if not overdue:
             return result
@@ -312,8 +318,8 @@ def _fallback(app: CoRunnerInput, now: float) -> tuple[Source, float]:
 
 
 def _paper(
-    xs: np.ndarray,
-    base: np.ndarray,
+    xs: tuple[float, ...],
+    base: tuple[float, ...],
     interference: InterferenceFn,
     job: str | None,
     co_runners: Sequence[CoRunnerInput],
@@ -324,17 +330,18 @@ def _paper(
     tol_s: float,
     max_iter: int,
 ) -> OverlapPrediction:
+    """Algorithm 1 per co-runner with C = target: one overlap for every candidate."""
     n = len(xs)
     outs: list[CoRunnerOverlap] = []
-    iterations = np.zeros(n, dtype=int)
-    converged = np.ones(n, dtype=bool)
-    rc = np.zeros(n)
+    iterations = 0
+    converged = True
+    rc = [0.0] * n
     for k, app in enumerate(co_runners):
         if modelled[k]:
             assert app.interference is not None and app.base_runtime_s is not None
-            a, b = app.interference(job)
+            a, b = _slow_down(app.interference, job)
             x_k = float(app.scale_out or 1.0)
-            alpha_k = max(a, 0.0) + max(b, 0.0) / x_k
+            alpha_k = a + b / x_k
             base_k = float(app.base_runtime_s)
 
             def f(_x: float, ov: float, base_k: float = base_k, alpha_k: float = alpha_k) -> float:
@@ -344,37 +351,135 @@ def _paper(
             fp = predict_overlapping(f, x_k, start, now, target_s, tol_s=tol_s, max_iter=max_iter)
             source: Source = "model"
             end = fp.end_at
-            iterations = np.maximum(iterations, fp.iterations)
-            converged &= fp.converged
+            iterations = max(iterations, fp.iterations)
+            converged = converged and fp.converged
         else:
             source, end = _fallback(app, now)
         overlap_s = overlap_duration(end, now, target_s)
         ratio = overlap_s / target_s
-        rc = rc + _alpha(interference, app.job, xs) * ratio
+        a, b = _slow_down(interference, app.job)
+        rc = [rc_i + (a + b / x) * ratio for rc_i, x in zip(rc, xs, strict=True)]
         outs.append(
             CoRunnerOverlap(
                 app_id=app.app_id,
                 job=app.job,
                 source=source,
-                end_at=np.full(n, end),
-                overlap_s=np.full(n, overlap_s),
-                overlap_ratio=np.full(n, ratio),
+                end_at=(end,) * n,
+                overlap_s=(overlap_s,) * n,
+                overlap_ratio=(ratio,) * n,
                 note=notes[k],
             )
         )
     return OverlapPrediction(
         mode="paper",
         scale_outs=xs,
-        runtime_s=base * (1.0 + rc),
+        runtime_s=tuple(b * (1.0 + rc_i) for b, rc_i in zip(base, rc, strict=True)),
         co_runners=tuple(outs),
-        iterations=iterations,
-        converged=converged,
+        iterations=(iterations,) * n,
+        converged=(converged,) * n,
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _ModelledCoRunner:
+    """A co-runner whose end the joint fix-point solves for; its slow-downs do not change."""
+
+    k: int  # its index among all co-runners
+    started_at: float
+    base_s: float  # its runtime alone
+    alpha_new: float  # the slow-down the new job causes it
+    # (index, alpha, since) of each other co-runner that slows it down by alpha per second
+    # they run side by side, which they can from `since`, the later of their two starts
+    slowed_by: tuple[tuple[int, float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _JointMap:
+    """The joint map T at one candidate: z = (r, end of each modelled co-runner) -> T(z).
+
+    r is the new job's runtime; a co-runner's overlap with it is OVERLAPDURATION(end, now, r),
+    and modelled co-runners are slowed by the new job and by each other for as long as they
+    run side by side.
+    """
+
+    now: float
+    base_s: float  # the new job's runtime alone at this candidate
+    alpha_new: tuple[float, ...]  # the slow-down each co-runner causes the new job here
+    fixed_end: tuple[float, ...]  # ends known without solving (nan where modelled)
+    modelled: tuple[_ModelledCoRunner, ...]
+
+    def ends(self, z: Sequence[float]) -> list[float]:
+        out = list(self.fixed_end)
+        for m, end in zip(self.modelled, z[1:], strict=True):
+            out[m.k] = end
+        return out
+
+    def overlaps_s(self, r: float, ends: Sequence[float]) -> list[float]:
+        """OVERLAPDURATION(end, now, r) of every co-runner: its end clipped to [now, now + r]."""
+        return [min(max(end - self.now, 0.0), r) for end in ends]
+
+    def runtime_s(self, r: float, overlaps_s: Sequence[float]) -> float:
+        """The new job's runtime, slowed by each co-runner for its overlap ratio d_k / r."""
+        slow = sum(a * d for a, d in zip(self.alpha_new, overlaps_s, strict=True))
+        return self.base_s * (1.0 + slow / r)
+
+    def __call__(self, z: Sequence[float]) -> list[float]:
+        r, ends = z[0], self.ends(z)
+        d = self.overlaps_s(r, ends)
+        t = [self.runtime_s(r, d)]
+        for m, end in zip(self.modelled, z[1:], strict=True):
+            slow = m.alpha_new * d[m.k] + sum(
+                alpha * max(min(end, ends[o]) - since, 0.0) for o, alpha, since in m.slowed_by
+            )
+            t.append(m.started_at + m.base_s * (1.0 + slow / (end - m.started_at)))
+        return t
+
+    def box(self) -> tuple[list[float], list[float]]:
+        """Where T(z) lies for any z: every overlap ratio is in [0, 1]."""
+        lo = [self.base_s] + [m.started_at + m.base_s for m in self.modelled]
+        hi = [self.base_s * (1.0 + sum(self.alpha_new))] + [
+            m.started_at + m.base_s * (1.0 + m.alpha_new + sum(a for _, a, _ in m.slowed_by))
+            for m in self.modelled
+        ]
+        return lo, hi
+
+
+def _damped_fix_point(
+    step: Callable[[Sequence[float]], list[float]],
+    lo: list[float],
+    hi: list[float],
+    tol_s: float,
+    max_iter: int,
+) -> tuple[list[float], int, bool]:
+    """Iterate `step` from `lo` (no overlap yet, where Algorithm 1 starts) until it settles.
+
+    Damped (Krasnoselskii-Mann) steps: when a step flips direction in any component the
+    iterate is oscillating, so the step is halved; steady progress earns it back. `step` maps
+    the box [lo, hi] into itself, and the iterates stay in it.
+    """
+    z = list(lo)
+    prev_f = [0.0] * len(z)
+    damping = 1.0
+    for iterations in range(1, max_iter + 1):
+        t = step(z)
+        f = [t_c - z_c for t_c, z_c in zip(t, z, strict=True)]
+        if max(abs(f_c) for f_c in f) <= tol_s:
+            return t, iterations, True
+        if any(f_c * p_c < 0 for f_c, p_c in zip(f, prev_f, strict=True)):
+            damping = max(damping / 2, _MIN_DAMPING)
+        else:
+            damping = min(damping * 1.25, 1.0)
+        z = [
+            min(max(z_c + damping * f_c, lo_c), hi_c)
+            for z_c, f_c, lo_c, hi_c in zip(z, f, lo, hi, strict=True)
+        ]
+        prev_f = f
+    return z, max(max_iter, 0), False
+
+
 def _joint(
-    xs: np.ndarray,
-    base: np.ndarray,
+    xs: tuple[float, ...],
+    base: tuple[float, ...],
     interference: InterferenceFn,
     job: str | None,
     co_runners: Sequence[CoRunnerInput],
@@ -384,111 +489,58 @@ def _joint(
     tol_s: float,
     max_iter: int,
 ) -> OverlapPrediction:
-    n, k_all = len(xs), len(co_runners)
+    """Per candidate, the fix-point of the new job's runtime and the modelled co-runners' ends."""
     sources: list[Source] = []
-    starts = np.empty(k_all)
-    fixed_end = np.full(k_all, np.nan)
+    starts: list[float] = []
+    fixed_end: list[float] = []
     for k, app in enumerate(co_runners):
-        start = now if app.started_at is None else min(app.started_at, now)
-        starts[k] = start
+        starts.append(now if app.started_at is None else min(app.started_at, now))
         if modelled[k]:
             sources.append("model")
+            fixed_end.append(math.nan)
         else:
             source, end = _fallback(app, now)
             sources.append(source)
-            fixed_end[k] = end
-    m_idx = np.array([k for k in range(k_all) if modelled[k]], dtype=int)
-    n_m = len(m_idx)
-
-    # Slow-down coefficients, fixed for the whole iteration.
-    alpha_new = np.empty((n, k_all))  # what co-runner k does to the new job at candidate i
-    for k, app in enumerate(co_runners):
-        alpha_new[:, k] = _alpha(interference, app.job, xs)
-    base_m = np.empty(n_m)
-    alpha_m_new = np.empty(n_m)  # what the new job does to modelled co-runner m
-    alpha_m_pair = np.zeros((n_m, k_all))  # what co-runner k does to modelled co-runner m
-    for j, k in enumerate(m_idx):
-        app = co_runners[k]
-        assert app.interference is not None and app.base_runtime_s is not None
-        x_k = np.asarray(float(app.scale_out or 1.0))
-        base_m[j] = app.base_runtime_s
-        alpha_m_new[j] = float(_alpha(app.interference, job, x_k))
-        for other in range(k_all):
-            if other != k:
-                alpha_m_pair[j, other] = float(_alpha(app.interference, co_runners[other].job, x_k))
-    starts_m = starts[m_idx]
-
-    def step(
-        z: np.ndarray, base_sel: np.ndarray, alpha_sel: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One sweep of the joint map T for the rows given; z = [r, end of modelled co-runners]."""
-        r, e_m = z[:, 0], z[:, 1:]
-        ends = np.broadcast_to(fixed_end, (len(r), k_all)).copy()
-        ends[:, m_idx] = e_m
-        d = np.clip(ends - now, 0.0, r[:, None])  # OVERLAPDURATION(end_k, now, r), vectorised
-        t = np.empty_like(z)
-        t[:, 0] = base_sel * (1.0 + np.sum(alpha_sel * d, axis=1) / r)
-        if n_m:
-            r_m = e_m - starts_m  # (n, n_m) the co-runners' current runtimes
-            lo = np.maximum(starts_m[None, :, None], starts[None, None, :])
-            hi = np.minimum(e_m[:, :, None], ends[:, None, :])
-            pair_s = np.clip(hi - lo, 0.0, None)  # (n, n_m, k_all); self entries weigh 0
-            slow = alpha_m_new * d[:, m_idx] + np.sum(alpha_m_pair[None] * pair_s, axis=2)
-            t[:, 1:] = starts_m + base_m * (1.0 + slow / r_m)
-        return t, d
-
-    # Every overlap ratio is in [0, 1], so T maps this box into itself; iterates stay in it.
-    z_lo = np.column_stack([base, np.broadcast_to(starts_m + base_m, (n, n_m))])
-    z_hi = np.column_stack(
-        [
-            base * (1.0 + alpha_new.sum(axis=1)),
-            np.broadcast_to(
-                starts_m + base_m * (1.0 + alpha_m_new + alpha_m_pair.sum(axis=1)), (n, n_m)
-            ),
-        ]
+            fixed_end.append(end)
+    solved = tuple(
+        _modelled_co_runner(k, app, starts, job, co_runners)
+        for k, app in enumerate(co_runners)
+        if modelled[k]
     )
-    # Start where Algorithm 1 starts: no overlap yet.
-    z = z_lo.copy()
-    iterations = np.zeros(n, dtype=int)
-    converged = np.zeros(n, dtype=bool)
-    prev_f = np.zeros_like(z)
-    lam = np.ones(n)
-    active = np.arange(n)
-    for _ in range(max_iter):
-        if active.size == 0:
-            break
-        z_a = z[active]
-        t_a, _ = step(z_a, base[active], alpha_new[active])
-        f_a = t_a - z_a
-        res = np.max(np.abs(f_a), axis=1)
-        iterations[active] += 1
-        done = res <= tol_s
-        # Damped (Krasnoselskii-Mann) steps: a candidate whose step flips direction in any
-        # component is oscillating, so its step is halved; steady progress earns it back.
-        flipped = np.any(f_a * prev_f[active] < 0, axis=1)
-        lam_a = lam[active]
-        lam_a = np.where(flipped, np.maximum(lam_a / 2, _MIN_DAMPING), np.minimum(lam_a * 1.25, 1))
-        z_new = np.clip(z_a + lam_a[:, None] * f_a, z_lo[active], z_hi[active])
-        z_new = np.where(done[:, None], t_a, z_new)
-        z[active] = z_new
-        lam[active] = lam_a
-        prev_f[active] = f_a
-        converged[active[done]] = True
-        active = active[~done]
+    slow_downs = [_slow_down(interference, app.job) for app in co_runners]
 
-    r, e_m = z[:, 0], z[:, 1:]
-    _, d = step(z, base, alpha_new)
-    ends = np.broadcast_to(fixed_end, (n, k_all)).copy()
-    ends[:, m_idx] = e_m
-    runtime_s = base * (1.0 + np.sum(alpha_new * d, axis=1) / r)
+    runtime_s: list[float] = []
+    ends: list[list[float]] = []  # [candidate][co-runner]
+    overlaps_s: list[list[float]] = []
+    ratios: list[list[float]] = []
+    iterations: list[int] = []
+    converged: list[bool] = []
+    for x, base_s in zip(xs, base, strict=True):
+        joint_map = _JointMap(
+            now=now,
+            base_s=base_s,
+            alpha_new=tuple(a + b / x for a, b in slow_downs),
+            fixed_end=tuple(fixed_end),
+            modelled=solved,
+        )
+        z, n_iter, done = _damped_fix_point(joint_map, *joint_map.box(), tol_s, max_iter)
+        r, end_k = z[0], joint_map.ends(z)
+        d = joint_map.overlaps_s(r, end_k)
+        runtime_s.append(joint_map.runtime_s(r, d))
+        ends.append(end_k)
+        overlaps_s.append(d)
+        ratios.append([min(max(d_k / r, 0.0), 1.0) for d_k in d])
+        iterations.append(n_iter)
+        converged.append(done)
+
     outs = tuple(
         CoRunnerOverlap(
             app_id=app.app_id,
             job=app.job,
             source=sources[k],
-            end_at=ends[:, k].copy(),
-            overlap_s=d[:, k].copy(),
-            overlap_ratio=np.clip(d[:, k] / r, 0.0, 1.0),
+            end_at=tuple(row[k] for row in ends),
+            overlap_s=tuple(row[k] for row in overlaps_s),
+            overlap_ratio=tuple(row[k] for row in ratios),
             note=notes[k],
         )
         for k, app in enumerate(co_runners)
@@ -496,27 +548,41 @@ def _joint(
     return OverlapPrediction(
         mode="joint",
         scale_outs=xs,
-        runtime_s=runtime_s,
+        runtime_s=tuple(runtime_s),
         co_runners=outs,
-        iterations=iterations,
-        converged=converged,
+        iterations=tuple(iterations),
+        converged=tuple(converged),
     )
 
 
-def overlap_summary(pred: OverlapPrediction, i: int) -> list[Mapping[str, object]]:
-    """Per co-runner view of candidate i, JSON-able (inf end -> None)."""
-    rows: list[Mapping[str, object]] = []
-    for c in pred.co_runners:
-        end = float(c.end_at[i])
-        rows.append(
-            {
-                "app_id": c.app_id,
-                "job": c.job,
-                "source": c.source,
-                "predicted_end_at": end if math.isfinite(end) else None,
-                "overlap_s": float(c.overlap_s[i]),
-                "overlap_ratio": float(c.overlap_ratio[i]),
-                "note": c.note,
-            }
-        )
-    return rows
+def _modelled_co_runner(
+    k: int,
+    app: CoRunnerInput,
+    starts: Sequence[float],
+    job: str | None,
+    co_runners: Sequence[CoRunnerInput],
+) -> _ModelledCoRunner:
+    """The slow-downs co-runner k suffers, from its own model at its own scale-out.
+
+    Co-runners that do not slow it down (alpha 0) are left out: they add nothing to its runtime.
+    """
+    interference, base_s = app.interference, app.base_runtime_s
+    assert interference is not None and base_s is not None
+    x_k = float(app.scale_out or 1.0)
+
+    def alpha(other_job: str | None) -> float:
+        a, b = _slow_down(interference, other_job)
+        return a + b / x_k
+
+    slowed_by = [
+        (other, alpha(c.job), max(starts[k], starts[other]))
+        for other, c in enumerate(co_runners)
+        if other != k
+    ]
+    return _ModelledCoRunner(
+        k=k,
+        started_at=starts[k],
+        base_s=float(base_s),
+        alpha_new=alpha(job),
+        slowed_by=tuple(pair for pair in slowed_by if pair[1] != 0.0),
+    )

@@ -42,8 +42,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
-import numpy as np
-
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.errors import UsageError
 from cobell_cli.overlap import (
@@ -65,13 +63,16 @@ DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence dec
 
 
 class RuntimeModel(Protocol):
-    """The contract of `cobell_cli.model.fit_runtime_model`'s result that planning relies on."""
+    """The contract of `cobell_cli.model.fit_runtime_model`'s result that planning relies on.
 
-    def predict(self, scale_outs: Any, overlaps: Any = None) -> np.ndarray: ...
+    Predictions may come back as numpy arrays or plain lists: planning only iterates them.
+    """
+
+    def predict(self, scale_outs: Any, overlaps: Any = None) -> Iterable[float]: ...
 
     def predict_interval(
         self, scale_outs: Any, overlaps: Any = None, confidence: float = 0.9
-    ) -> tuple[np.ndarray, np.ndarray]: ...
+    ) -> tuple[Iterable[float], Iterable[float]]: ...
 
     def interference(self, job: str | None) -> tuple[float, float]: ...
 
@@ -175,17 +176,30 @@ class Plan:
 
 
 def _jsonable(value: Any) -> Any:
+    """Plain JSON values; numpy arrays and scalars (from a model's describe()) are recognised
+    by their `tolist`/`item` methods, so planning never has to import numpy."""
     if isinstance(value, Mapping):
         return {("null" if k is None else str(k)): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if hasattr(value, "tolist"):
         return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
+    if hasattr(value, "item"):
         return _jsonable(value.item())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _floats(values: Iterable[Any]) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)
+
+
+def _median(values: Sequence[float]) -> float:
+    """The middle value, or the mean of the middle two (statistics.median costs an import)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 # --- history selection ---------------------------------------------------------------------
@@ -499,11 +513,11 @@ def _co_runner_inputs(
         note = None
         x = app.scale_out
         if m is not None and x is None and runs:
-            x = int(np.median([r["scale_out"] for r in runs]))
+            x = int(_median([r["scale_out"] for r in runs]))
             note = f"scale-out unknown; assumed {x}, the median of its job's runs"
         base = None
         if m is not None and x is not None and x >= 1:
-            base = float(np.asarray(m.predict([x], None), dtype=float)[0])
+            base = _floats(m.predict([x], None))[0]
         inputs.append(
             CoRunnerInput(
                 app_id=app.app_id,
@@ -535,14 +549,14 @@ def _model_plan(
 ) -> Plan:
     job, now, target_s = common["job"], common["now"], common["target_s"]
     strategy: Strategy = common["strategy"]
-    xs = np.asarray(candidates, dtype=float)
+    xs = [float(c) for c in candidates]
     use_co = phase == "model" and strategy != "none" and bool(apps)
     pred: OverlapPrediction | None = None
     views: tuple[CoRunnerView, ...]
     overlaps: list[dict[str | None, float]] | None = None
     if use_co:
         inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
-        base = np.asarray(model.predict(xs, None), dtype=float)
+        base = _floats(model.predict(xs, None))
         pred = predict_overlaps(
             xs,
             base,
@@ -556,28 +570,32 @@ def _model_plan(
             max_iter=max_iter,
         )
         overlaps = pred.overlaps_per_candidate()
-    predicted = np.asarray(model.predict(xs, overlaps), dtype=float)
+    predicted = _floats(model.predict(xs, overlaps))
     interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
     lower, upper = (
-        np.asarray(b, dtype=float)
-        for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
+        _floats(b) for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
     )
     calibration = outcome_calibration(runs, interval_conf)
     if calibration is not None:
         # The job's own record of how far real runtimes landed from what the model planned
         # (interference, cluster drift, model error) bounds the runtime too: take the wider.
-        upper = np.maximum(upper, predicted * calibration["ratio_quantile"])
-    decide = upper if confidence is not None else predicted
-    # Below the smallest observed scale-out the model can only bound the runtime (between no
-    # and linear speed-up); judge those candidates on the cautious bound, or a flat history
-    # would make every smaller scale-out "meet" the target.
-    decide = np.where(xs < model.scale_out_range_[0], upper, decide)
-    meets = decide <= target_s
-    feasible = bool(np.any(meets))
+        q = calibration["ratio_quantile"]
+        upper = tuple(max(u, p * q) for u, p in zip(upper, predicted, strict=True))
+    # The point prediction decides, or the upper bound when a confidence is asked for. Below
+    # the smallest observed scale-out the model can only bound the runtime (between no and
+    # linear speed-up); judge those candidates on the cautious bound, or a flat history would
+    # make every smaller scale-out "meet" the target.
+    observed_from = model.scale_out_range_[0]
+    decide = [
+        u if x < observed_from or confidence is not None else p
+        for x, p, u in zip(xs, predicted, upper, strict=True)
+    ]
+    meets = [d <= target_s for d in decide]
+    feasible = any(meets)
     # Infeasible: the fastest predicted candidate, the largest among equals. That is the maximum
     # when runtime falls with scale-out, but not past a job's sweet spot (overheads, co-runners).
-    fastest = len(decide) - 1 - int(np.argmin(decide[::-1]))
-    i = int(np.argmax(meets)) if feasible else fastest
+    fastest_s = min(decide)
+    i = meets.index(True) if feasible else max(j for j, d in enumerate(decide) if d == fastest_s)
     chosen = candidates[i]
 
     if pred is not None:
@@ -592,8 +610,8 @@ def _model_plan(
                 scale_out=a.scale_out,
                 progress=a.progress,
                 predicted_end_at=_finite(by_app[a.app_id].end_at[i]),
-                overlap_s=float(by_app[a.app_id].overlap_s[i]),
-                overlap_ratio=float(by_app[a.app_id].overlap_ratio[i]),
+                overlap_s=by_app[a.app_id].overlap_s[i],
+                overlap_ratio=by_app[a.app_id].overlap_ratio[i],
                 note="; ".join(x for x in (note, by_app[a.app_id].note) if x) or None,
             )
             for a, inp, note in zip(apps, inputs, notes, strict=True)
@@ -605,10 +623,10 @@ def _model_plan(
                     f"co-runner {v.app_id} ({v.job or 'unknown job'}) assumed to run alongside "
                     f"the whole job: {why}"
                 )
-        if not bool(np.all(pred.converged)):
+        if not all(pred.converged):
             warnings.append(
                 f"the overlap fix-point did not converge within {max_iter} iterations for "
-                f"{int(np.sum(~pred.converged))} candidate(s); the last iterate is used"
+                f"{pred.converged.count(False)} candidate(s); the last iterate is used"
             )
     else:
         why = (
@@ -623,15 +641,15 @@ def _model_plan(
     cands = tuple(
         CandidatePrediction(
             scale_out=int(c),
-            predicted_s=float(predicted[j]),
-            lower_s=float(lower[j]),
-            upper_s=float(upper[j]),
+            predicted_s=predicted[j],
+            lower_s=lower[j],
+            upper_s=upper[j],
             overlap_ratio=(
-                {co.app_id: float(co.overlap_ratio[j]) for co in pred.co_runners}
+                {co.app_id: co.overlap_ratio[j] for co in pred.co_runners}
                 if pred is not None
                 else {}
             ),
-            meets_target=bool(meets[j]),
+            meets_target=meets[j],
         )
         for j, c in enumerate(candidates)
     )
@@ -659,17 +677,17 @@ def _model_plan(
         phase=phase,
         reason=reason,
         feasible=feasible,
-        predicted_s=float(predicted[i]),
-        lower_s=float(lower[i]),
-        upper_s=float(upper[i]),
+        predicted_s=predicted[i],
+        lower_s=lower[i],
+        upper_s=upper[i],
         interval_confidence=interval_conf,
         confidence=confidence,
         warnings=tuple(warnings),
         co_runners=views,
         candidates=cands,
         model=_jsonable(model.describe()),
-        overlap_iterations=int(np.max(pred.iterations)) if pred is not None else None,
-        overlap_converged=bool(np.all(pred.converged)) if pred is not None else None,
+        overlap_iterations=max(pred.iterations) if pred is not None else None,
+        overlap_converged=all(pred.converged) if pred is not None else None,
         calibration=calibration,
         **common,
     )
@@ -705,7 +723,6 @@ def outcome_calibration(
 
 
 def _finite(v: float) -> float | None:
-    v = float(v)
     return v if math.isfinite(v) else None
 
 
