@@ -44,6 +44,7 @@ from typing import Any, Literal, Protocol
 
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.errors import UsageError
+from cobell_cli.output import jsonable
 from cobell_cli.overlap import (
     MAX_ITER,
     TOL_S,
@@ -172,23 +173,7 @@ class Plan:
     calibration: Mapping[str, Any] | None = None  # the job's own prediction record, if used
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON values; numpy arrays and scalars (from a model's describe()) are recognised
-    by their `tolist`/`item` methods, so planning never has to import numpy."""
-    if isinstance(value, Mapping):
-        return {("null" if k is None else str(k)): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _jsonable(value.tolist())
-    if hasattr(value, "item"):
-        return _jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+        return jsonable(asdict(self))
 
 
 def _floats(values: Iterable[Any]) -> tuple[float, ...]:
@@ -685,7 +670,7 @@ def _model_plan(
         warnings=tuple(warnings),
         co_runners=views,
         candidates=cands,
-        model=_jsonable(model.describe()),
+        model=jsonable(model.describe()),
         overlap_iterations=max(pred.iterations) if pred is not None else None,
         overlap_converged=all(pred.converged) if pred is not None else None,
         calibration=calibration,

@@ -167,3 +167,26 @@ def test_cached_models_of_job_and_co_runner_plan_as_fresh_fits(
     assert cached.pop("model_cache") == {"hits": 2, "misses": 0}
     assert cached["co_runners"][0]["overlap_ratio"] > 0
     assert cached == fresh
+
+
+def test_a_cached_predict_loads_neither_numpy_nor_scipy_nor_sqlite_utils(db: Path) -> None:
+    import subprocess
+    import sys
+
+    args = ["--db", str(db), "predict", "-j", "sgd", "-t", "300", "--cluster", "none", "--json"]
+    probe = (
+        "import sys\n"
+        "from cobell_cli.cli import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'sqlite_utils') if m in sys.modules),"
+        " file=sys.stderr)\n"
+    )
+    loaded = []
+    for _ in range(2):  # a miss (fits: loads numpy and scipy), then a hit
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        loaded.append(proc.stderr.strip().splitlines()[-1])
+        assert json.loads(proc.stdout)["phase"] == "model"
+    assert loaded == ["['numpy', 'scipy']", "[]"]
