@@ -67,7 +67,10 @@ class RuntimeModel(Protocol):
     """The contract of `cobell_cli.model.fit_runtime_model`'s result that planning relies on.
 
     Predictions may come back as numpy arrays or plain lists: planning only iterates them.
+    `cobell_cli.model_table.ModelTable` (a cached model) honours the same contract.
     """
+
+    scale_out_range_: tuple[float, float]  # smallest and largest scale-out fitted on
 
     def predict(self, scale_outs: Any, overlaps: Any = None) -> Iterable[float]: ...
 
