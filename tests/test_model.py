@@ -147,6 +147,26 @@ def test_three_scale_outs_resist_one_wild_run() -> None:
     assert mape(truth, m.predict([8, 48])) < 5.0
 
 
+@pytest.mark.parametrize(("slowed", "factor"), [(0, 1.4), (1, 1.5), (2, 3.0)])
+def test_three_single_runs_one_straggler_is_rejected(slowed: int, factor: float) -> None:
+    """One of three single runs was delayed so much that joining it to the others needs
+    better than linear speed-up (or a cost growing faster than x): it must not bend the
+    curve through the other two (before, it was fitted like any run, by L1 with the others)."""
+    xs = [32, 36, 48]
+    runs = alone(xs)
+    runs[slowed]["runtime_s"] *= factor
+    m = fit_runtime_model(runs)
+    assert m.describe()["cv"]["rejected_scale_outs"] == [float(xs[slowed])]
+    others = [x for i, x in enumerate(xs) if i != slowed]
+    assert mape(f_true(others), m.predict(others)) < 1.0
+    assert mape(f_true([40, 60]), m.predict([40, 60])) < 5.0
+
+
+def test_three_plausible_single_runs_are_all_kept() -> None:
+    m = fit_runtime_model(alone([8, 24, 48]))
+    assert "rejected_scale_outs" not in m.describe()["cv"]
+
+
 def test_outlier_repetitions_do_not_move_the_fit() -> None:
     rng = np.random.default_rng(4)
     runs = [{"scale_out": int(x), "runtime_s": float(f_true([x])[0] * np.exp(rng.normal(0, .02)))}

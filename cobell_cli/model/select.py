@@ -28,7 +28,11 @@ from cobell_cli.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.model.interference import fit_interference, slowdown
 from cobell_cli.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
 from cobell_cli.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
-from cobell_cli.model.robust import regime_change_scale_outs, repetition_weights
+from cobell_cli.model.robust import (
+    physically_impossible_levels,
+    regime_change_scale_outs,
+    repetition_weights,
+)
 from cobell_cli.model.uncertainty import RelativeInterval
 
 GROWING = ("const", "lin")
@@ -114,6 +118,10 @@ class RuntimeModel:
         w = repetition_weights(x, y_alone)
         self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
         self.cv_: dict[str, Any] = {}
+        # Too few scale-outs for the regime check: a wild run is only seen against physics.
+        rejected = (physically_impossible_levels(x, y_alone, w)
+                    if levels.size < MIN_SCALE_OUTS_FOR_CV else [])
+        kept = ~np.isin(x, rejected)
         if self.regime_scale_outs_:
             rows = np.isin(x, self.regime_scale_outs_)
             _, v, _ = _levels(x[rows], y_alone[rows], w[rows])
@@ -122,15 +130,18 @@ class RuntimeModel:
                                                                   self.regime_scale_outs_)][0])
         if levels.size == 1:
             self._fit_single(x, y_alone, w)
-        elif levels.size == 2:
-            self._fit_pair(x, y_alone, w)
+        elif levels.size - len(rejected) == 2:
+            self._fit_pair(x[kept], y_alone[kept], w[kept])
         elif levels.size < MIN_SCALE_OUTS_FOR_CV:
             self._select_sparse(x, y_alone, w)
         else:
             self._select(x, y_alone, w)
+        if rejected:
+            self.cv_["rejected_scale_outs"] = rejected
         lo = np.array([self.scale_out_range_[0]])
         self.edge_runtime_s_ = float(self._inside(lo)[0])
-        self.edge_parallel_fraction_ = _edge_parallel_fraction(x, y_alone, w)
+        self.edge_parallel_fraction_ = _edge_parallel_fraction(x[kept], y_alone[kept],
+                                                               w[kept])
         return self
 
     def _fit_single(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
