@@ -81,6 +81,37 @@ def interval_coverage(data_dir: Path, protocol: str, seeds: list[int],
     return float(np.mean(inside)), float(np.quantile(log_err, 0.9))
 
 
+def sparse_breakdown(data_dir: Path, seeds: list[int]) -> list[dict[str, object]]:
+    """Per job on sparse3: Bell's and cobell's mean MAPE, and cobell's mean error on the test
+    runs below, inside and above the three training scale-outs (where the error comes from)."""
+    from cobell_cli.model.evaluate import splits
+    from cobell_cli.model.select import fit_runtime_model
+
+    rows = []
+    for f in sorted(data_dir.glob("*.csv")):
+        data = load(f)
+        where: dict[str, list[float]] = {"below": [], "inside": [], "above": []}
+        for seed in seeds:
+            for train, test in splits(data.scale_out, "sparse3", seed):
+                m = fit_runtime_model(data.subset(train))
+                x, y = data.scale_out[test], data.runtime_s[test]
+                ape = 100 * np.abs(m.predict(x) - y) / y
+                lo, hi = m.scale_out_range_
+                for key, mask in (("below", x < lo), ("inside", (x >= lo) & (x <= hi)),
+                                  ("above", x > hi)):
+                    where[key].extend(ape[mask])
+        res: dict[str, list[dict[str, float]]] = {}
+        for seed in seeds:
+            for name, per_split in evaluate(data, "sparse3", METHODS, seed).items():
+                res.setdefault(name, []).extend(per_split)
+        rows.append({"job": f.name.removesuffix(".csv"),
+                     **{m: summarise(res[m])["mean"] for m in ("bell", "cobell")},
+                     **{k: float(np.mean(v)) for k, v in where.items()},
+                     **{f"share_{k}": len(v) / sum(map(len, where.values()))
+                        for k, v in where.items()}})
+    return rows
+
+
 def fit_times(data_dir: Path) -> dict[str, float]:
     """Median wall time (ms) of fit_runtime_model for one Bell file and a co-located 1000."""
     from cobell_cli.model.select import fit_runtime_model
@@ -105,7 +136,8 @@ def fit_times(data_dir: Path) -> dict[str, float]:
 
 
 def render(results: dict, seeds_note: str, jobs_table: list[dict], timing: dict[str, float],
-           command: str, coverage: dict[str, tuple[float, float]] | None = None) -> str:
+           command: str, coverage: dict[str, tuple[float, float]] | None = None,
+           sparse_table: list[dict] | None = None) -> str:
     lines = [
         "# Runtime model accuracy on the Bell data",
         "",
@@ -134,6 +166,16 @@ def render(results: dict, seeds_note: str, jobs_table: list[dict], timing: dict[
               "| job | Ernest | Bell | cobell | noise floor |", "|---|---|---|---|---|"]
     for row in jobs_table:
         lines.append(f"| {row['job']} | " + " | ".join(f"{row[m]:.1f}" for m in COLUMNS) + " |")
+    if sparse_table:
+        share = sparse_table[0]
+        lines += ["", "Per job, sparse3 (seeds 0-9), mean MAPE %, and cobell's mean error on the"
+                  " test runs below / inside / above the three training scale-outs"
+                  f" ({share['share_below']:.0%} / {share['share_inside']:.0%} /"
+                  f" {share['share_above']:.0%} of them):", "",
+                  "| job | Bell | cobell | below | inside | above |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['job']} | " + " | ".join(f"{r[k]:.1f}" for k in
+                                                  ("bell", "cobell", "below", "inside", "above"))
+                  + " |" for r in sparse_table]
     if coverage:
         lines += ["", "Interval: share of test runs inside cobell's 90 % interval (nominal 0.90),"
                   " and the 90th percentile of |log(y/ŷ)| of the point prediction:", "",
@@ -167,8 +209,9 @@ def main(argv: list[str] | None = None) -> None:
         "extrap": interval_coverage(args.data, "extrap", [0]),
         "sparse3 (seeds 0-9)": interval_coverage(args.data, "sparse3", list(ROBUSTNESS_SEEDS)),
     }
+    sparse_table = [] if args.quick else sparse_breakdown(args.data, list(ROBUSTNESS_SEEDS))
     command = "python -m bench.accuracy" + (" --quick" if args.quick else "")
-    text = render(results, note, jobs_table, timing, command, coverage)
+    text = render(results, note, jobs_table, timing, command, coverage, sparse_table)
     print(text)
     if not args.quick:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -77,3 +77,49 @@ def regime_change_scale_outs(scale_out: np.ndarray, runtime_s: np.ndarray,
         if np.all(typical > REGIME_RATIO * implied):
             best = m
     return [float(v) for v in levels[:best]]
+
+
+
+# Slack beyond the physical bounds before two runs are judged incompatible. Chosen by
+# leave-one-job-out on the Bell data's sparse3 protocol (picked without the held-out job:
+# 1.05 in all six folds from {1.05, 1.1, 1.2, 1.5, off}); about 1.5 sigma of the difference of
+# two runs at the 2-5 % run-to-run noise of a quiet cluster.
+PHYSICAL_TOLERANCE = 1.05
+
+
+def physically_impossible_levels(scale_out: np.ndarray, runtime_s: np.ndarray,
+                                 weight: np.ndarray | None = None,
+                                 tolerance: float = PHYSICAL_TOLERANCE) -> list[float]:
+    """The scale-out whose runtime no plausible scale-out curve joins to the others, if any.
+
+    Between scale-outs x_i < x_j the runtime falls at most like linear speed-up
+    (y_j >= y_i·x_i/x_j) and grows at most linearly (y_j <= y_i·x_j/x_i, Ernest's steepest
+    term). A pair further apart than that (times `tolerance`) holds a run that does not show
+    the job's normal speed: a straggler, or a cliff (spilling at a small scale-out) that the
+    other scale-outs do not share. Either way it must not bend the curve through the others.
+    The level in the most such pairs is rejected; in a tie the slower run of the pair, since
+    on a shared cluster runs are far more often delayed than sped up. With a handful of single
+    runs this is the only evidence against a run; at most one level is rejected, so that the
+    curve keeps two.
+    """
+    w = np.ones_like(runtime_s) if weight is None else weight
+    levels, index = np.unique(scale_out, return_inverse=True)
+    if levels.size < 3:
+        return []
+    logy = np.log(runtime_s)
+    level_v = np.array([np.average(logy[index == j], weights=np.maximum(w[index == j], 1e-12))
+                        for j in range(levels.size)])
+    t = np.log(levels)
+    slack = np.log(tolerance)
+    conflicts = np.zeros(levels.size, int)
+    slow = np.zeros(levels.size, int)
+    for i in range(levels.size):
+        for j in range(i + 1, levels.size):
+            change = level_v[j] - level_v[i]
+            if abs(change) > t[j] - t[i] + slack:
+                conflicts[[i, j]] += 1
+                slow[i if change < 0 else j] += 1
+    if not conflicts.any():
+        return []
+    order = np.lexsort((level_v, slow, conflicts))  # most conflicts, then slow side, slowest
+    return [float(levels[order[-1]])]
