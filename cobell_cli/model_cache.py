@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +109,8 @@ class ModelCache:
 
     def _store(self, key: str, entry: dict[str, Any]) -> None:
         """Best effort: a cache that cannot be written (read-only home, full disk) is no cache."""
+        import tempfile  # only a miss writes; a hit should not pay for the import
+
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
