@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import t as scipy_t
 
 from cobell_cli.calibration import (
     JACKKNIFE_MAX_FITS,
     calibrated_upper,
-    conformal_quantile,
     jackknife_calibration,
     jackknife_ratios,
     outcome_calibration,
+    ratio_bound,
     stranger_factors,
+    student_t_quantile,
 )
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.plan import plan
@@ -64,13 +67,30 @@ def rec(i: int, ratio: float, model: str = "model") -> dict:
 # --- conformal quantile and the outcome record ---------------------------------------------
 
 
-def test_conformal_quantile_rank() -> None:
+def test_ratio_bound_is_conformal_when_the_record_reaches_the_rank() -> None:
     ratios = [1.3, 0.9, 1.0, 1.1, 1.2]
-    assert conformal_quantile(ratios, 0.5) == 1.1  # ceil(6 · 0.5) = 3rd smallest
-    assert conformal_quantile(ratios, 0.6) == 1.2  # ceil(6 · 0.6) = 4th smallest
-    assert conformal_quantile(ratios, 0.97) == 1.3  # rank 6 > n: the largest
+    assert ratio_bound(ratios, 0.5) == 1.1  # ceil(6 · 0.5) = 3rd smallest
+    assert ratio_bound(ratios, 0.6) == 1.2  # ceil(6 · 0.6) = 4th smallest
     with pytest.raises(ValueError):
-        conformal_quantile([], 0.9)
+        ratio_bound([], 0.9)
+
+
+def test_ratio_bound_beyond_the_largest_when_too_few_for_the_confidence() -> None:
+    """Five ratios cannot certify 97 %: the largest covers only 5/6, the bound must be above."""
+    ratios = [1.3, 0.9, 1.0, 1.1, 1.2]
+    logs = np.log(ratios)
+    t = scipy_t.ppf(0.97, 4)
+    expected = math.exp(logs.mean() + t * logs.std(ddof=1) * math.sqrt(1 + 1 / 5))
+    assert ratio_bound(ratios, 0.97) == pytest.approx(expected, rel=1e-3)
+    assert ratio_bound(ratios, 0.97) > max(ratios)
+    assert ratio_bound([1.05, 1.05, 1.05, 1.05], 0.97) == pytest.approx(1.05)  # no spread
+    assert ratio_bound([1.0, 1.2], 0.97) == 1.2  # too few for a spread: the largest
+
+
+@pytest.mark.parametrize("dof", [3, 5, 9, 29])
+@pytest.mark.parametrize("p", [0.8, 0.9, 0.97, 0.99])
+def test_student_t_quantile_matches_scipy(p: float, dof: int) -> None:
+    assert student_t_quantile(p, dof) == pytest.approx(scipy_t.ppf(p, dof), rel=5e-3)
 
 
 def test_outcome_calibration_is_a_conformal_quantile_of_recorded_errors() -> None:
@@ -82,7 +102,7 @@ def test_outcome_calibration_is_a_conformal_quantile_of_recorded_errors() -> Non
     assert cal is not None and cal["source"] == "outcomes"
     assert cal["runs"] == 10  # bootstrap-phase predictions ignored co-runners: not counted
     assert cal["ratio_quantile"] == sorted(ratios)[8]  # ceil(11 * 0.8) = 9th smallest
-    assert outcome_calibration(runs, 0.95)["ratio_quantile"] == max(ratios)
+    assert outcome_calibration(runs, 0.95)["ratio_quantile"] == ratio_bound(ratios, 0.95)
 
 
 # --- leave-one-out on the interference model -----------------------------------------------
