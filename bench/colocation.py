@@ -1,6 +1,7 @@
 """Allocation quality on a simulated shared cluster: CoBell's Section IV-D experiment, replayed.
 
-    python -m bench.colocation [--quick] [--data DIR] [--output-dir DIR]
+    python -m bench.colocation [--quick] [--seed N] [--other-seeds N ...] [--data DIR]
+                               [--output-dir DIR]
 
 Each strategy plans with `cobell_cli.plan.plan` (what `cobell submit` runs) and records what
 `cobell submit` records (`cobell_cli.api.measured_overlaps`); the ground truth is
@@ -15,7 +16,7 @@ import argparse
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -306,8 +307,37 @@ def goal_check(s: Mapping[str, float]) -> str:
     return "yes" if all(ok) else "no"
 
 
-def render(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]], cfg: Config,
-           command: str, elapsed_s: float, plots: Sequence[str] = ()) -> str:
+Results = Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]]
+
+
+def summary_rows(results: Results, seed: int | None = None) -> list[str]:
+    """One table row per variant, target job and strategy (the seed first when given)."""
+    rows = []
+    for (variant, target), per in results.items():
+        for strategy in STRATEGIES:
+            s = summarise(per[strategy], per["oracle"])
+            if not s["runs"]:
+                continue
+            n_fc, miss_fc = first_contact_summary(per[strategy])
+            goal = goal_check(s) if strategy != "oracle" else "-"
+            rows.append(
+                ("" if seed is None else f"| {seed} ")
+                + f"| {variant} | {target} | {LABELS[strategy]} | {s['runs']} |"
+                f" {s['over_share_pct']:.1f} | {s['p95_overshoot_pct']:.1f} |"
+                f" {s['max_overshoot_pct']:.1f} | {s['mean_scale_out']:.1f} |"
+                f" {s['scale_out_vs_oracle']:.2f} | {s['node_s_vs_oracle']:.2f} | {goal} |"
+                f" {miss_fc}/{n_fc} |"
+            )
+    return rows
+
+
+SUMMARY_HEADER = ("| variant | job | strategy | runs | over % | p95 overshoot % | max overshoot % |"
+                  " mean scale-out | scale-out / oracle | node-s / oracle | goal met | first"
+                  " contact missed |")
+
+
+def render(results: Results, cfg: Config, command: str, elapsed_s: float,
+           plots: Sequence[str] = (), other_seeds: Mapping[int, Results] | None = None) -> str:
     lines = [
         "# Allocation quality on a simulated shared cluster",
         "",
@@ -327,25 +357,10 @@ def render(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
         " to the oracle on the same runs. Goal: >= 95 % meet, max overshoot <= 5 %,"
         " node-s <= 1.10x oracle.",
         "",
-        "| variant | job | strategy | runs | over % | p95 overshoot % | max overshoot % |"
-        " mean scale-out | scale-out / oracle | node-s / oracle | goal met | first contact"
-        " missed |",
+        SUMMARY_HEADER,
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *summary_rows(results),
     ]
-    for (variant, target), per in results.items():
-        for strategy in STRATEGIES:
-            s = summarise(per[strategy], per["oracle"])
-            if not s["runs"]:
-                continue
-            n_fc, miss_fc = first_contact_summary(per[strategy])
-            goal = goal_check(s) if strategy != "oracle" else "-"
-            lines.append(
-                f"| {variant} | {target} | {LABELS[strategy]} | {s['runs']} |"
-                f" {s['over_share_pct']:.1f} | {s['p95_overshoot_pct']:.1f} |"
-                f" {s['max_overshoot_pct']:.1f} | {s['mean_scale_out']:.1f} |"
-                f" {s['scale_out_vs_oracle']:.2f} | {s['node_s_vs_oracle']:.2f} | {goal} |"
-                f" {miss_fc}/{n_fc} |"
-            )
     lines += ["", "First contact: post-bootstrap runs where some co-runner job had overlapped"
               f" fewer than {MIN_RUNS_MET} earlier runs of the target (missed/runs).", "",
               "Worst post-bootstrap run per strategy (largest overshoot):", "",
@@ -362,6 +377,12 @@ def render(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
             lines.append(f"| {variant} | {target} | {LABELS[strategy]} | {w.index} |"
                          f" {'+'.join(w.co_jobs)} | {w.scale_out} ({ref[w.index].scale_out}) |"
                          f" {pred} | {w.runtime_s:.0f} | {w.overlap_ratio:.2f} |")
+    if other_seeds:
+        lines += ["", "The same experiment with other seeds (other runs, co-runners, delays and"
+                  " noise; same code and constants), summary rows only:", "",
+                  "| seed " + SUMMARY_HEADER, "|---" * 13 + "|"]
+        for seed, res in other_seeds.items():
+            lines += summary_rows(res, seed)
     if plots:
         lines += ["", "Plots:", ""] + [f"- [{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
@@ -437,20 +458,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="sgd only, one and three co-runners, 5 runs per co-runner job; "
                              "prints, writes nothing")
+    parser.add_argument("--seed", type=int, default=Config.seed,
+                        help="draws of runs, co-runners, delays and noise; plots use this one")
+    parser.add_argument("--other-seeds", type=int, nargs="*", default=[], metavar="N",
+                        help="also run these seeds and add their summary rows")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    cfg = (Config(targets=("sgd",), variants=("single", "triple"), runs_per_interferer=5)
-           if args.quick else Config())
+    cfg = (Config(targets=("sgd",), variants=("single", "triple"), runs_per_interferer=5,
+                  seed=args.seed)
+           if args.quick else Config(seed=args.seed))
     started = time.perf_counter()
     results = run_experiment(cfg, args.data, progress=lambda m: print(m, flush=True))
+    others = {seed: run_experiment(replace(cfg, seed=seed), args.data,
+                                   progress=lambda m, s=seed: print(f"seed {s}: {m}", flush=True))
+              for seed in args.other_seeds}
     elapsed = time.perf_counter() - started
-    command = "python -m bench.colocation" + (" --quick" if args.quick else "")
+    command = " ".join(["python -m bench.colocation", *(["--quick"] if args.quick else []),
+                        *([f"--seed {args.seed}"] if args.seed != Config.seed else []),
+                        *(["--other-seeds", *map(str, args.other_seeds)]
+                          if args.other_seeds else [])])
     plots: list[str] = []
     if not args.quick:
         args.output_dir.mkdir(parents=True, exist_ok=True)
         plots = plot(results, args.output_dir)
-    text = render(results, cfg, command, elapsed, plots)
+    text = render(results, cfg, command, elapsed, plots, others)
     print(text)
     if not args.quick:
         (args.output_dir / "colocation.md").write_text(text)

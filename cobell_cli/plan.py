@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
+from cobell_cli.calibration import calibrated_upper
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.errors import UsageError
 from cobell_cli.output import jsonable
@@ -563,12 +564,20 @@ def _model_plan(
     lower, upper = (
         _floats(b) for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
     )
-    calibration = outcome_calibration(runs, interval_conf)
-    if calibration is not None:
-        # The job's own record of how far real runtimes landed from what the model planned
-        # (interference, cluster drift, model error) bounds the runtime too: take the wider.
-        q = calibration["ratio_quantile"]
-        upper = tuple(max(u, p * q) for u, p in zip(upper, predicted, strict=True))
+    # The interval knows only the scale-out curve's errors; widen it by the model's recorded
+    # (else leave-one-out) errors and for co-runners it has no (a, b) of their own.
+    upper_s, calibration = calibrated_upper(
+        runs=runs,
+        scale_outs=candidates,
+        predicted_s=predicted,
+        upper_s=upper,
+        overlaps=overlaps,
+        model=model,
+        fit=fit_fn,
+        confidence=interval_conf,
+        jackknife=phase == "model" and confidence is not None,
+    )
+    upper = tuple(upper_s)
     # The point prediction decides, or the upper bound when a confidence is asked for. Below
     # the smallest observed scale-out the model can only bound the runtime (between no and
     # linear speed-up); judge those candidates on the cautious bound, or a flat history would
@@ -679,35 +688,6 @@ def _model_plan(
         calibration=calibration,
         **common,
     )
-
-
-CALIBRATION_MIN_RUNS = 5  # fewer recorded outcomes say too little about the error's tail
-CALIBRATION_RECENT_RUNS = 30  # the model improves as history grows: judge it on recent runs
-
-
-def outcome_calibration(
-    runs: Sequence[Mapping[str, Any]], confidence: float
-) -> dict[str, Any] | None:
-    """A conformal bound on runtime / predicted from the job's earlier model-planned runs.
-
-    `cobell submit` records the prediction it planned on (`predicted_s`, `model` = phase) next to
-    the measured runtime, so their ratios are the model's real out-of-sample errors. The
-    ceil((n + 1)·p)-th smallest of n ratios bounds the next one with probability >= p
-    (split conformal, no distributional assumption); None when there are too few.
-    """
-    ratios = [
-        float(r["runtime_s"]) / float(r["predicted_s"])
-        for r in runs
-        if r.get("model") == "model"
-        and (r.get("predicted_s") or 0) > 0
-        and (r.get("runtime_s") or 0) > 0
-    ][-CALIBRATION_RECENT_RUNS:]
-    n = len(ratios)
-    if n < CALIBRATION_MIN_RUNS:
-        return None
-    rank = math.ceil((n + 1) * confidence)
-    quantile = max(ratios) if rank > n else sorted(ratios)[rank - 1]
-    return {"runs": n, "confidence": confidence, "ratio_quantile": quantile}
 
 
 def _finite(v: float) -> float | None:

@@ -105,6 +105,10 @@ def test_tiny_colocation_experiment_report(bell_dir):
     table = [line for line in text.splitlines() if line.startswith("| single ")]
     assert len(table) == 2 * len(co.STRATEGIES) - 1  # summaries, worst runs (not oracle)
     assert "nan" not in text and "inf" not in text
+    # Other seeds' summary rows follow, prefixed by their seed.
+    text = co.render(results, cfg, "test", 0.0, other_seeds={7: results})
+    assert len([line for line in text.splitlines() if line.startswith("| 7 | single ")]) == len(
+        co.STRATEGIES)
 
 
 def test_oracle_never_misses_when_feasible(bell_dir, curves):

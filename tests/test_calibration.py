@@ -1,0 +1,229 @@
+"""The upper runtime bound behind --confidence: recorded and leave-one-out errors, strangers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.stats import t as scipy_t
+
+from cobell_cli.calibration import (
+    JACKKNIFE_MAX_FITS,
+    calibrated_upper,
+    jackknife_calibration,
+    jackknife_ratios,
+    outcome_calibration,
+    ratio_bound,
+    stranger_factors,
+    student_t_quantile,
+)
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.plan import plan
+
+
+class PairModel:
+    """g(x, ov) = c/x · (1 + Σ (a_j + b_j/x)·ov_j) with named pairs and a pooled one, described
+    like fit_runtime_model's result ({"interference": {job: {a, b, runs}}}, "*" = pooled)."""
+
+    def __init__(self, c: float, pairs: Mapping[str, tuple[float, float]],
+                 pooled: tuple[float, float] | None = None) -> None:
+        self.c, self.pairs, self.pooled = c, dict(pairs), pooled
+        self.scale_out_range_ = (1.0, 64.0)
+
+    def interference(self, job: Any) -> tuple[float, float]:
+        if job in self.pairs:
+            return self.pairs[job]
+        return self.pooled or (0.0, 0.0)
+
+    def _factor(self, x: float, row: Mapping[Any, float]) -> float:
+        return 1.0 + sum((self.interference(j)[0] + self.interference(j)[1] / x) * ov
+                         for j, ov in row.items())
+
+    def predict(self, scale_outs: Any, overlaps: Any = None) -> np.ndarray:
+        xs = np.atleast_1d(np.asarray(scale_outs, dtype=float))
+        rows = ([{}] * xs.size if overlaps is None
+                else [overlaps] * xs.size if isinstance(overlaps, Mapping) else list(overlaps))
+        return np.array([self.c / x * self._factor(x, r) for x, r in zip(xs, rows, strict=True)])
+
+    def predict_interval(self, scale_outs: Any, overlaps: Any = None, confidence: float = 0.9,
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        p = self.predict(scale_outs, overlaps)
+        return 0.98 * p, 1.02 * p
+
+    def describe(self) -> dict:
+        named = {j: {"a": a, "b": b, "runs": 5} for j, (a, b) in self.pairs.items()}
+        if self.pooled is not None:
+            named["*"] = {"a": self.pooled[0], "b": self.pooled[1], "runs": 2}
+        return {"interference": named}
+
+
+def rec(i: int, ratio: float, model: str = "model") -> dict:
+    return {"id": i, "runtime_s": 100.0 * ratio, "predicted_s": 100.0, "model": model}
+
+
+# --- conformal quantile and the outcome record ---------------------------------------------
+
+
+def test_ratio_bound_is_conformal_when_the_record_reaches_the_rank() -> None:
+    ratios = [1.3, 0.9, 1.0, 1.1, 1.2]
+    assert ratio_bound(ratios, 0.5) == 1.1  # ceil(6 · 0.5) = 3rd smallest
+    assert ratio_bound(ratios, 0.6) == 1.2  # ceil(6 · 0.6) = 4th smallest
+    with pytest.raises(ValueError):
+        ratio_bound([], 0.9)
+
+
+def test_ratio_bound_beyond_the_largest_when_too_few_for_the_confidence() -> None:
+    """Five ratios cannot certify 97 %: the largest covers only 5/6, the bound must be above."""
+    ratios = [1.3, 0.9, 1.0, 1.1, 1.2]
+    logs = np.log(ratios)
+    t = scipy_t.ppf(0.97, 4)
+    expected = math.exp(logs.mean() + t * logs.std(ddof=1) * math.sqrt(1 + 1 / 5))
+    assert ratio_bound(ratios, 0.97) == pytest.approx(expected, rel=1e-3)
+    assert ratio_bound(ratios, 0.97) > max(ratios)
+    assert ratio_bound([1.05, 1.05, 1.05, 1.05], 0.97) == pytest.approx(1.05)  # no spread
+    assert ratio_bound([1.0, 1.2], 0.97) == 1.2  # too few for a spread: the largest
+
+
+@pytest.mark.parametrize("dof", [3, 5, 9, 29])
+@pytest.mark.parametrize("p", [0.8, 0.9, 0.97, 0.99])
+def test_student_t_quantile_matches_scipy(p: float, dof: int) -> None:
+    assert student_t_quantile(p, dof) == pytest.approx(scipy_t.ppf(p, dof), rel=5e-3)
+
+
+def test_outcome_calibration_is_a_conformal_quantile_of_recorded_errors() -> None:
+    few = [rec(i, 1.1) for i in range(4)]
+    assert outcome_calibration(few, 0.9) is None  # too few to say anything
+    ratios = [0.95, 1.0, 1.02, 1.05, 1.1, 1.2, 0.9, 1.0, 1.3, 0.98]
+    runs = [rec(i, r) for i, r in enumerate(ratios)] + [rec(99, 5.0, "bootstrap-parametric")]
+    cal = outcome_calibration(runs, 0.8)
+    assert cal is not None and cal["source"] == "outcomes"
+    assert cal["runs"] == 10  # bootstrap-phase predictions ignored co-runners: not counted
+    assert cal["ratio_quantile"] == sorted(ratios)[8]  # ceil(11 * 0.8) = 9th smallest
+    assert outcome_calibration(runs, 0.95)["ratio_quantile"] == ratio_bound(ratios, 0.95)
+
+
+# --- leave-one-out on the interference model -----------------------------------------------
+
+
+def _runs(truth: PairModel, spec: Sequence[tuple[int, dict[str, float]]]) -> list[dict]:
+    return [{"id": i, "scale_out": x, "overlaps": ov,
+             "runtime_s": float(truth.predict([x], ov)[0])} for i, (x, ov) in enumerate(spec)]
+
+
+def mean_pair_fit(runs: Sequence[Mapping[str, Any]]) -> PairModel:
+    """A real (if crude) estimator: c from the runs alone, one pooled a for all co-runners by
+    least squares of runtime·x/c - 1 on the summed overlap."""
+    alone = [r for r in runs if not r["overlaps"]]
+    if not alone:
+        raise ValueError("no run without co-runners")
+    c = float(np.mean([r["runtime_s"] * r["scale_out"] for r in alone]))
+    shared = [r for r in runs if r["overlaps"]]
+    num = sum((r["runtime_s"] * r["scale_out"] / c - 1) * sum(r["overlaps"].values())
+              for r in shared)
+    den = sum(sum(r["overlaps"].values()) ** 2 for r in shared)
+    return PairModel(c, {}, (max(num / den, 0.0) if den else 0.0, 0.0))
+
+
+def test_jackknife_sees_interference_error_the_curve_cannot() -> None:
+    truth = PairModel(3000.0, {"grep": (0.05, 0.0), "pagerank": (0.6, 0.0)})
+    spec = [(10, {}), (20, {}), (30, {}), (15, {"grep": 1.0}), (25, {"grep": 1.0}),
+            (12, {"grep": 1.0}), (18, {"pagerank": 1.0})]
+    ratios = jackknife_ratios(_runs(truth, spec), mean_pair_fit)
+    assert len(ratios) == len(spec)
+    assert ratios[:3] == pytest.approx([1.0] * 3)  # the curve alone is exact
+    # Fitted without it, the pooled a is grep's 0.05: the pagerank run is predicted at 1.05
+    # times its solo runtime, not 1.6. The fitted curve's own residuals would all be zero.
+    assert ratios[-1] == pytest.approx(1.6 / 1.05)
+    cal = jackknife_calibration(_runs(truth, spec), mean_pair_fit, 0.9)
+    assert cal is not None and cal["source"] == "jackknife" and cal["runs"] == 7
+    assert cal["ratio_quantile"] == pytest.approx(1.6 / 1.05)
+
+
+def test_jackknife_needs_runs_and_skips_folds_it_cannot_fit() -> None:
+    truth = PairModel(3000.0, {})
+    assert jackknife_calibration(_runs(truth, [(10, {}), (20, {}), (30, {})]), mean_pair_fit,
+                                 0.9) is None
+    # Leaving out the only solo run leaves nothing to fit: that fold contributes nothing.
+    spec = [(10, {}), (20, {"x": 1.0}), (30, {"x": 1.0}), (40, {"x": 1.0})]
+    assert len(jackknife_ratios(_runs(truth, spec), mean_pair_fit)) == 3
+
+
+def test_jackknife_cost_is_bounded_by_folds_and_every_run_is_held_out_once() -> None:
+    truth = PairModel(3000.0, {})
+    runs = _runs(truth, [(4 + i, {}) for i in range(37)])
+    fitted_on: list[int] = []
+
+    def counting_fit(rest: Sequence[Mapping[str, Any]]) -> PairModel:
+        fitted_on.append(len(rest))
+        return truth
+
+    ratios = jackknife_ratios(runs, counting_fit)
+    assert len(fitted_on) == JACKKNIFE_MAX_FITS
+    assert sum(37 - n for n in fitted_on) == 37  # the folds partition the runs
+    assert ratios == pytest.approx([1.0] * 37)
+
+
+# --- strangers -----------------------------------------------------------------------------
+
+
+def test_a_stranger_is_charged_the_most_harmful_pair() -> None:
+    model = PairModel(3000.0, {"grep": (0.0, 0.0), "tpchq10": (0.0, 6.0)}, pooled=(0.06, 0.0))
+    xs = [10.0, 30.0]
+    known = [{"tpchq10": 1.0, "grep": 0.5}] * 2
+    assert stranger_factors(xs, known, model) == ([1.0, 1.0], [])
+    mixed = [{"pagerank": 0.9, "grep": 1.0}] * 2
+    factors, strangers = stranger_factors(xs, mixed, model)
+    assert strangers == ["pagerank"]
+    for x, f in zip(xs, factors, strict=True):
+        worst = max(0.06, 6.0 / x)  # tpchq10's b/x beats the pooled a at both scale-outs
+        assert f == pytest.approx((1 + worst * 0.9) / (1 + 0.06 * 0.9))
+    unknown_app = stranger_factors([30.0], [{None: 1.0}], model)
+    assert unknown_app[1] == ["unknown app"] and unknown_app[0][0] > 1.0
+    # A model that names no pairs gives nothing to bound a stranger by.
+    assert stranger_factors(xs, mixed, PairModel(3000.0, {}))[0] == [1.0, 1.0]
+
+
+def test_calibrated_upper_prefers_the_record_and_widens_for_strangers() -> None:
+    model = PairModel(3000.0, {"tpchq10": (0.0, 6.0)}, pooled=(0.05, 0.0))
+    xs, ov = [10.0, 20.0], [{"tpchq10": 1.0}] * 2
+    pred = [float(v) for v in model.predict(xs, ov)]
+    hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {})])
+    kw: dict[str, Any] = dict(scale_outs=xs, predicted_s=pred, upper_s=[1.02 * p for p in pred],
+                              model=model, fit=lambda runs: model, confidence=0.9)
+    upper, cal = calibrated_upper(runs=hist, overlaps=ov, jackknife=False, **kw)
+    assert cal is None and upper == pytest.approx([1.02 * p for p in pred])
+    slow = [{**r, "runtime_s": 1.25 * r["runtime_s"]} for r in hist]  # the model is 25 % fast
+    upper, cal = calibrated_upper(runs=slow, overlaps=ov, jackknife=True, **kw)
+    assert cal["source"] == "jackknife" and upper == pytest.approx([1.25 * p for p in pred])
+    record = [rec(i, 1.1) for i in range(6)]
+    upper, cal = calibrated_upper(runs=slow + record, overlaps=ov, jackknife=True, **kw)
+    assert cal["source"] == "outcomes" and upper == pytest.approx([1.1 * p for p in pred])
+    upper, cal = calibrated_upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, jackknife=False,
+                                  **kw)
+    assert cal == {"strangers": ["wordcount"]}
+    assert all(u > 1.02 * p for u, p in zip(upper, pred, strict=True))
+
+
+def test_a_confident_plan_reserves_more_for_a_stranger_than_for_a_known_co_runner() -> None:
+    """Same pooled estimate for both; only the stranger is bounded by tpchq10's harm."""
+    pooled = (0.05, 0.0)
+    model = PairModel(3000.0, {"tpchq10": (0.0, 6.0), "pagerank": pooled}, pooled=pooled)
+    stranger = PairModel(3000.0, {"tpchq10": (0.0, 6.0)}, pooled=pooled)
+    history = [{"id": i, "job": "sgd", "scale_out": x, "runtime_s": 3000.0 / x,
+                "status": "succeeded", "started_at": float(i), "overlaps": {}}
+               for i, x in enumerate([8, 12, 16, 24, 32, 48, 64])]
+    app = RunningApp("app-1", "pr", "pagerank", None, None, "RUNNING", 0.0)
+
+    def choose(m: PairModel, confidence: float | None) -> Any:
+        return plan(job="sgd", history=history, now=10.0, target_s=150.0, min_scale_out=1,
+                    max_scale_out=64, co_runners=[app], confidence=confidence,
+                    fit=lambda runs: m)
+
+    known_plan, stranger_plan = choose(model, 0.9), choose(stranger, 0.9)
+    assert stranger_plan.calibration["strangers"] == ["pagerank"]
+    assert stranger_plan.scale_out > known_plan.scale_out
+    # The point prediction (no --confidence) is untouched by the stranger bound.
+    assert choose(stranger, None).scale_out == choose(model, None).scale_out
