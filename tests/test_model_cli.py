@@ -107,3 +107,18 @@ def test_plot_without_matplotlib_says_how_to_install_it(db: Path, tmp_path: Path
     result = invoke(db, "plot", "--job", "sgd", "-o", str(tmp_path / "x.png"))
     assert isinstance(result.exception, CobellError)
     assert "pip install 'cobell[plot]'" in result.exception.line()
+
+
+def test_show_names_a_straggler_set_aside(tmp_path: Path) -> None:
+    # Three single runs: 4 -> 400 s and 16 -> 100 s are linear speed-up; 8 -> 900 s cannot
+    # sit between them without a slow-down faster than linear, so it is set aside.
+    path = tmp_path / "h.db"
+    with History.open(path) as history:
+        history.insert_runs([{"job": "j", "status": "succeeded", "scale_out": x, "runtime_s": y}
+                             for x, y in ((4, 400.0), (8, 900.0), (16, 100.0))])
+    result = invoke(path, "show", "--job", "j")
+    assert result.exit_code == 0, result.output
+    (line,) = [ln for ln in result.output.splitlines() if "runs set aside at" in ln]
+    assert line.split("runs set aside at")[1].split()[0] == "8" and "implausible" in line
+    as_json = json.loads(invoke(path, "show", "--job", "j", "--json").output)
+    assert as_json["cv"]["rejected_scale_outs"] == [8]

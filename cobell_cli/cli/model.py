@@ -64,6 +64,11 @@ def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"field": f"{role} CV error", "value": f"{100 * err:.1f} % (mean rel.)"})
     if "note" in cv:
         rows.append({"field": "note", "value": cv["note"]})
+    if cv.get("rejected_scale_outs"):
+        rows.append({"field": "runs set aside at",
+                     "value": ", ".join(f"{x:g}" for x in cv["rejected_scale_outs"])
+                     + " (implausible against the others: faster than linear speed-up or"
+                       " slower than linear slow-down)"})
     if description["regime_scale_outs"]:
         rows.append({"field": "separate regime at",
                      "value": ", ".join(f"{x:g}" for x in description["regime_scale_outs"])})
