@@ -40,14 +40,15 @@ INTERFERERS = ("grep", "pagerank", "tpchq10", "wordcount")
 INTERFERER_SCALE_OUTS = (12, 16, 20, 24, 28, 32)
 SEED_SCALE_OUTS = (8, 16, 24, 32, 40, 48)  # co-runner jobs' earlier solo runs
 MIN_SCALE_OUT, MAX_SCALE_OUT = 4, 60
-STRATEGIES = ("none", "paper", "joint", "joint90", "joint97", "oracle")
+STRATEGIES = ("none", "paper", "joint", "joint90", "joint97", "joint99", "oracle")
 LABELS = {"none": "Bell", "paper": "CoBell (paper)", "joint": "cobell (joint)",
           "joint90": "cobell (joint, --confidence 0.9)",
-          "joint97": "cobell (joint, --confidence 0.97)", "oracle": "oracle"}
+          "joint97": "cobell (joint, --confidence 0.97)",
+          "joint99": "cobell (joint, --confidence 0.99)", "oracle": "oracle"}
 # strategy -> (plan's interference, plan's confidence); the oracle does not plan
 PLANNERS: dict[str, tuple[str, float | None]] = {
     "none": ("none", None), "paper": ("paper", None), "joint": ("joint", None),
-    "joint90": ("joint", 0.9), "joint97": ("joint", 0.97)}
+    "joint90": ("joint", 0.9), "joint97": ("joint", 0.97), "joint99": ("joint", 0.99)}
 VARIANTS = {"single": 1, "pair": 2, "triple": 3}
 RUN_SPACING_S = 100_000.0  # runs never overlap each other
 MIN_RUNS_MET = 3  # fewer shared runs: the model pools the co-runner (model/select.py)
@@ -398,7 +399,7 @@ def plot(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
 
     names = []
     markers = {"none": "x", "paper": "^", "joint": "o", "joint90": "s", "joint97": "D",
-               "oracle": "."}
+               "joint99": "v", "oracle": "."}
     variants = sorted({v for v, _ in results}, key=list(VARIANTS).index)
     for variant in variants:
         targets = [t for v, t in results if v == variant]
