@@ -227,11 +227,15 @@ def prepare_next_run(
     from cobell_cli import api
     from cobell_cli.errors import CobellError
 
+    resolved = settings(ctx, **flags)
+    if not resolved.model_cache:
+        return
+    info("cobell: fitting the model for the job's next run (COBELL_MODEL_CACHE=off skips this)")
     try:
         with open_history(ctx, create=False) as history:
             api.warm_model_cache(
                 history,
-                settings(ctx, **flags),
+                resolved,
                 job=job,
                 target_s=target_s,
                 now=time.time(),
@@ -239,3 +243,5 @@ def prepare_next_run(
             )
     except (CobellError, ValueError, OSError) as exc:
         warn(f"model cache not warmed for the next run: {exc}")
+    except KeyboardInterrupt:  # the job is done; its exit code stands
+        warn("model cache not warmed for the next run: interrupted")
