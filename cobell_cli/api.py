@@ -105,8 +105,8 @@ def predict(
 
         cache = ModelCache(
             cache_dir() / "models",
-            grid_max=settings.max_scale_out,
             confidence=settings.confidence or DEFAULT_INTERVAL_CONFIDENCE,
+            grid_max=settings.max_scale_out,
         )
     chosen = plan(
         job=job,

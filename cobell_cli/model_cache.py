@@ -24,7 +24,10 @@ from typing import Any
 from cobell_cli import __version__
 from cobell_cli.model_table import ModelTable, tabulate
 
-MAX_ENTRIES = 256  # newest kept; one entry is a few kB
+MAX_ENTRIES = 256  # newest kept; one entry is ~20 kB
+# Whole scale-outs tabulated at least: enough executors for most clusters, and independent of
+# --max-scale-out, so that predict, submit and scripts with different ranges share entries.
+GRID_MAX = 256
 
 FitFn = Callable[[Sequence[Mapping[str, Any]]], Any]
 
@@ -50,20 +53,20 @@ def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: floa
 class ModelCache:
     """A `fit` for `plan.plan()` that answers from the cache when it can.
 
-    `grid_max` is the largest whole scale-out tabulated (at least the largest run in the data);
-    `confidence` the interval confidence the planner will ask for.
+    Scale-outs 1..max(GRID_MAX, `grid_max`, the largest run in the data) are tabulated;
+    `confidence` is the interval confidence the planner will ask for.
     """
 
     def __init__(
         self,
         directory: Path,
         *,
-        grid_max: int,
         confidence: float,
+        grid_max: int = 0,
         fit: FitFn = _default_fit,
     ) -> None:
         self.directory = Path(directory)
-        self.grid_max = int(grid_max)
+        self.grid_max = max(GRID_MAX, int(grid_max))
         self.confidence = float(confidence)
         self._fit = fit
         self.hits = 0

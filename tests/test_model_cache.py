@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cobell_cli.model import fit_runtime_model
-from cobell_cli.model_cache import MAX_ENTRIES, ModelCache, cache_key
+from cobell_cli.model_cache import GRID_MAX, MAX_ENTRIES, ModelCache, cache_key
 from cobell_cli.model_table import ModelTable, tabulate
 
 JOBS = ["wc", "km", "tpch", None, "?", "stranger", " wc "]
@@ -135,6 +135,16 @@ def test_any_change_to_the_runs_is_a_miss(tmp_path: Path) -> None:
     assert cache_key(runs, 32, 0.9) != cache_key(runs, 64, 0.9)
 
 
+def test_scale_out_ranges_share_entries_and_larger_runs_grow_the_grid(tmp_path: Path) -> None:
+    runs = history()
+    ModelCache(tmp_path, grid_max=6, confidence=0.9).fit(runs)
+    wide = ModelCache(tmp_path, grid_max=GRID_MAX, confidence=0.9)
+    assert isinstance(wide.fit(runs), ModelTable) and wide.hits == 1
+    huge = [*runs, {"status": "succeeded", "scale_out": GRID_MAX + 40, "runtime_s": 50.0}]
+    wide.fit(huge)
+    assert (tmp_path / f"{cache_key(huge, GRID_MAX + 40, 0.9)}.json").exists()
+
+
 def test_unfittable_runs_are_remembered_as_such(tmp_path: Path) -> None:
     bad = [{"status": "failed", "scale_out": 4, "runtime_s": 10.0}]
     cache = ModelCache(tmp_path, grid_max=8, confidence=0.9)
@@ -154,7 +164,7 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path: Path, damage: str)
     cache = ModelCache(tmp_path, grid_max=16, confidence=0.9)
     cache.fit(runs)
     (path,) = tmp_path.glob("*.json")
-    assert path.stem == cache_key(runs, 23, 0.9)  # the grid grows to the largest run, 23
+    assert path.stem == cache_key(runs, GRID_MAX, 0.9)
     path.write_text(damage.replace('"K"', json.dumps(path.stem)))
     assert cache.fit(runs) is not None
     assert cache.misses == 2

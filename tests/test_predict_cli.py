@@ -192,3 +192,11 @@ def test_a_cached_predict_loads_neither_numpy_nor_scipy_nor_sqlite_utils(db: Pat
         loaded.append(proc.stderr.strip().splitlines()[-1])
         assert json.loads(proc.stdout)["phase"] == "model"
     assert loaded == ["['numpy', 'scipy']", "[]"]
+
+
+def test_another_scale_out_range_reuses_the_cached_model(db: Path) -> None:
+    args = ("-j", "sgd", "-t", "300", "--cluster", "none")
+    assert predict_json(db, *args, "--max-scale-out", "12")["model_cache"]["misses"] == 1
+    wide = predict_json(db, *args, "--max-scale-out", "200")
+    assert wide["model_cache"] == {"hits": 1, "misses": 0}
+    assert len(wide["candidates"]) == 200
