@@ -7,7 +7,6 @@ Every setting is declared once in SETTINGS; the environment variable, the config
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +199,8 @@ def default_db_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    import tomllib  # most runs have no config file: no parser to load
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

@@ -15,7 +15,6 @@ import contextlib
 import functools
 import json
 import os
-import socket
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -137,6 +136,12 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migration_1, _m
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
+def this_host() -> str:
+    """The name `running` rows are stamped with and reaped by (socket.gethostname()'s value,
+    without importing socket on every open)."""
+    return os.uname().nodename
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -200,7 +205,7 @@ class History:
         try:
             history._prepare()
             if reap_lost:
-                history.mark_lost(host or socket.gethostname(), alive)
+                history.mark_lost(host or this_host(), alive)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise _translate(exc, path) from None

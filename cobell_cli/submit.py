@@ -14,7 +14,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any, BinaryIO
 
 from cobell_cli.api import Prediction, measured_overlaps
 from cobell_cli.errors import ClusterError
-from cobell_cli.store import History
+from cobell_cli.store import History, this_host
 
 BACKENDS = {
     "spark-yarn": "yarn",
@@ -101,7 +100,7 @@ def execute(
             scale_out=plan.scale_out,
             backend=BACKENDS.get(launcher, launcher),
             user=_user(),
-            host=socket.gethostname(),
+            host=this_host(),
             pid=os.getpid(),
             submitted_at=submitted_at,
             target_s=plan.target_s,

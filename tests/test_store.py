@@ -288,3 +288,11 @@ def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Pat
         names = {r[0] for r in history.conn.execute("SELECT name FROM sqlite_master")}
         assert "runs_job_recent" in names
         assert [r["runtime_s"] for r in history.training_runs("sgd", window=5)] == [9.0]
+
+
+def test_this_host_is_the_name_earlier_versions_stamped_running_rows_with() -> None:
+    import socket
+
+    from cobell_cli.store import this_host
+
+    assert this_host() == socket.gethostname()  # or their `running` rows would never be reaped
