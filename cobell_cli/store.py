@@ -514,7 +514,16 @@ class History:
         return out
 
     def job_names(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT job FROM runs ORDER BY job")]
+        """Sorted distinct jobs by hopping along the job index, one lookup per job: every
+        predict asks, and `SELECT DISTINCT` would read the whole index (15 ms at 10^5 runs)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "WITH RECURSIVE j(job) AS (SELECT min(job) FROM runs UNION ALL "
+                "SELECT (SELECT min(job) FROM runs WHERE job > j.job) FROM j "
+                "WHERE j.job IS NOT NULL) SELECT job FROM j WHERE job IS NOT NULL"
+            )
+        ]
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM runs").fetchone()[0])

@@ -296,3 +296,22 @@ def test_this_host_is_the_name_earlier_versions_stamped_running_rows_with() -> N
     from cobell_cli.store import this_host
 
     assert this_host() == socket.gethostname()  # or their `running` rows would never be reaped
+
+
+def test_job_names_are_the_sorted_distinct_jobs(tmp_path: Path) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    path = tmp_path / "h.db"
+    History.open(path).close()
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.lists(st.text(min_size=1, max_size=6), max_size=12))
+    def check(jobs: list[str]) -> None:
+        with History.open(path) as history:
+            history.conn.execute("DELETE FROM runs")
+            history.conn.commit()
+            history.insert_runs([run(job=j) for j in jobs])
+            assert history.job_names() == sorted(set(jobs))
+
+    check()
