@@ -34,6 +34,7 @@ from cobell_cli.model.robust import (
     repetition_weights,
 )
 from cobell_cli.model.uncertainty import RelativeInterval
+from cobell_cli.output import jsonable
 
 GROWING = ("const", "lin")
 MIN_RUNS_PER_CO_RUNNER = 3  # fewer runs cannot pin down (a, b): they join the pool
@@ -441,7 +442,7 @@ class RuntimeModel:
             "interference": {k: {"a": float(self.a_[i]), "b": float(self.b_[i]),
                                  "runs": self.interference_runs_[k]}
                              for i, k in enumerate(self.co_runners_)},
-            "cv": _jsonable(self.cv_),
+            "cv": jsonable(self.cv_),
             "interval": self.interval_.describe(),
         }
 
@@ -480,14 +481,6 @@ def _name(key: Any) -> str:
     if isinstance(key, tuple) and key and key[0] in ("llr", "powerlaw"):
         return f"{key[0]}(h={key[1]:.3g})"
     return "+".join(key)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, float | np.floating):
-        return float(value) if np.isfinite(value) else None
-    return value
 
 
 def _pool_rare(data: RunData) -> RunData:
