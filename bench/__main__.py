@@ -13,15 +13,15 @@ import time
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast, writes nothing")
-    parser.add_argument("--only", choices=("accuracy", "colocation", "latency"), action="append",
+    parser.add_argument("--only", choices=("accuracy", "sparse_limits", "colocation", "latency"), action="append",
                         help="run only this benchmark (repeatable)")
     args = parser.parse_args(argv)
-    from bench import accuracy, colocation, latency
+    from bench import accuracy, colocation, latency, sparse_limits
 
-    chosen = args.only or ["accuracy", "colocation", "latency"]
+    chosen = args.only or ["accuracy", "sparse_limits", "colocation", "latency"]
     flags = ["--quick"] if args.quick else []
-    for name, module in (("accuracy", accuracy), ("colocation", colocation),
-                         ("latency", latency)):
+    for name, module in (("accuracy", accuracy), ("sparse_limits", sparse_limits),
+                         ("colocation", colocation), ("latency", latency)):
         if name not in chosen:
             continue
         started = time.perf_counter()

@@ -153,3 +153,38 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
     assert m["predict, 30 runs, no cache"]["cpu_s"] > m["predict, 30 runs"]["cpu_s"]
     text = latency.render(result, "test")
     assert "cobell --help <= 0.15 s" in text and "| predict, 30 runs |" in text
+
+
+# --- sparse3 limits --------------------------------------------------------------------------
+
+
+def test_sparse_limits_bounds_are_ordered_and_leave_the_model_untouched(bell_dir):
+    from bench import sparse_limits
+    from cobell_cli.model.metrics import mape
+
+    ds = sparse_limits.draws(bell_dir, [0])
+    assert len(ds) == 30  # six jobs, five draws
+    for d in ds:
+        fitted = d.model.edge_parallel_fraction_
+        assert d.mape_at(d.p_hat) == pytest.approx(mape(d.y, d.model.predict(d.x)))
+        d.mape_at(1.0 - fitted)
+        assert d.model.edge_parallel_fraction_ == fitted  # the counterfactual is undone
+        assert d.by_p.shape == sparse_limits.P_GRID.shape
+        if not d.below.any():  # p only matters below the training range
+            assert np.ptp(d.by_p) == pytest.approx(0.0, abs=1e-9)
+    table = sparse_limits.rules(ds)
+    oracle = table[next(k for k in table if k.startswith("oracle"))]
+    fitted = table[next(iter(table))]
+    for name, scores in table.items():
+        assert scores.shape == (30,) and np.all(np.isfinite(scores)), name
+        assert np.all(oracle <= scores + 0.01), name  # no rule beats the per-draw best p
+        if "tuned" in name and "single" not in name:
+            # Every tuned family contains the fitted p (λ = 1, or one step per draw bin
+            # at worst equals some grid p), so on average it cannot be worse than the
+            # best single p...
+            assert scores.mean() <= table[next(k for k in table if "single" in k)].mean() + 1e-9
+    # ...and the shrinkage family contains cobell's own rule (λ = 1).
+    shrink = table[next(k for k in table if k.startswith("best shrinkage"))]
+    assert shrink.mean() <= fitted.mean() + 1e-9
+    report = sparse_limits.render(ds, [0], "python -m bench.sparse_limits --seeds 1")
+    assert f"| {next(iter(table))} | {fitted.mean():.1f} /" in report
