@@ -9,16 +9,18 @@ from __future__ import annotations
 import argparse
 import time
 
+BENCHMARKS = ("accuracy", "sparse_limits", "colocation", "latency")
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast, writes nothing")
-    parser.add_argument("--only", choices=("accuracy", "sparse_limits", "colocation", "latency"), action="append",
+    parser.add_argument("--only", choices=BENCHMARKS, action="append",
                         help="run only this benchmark (repeatable)")
     args = parser.parse_args(argv)
     from bench import accuracy, colocation, latency, sparse_limits
 
-    chosen = args.only or ["accuracy", "sparse_limits", "colocation", "latency"]
+    chosen = args.only or list(BENCHMARKS)
     flags = ["--quick"] if args.quick else []
     for name, module in (("accuracy", accuracy), ("sparse_limits", sparse_limits),
                          ("colocation", colocation), ("latency", latency)):
