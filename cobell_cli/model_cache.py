@@ -5,8 +5,10 @@ predict`, then `cobell submit`, retries, scripts). Fitting imports scipy (~0.35 
 the history; a cache hit answers from a `ModelTable` without importing numpy or scipy at all.
 
 Correctness does not depend on invalidation: the key hashes everything a fit reads (each run's
-status, scale-out, runtime and overlaps, in order), the scale-out grid, the interval confidence
-and the cobell version, so an entry can only ever answer for the very same data. Entries are
+status, scale-out, runtime and overlaps, in order), the scale-out grid, the interval confidence,
+the cobell version and the source of the model code (so a changed model, even without a new
+version number, never answers from an old entry): an entry can only ever answer for the very
+same data and code. Entries are
 written to a temporary file and renamed into place (a killed process leaves no half entry), and
 an entry that cannot be read is a miss. Deleting the directory is always safe.
 """
@@ -14,6 +16,7 @@ an entry that cannot be read is a miss. Deleting the directory is always safe.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -38,10 +41,25 @@ def _default_fit(runs: Sequence[Mapping[str, Any]]) -> Any:
     return fit_runtime_model(runs)
 
 
+# The code whose answers an entry stores: the model package, and what tabulates it.
+_PACKAGE = Path(__file__).resolve().parent
+MODEL_SOURCES = (_PACKAGE / "model", _PACKAGE / "model_table.py", _PACKAGE / "calibration.py")
+
+
+@functools.cache
+def model_source_digest() -> str:
+    """Digest of the model's source files (about 0.2 ms, once per process)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for source in MODEL_SOURCES:
+        for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: float) -> str:
     """Hash of what a fit depends on; float repr round-trips, so equal keys mean equal data."""
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(repr((__version__, grid_max, float(confidence))).encode())
+    digest.update(repr((__version__, model_source_digest(), grid_max, float(confidence))).encode())
     for run in runs:
         overlaps = run.get("overlaps") or {}
         item = (run.get("status"), run.get("scale_out"), run.get("runtime_s"), *overlaps.items())

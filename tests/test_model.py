@@ -261,6 +261,31 @@ def test_interval_contains_the_prediction_and_covers_held_out_runs() -> None:
     assert np.all(narrow[1] - narrow[0] <= upper - lower + 1e-9)
 
 
+def test_interval_bounds_are_conformal_ranks_not_interpolated_quantiles() -> None:
+    from cobell_cli.model.uncertainty import RelativeInterval
+
+    rng = np.random.default_rng(3)
+    resid = rng.normal(0, 0.05, 19)
+    inside = np.array([True])
+    # 19 residuals at 90 %: each tail needs the ceil(20 * 0.95) = 19th order statistic, the
+    # extreme one; an interpolated 95th percentile would sit inside it.
+    low, high = RelativeInterval(resid, resid).factors(np.array([8.0]), inside, 0.9)
+    assert high[0] == pytest.approx(np.exp(resid.max()))
+    assert low[0] == pytest.approx(np.exp(resid.min()))
+    assert np.exp(np.quantile(resid, 0.95)) < high[0]
+    # Too few for the rank: a Student t bound, never inside the extremes.
+    few = resid[:8]
+    low, high = RelativeInterval(few, few).factors(np.array([8.0]), inside, 0.9)
+    assert high[0] >= np.exp(few.max()) and low[0] <= np.exp(few.min())
+    # Plenty: the rank is interior, and a higher confidence is never narrower.
+    many = rng.normal(0, 0.05, 400)
+    low, high = RelativeInterval(many, many).factors(np.array([8.0]), inside, 0.9)
+    rank = int(np.ceil(401 * 0.95))
+    assert high[0] == pytest.approx(np.exp(np.sort(many)[rank - 1]))
+    low99, high99 = RelativeInterval(many, many).factors(np.array([8.0]), inside, 0.99)
+    assert high99[0] >= high[0] and low99[0] <= low[0]
+
+
 def test_describe_is_json() -> None:
     m = fit_runtime_model(colocated(80, np.random.default_rng(8), noise=0.03))
     text = json.dumps(m.describe(), allow_nan=False)

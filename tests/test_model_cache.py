@@ -135,6 +135,33 @@ def test_any_change_to_the_runs_is_a_miss(tmp_path: Path) -> None:
     assert cache_key(runs, 32, 0.9) != cache_key(runs, 64, 0.9)
 
 
+def test_a_changed_model_source_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          ) -> None:
+    from cobell_cli import model_cache
+
+    runs = history()
+    ModelCache(tmp_path / "models", grid_max=32, confidence=0.9).fit(runs)
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "select.py").write_text("A = 1\n")
+    monkeypatch.setattr(model_cache, "MODEL_SOURCES", (source,))
+    model_cache.model_source_digest.cache_clear()
+    try:
+        before = model_cache.model_source_digest()
+        cache = ModelCache(tmp_path / "models", grid_max=32, confidence=0.9)
+        cache.fit(runs)
+        assert (cache.hits, cache.misses) == (0, 1)  # another model than the one cached
+        cache.fit(runs)
+        assert cache.hits == 1
+        (source / "select.py").write_text("A = 2\n")
+        model_cache.model_source_digest.cache_clear()
+        assert model_cache.model_source_digest() != before
+        cache.fit(runs)
+        assert cache.misses == 2
+    finally:
+        model_cache.model_source_digest.cache_clear()
+
+
 def test_scale_out_ranges_share_entries_and_larger_runs_grow_the_grid(tmp_path: Path) -> None:
     runs = history()
     ModelCache(tmp_path, grid_max=6, confidence=0.9).fit(runs)
