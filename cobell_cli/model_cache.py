@@ -6,11 +6,11 @@ the history; a cache hit answers from a `ModelTable` without importing numpy or 
 
 Correctness does not depend on invalidation: the key hashes everything a fit reads (each run's
 status, scale-out, runtime and overlaps, in order), the scale-out grid, the interval confidence,
-the cobell version and the source of the model code (so a changed model, even without a new
-version number, never answers from an old entry): an entry can only ever answer for the very
-same data and code. Entries are
-written to a temporary file and renamed into place (a killed process leaves no half entry), and
-an entry that cannot be read is a miss. Deleting the directory is always safe.
+the cobell version and the source of the model code (a changed model, even without a new
+version number, never answers from an old entry): an entry only ever answers for the very same
+data and code. Entries are written to a temporary file and renamed into place (a killed process
+leaves no half entry), and an entry that cannot be read is a miss. Deleting the directory is
+always safe.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ MODEL_SOURCES = (_PACKAGE / "model", _PACKAGE / "model_table.py", _PACKAGE / "ca
 
 @functools.cache
 def model_source_digest() -> str:
-    """Digest of the model's source files (about 0.2 ms, once per process)."""
+    """Digest of the model's source files (about 0.3 ms, once per process)."""
     digest = hashlib.blake2b(digest_size=16)
     for source in MODEL_SOURCES:
         for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
