@@ -2,7 +2,7 @@
 
     python -m bench.accuracy [--quick] [--data DIR]
 
-Every method is the library code itself (cobell_cli.model.evaluate.METHODS); this file only
+Every method is the library code itself (cobell_cli.core.model.evaluate.METHODS); this file only
 loads the CSVs, runs the protocols and writes bench/results/accuracy.md.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cobell_cli.model.data import RunData, prepare_runs
-from cobell_cli.model.evaluate import METHODS, PROTOCOLS, evaluate, summarise
+from cobell_cli.core.model.data import RunData, prepare_runs
+from cobell_cli.core.model.evaluate import METHODS, PROTOCOLS, evaluate, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
@@ -65,8 +65,8 @@ def per_job(data_dir: Path, protocol: str, seed: int = 0) -> list[dict[str, obje
 def interval_coverage(data_dir: Path, protocol: str, seeds: list[int],
                       confidence: float = 0.9) -> tuple[float, float]:
     """Share of test runs inside cobell's interval, and the 90th percentile of |log(y/ŷ)|."""
-    from cobell_cli.model.evaluate import splits
-    from cobell_cli.model.select import fit_runtime_model
+    from cobell_cli.core.model.evaluate import splits
+    from cobell_cli.core.model.select import fit_runtime_model
 
     inside, log_err = [], []
     for f in sorted(data_dir.glob("*.csv")):
@@ -84,8 +84,8 @@ def interval_coverage(data_dir: Path, protocol: str, seeds: list[int],
 def sparse_breakdown(data_dir: Path, seeds: list[int]) -> list[dict[str, object]]:
     """Per job on sparse3: Bell's and cobell's mean MAPE, and cobell's mean error on the test
     runs below, inside and above the three training scale-outs (where the error comes from)."""
-    from cobell_cli.model.evaluate import splits
-    from cobell_cli.model.select import fit_runtime_model
+    from cobell_cli.core.model.evaluate import splits
+    from cobell_cli.core.model.select import fit_runtime_model
 
     rows = []
     for f in sorted(data_dir.glob("*.csv")):
@@ -114,7 +114,7 @@ def sparse_breakdown(data_dir: Path, seeds: list[int]) -> list[dict[str, object]
 
 def fit_times(data_dir: Path) -> dict[str, float]:
     """Median wall time (ms) of fit_runtime_model for one Bell file and a co-located 1000."""
-    from cobell_cli.model.select import fit_runtime_model
+    from cobell_cli.core.model.select import fit_runtime_model
 
     data = load(sorted(data_dir.glob("*.csv"))[0])
     rng = np.random.default_rng(0)
@@ -145,7 +145,7 @@ def render(results: dict, seeds_note: str, jobs_table: list[dict], timing: dict[
         " runs, runtimes in seconds).",
         "",
         "MAPE in % over splits, mean / median. Ernest: NNLS on absolute runtimes. Bell: Ernest"
-        " or LLR by interior leave-one-scale-out CV. cobell: `cobell_cli.model."
+        " or LLR by interior leave-one-scale-out CV. cobell: `cobell_cli.core.model."
         "fit_runtime_model`. Noise floor: each test run predicted by the mean of the other"
         " repetitions at its scale-out.",
         "",

@@ -3,7 +3,7 @@
     python -m bench.colocation [--quick] [--seed N] [--other-seeds N ...] [--data DIR]
                                [--output-dir DIR]
 
-Each strategy plans with `cobell_cli.plan.plan` (what `cobell submit` runs) and records what
+Each strategy plans with `cobell_cli.core.plan.plan` (what `cobell submit` runs) and records what
 `cobell submit` records (`cobell_cli.api.measured_overlaps`); the ground truth is
 `bench.simulator`, whose interference is not cobell's formula. Every strategy faces the same
 runs: co-runners, their scale-outs, delays and noise are drawn per run before anyone decides.
@@ -25,8 +25,8 @@ import numpy as np
 from bench.simulator import Contention, Curve, RunNoise, SimJob, load_curves, simulate
 from cobell_cli.api import measured_overlaps
 from cobell_cli.cluster.base import RunningApp
-from cobell_cli.model import fit_runtime_model
-from cobell_cli.plan import MODEL_FROM_USABLE, plan
+from cobell_cli.core.model import fit_runtime_model
+from cobell_cli.core.plan import MODEL_FROM_USABLE, plan
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"

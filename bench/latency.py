@@ -46,7 +46,7 @@ IMPORT_SCIPY = "python -c 'import numpy, scipy.optimize'"
 
 def build_history(path: Path, n_runs: int, data_dir: Path, seed: int = 0) -> None:
     """n_runs runs (half of JOB) from the Bell curves, 60 % with one co-runner, via insert_runs."""
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
     rng = np.random.default_rng(seed)
     curves: dict[str, list[tuple[int, float]]] = {}
@@ -127,9 +127,9 @@ def breakdown(db: Path, env: Mapping[str, str]) -> dict[str, float]:
         "t0 = time.perf_counter()\n"
         "import cobell_cli.cli\n"
         "t1 = time.perf_counter()\n"
-        "from cobell_cli.store import History\n"
-        "from cobell_cli.plan import plan\n"
-        "from cobell_cli.model_cache import ModelCache\n"
+        "from cobell_cli.store.history import History\n"
+        "from cobell_cli.core.plan import plan\n"
+        "from cobell_cli.store.model_cache import ModelCache\n"
         "t2 = time.perf_counter()\n"
         f"h = History.open({str(db)!r}, create=False)\n"
         f"runs = h.training_runs({JOB!r}, window=1000)\n"
@@ -290,7 +290,7 @@ def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DAT
             commands[f"predict, {size} runs, no cache"] = (argv, {"COBELL_MODEL_CACHE": "off"})
         spark_note = ""
         if not quick:
-            from cobell_cli.local_cluster import spark_submit_path
+            from cobell_cli.run.local_cluster import spark_submit_path
 
             try:
                 spark = spark_submit_path()

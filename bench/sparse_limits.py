@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.accuracy import DEFAULT_DATA, ROOT, load
-from cobell_cli.model.evaluate import noise_floor, splits
-from cobell_cli.model.metrics import mape
-from cobell_cli.model.select import RuntimeModel, fit_runtime_model
+from cobell_cli.core.model.evaluate import noise_floor, splits
+from cobell_cli.core.model.metrics import mape
+from cobell_cli.core.model.select import RuntimeModel, fit_runtime_model
 
 RESULTS = ROOT / "bench" / "results" / "sparse_limits.md"
 P_GRID = np.linspace(0.0, 1.0, 21)

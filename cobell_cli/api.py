@@ -1,7 +1,7 @@
 """cobell's Python API: the edges (history, cluster) wired to the pure planner.
 
 The CLI commands are thin layers over these functions; tools of your own can call them too.
-`cobell_cli.plan.plan` stays pure; everything that reads the world happens here.
+`cobell_cli.core.plan.plan` stays pure; everything that reads the world happens here.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from cobell_cli.errors import ClusterError, UsageError
 if TYPE_CHECKING:
     from cobell_cli.cluster.base import RunningApp
     from cobell_cli.config import Settings
-    from cobell_cli.plan import Plan
-    from cobell_cli.store import History
+    from cobell_cli.core.plan import Plan
+    from cobell_cli.store.history import History
 
 
 @dataclass
@@ -85,7 +85,7 @@ def predict(
     exclude_app_ids: Iterable[str] = (),
 ) -> Prediction:
     """Plan the next run of `job` against the history and what runs on the cluster now."""
-    from cobell_cli.plan import DEFAULT_INTERVAL_CONFIDENCE, plan
+    from cobell_cli.core.plan import DEFAULT_INTERVAL_CONFIDENCE, plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
     window = settings.history_window
@@ -101,7 +101,7 @@ def predict(
     cache = None
     if settings.model_cache:
         from cobell_cli.config import cache_dir
-        from cobell_cli.model_cache import ModelCache
+        from cobell_cli.store.model_cache import ModelCache
 
         cache = ModelCache(
             cache_dir() / "models",

@@ -299,7 +299,7 @@ def exit_codes() -> list[tuple[int, str]]:
 
 
 def submit_exit_note() -> str:
-    from cobell_cli.child import CommandNotExecutable, CommandNotFound
+    from cobell_cli.run.child import CommandNotExecutable, CommandNotFound
 
     return (
         "Once the job has started, `cobell submit` exits with the job's own exit code (128+N "

@@ -18,7 +18,7 @@ import random
 import sys
 from pathlib import Path
 
-from cobell_cli.interchange import to_csv
+from cobell_cli.store.interchange import to_csv
 
 # job: (theta0, theta1, theta2, theta3), input_bytes
 JOBS = {

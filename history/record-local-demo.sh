@@ -12,7 +12,7 @@ free_port() { python -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 
 port=$(free_port) ui=$(free_port)
 cobell local-cluster start --workers 2 --cores-per-worker 4 --port $port --webui-port $ui
 trap 'cobell local-cluster stop || true; rm -rf "$work"' EXIT
-submit=$(python -c "from cobell_cli.local_cluster import spark_submit_path; print(spark_submit_path())")
+submit=$(python -c "from cobell_cli.run.local_cluster import spark_submit_path; print(spark_submit_path())")
 jobs=$(python -c "import cobell_cli.examples as e, os; print(os.path.dirname(e.__file__))")
 args=$(python -c "from cobell_cli.cli.demo import DEMO_JOB_ARGS; print(' '.join(DEMO_JOB_ARGS))")
 where=(--cluster standalone --standalone-url "http://127.0.0.1:$ui")

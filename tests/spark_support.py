@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from cobell_cli.errors import CobellError
-from cobell_cli.local_cluster import LocalCluster, find_java, find_spark_home
+from cobell_cli.run.local_cluster import LocalCluster, find_java, find_spark_home
 
 WORKERS = 2
 CORES_PER_WORKER = 2

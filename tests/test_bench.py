@@ -128,7 +128,7 @@ def test_oracle_never_misses_when_feasible(bell_dir, curves):
 
 def test_history_builder(tmp_path, bell_dir):
     from bench import latency
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
     db = tmp_path / "h.db"
     latency.build_history(db, 200, bell_dir)
@@ -160,7 +160,7 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
 
 def test_sparse_limits_bounds_are_ordered_and_leave_the_model_untouched(bell_dir):
     from bench import sparse_limits
-    from cobell_cli.model.metrics import mape
+    from cobell_cli.core.model.metrics import mape
 
     ds = sparse_limits.draws(bell_dir, [0])
     assert len(ds) == 30  # six jobs, five draws

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import t as scipy_t
 
-from cobell_cli.calibration import (
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.calibration import (
     JACKKNIFE_MAX_FITS,
     calibrated_upper,
     jackknife_calibration,
@@ -20,8 +21,7 @@ from cobell_cli.calibration import (
     stranger_factors,
     student_t_quantile,
 )
-from cobell_cli.cluster.base import RunningApp
-from cobell_cli.plan import plan
+from cobell_cli.core.plan import plan
 
 
 class PairModel:

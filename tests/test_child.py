@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cobell_cli.child import CommandNotExecutable, CommandNotFound, run, shell_exit_code
+from cobell_cli.run.child import CommandNotExecutable, CommandNotFound, run, shell_exit_code
 
 PY = sys.executable
 
@@ -213,7 +213,7 @@ sys.exit(3 if got else 0)
 
 RUNNER = """
 import json, sys
-from cobell_cli.child import run
+from cobell_cli.run.child import run
 result = run([sys.executable, "-c", sys.argv[1]])
 print("RESULT " + json.dumps({"exit_code": result.exit_code, "interrupted": result.interrupted,
                               "signal": result.signal_received}), flush=True)

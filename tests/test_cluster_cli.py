@@ -78,7 +78,7 @@ def test_apps_json(yarn_rm: StandinRM) -> None:
 
 
 def test_apps_map_names_of_jobs_in_the_history(yarn_rm: StandinRM, tmp_path: Any) -> None:
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
     db = tmp_path / "h.db"
     with History.open(db) as history:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cobell_cli import interchange
+from cobell_cli.store import interchange
 
 HISTORY = Path(__file__).resolve().parents[1] / "history"
 

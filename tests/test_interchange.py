@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cobell_cli import interchange
 from cobell_cli.errors import ImportFileError
-from cobell_cli.store import STATUSES, History
+from cobell_cli.store import interchange
+from cobell_cli.store.history import STATUSES, History
 
 finite = st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False)
 text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cobell_cli.errors import EXIT_USAGE, UsageError
-from cobell_cli.launch import detect_launcher, inject, is_secret_key, parse_app_id, redact
+from cobell_cli.run.launch import detect_launcher, inject, is_secret_key, parse_app_id, redact
 
 
 def options(argv: list[str], app_file: str) -> list[str]:

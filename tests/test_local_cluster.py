@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cobell_cli.child import run
 from cobell_cli.cli.local_cluster import app as local_cluster_app
 from cobell_cli.errors import ClusterError, CobellError, UsageError
 from cobell_cli.examples import example_path
-from cobell_cli.launch import inject
-from cobell_cli.local_cluster import LocalCluster, find_java
+from cobell_cli.run.child import run
+from cobell_cli.run.launch import inject
+from cobell_cli.run.local_cluster import LocalCluster, find_java
 from tests.spark_support import (  # noqa: F401  (fixtures)
     LocalSpark,
     free_port,
@@ -58,7 +58,7 @@ def test_missing_pyspark_names_the_extra(tmp_path: Path) -> None:
     (tmp_path / "pyspark").mkdir()
     (tmp_path / "pyspark" / "__init__.py").write_text("")
     code = (
-        "from cobell_cli.local_cluster import find_spark_home\n"
+        "from cobell_cli.run.local_cluster import find_spark_home\n"
         "from cobell_cli.errors import CobellError\n"
         "try:\n    find_spark_home()\nexcept CobellError as e:\n    print(e.line())\n"
     )

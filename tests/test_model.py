@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from cobell_cli.model import fit_runtime_model
-from cobell_cli.model.data import POOLED
-from cobell_cli.model.metrics import mape
-from cobell_cli.model.parametric import FEATURES, basis, fit_theta
+from cobell_cli.core.model import fit_runtime_model
+from cobell_cli.core.model.data import POOLED
+from cobell_cli.core.model.metrics import mape
+from cobell_cli.core.model.parametric import FEATURES, basis, fit_theta
 
 THETA = np.array([60.0, 2400.0, 10.0, 0.8])
 PAIRS = {"wordcount": (0.3, 3.0), "kmeans": (0.6, 1.0), "grep": (0.1, 2.0)}
@@ -262,7 +262,7 @@ def test_interval_contains_the_prediction_and_covers_held_out_runs() -> None:
 
 
 def test_interval_bounds_are_conformal_ranks_not_interpolated_quantiles() -> None:
-    from cobell_cli.model.uncertainty import RelativeInterval
+    from cobell_cli.core.model.uncertainty import RelativeInterval
 
     rng = np.random.default_rng(3)
     resid = rng.normal(0, 0.05, 19)
@@ -297,7 +297,7 @@ def test_describe_is_json() -> None:
 def test_tall_nnls_equals_scipy_nnls_on_the_full_matrix() -> None:
     from scipy.optimize import nnls
 
-    from cobell_cli.model.parametric import tall_nnls
+    from cobell_cli.core.model.parametric import tall_nnls
 
     rng = np.random.default_rng(1)
     a = rng.random((3000, 4))
@@ -311,7 +311,7 @@ def test_tall_nnls_equals_scipy_nnls_on_the_full_matrix() -> None:
 def test_z_ratio_matches_the_normal_quantiles() -> None:
     from scipy.stats import norm
 
-    from cobell_cli.model.uncertainty import _z_ratio
+    from cobell_cli.core.model.uncertainty import _z_ratio
 
     for c in (0.5, 0.9, 0.99):
         assert _z_ratio(c) == pytest.approx(norm.ppf((1 + c) / 2) / norm.ppf(0.95), rel=1e-12)

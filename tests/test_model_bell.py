@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench.accuracy import load, run
-from cobell_cli.model import fit_runtime_model
-from cobell_cli.model.evaluate import PROTOCOLS, summarise
+from cobell_cli.core.model import fit_runtime_model
+from cobell_cli.core.model.evaluate import PROTOCOLS, summarise
 from tests.conftest import BELL_DIR
 
 

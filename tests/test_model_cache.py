@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cobell_cli.model import fit_runtime_model
-from cobell_cli.model_cache import GRID_MAX, MAX_ENTRIES, ModelCache, cache_key
-from cobell_cli.model_table import ModelTable, tabulate
+from cobell_cli.core.model import fit_runtime_model
+from cobell_cli.core.model_table import ModelTable, tabulate
+from cobell_cli.store.model_cache import GRID_MAX, MAX_ENTRIES, ModelCache, cache_key
 
 JOBS = ["wc", "km", "tpch", None, "?", "stranger", " wc "]
 
@@ -137,7 +137,7 @@ def test_any_change_to_the_runs_is_a_miss(tmp_path: Path) -> None:
 
 def test_a_changed_model_source_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           ) -> None:
-    from cobell_cli import model_cache
+    from cobell_cli.store import model_cache
 
     runs = history()
     ModelCache(tmp_path / "models", grid_max=32, confidence=0.9).fit(runs)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from cobell_cli.cli import model as model_cli
 from cobell_cli.cli.common import state
 from cobell_cli.errors import CobellError, UsageError
-from cobell_cli.store import History
+from cobell_cli.store.history import History
 
 
 def make_root() -> typer.Typer:

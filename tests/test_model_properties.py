@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cobell_cli.model import fit_runtime_model
+from cobell_cli.core.model import fit_runtime_model
 
 run = st.fixed_dictionaries(
     {

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cobell_cli.overlap import (
+from cobell_cli.core.overlap import (
     BISECTION_MAX_ITER,
     MAX_ITER,
     CoRunnerInput,

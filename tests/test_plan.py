@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cobell_cli.cluster.base import RunningApp
-from cobell_cli.errors import UsageError
-from cobell_cli.plan import (
+from cobell_cli.core.plan import (
     candidate_scale_outs,
     plan,
     search_state,
     similar_runs,
 )
+from cobell_cli.errors import UsageError
 
 
 class AnalyticModel:
@@ -536,7 +536,7 @@ def _synthetic(
 
 
 def test_with_real_models_on_synthetic_history() -> None:
-    import cobell_cli.model as model_mod
+    import cobell_cli.core.model as model_mod
 
     sgd = _synthetic("sgd", 24, (40.0, 4000.0), "wc", 1)
     wc = _synthetic("wc", 24, (100.0, 8000.0), "sgd", 2)
@@ -588,7 +588,7 @@ def test_with_real_models_on_synthetic_history() -> None:
 
 def test_below_the_observed_range_the_cautious_bound_decides() -> None:
     """A flat history at 20-40 must not make scale-out 1 look as fast as 20."""
-    from cobell_cli.model import fit_runtime_model
+    from cobell_cli.core.model import fit_runtime_model
 
     runs = [
         {
@@ -613,7 +613,7 @@ def test_below_the_observed_range_the_cautious_bound_decides() -> None:
 
 def test_infeasible_target_past_the_sweet_spot_reserves_the_fastest() -> None:
     """Runtime with a minimum at 16 (overheads grow past it): do not reserve 64 then."""
-    from cobell_cli.model import fit_runtime_model
+    from cobell_cli.core.model import fit_runtime_model
 
     runs = [
         {
@@ -695,7 +695,7 @@ def test_plain_list_predictions_plan_the_same(interference: str) -> None:
 def test_importing_the_planner_does_not_import_numpy() -> None:
     # `cobell predict` has ~0.14 s in all; importing numpy alone costs about half of that.
     code = (
-        "import sys, cobell_cli.plan; "
+        "import sys, cobell_cli.core.plan; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'}))"
     )
     out = subprocess.run(

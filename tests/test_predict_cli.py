@@ -148,7 +148,7 @@ def test_cached_models_of_job_and_co_runner_plan_as_fresh_fits(
 ) -> None:
     from cobell_cli import api, config
     from cobell_cli.cli.common import connect_cluster
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
     now = yarn_rm.now_s = time.time()
     yarn_rm.add_app(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cobell_cli.errors import HistoryError, UsageError
-from cobell_cli.store import APPLICATION_ID, SCHEMA_VERSION, History
+from cobell_cli.store.history import APPLICATION_ID, SCHEMA_VERSION, History
 
 
 def run(job: str = "sgd", x: int = 8, runtime: float = 300.0, **extra) -> dict:
@@ -170,7 +170,7 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_lock_held_past_timeout_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
-    import cobell_cli.store as store
+    import cobell_cli.store.history as store
 
     path = tmp_path / "h.db"
     History.open(path).close()
@@ -271,7 +271,7 @@ def test_training_window_keeps_the_newest_runs_oldest_first(tmp_path: Path) -> N
 
 
 def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Path) -> None:
-    from cobell_cli.store import _migration_1
+    from cobell_cli.store.history import _migration_1
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
@@ -293,7 +293,7 @@ def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Pat
 def test_this_host_is_the_name_earlier_versions_stamped_running_rows_with() -> None:
     import socket
 
-    from cobell_cli.store import this_host
+    from cobell_cli.store.history import this_host
 
     assert this_host() == socket.gethostname()  # or their `running` rows would never be reaped
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cobell_cli.store import History
+from cobell_cli.store.history import History
 from tests.cli_support import cobell, cobell_process
 from tests.yarn_standin import StandinRM
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import cobell_cli.examples as examples
-from cobell_cli.store import History
+from cobell_cli.store.history import History
 from tests.spark_support import LocalSpark, driver_env
 
 pytestmark = pytest.mark.spark

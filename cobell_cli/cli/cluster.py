@@ -55,7 +55,7 @@ def _known_jobs(ctx: typer.Context) -> list[str]:
     path = settings(ctx).db_path
     if not path.exists():
         return []
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
     try:
         with History.open(path, create=False, reap_lost=False) as history:

@@ -9,7 +9,7 @@ import typer
 
 if TYPE_CHECKING:
     from cobell_cli.config import Settings
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
 
 @dataclass
@@ -52,7 +52,7 @@ def settings(ctx: typer.Context, **flags: Any) -> Settings:
 
 
 def open_history(ctx: typer.Context, *, create: bool = True) -> History:
-    from cobell_cli.store import History
+    from cobell_cli.store.history import History
 
     return History.open(settings(ctx).db_path, create=create)
 

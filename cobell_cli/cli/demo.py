@@ -51,8 +51,8 @@ def demo(
 
     import cobell_cli.examples as examples
     from cobell_cli.errors import CobellError
-    from cobell_cli.local_cluster import LocalCluster, spark_submit_path
-    from cobell_cli.store import History
+    from cobell_cli.run.local_cluster import LocalCluster, spark_submit_path
+    from cobell_cli.store.history import History
 
     db = settings(ctx).db_path
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]

@@ -107,7 +107,7 @@ def list_runs(
     import time
 
     from cobell_cli.errors import UsageError
-    from cobell_cli.store import STATUSES
+    from cobell_cli.store.history import STATUSES
 
     for value in status or ():
         if value not in STATUSES:
@@ -127,7 +127,8 @@ def list_runs(
 
 
 def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat) -> None:
-    from cobell_cli import interchange, output
+    from cobell_cli import output
+    from cobell_cli.store import interchange
 
     if fmt is ListFormat.json:
         typer.echo(output.to_json(interchange.export_records(runs)))
@@ -243,8 +244,8 @@ def import_file(
 
     Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd --runtime-unit ms
     """
-    from cobell_cli import interchange
     from cobell_cli.errors import ImportFileError
+    from cobell_cli.store import interchange
 
     name = "<stdin>" if str(file) == "-" else str(file)
     try:
@@ -295,8 +296,8 @@ def export(
     import os
     import tempfile
 
-    from cobell_cli import interchange
     from cobell_cli.errors import CobellError
+    from cobell_cli.store import interchange
 
     with open_history(ctx, create=False) as history:
         runs = history.runs(job=job, newest_first=False, with_colocations=True)

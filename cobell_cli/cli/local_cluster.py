@@ -48,7 +48,7 @@ def start(
 
     Example: cobell local-cluster start --workers 2 --cores-per-worker 4
     """
-    from cobell_cli.local_cluster import LocalCluster
+    from cobell_cli.run.local_cluster import LocalCluster
 
     lc = LocalCluster()
     st = lc.start(
@@ -74,7 +74,7 @@ def stop() -> None:
 
     Example: cobell local-cluster stop
     """
-    from cobell_cli.local_cluster import LocalCluster
+    from cobell_cli.run.local_cluster import LocalCluster
 
     stopped = LocalCluster().stop()
     info(f"stopped {', '.join(stopped)}" if stopped else "the local cluster was not running")
@@ -88,7 +88,7 @@ def status(
 
     Example: cobell local-cluster status --json
     """
-    from cobell_cli.local_cluster import LocalCluster
+    from cobell_cli.run.local_cluster import LocalCluster
 
     st = LocalCluster().status()
     if as_json:

@@ -1,5 +1,5 @@
 """`cobell model`: show, evaluate and plot a job's runtime model (a thin layer over
-cobell_cli.model; numpy, scipy and matplotlib load inside the commands)."""
+cobell_cli.core.model; numpy, scipy and matplotlib load inside the commands)."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
 
 
 def fit(job: str, runs: list[dict[str, Any]]) -> Any:
+    from cobell_cli.core.model import fit_runtime_model
     from cobell_cli.errors import UsageError
-    from cobell_cli.model import fit_runtime_model
 
     try:
         return fit_runtime_model(runs)
@@ -114,8 +114,8 @@ def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,
     """One row per method: splits, mean and median MAPE, MAE and RMSE over the splits."""
     import numpy as np
 
-    from cobell_cli.model.data import prepare_runs
-    from cobell_cli.model.evaluate import evaluate, summarise
+    from cobell_cli.core.model.data import prepare_runs
+    from cobell_cli.core.model.evaluate import evaluate, summarise
 
     results = evaluate(prepare_runs(runs), protocol, seed=seed)
     rows = []

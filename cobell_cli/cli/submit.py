@@ -120,13 +120,13 @@ def submit(
     import shlex
     import time
 
-    from cobell_cli import launch
     from cobell_cli.cli.common import parse_size
     from cobell_cli.cli.predict import render, run_prediction
     from cobell_cli.errors import NoFeasibleScaleOut, UsageError
     from cobell_cli.output import to_json
-    from cobell_cli.submit import execute
-    from cobell_cli.submit import input_size as measure
+    from cobell_cli.run import launch
+    from cobell_cli.run.submit import execute
+    from cobell_cli.run.submit import input_size as measure
 
     if input_path is not None and input_size is not None:
         raise UsageError("give --input or --input-size, not both")

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cobell_cli.errors import CobellError
-from cobell_cli.launch import parse_app_id
+from cobell_cli.run.launch import parse_app_id
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CHUNK = 65536

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from cobell_cli.calibration import ratio_bound
+from cobell_cli.core.calibration import ratio_bound
 
 MIN_RESIDUALS = 5  # fewer and quantiles are noise: use the prior width
 # Prior 90 % half-width in log space for sparse histories (2 scale-outs or few residuals):

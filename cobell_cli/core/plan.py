@@ -42,17 +42,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
-from cobell_cli.calibration import calibrated_upper
 from cobell_cli.cluster.base import RunningApp
-from cobell_cli.errors import UsageError
-from cobell_cli.output import jsonable
-from cobell_cli.overlap import (
+from cobell_cli.core.calibration import calibrated_upper
+from cobell_cli.core.overlap import (
     MAX_ITER,
     TOL_S,
     CoRunnerInput,
     OverlapPrediction,
     predict_overlaps,
 )
+from cobell_cli.errors import UsageError
+from cobell_cli.output import jsonable
 
 Strategy = Literal["joint", "paper", "none"]
 Phase = Literal["bootstrap-search", "bootstrap-parametric", "model"]
@@ -65,10 +65,10 @@ DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence dec
 
 
 class RuntimeModel(Protocol):
-    """The contract of `cobell_cli.model.fit_runtime_model`'s result that planning relies on.
+    """The contract of `cobell_cli.core.model.fit_runtime_model`'s result that planning relies on.
 
     Predictions may come back as numpy arrays or plain lists: planning only iterates them.
-    `cobell_cli.model_table.ModelTable` (a cached model) honours the same contract.
+    `cobell_cli.core.model_table.ModelTable` (a cached model) honours the same contract.
     """
 
     scale_out_range_: tuple[float, float]  # smallest and largest scale-out fitted on
@@ -88,7 +88,7 @@ FitFn = Callable[[Sequence[Mapping[str, Any]]], RuntimeModel]
 
 
 def _default_fit(runs: Sequence[Mapping[str, Any]]) -> RuntimeModel:
-    from cobell_cli.model import fit_runtime_model
+    from cobell_cli.core.model import fit_runtime_model
 
     return fit_runtime_model(runs)
 
@@ -334,7 +334,7 @@ def plan(
     `history` holds the job's runs (any status; only similar succeeded ones count),
     `co_runners` the apps on the cluster (finished ones are ignored), `co_runner_histories`
     the runs of their jobs. `fit` turns runs into a runtime model and raises ValueError when it
-    cannot; it defaults to `cobell_cli.model.fit_runtime_model`. Callers planning many times
+    cannot; it defaults to `cobell_cli.core.model.fit_runtime_model`. Callers planning many times
     over the same history (the benchmark) may pass a memoising `fit`.
     """
     _check_args(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import curve_fit
 
-from cobell_cli.model.parametric import (
+from cobell_cli.core.model.parametric import (
     FEATURES,
     basis,
     evaluate,
@@ -21,7 +21,7 @@ from cobell_cli.model.parametric import (
     fit_theta,
     nnls_fit,
 )
-from cobell_cli.model.robust import BISQUARE_C, bisquare, robust_scale
+from cobell_cli.core.model.robust import BISQUARE_C, bisquare, robust_scale
 
 ALTERNATIONS = 12  # each alternation is two exact NNLS steps; the objective never increases
 IRLS_ROUNDS = 4

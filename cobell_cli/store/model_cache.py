@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cobell_cli import __version__
-from cobell_cli.model_table import ModelTable, tabulate
+from cobell_cli.core.model_table import ModelTable, tabulate
 
 MAX_ENTRIES = 256  # newest kept; one entry is ~20 kB
 # Whole scale-outs tabulated at least: enough executors for most clusters, and independent of
@@ -36,14 +36,14 @@ FitFn = Callable[[Sequence[Mapping[str, Any]]], Any]
 
 
 def _default_fit(runs: Sequence[Mapping[str, Any]]) -> Any:
-    from cobell_cli.model import fit_runtime_model
+    from cobell_cli.core.model import fit_runtime_model
 
     return fit_runtime_model(runs)
 
 
 # The code whose answers an entry stores: the model package, and what tabulates it.
-_PACKAGE = Path(__file__).resolve().parent
-MODEL_SOURCES = (_PACKAGE / "model", _PACKAGE / "model_table.py", _PACKAGE / "calibration.py")
+_CORE = Path(__file__).resolve().parent.parent / "core"
+MODEL_SOURCES = (_CORE / "model", _CORE / "model_table.py", _CORE / "calibration.py")
 
 
 @functools.cache

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from cobell_cli.model.data import prepare_runs
-from cobell_cli.model.llr import LocalLinearModel, aggregate, bandwidth_grid, local_linear
-from cobell_cli.model.parametric import FEATURES, ParametricModel
+from cobell_cli.core.model.data import prepare_runs
+from cobell_cli.core.model.llr import LocalLinearModel, aggregate, bandwidth_grid, local_linear
+from cobell_cli.core.model.parametric import FEATURES, ParametricModel
 
 BELL_MIN_SCALE_OUTS_FOR_LLR = 4  # two interior points at least, else CV cannot choose
 

@@ -2,7 +2,7 @@
 
 Planning only ever asks a model about whole scale-outs (the candidates, a co-runner's
 executors), so a fitted model can be tabulated once and answer later without numpy or scipy:
-that is what makes a cached `cobell predict` cheap (`cobell_cli.model_cache`). The table holds
+that is what makes a cached `cobell predict` cheap (`cobell_cli.store.model_cache`). The table holds
 the model's predictions alone (no co-runner) and its interval bounds at one confidence; the
 interference factor 1 + Σ_k (a_k + b_k/x)·ov_k is applied on top, as the model itself does.
 Anything outside the table (a fractional or larger scale-out, another confidence) is passed

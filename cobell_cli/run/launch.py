@@ -3,7 +3,7 @@
 API for `cobell submit`::
 
     inj = inject(argv, scale_out=6, job="nightly-sgd")   # raises UsageError (exit 2)
-    inj.argv       # what to run (`cobell_cli.child.run(inj.argv, ...)`)
+    inj.argv       # what to run (`cobell_cli.run.child.run(inj.argv, ...)`)
     inj.launcher   # "spark-yarn" | "spark-standalone" | "flink" | "placeholder"
     inj.warnings   # user flags cobell replaced, to print as warnings
     redact(inj.argv)          # what to store in the history or print (--dry-run)

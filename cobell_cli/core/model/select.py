@@ -24,16 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from cobell_cli.model.data import POOLED, RunData, co_runner_key, prepare_runs
-from cobell_cli.model.interference import fit_interference, slowdown
-from cobell_cli.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
-from cobell_cli.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
-from cobell_cli.model.robust import (
+from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
+from cobell_cli.core.model.interference import fit_interference, slowdown
+from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
+from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
+from cobell_cli.core.model.robust import (
     physically_impossible_levels,
     regime_change_scale_outs,
     repetition_weights,
 )
-from cobell_cli.model.uncertainty import RelativeInterval
+from cobell_cli.core.model.uncertainty import RelativeInterval
 from cobell_cli.output import jsonable
 
 GROWING = ("const", "lin")

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from cobell_cli.model.data import RunData
-from cobell_cli.model.metrics import all_metrics
+from cobell_cli.core.model.data import RunData
+from cobell_cli.core.model.metrics import all_metrics
 
 PROTOCOLS = ("loso", "extrap", "sparse3")
 SPARSE_DRAWS = 5
@@ -57,21 +57,21 @@ Method = Callable[[RunData], Callable[[RunData], np.ndarray]]
 
 
 def _ernest(train: RunData) -> Callable[[RunData], np.ndarray]:
-    from cobell_cli.model.baselines import ErnestModel
+    from cobell_cli.core.model.baselines import ErnestModel
 
     m = ErnestModel().fit(train.scale_out, train.runtime_s)
     return lambda test: m.predict(test.scale_out)
 
 
 def _bell(train: RunData) -> Callable[[RunData], np.ndarray]:
-    from cobell_cli.model.baselines import BellModel
+    from cobell_cli.core.model.baselines import BellModel
 
     m = BellModel().fit(train.scale_out, train.runtime_s)
     return lambda test: m.predict(test.scale_out)
 
 
 def _cobell(train: RunData) -> Callable[[RunData], np.ndarray]:
-    from cobell_cli.model.select import fit_runtime_model
+    from cobell_cli.core.model.select import fit_runtime_model
 
     m = fit_runtime_model(train)
     return lambda test: m.predict(test.scale_out, _overlap_dicts(test))

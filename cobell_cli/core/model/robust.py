@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cobell_cli.model.parametric import FEATURES, evaluate, fit_theta
+from cobell_cli.core.model.parametric import FEATURES, evaluate, fit_theta
 
 BISQUARE_C = 4.685  # 95 % efficiency under Gaussian noise (Tukey's standard constant)
 MIN_RELATIVE_SCALE = 1e-3  # runtimes are not measured better than 0.1 %

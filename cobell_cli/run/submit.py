@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 from cobell_cli.api import Prediction, measured_overlaps
 from cobell_cli.errors import ClusterError
-from cobell_cli.store import History, this_host
+from cobell_cli.store.history import History, this_host
 
 BACKENDS = {
     "spark-yarn": "yarn",
@@ -90,7 +90,7 @@ def execute(
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it."""
-    from cobell_cli import child
+    from cobell_cli.run import child
 
     plan = prediction.plan
     with History.open(history_path, reap_lost=False) as history:

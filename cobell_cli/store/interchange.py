@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cobell_cli.errors import ImportFileError
-from cobell_cli.store import RUN_COLUMNS, validate_run
+from cobell_cli.store.history import RUN_COLUMNS, validate_run
 
 EXPORT_COLUMNS: tuple[str, ...] = (*RUN_COLUMNS, "colocations")
 BELL_HEADER = ["Nodes", "Runtime"]
