@@ -284,10 +284,24 @@ def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Pat
     conn.commit()
     conn.close()
     with History.open(path) as history:
-        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         names = {r[0] for r in history.conn.execute("SELECT name FROM sqlite_master")}
-        assert "runs_job_recent" in names
+        assert {"runs_job_recent", "runs_app_id", "run_profiles"} <= names
         assert [r["runtime_s"] for r in history.training_runs("sgd", window=5)] == [9.0]
+        (run,) = history.runs()
+        assert run["source"] == "cobell" and run["meet_probability"] is None
+
+
+def test_source_and_probability_are_checked(tmp_path: Path) -> None:
+    with History.open(tmp_path / "h.db") as history:
+        run_id = history.start_run(job="sgd", source=None)
+        assert history.run(run_id)["source"] == "cobell"
+        with pytest.raises(ValueError, match="source: expected one of"):
+            history.start_run(job="sgd", source="guess")
+        with pytest.raises(ValueError, match=r"meet_probability: must be within \[0, 1\]"):
+            history.start_run(job="sgd", meet_probability=1.5)
+        imported = history.start_run(job="sgd", source="yarn", mean_scale_out=3.5)
+        assert history.run(imported)["source"] == "yarn"
 
 
 def test_this_host_is_the_name_earlier_versions_stamped_running_rows_with() -> None:

@@ -25,9 +25,12 @@ from cobell_cli.errors import HistoryError, UsageError
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
+# Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
+# cluster's own record (YARN's finished apps, the Spark History Server, event logs).
+SOURCES = ("cobell", "import", "yarn", "spark-history", "event-log")
 BUSY_TIMEOUT_S = 30.0
 
 RUN_COLUMNS: dict[str, type] = {
@@ -52,6 +55,11 @@ RUN_COLUMNS: dict[str, type] = {
     "reason": str,
     "command": str,
     "exit_code": int,
+    "source": str,
+    "mean_scale_out": float,
+    "meet_probability": float,
+    "confidence": float,
+    "event_log": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -131,8 +139,49 @@ def _migration_2(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX runs_job_recent ON runs (job, status, {RECENCY}, id)")
 
 
+def _migration_3(conn: sqlite3.Connection) -> None:
+    """Runs learned from the cluster's own record, the risk of each decision, and the what-if.
+
+    `source` tells runs cobell launched from imported ones (which have no target or
+    prediction); `mean_scale_out` is the time-weighted mean of live executors beside the peak
+    in `scale_out`; `meet_probability` the estimated P(runtime <= target) at the chosen
+    scale-out and `confidence` the level it was planned at (NULL: the point decision);
+    `run_profiles` holds the compact event-log summary a what-if replays.
+    """
+    sources = ", ".join(repr(s) for s in SOURCES)
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'cobell' "
+        f"CHECK (source IN ({sources}))"
+    )
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN mean_scale_out REAL "
+        "CHECK (mean_scale_out IS NULL OR mean_scale_out >= 0)"
+    )
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN meet_probability REAL "
+        "CHECK (meet_probability IS NULL OR (meet_probability >= 0 AND meet_probability <= 1))"
+    )
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN confidence REAL "
+        "CHECK (confidence IS NULL OR (confidence > 0 AND confidence < 1))"
+    )
+    conn.execute("ALTER TABLE runs ADD COLUMN event_log TEXT")
+    conn.execute("CREATE INDEX runs_app_id ON runs (app_id)")
+    conn.execute(
+        """CREATE TABLE run_profiles (
+            run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+            format INTEGER NOT NULL,
+            summary TEXT NOT NULL
+        )"""
+    )
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migration_1, _migration_2)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migration_1,
+    _migration_2,
+    _migration_3,
+)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -601,9 +650,16 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
         raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
     if not partial and row.get("status") is None:
         raise ValueError("status: missing")
+    if "source" in row and row["source"] is None:
+        del row["source"]  # the column's default: a run cobell launched
+    if row.get("source") is not None and row["source"] not in SOURCES:
+        raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {row['source']!r}")
+    for column in ("meet_probability", "confidence"):
+        if row.get(column) is not None and not 0 <= row[column] <= 1:
+            raise ValueError(f"{column}: must be within [0, 1], got {row[column]}")
     if row.get("scale_out") is not None and row["scale_out"] < 1:
         raise ValueError(f"scale_out: must be >= 1, got {row['scale_out']}")
-    for column in ("runtime_s", "input_bytes", "target_s", "predicted_s"):
+    for column in ("runtime_s", "input_bytes", "target_s", "predicted_s", "mean_scale_out"):
         if row.get(column) is not None and row[column] < 0:
             raise ValueError(f"{column}: must be >= 0, got {row[column]}")
     if row.get("status") == "succeeded" and not partial:
