@@ -1,9 +1,12 @@
 """CoBell's interference model, generalised to several co-runners:
 
-    g(x, ov) = f(x) · (1 + Σ_k (a_k + b_k/x) · ov_k),   θ, a_k, b_k >= 0
+    g(x, ov) = f(x) · (1 + S(e)),   e_k = (a_k + b_k/x) · ov_k,   θ, a_k, b_k >= 0
 
-Interference can only slow a job down (a, b >= 0), and it hurts more at small scale-outs,
-where the framework has fewer places to spread the load (b/x).
+S combines the co-runners' effects: their sum (the paper's form), the largest, or a
+saturating union (combine.py); with one co-runner all are e_1. Interference can only slow a
+job down (a, b >= 0), and in the paper it hurts more at small scale-outs, where the framework
+has fewer places to spread the load (b/x); `scaled=False` drops b/x where the data say the
+effect does not shrink with the job's scale-out.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import curve_fit
 
+from cobell_cli.core.model.combine import SATURATION, combine, effects, gradient, linear_weights
 from cobell_cli.core.model.parametric import (
     FEATURES,
     basis,
@@ -28,44 +32,53 @@ IRLS_ROUNDS = 4
 
 
 def slowdown(scale_out: np.ndarray, overlap: np.ndarray, a: np.ndarray, b: np.ndarray,
-             ) -> np.ndarray:
-    """1 + rc for every run: the factor by which co-runners stretched it."""
+             rule: str = "additive", saturation: float = SATURATION) -> np.ndarray:
+    """1 + S for every run: the factor by which co-runners stretched it."""
     x = np.asarray(scale_out, float)
     if overlap.shape[1] == 0:
         return np.ones_like(x)
-    return 1.0 + overlap @ a + (overlap / x[:, None]) @ b
+    return 1.0 + combine(effects(x, overlap, a, b), rule, saturation)
 
 
 def _fit_ab(x: np.ndarray, y: np.ndarray, overlap: np.ndarray, f: np.ndarray,
-            w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) given f: an exact NNLS in relative error, since g is linear in them."""
+            w: np.ndarray, scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) given f: an exact NNLS in relative error, since g is linear in them (for a
+    non-additive rule, `overlap` carries the rule's current linear weights)."""
     k = overlap.shape[1]
-    design = np.hstack([f[:, None] * overlap, f[:, None] * overlap / x[:, None]])
-    coef = nnls_fit(design, y - f, np.sqrt(w) / y)
-    return coef[:k], coef[k:]
+    cols = [f[:, None] * overlap]
+    if scaled:
+        cols.append(f[:, None] * overlap / x[:, None])
+    coef = nnls_fit(np.hstack(cols), y - f, np.sqrt(w) / y)
+    return coef[:k], (coef[k:] if scaled else np.zeros(k))
 
 
 def _alternate(x: np.ndarray, y: np.ndarray, overlap: np.ndarray, features: Sequence[str],
-               w: np.ndarray, theta: np.ndarray, rounds: int,
+               w: np.ndarray, theta: np.ndarray, rounds: int, rule: str = "additive",
+               scaled: bool = True, start: tuple[np.ndarray, np.ndarray] | None = None,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    a = b = np.zeros(overlap.shape[1])
+    a, b = start if start is not None else (np.zeros(overlap.shape[1]),) * 2
     for _ in range(rounds):
-        a, b = _fit_ab(x, y, overlap, evaluate(theta, x), w)
+        # The first step of a fresh fit is additive: at a = b = 0 no co-runner is "largest".
+        weights = (linear_weights(effects(x, overlap, a, b), rule) if np.any(a) or np.any(b)
+                   else np.ones_like(overlap))
+        a, b = _fit_ab(x, y, overlap * weights, evaluate(theta, x), w, scaled)
         theta = fit_theta(x, y, features, sample_weight=w,
-                          multiplier=slowdown(x, overlap, a, b))
+                          multiplier=slowdown(x, overlap, a, b, rule))
     return theta, a, b
 
 
 def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
                      features: Sequence[str] = FEATURES, *, robust: bool = True,
-                     polish: bool = True,
+                     polish: bool = True, rule: str = "additive", scaled: bool = True,
+                     rounds: int = ALTERNATIONS,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(θ, a, b, weights) of g fitted in relative error.
 
     Start: θ from the runs without co-runners (when there are enough), then alternating
     exact NNLS steps for (a, b) and θ; bisquare reweighting on log residuals drops runs
     that no (θ, a, b) explains; finally scipy's trust-region-reflective curve_fit polishes
-    all parameters jointly within the bounds, as in the paper.
+    all parameters jointly within the bounds, as in the paper (additive rule with b/x only;
+    the other rules keep the alternation's answer).
     """
     x = np.asarray(scale_out, float)
     y = np.asarray(runtime_s, float)
@@ -81,17 +94,18 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
         theta = fit_theta(x, y, features)
         a = b = np.zeros(k)
     else:
-        theta, a, b = _alternate(x, y, ov, features, w, theta, ALTERNATIONS)
+        theta, a, b = _alternate(x, y, ov, features, w, theta, rounds, rule, scaled)
     if robust and y.size >= 6:
         for _ in range(IRLS_ROUNDS):
-            pred = evaluate(theta, x) * slowdown(x, ov, a, b)
+            pred = evaluate(theta, x) * slowdown(x, ov, a, b, rule)
             resid = np.log(y / pred)
             w = bisquare(resid / (BISQUARE_C * robust_scale(resid)))
             if k and np.any(ov > 0):
-                theta, a, b = _alternate(x, y, ov, features, w, theta, 3)
+                theta, a, b = _alternate(x, y, ov, features, w, theta, 3, rule, scaled,
+                                         start=(a, b))
             else:
                 theta = fit_theta(x, y, features, sample_weight=w)
-    if polish and k and np.any(ov > 0):
+    if polish and rule == "additive" and scaled and k and np.any(ov > 0):
         theta, a, b = _polish(x, y, ov, features, w, theta, a, b)
     return theta, a, b, w
 
@@ -135,3 +149,39 @@ def _polish(x: np.ndarray, y: np.ndarray, ov: np.ndarray, features: Sequence[str
 
 def _loss(pred: np.ndarray, y: np.ndarray, sigma: np.ndarray) -> float:
     return float(np.sum(((pred - y) / sigma) ** 2))
+
+
+def pair_covariance(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
+                    f: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
+                    rule: str = "additive", scaled: bool = True) -> np.ndarray:
+    """Sampling covariance (k, 2, 2) of each co-runner's (a, b) at the fit, f held fixed.
+
+    Gauss-Newton in relative error: σ²·(DᵀWD)⁻¹ with D the derivative of g/y in (a, b)
+    (through the rule's gradient), σ² the weighted residual variance. A tiny ridge makes
+    directions the data cannot resolve (a traded against b over few scale-outs, a co-runner
+    never the bottleneck) huge rather than singular: exactly what partial pooling must see.
+    """
+    x = np.asarray(scale_out, float)
+    y = np.asarray(runtime_s, float)
+    k = overlap.shape[1]
+    out = np.zeros((k, 2, 2))
+    if k == 0:
+        return out
+    e = effects(x, overlap, a, b)
+    lin = overlap * gradient(e, rule)
+    scale = (f / y)[:, None]
+    cols = [scale * lin] + ([scale * lin / x[:, None]] if scaled else [])
+    design = np.hstack(cols)
+    resid = (y - f * (1.0 + combine(e, rule))) / y
+    used = w > 1e-6
+    dof = max(int(used.sum()) - int(np.count_nonzero(np.concatenate([a, b]))) - 1, 1)
+    sigma2 = float(np.sum(w * resid**2) / dof)
+    info = design.T @ (design * w[:, None])
+    ridge = 1e-9 * max(float(np.trace(info)) / info.shape[0], 1e-12)
+    cov = sigma2 * np.linalg.inv(info + ridge * np.eye(info.shape[0]))
+    for i in range(k):
+        out[i, 0, 0] = cov[i, i]
+        if scaled:
+            out[i, 0, 1] = out[i, 1, 0] = cov[i, k + i]
+            out[i, 1, 1] = cov[k + i, k + i]
+    return out
