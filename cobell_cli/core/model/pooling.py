@@ -22,19 +22,21 @@ ROUNDS = 50
 @dataclass(frozen=True)
 class Pooled:
     """Posterior pairs (k, 2), their covariance (k, 2, 2), the weight of each pair's own data
-    (k,: 1 = its own estimate, 0 = the pooled pair), the prior mean μ (2,) and variance τ² (2,)."""
+    (k,: 1 = its own estimate, 0 = the pooled pair), the prior mean μ (2,) and variance τ² (2,),
+    and the sampling covariance of the unpooled estimates (k, 2, 2)."""
 
     pairs: np.ndarray
     cov: np.ndarray
     own_weight: np.ndarray
     mean: np.ndarray
     tau2: np.ndarray
+    sampling_cov: np.ndarray
 
 
 def no_pooling(est: np.ndarray, cov: np.ndarray) -> Pooled:
     k = est.shape[0]
     mean = est.mean(axis=0) if k else np.zeros(2)
-    return Pooled(est.copy(), cov.copy(), np.ones(k), mean, np.full(2, np.inf))
+    return Pooled(est.copy(), cov.copy(), np.ones(k), mean, np.full(2, np.inf), cov.copy())
 
 
 def shrink(est: np.ndarray, cov: np.ndarray, active: np.ndarray | None = None) -> Pooled:
@@ -73,4 +75,4 @@ def shrink(est: np.ndarray, cov: np.ndarray, active: np.ndarray | None = None) -
     if not act[1]:
         pairs[:, 1] = 0.0
         post[:, 1, :] = post[:, :, 1] = 0.0
-    return Pooled(pairs, post, np.clip(weight, 0.0, 1.0), mean, tau2)
+    return Pooled(pairs, post, np.clip(weight, 0.0, 1.0), mean, tau2, cov.copy())

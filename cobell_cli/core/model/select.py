@@ -54,7 +54,8 @@ INTERFERENCE_FOLDS = 3  # K of the CV that chooses the combination rule and b/x
 CV_ROUNDS = 5  # alternations per CV fit: enough to rank the forms, a third of the cost
 MIN_RUNS_FOR_RULE_CV = 10  # runs with co-runners below which the paper's form is kept
 RULE_MARGIN = 0.01  # another form must beat the paper's CV error by 1 % to replace it
-THIN_EVIDENCE_WEIGHT = 0.5  # own-data weight below which `model show` warns about a pair
+THIN_EVIDENCE_SD = 0.25 # own sd of a + b/x, relative to the pooled effect, that `model show`
+# calls thin evidence
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
 
@@ -185,6 +186,8 @@ class RuntimeModel:
         self.a_, self.b_ = pooled.pairs[:, 0], pooled.pairs[:, 1]
         self.pair_cov_ = pooled.cov
         self.own_weight_ = pooled.own_weight
+        self.sampling_cov_ = pooled.sampling_cov
+        self.reference_scale_out_ = float(x.min())  # where b/x matters most
         self.pool_mean_, self.pool_tau2_ = pooled.mean, pooled.tau2
 
     def _interference_candidates(self, ov: np.ndarray) -> list[tuple[str, bool]]:
@@ -522,8 +525,20 @@ class RuntimeModel:
             "interval": self.interval_.describe(),
         }
 
+    def _effect_sd(self, cov: np.ndarray) -> float:
+        """sd of a + b/x at the smallest observed scale-out under a pair covariance."""
+        g = np.array([1.0, 1.0 / self.reference_scale_out_])
+        return float(np.sqrt(max(g @ cov @ g, 0.0)))
+
     def _describe_pair(self, i: int, k: str) -> dict[str, Any]:
+        """The pair and what it rests on. Thin: its own runs leave the effect at the smallest
+        scale-out uncertain by more than THIN_EVIDENCE_SD of the pooled effect (a low own
+        weight alone can also mean co-runners simply do not differ)."""
         c = self.pair_cov_[i]
+        x_ref = self.reference_scale_out_
+        mean = self.pool_mean_
+        pooled_effect = max(float(mean[0] + mean[1] / x_ref), 1e-9)
+        own_sd = self._effect_sd(self.sampling_cov_[i])
         return {"a": float(self.a_[i]), "b": float(self.b_[i]),
                 "runs": self.interference_runs_[k],
                 "overlap_s": self.overlap_s_[k],
@@ -531,7 +546,10 @@ class RuntimeModel:
                 "unpooled": {"a": float(self.a_unpooled_[i]), "b": float(self.b_unpooled_[i])},
                 "sd": {"a": float(np.sqrt(max(c[0, 0], 0.0))),
                        "b": float(np.sqrt(max(c[1, 1], 0.0)))},
-                "thin": bool(self.own_weight_[i] < THIN_EVIDENCE_WEIGHT)}
+                "effect_sd_own": own_sd,
+                "effect_sd": self._effect_sd(c),
+                "reference_scale_out": x_ref,
+                "thin": bool(own_sd > THIN_EVIDENCE_SD * pooled_effect)}
 
     def _describe_pool(self) -> dict[str, Any] | None:
         if not np.all(np.isfinite(self.pool_tau2_)):
