@@ -41,38 +41,80 @@ def no_pooling(est: np.ndarray, cov: np.ndarray) -> Pooled:
 
 def shrink(est: np.ndarray, cov: np.ndarray, active: np.ndarray | None = None) -> Pooled:
     """Empirical Bayes posterior of each pair; `active` marks the components estimated at
-    all (b is not when the effect is not scaled with 1/x)."""
+    all (b is not when the effect is not scaled with 1/x).
+
+    μ is the generalised least-squares mean under each pair's full covariance T + V_k (a thin
+    pair's a and b trade off against each other; only what its runs pin down, roughly its
+    effect at its own scale-outs, should count), and T maximises the marginal likelihood of
+    the estimates over a grid: the shrinkage strength is the data's, not a constant.
+    """
     k = est.shape[0]
     if k < MIN_GROUPS:
         return no_pooling(est, cov)
     act = np.ones(2, bool) if active is None else np.asarray(active, bool)
-    var = np.maximum(np.stack([cov[:, 0, 0], cov[:, 1, 1]], axis=1), 1e-18)
-    tau2 = np.array([np.var(est[:, j]) if act[j] else 0.0 for j in range(2)])
-    mean = est.mean(axis=0)
-    for _ in range(ROUNDS):
-        w = 1.0 / (tau2[None, :] + var)
-        mean = (w * est).sum(axis=0) / w.sum(axis=0)
-        moment = (w * ((est - mean) ** 2 - var)).sum(axis=0) / w.sum(axis=0)
-        new = np.where(act, np.maximum(moment, 0.0), 0.0)
-        if np.allclose(new, tau2, rtol=1e-6, atol=1e-12):
-            tau2 = new
-            break
-        tau2 = new
-    prior = np.diag(np.maximum(tau2, 1e-18))
+    grids = [np.concatenate([[0.0], _scale(est[:, j]) * np.geomspace(1e-3, 10, GRID)])
+             if act[j] else np.zeros(1) for j in range(2)]
+    best = (-np.inf, np.zeros(2), est.mean(axis=0))
+    for ta in grids[0]:
+        for tb in grids[1]:
+            tau2 = np.array([ta, tb]) ** 2
+            loglik, mean = _marginal(est, cov, tau2, act)
+            if loglik > best[0]:
+                best = (loglik, tau2, mean)
+    _, tau2, mean = best
+    prior = np.diag(np.where(act, tau2, 0.0))
+    total = _inverse(prior[None] + cov, act)
+    mean_cov = _pinv2(total.sum(axis=0), act)
     pairs = np.empty_like(est)
     post = np.empty_like(cov)
     weight = np.empty(k)
-    w = 1.0 / (tau2[None, :] + var)
-    mean_var = np.diag(np.where(act, 1.0 / w.sum(axis=0), 0.0))
     for i in range(k):
-        gain = prior @ np.linalg.inv(prior + cov[i] + 1e-18 * np.eye(2))
+        gain = prior @ total[i]
         pairs[i] = mean + gain @ (est[i] - mean)
         rest = np.eye(2) - gain
-        post[i] = prior - gain @ prior + rest @ mean_var @ rest.T
-        diag = np.diag(gain)
-        weight[i] = float(diag[act].mean()) if act.any() else 1.0
+        post[i] = prior - gain @ prior + rest @ mean_cov @ rest.T
+        weight[i] = float(np.diag(gain)[act].mean())
     pairs = np.maximum(pairs, 0.0)
     if not act[1]:
         pairs[:, 1] = 0.0
         post[:, 1, :] = post[:, :, 1] = 0.0
     return Pooled(pairs, post, np.clip(weight, 0.0, 1.0), mean, tau2, cov.copy())
+
+
+GRID = 24  # τ values per component on a log grid (plus 0)
+
+
+def _scale(values: np.ndarray) -> float:
+    """A typical size of a component, so the τ grid fits its units."""
+    return float(max(np.median(np.abs(values)), np.mean(np.abs(values)), 1e-3))
+
+
+def _inverse(m: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """Inverses of (k, 2, 2) matrices on the active components (zero elsewhere)."""
+    out = np.zeros_like(m)
+    idx = np.flatnonzero(act)
+    sub = m[:, idx[:, None], idx[None, :]] + 1e-18 * np.eye(idx.size)
+    out[:, idx[:, None], idx[None, :]] = np.linalg.inv(sub)
+    return out
+
+
+def _pinv2(m: np.ndarray, act: np.ndarray) -> np.ndarray:
+    return _inverse(m[None], act)[0]
+
+
+def _marginal(est: np.ndarray, cov: np.ndarray, tau2: np.ndarray, act: np.ndarray,
+              ) -> tuple[float, np.ndarray]:
+    """Restricted log likelihood of the estimates under N(μ, T + V_k), μ at its GLS value."""
+    idx = np.flatnonzero(act)
+    total = cov + np.diag(np.where(act, tau2, 0.0))[None]
+    sub = total[:, idx[:, None], idx[None, :]]
+    inv = np.linalg.inv(sub)
+    info = inv.sum(axis=0)
+    e = est[:, idx]
+    mu = np.linalg.solve(info, np.einsum("kij,kj->i", inv, e))
+    r = e - mu
+    quad = np.einsum("ki,kij,kj->", r, inv, r)
+    logdet = np.linalg.slogdet(sub)[1].sum() + np.linalg.slogdet(info)[1]
+    mean = np.zeros(2)
+    mean[idx] = mu
+    return float(-0.5 * (quad + logdet)), mean

@@ -114,11 +114,13 @@ class RuntimeModel:
     """
 
     def __init__(self, *, confidence_default: float = 0.9, combination: str = "auto",
-                 scaled: bool | None = None, pooling: bool = True) -> None:
+                 scaled: bool | None = None, pooling: bool = True,
+                 propagate: bool = True) -> None:
         self.confidence_default = confidence_default
         self.combination = combination  # "auto" (CV) or one of combine.RULES
         self.scaled = scaled  # None: CV decides between a + b/x and a
         self.pooling = pooling  # shrink each pair toward the pooled one (empirical Bayes)
+        self.propagate = propagate  # widen the interval by the pairs' uncertainty
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
@@ -476,6 +478,8 @@ class RuntimeModel:
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
         """(var a, cov(a, b), var b) of the pair interference(job) answers with; a stranger
         (no pair of its own, no pool) gets the spread of the pairs around their mean."""
+        if not self.propagate:
+            return 0.0, 0.0, 0.0
         i = self._pair_index(job)
         if i is not None:
             c = self.pair_cov_[i]
