@@ -12,6 +12,7 @@ effect does not shrink with the job's scale-out.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import curve_fit
@@ -29,6 +30,43 @@ from cobell_cli.core.model.robust import BISQUARE_C, bisquare, robust_scale
 
 ALTERNATIONS = 12  # each alternation is two exact NNLS steps; the objective never increases
 IRLS_ROUNDS = 4
+MIN_RUNS_PER_LEVEL = 3  # runs at every scale-out before f may be one level per scale-out
+
+
+@dataclass(frozen=True)
+class AloneCurve:
+    """f(x) the interference fit separated the pairs from: Ernest's θ, or one level per
+    observed scale-out (log-log interpolated between them, flat beyond)."""
+
+    theta: np.ndarray | None = None
+    levels: np.ndarray | None = None
+    log_level: np.ndarray | None = None
+
+    def __call__(self, scale_out: np.ndarray) -> np.ndarray:
+        x = np.asarray(scale_out, float)
+        if self.theta is not None:
+            return evaluate(self.theta, x)
+        return np.exp(np.interp(np.log(x), np.log(self.levels), self.log_level))
+
+
+def levels_usable(scale_out: np.ndarray) -> bool:
+    """Enough runs at every scale-out to give each its own level: then (a, b) are learned
+    from how overlap moves runtimes at one scale-out, and a curve Ernest's four terms cannot
+    follow (a job that stops scaling) is not read as interference that shrinks with x."""
+    levels, counts = np.unique(scale_out, return_counts=True)
+    return levels.size >= 2 and int(counts.min()) >= MIN_RUNS_PER_LEVEL
+
+
+def _fit_levels(x: np.ndarray, y: np.ndarray, w: np.ndarray, multiplier: np.ndarray,
+                ) -> AloneCurve:
+    """Per scale-out, the level f minimising Σ w·(1 − f·m/y)², i.e. relative error."""
+    levels, index = np.unique(x, return_inverse=True)
+    r = multiplier / y
+    num = np.bincount(index, w * r, levels.size)
+    den = np.bincount(index, w * r * r, levels.size)
+    fallback = np.bincount(index, r, levels.size) / np.bincount(index, r * r, levels.size)
+    f = np.where(den > 0, num / np.where(den > 0, den, 1.0), fallback)
+    return AloneCurve(levels=levels, log_level=np.log(f))
 
 
 def slowdown(scale_out: np.ndarray, overlap: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -53,26 +91,35 @@ def _fit_ab(x: np.ndarray, y: np.ndarray, overlap: np.ndarray, f: np.ndarray,
 
 
 def _alternate(x: np.ndarray, y: np.ndarray, overlap: np.ndarray, features: Sequence[str],
-               w: np.ndarray, theta: np.ndarray, rounds: int, rule: str = "additive",
+               w: np.ndarray, curve: AloneCurve, rounds: int, rule: str = "additive",
                scaled: bool = True, start: tuple[np.ndarray, np.ndarray] | None = None,
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               ) -> tuple[AloneCurve, np.ndarray, np.ndarray]:
     a, b = start if start is not None else (np.zeros(overlap.shape[1]),) * 2
     for _ in range(rounds):
         # The first step of a fresh fit is additive: at a = b = 0 no co-runner is "largest".
         weights = (linear_weights(effects(x, overlap, a, b), rule) if np.any(a) or np.any(b)
                    else np.ones_like(overlap))
-        a, b = _fit_ab(x, y, overlap * weights, evaluate(theta, x), w, scaled)
-        theta = fit_theta(x, y, features, sample_weight=w,
-                          multiplier=slowdown(x, overlap, a, b, rule))
-    return theta, a, b
+        a, b = _fit_ab(x, y, overlap * weights, curve(x), w, scaled)
+        curve = _fit_curve(x, y, features, w, slowdown(x, overlap, a, b, rule),
+                           curve.theta is None)
+    return curve, a, b
+
+
+def _fit_curve(x: np.ndarray, y: np.ndarray, features: Sequence[str], w: np.ndarray,
+               multiplier: np.ndarray | None, levels: bool) -> AloneCurve:
+    m = np.ones_like(y) if multiplier is None else multiplier
+    if levels:
+        return _fit_levels(x, y, w, m)
+    return AloneCurve(theta=fit_theta(x, y, features, sample_weight=w, multiplier=multiplier))
 
 
 def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
                      features: Sequence[str] = FEATURES, *, robust: bool = True,
                      polish: bool = True, rule: str = "additive", scaled: bool = True,
-                     rounds: int = ALTERNATIONS,
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(θ, a, b, weights) of g fitted in relative error.
+                     rounds: int = ALTERNATIONS, levels: bool = False,
+                     ) -> tuple[AloneCurve, np.ndarray, np.ndarray, np.ndarray]:
+    """(f, a, b, weights) of g fitted in relative error; f is Ernest's curve, or with
+    `levels` one level per scale-out (see levels_usable).
 
     Start: θ from the runs without co-runners (when there are enough), then alternating
     exact NNLS steps for (a, b) and θ; bisquare reweighting on log residuals drops runs
@@ -88,26 +135,30 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
     alone = ov.sum(axis=1) == 0
     n_free = int(feature_mask(features).sum())
     start = alone if np.unique(x[alone]).size >= min(n_free, 2) and alone.sum() >= 3 else None
-    theta = fit_theta(x[start] if start is not None else x,
-                      y[start] if start is not None else y, features)
+    if levels:  # start from the runs alone where a scale-out has some, as θ does
+        curve = _fit_levels(x, y, np.where(alone, 1.0, 1e-6), np.ones_like(y))
+    else:
+        curve = AloneCurve(theta=fit_theta(x[start] if start is not None else x,
+                                           y[start] if start is not None else y, features))
     if k == 0 or not np.any(ov > 0):
-        theta = fit_theta(x, y, features)
+        curve = _fit_curve(x, y, features, w, None, levels)
         a = b = np.zeros(k)
     else:
-        theta, a, b = _alternate(x, y, ov, features, w, theta, rounds, rule, scaled)
+        curve, a, b = _alternate(x, y, ov, features, w, curve, rounds, rule, scaled)
     if robust and y.size >= 6:
         for _ in range(IRLS_ROUNDS):
-            pred = evaluate(theta, x) * slowdown(x, ov, a, b, rule)
+            pred = curve(x) * slowdown(x, ov, a, b, rule)
             resid = np.log(y / pred)
             w = bisquare(resid / (BISQUARE_C * robust_scale(resid)))
             if k and np.any(ov > 0):
-                theta, a, b = _alternate(x, y, ov, features, w, theta, 3, rule, scaled,
+                curve, a, b = _alternate(x, y, ov, features, w, curve, 3, rule, scaled,
                                          start=(a, b))
             else:
-                theta = fit_theta(x, y, features, sample_weight=w)
-    if polish and rule == "additive" and scaled and k and np.any(ov > 0):
-        theta, a, b = _polish(x, y, ov, features, w, theta, a, b)
-    return theta, a, b, w
+                curve = _fit_curve(x, y, features, w, None, levels)
+    if polish and not levels and rule == "additive" and scaled and k and np.any(ov > 0):
+        theta, a, b = _polish(x, y, ov, features, w, curve.theta, a, b)
+        curve = AloneCurve(theta=theta)
+    return curve, a, b, w
 
 
 def _polish(x: np.ndarray, y: np.ndarray, ov: np.ndarray, features: Sequence[str],

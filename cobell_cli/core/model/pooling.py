@@ -54,14 +54,11 @@ def shrink(est: np.ndarray, cov: np.ndarray, active: np.ndarray | None = None) -
     act = np.ones(2, bool) if active is None else np.asarray(active, bool)
     grids = [np.concatenate([[0.0], _scale(est[:, j]) * np.geomspace(1e-3, 10, GRID)])
              if act[j] else np.zeros(1) for j in range(2)]
-    best = (-np.inf, np.zeros(2), est.mean(axis=0))
-    for ta in grids[0]:
-        for tb in grids[1]:
-            tau2 = np.array([ta, tb]) ** 2
-            loglik, mean = _marginal(est, cov, tau2, act)
-            if loglik > best[0]:
-                best = (loglik, tau2, mean)
-    _, tau2, mean = best
+    ta, tb = np.meshgrid(grids[0], grids[1], indexing="ij")
+    tau2_grid = np.column_stack([ta.ravel(), tb.ravel()]) ** 2
+    loglik, means = _marginal(est, cov, tau2_grid, act)
+    i = int(np.argmax(loglik))
+    tau2, mean = tau2_grid[i], means[i]
     prior = np.diag(np.where(act, tau2, 0.0))
     total = _inverse(prior[None] + cov, act)
     mean_cov = _pinv2(total.sum(axis=0), act)
@@ -81,7 +78,7 @@ def shrink(est: np.ndarray, cov: np.ndarray, active: np.ndarray | None = None) -
     return Pooled(pairs, post, np.clip(weight, 0.0, 1.0), mean, tau2, cov.copy())
 
 
-GRID = 24  # τ values per component on a log grid (plus 0)
+GRID = 14  # τ values per component on a log grid (plus 0)
 
 
 def _scale(values: np.ndarray) -> float:
@@ -103,18 +100,21 @@ def _pinv2(m: np.ndarray, act: np.ndarray) -> np.ndarray:
 
 
 def _marginal(est: np.ndarray, cov: np.ndarray, tau2: np.ndarray, act: np.ndarray,
-              ) -> tuple[float, np.ndarray]:
-    """Restricted log likelihood of the estimates under N(μ, T + V_k), μ at its GLS value."""
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Restricted log likelihood of the estimates under N(μ, T + V_k), μ at its GLS value,
+    for every row of tau2 (g, 2) at once; returns (loglik (g,), μ (g, 2))."""
     idx = np.flatnonzero(act)
-    total = cov + np.diag(np.where(act, tau2, 0.0))[None]
-    sub = total[:, idx[:, None], idx[None, :]]
+    prior = np.zeros((tau2.shape[0], 2, 2))
+    prior[:, 0, 0], prior[:, 1, 1] = np.where(act, tau2, 0.0).T
+    total = cov[None] + prior[:, None]  # (g, k, 2, 2)
+    sub = total[..., idx[:, None], idx[None, :]]
     inv = np.linalg.inv(sub)
-    info = inv.sum(axis=0)
+    info = inv.sum(axis=1)  # (g, m, m)
     e = est[:, idx]
-    mu = np.linalg.solve(info, np.einsum("kij,kj->i", inv, e))
-    r = e - mu
-    quad = np.einsum("ki,kij,kj->", r, inv, r)
-    logdet = np.linalg.slogdet(sub)[1].sum() + np.linalg.slogdet(info)[1]
-    mean = np.zeros(2)
-    mean[idx] = mu
-    return float(-0.5 * (quad + logdet)), mean
+    mu = np.linalg.solve(info, np.einsum("gkij,kj->gi", inv, e)[..., None])[..., 0]
+    r = e[None] - mu[:, None]
+    quad = np.einsum("gki,gkij,gkj->g", r, inv, r)
+    logdet = np.linalg.slogdet(sub)[1].sum(axis=1) + np.linalg.slogdet(info)[1]
+    mean = np.zeros((tau2.shape[0], 2))
+    mean[:, idx] = mu
+    return -0.5 * (quad + logdet), mean
