@@ -493,21 +493,27 @@ class RuntimeModel:
         return lower * factor, upper * factor
 
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
-        """(var a, cov(a, b), var b) of the pair interference(job) answers with; a stranger
-        (no pair of its own, no pool) gets the spread of the pairs around their mean."""
-        if not self.propagate:
+        """(var a, cov(a, b), var b) of the pair interference(job) answers with. A job with
+        its own pair: the pair's posterior covariance. A job answered by the pooled class
+        (met rarely, or never): that class pair averages many jobs, so this one job may differ
+        from it by the spread between jobs, added to the class pair's own uncertainty."""
+        if not self.propagate or not self.co_runners_:
             return 0.0, 0.0, 0.0
         i = self._pair_index(job)
-        if i is not None:
-            c = self.pair_cov_[i]
-            return float(c[0, 0]), float(c[0, 1]), float(c[1, 1])
-        if not self.co_runners_:
-            return 0.0, 0.0, 0.0
+        own = i is not None and self.co_runners_[i] != POOLED
+        c = self.pair_cov_[i] if i is not None else np.zeros((2, 2))
+        if not own:
+            c = c + np.diag(self._between_jobs())
+        return float(c[0, 0]), float(c[0, 1]), float(c[1, 1])
+
+    def _between_jobs(self) -> np.ndarray:
+        """Variance of (a, b) between co-runner jobs: pooling's τ², else the pairs' spread."""
         tau2 = self.pool_tau2_
         if np.all(np.isfinite(tau2)):
-            return float(tau2[0]), 0.0, float(tau2[1])
-        spread = np.var(np.column_stack([self.a_, self.b_]), axis=0)
-        return float(spread[0]), 0.0, float(spread[1])
+            return np.asarray(tau2, float)
+        if len(self.co_runners_) < 2:
+            return np.zeros(2)
+        return np.var(np.column_stack([self.a_, self.b_]), axis=0)
 
     def _pair_index(self, job: Any) -> int | None:
         names = self.co_runners_
