@@ -14,7 +14,8 @@ cell is scored on fresh runs with co-runners, at their measured overlaps: the sh
 
 "before" is the model as it was: the paper's additive a + b/x, no pooling, an interval from
 the scale-out curve alone (`RuntimeModel(combination="additive", scaled=True,
-pooling=False, propagate=False)`, which fits exactly as before). "after" is the default.
+pooling=False, propagate=False, alone_curve="ernest")`, which fits exactly as before).
+"after" is the default.
 
 Also: the error of b for co-runner jobs met in 3-8 runs, pooled vs unpooled, against the
 simulator's own pair law projected on a + b/x (least squares over the scale-outs run), next
@@ -62,7 +63,7 @@ THIN_RUNS = (3, 8)
 RUN_SPACING_S = 100_000.0
 VARIANTS = {
     "before": {"combination": "additive", "scaled": True, "pooling": False,
-               "propagate": False},
+               "propagate": False, "alone_curve": "ernest"},
     "after": {},
 }
 

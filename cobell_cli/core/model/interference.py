@@ -30,43 +30,58 @@ from cobell_cli.core.model.robust import BISQUARE_C, bisquare, robust_scale
 
 ALTERNATIONS = 12  # each alternation is two exact NNLS steps; the objective never increases
 IRLS_ROUNDS = 4
-MIN_RUNS_PER_LEVEL = 3  # runs at every scale-out before f may be one level per scale-out
+MIN_RUNS_PER_LEVEL = 3  # runs per stretch between two knots of the broken-line f
+MIN_KNOTS = 3
 
 
 @dataclass(frozen=True)
 class AloneCurve:
-    """f(x) the interference fit separated the pairs from: Ernest's θ, or one level per
-    observed scale-out (log-log interpolated between them, flat beyond)."""
+    """f(x) the interference fit separated the pairs from: Ernest's θ, or a broken line in
+    log x through values at knots (flat beyond the outer knots)."""
 
     theta: np.ndarray | None = None
-    levels: np.ndarray | None = None
-    log_level: np.ndarray | None = None
+    knots: np.ndarray | None = None
+    values: np.ndarray | None = None
 
     def __call__(self, scale_out: np.ndarray) -> np.ndarray:
         x = np.asarray(scale_out, float)
         if self.theta is not None:
             return evaluate(self.theta, x)
-        return np.exp(np.interp(np.log(x), np.log(self.levels), self.log_level))
+        return np.interp(np.log(x), np.log(self.knots), self.values)
+
+    @property
+    def n_params(self) -> int:
+        return int(np.count_nonzero(self.theta) if self.theta is not None else self.knots.size)
 
 
-def levels_usable(scale_out: np.ndarray) -> bool:
-    """Enough runs at every scale-out to give each its own level: then (a, b) are learned
-    from how overlap moves runtimes at one scale-out, and a curve Ernest's four terms cannot
-    follow (a job that stops scaling) is not read as interference that shrinks with x."""
+def knots(scale_out: np.ndarray) -> np.ndarray | None:
+    """Knots for a broken-line f, or None for Ernest's curve: the smallest and largest
+    scale-out, and in between each scale-out that closes a stretch of >= MIN_RUNS_PER_LEVEL
+    runs (with >= 3 runs everywhere, every scale-out has its own level). (a, b) are then
+    learned from how overlap moves runtimes near one scale-out, and a curve Ernest's four
+    terms cannot follow (a job that stops scaling) is not read as interference shrinking
+    with x: that read gave co-runners with a few runs b near 10 where the truth was <= 2.5.
+    Fewer than MIN_KNOTS knots: Ernest's curve."""
     levels, counts = np.unique(scale_out, return_counts=True)
-    return levels.size >= 2 and int(counts.min()) >= MIN_RUNS_PER_LEVEL
+    chosen = [0]
+    since = 0
+    for j in range(1, levels.size - 1):
+        since += int(counts[j])
+        if since >= MIN_RUNS_PER_LEVEL:
+            chosen.append(j)
+            since = 0
+    if levels.size > 1:
+        chosen.append(levels.size - 1)
+    return levels[chosen] if len(chosen) >= MIN_KNOTS else None
 
 
-def _fit_levels(x: np.ndarray, y: np.ndarray, w: np.ndarray, multiplier: np.ndarray,
-                ) -> AloneCurve:
-    """Per scale-out, the level f minimising Σ w·(1 − f·m/y)², i.e. relative error."""
-    levels, index = np.unique(x, return_inverse=True)
-    r = multiplier / y
-    num = np.bincount(index, w * r, levels.size)
-    den = np.bincount(index, w * r * r, levels.size)
-    fallback = np.bincount(index, r, levels.size) / np.bincount(index, r * r, levels.size)
-    f = np.where(den > 0, num / np.where(den > 0, den, 1.0), fallback)
-    return AloneCurve(levels=levels, log_level=np.log(f))
+def _fit_broken_line(x: np.ndarray, y: np.ndarray, w: np.ndarray, multiplier: np.ndarray,
+                     at: np.ndarray) -> AloneCurve:
+    """Values at the knots minimising Σ w·((y − f(x)·m)/y)², f >= 0: NNLS on hat functions."""
+    t, tk = np.log(x), np.log(at)
+    hats = np.column_stack([np.interp(t, tk, np.eye(tk.size)[j]) for j in range(tk.size)])
+    values = nnls_fit(hats * multiplier[:, None], y, np.sqrt(w) / y)
+    return AloneCurve(knots=at, values=values)
 
 
 def slowdown(scale_out: np.ndarray, overlap: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -100,26 +115,25 @@ def _alternate(x: np.ndarray, y: np.ndarray, overlap: np.ndarray, features: Sequ
         weights = (linear_weights(effects(x, overlap, a, b), rule) if np.any(a) or np.any(b)
                    else np.ones_like(overlap))
         a, b = _fit_ab(x, y, overlap * weights, curve(x), w, scaled)
-        curve = _fit_curve(x, y, features, w, slowdown(x, overlap, a, b, rule),
-                           curve.theta is None)
+        curve = _fit_curve(x, y, features, w, slowdown(x, overlap, a, b, rule), curve.knots)
     return curve, a, b
 
 
 def _fit_curve(x: np.ndarray, y: np.ndarray, features: Sequence[str], w: np.ndarray,
-               multiplier: np.ndarray | None, levels: bool) -> AloneCurve:
+               multiplier: np.ndarray | None, at: np.ndarray | None) -> AloneCurve:
     m = np.ones_like(y) if multiplier is None else multiplier
-    if levels:
-        return _fit_levels(x, y, w, m)
+    if at is not None:
+        return _fit_broken_line(x, y, w, m, at)
     return AloneCurve(theta=fit_theta(x, y, features, sample_weight=w, multiplier=multiplier))
 
 
 def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
                      features: Sequence[str] = FEATURES, *, robust: bool = True,
                      polish: bool = True, rule: str = "additive", scaled: bool = True,
-                     rounds: int = ALTERNATIONS, levels: bool = False,
+                     rounds: int = ALTERNATIONS, at: np.ndarray | None = None,
                      ) -> tuple[AloneCurve, np.ndarray, np.ndarray, np.ndarray]:
-    """(f, a, b, weights) of g fitted in relative error; f is Ernest's curve, or with
-    `levels` one level per scale-out (see levels_usable).
+    """(f, a, b, weights) of g fitted in relative error; f is Ernest's curve, or with knots
+    `at` a broken line through them (see `knots`).
 
     Start: θ from the runs without co-runners (when there are enough), then alternating
     exact NNLS steps for (a, b) and θ; bisquare reweighting on log residuals drops runs
@@ -135,13 +149,13 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
     alone = ov.sum(axis=1) == 0
     n_free = int(feature_mask(features).sum())
     start = alone if np.unique(x[alone]).size >= min(n_free, 2) and alone.sum() >= 3 else None
-    if levels:  # start from the runs alone where a scale-out has some, as θ does
-        curve = _fit_levels(x, y, np.where(alone, 1.0, 1e-6), np.ones_like(y))
+    if at is not None:  # start from the runs alone where there are some, as θ does
+        curve = _fit_broken_line(x, y, np.where(alone, 1.0, 1e-6), np.ones_like(y), at)
     else:
         curve = AloneCurve(theta=fit_theta(x[start] if start is not None else x,
                                            y[start] if start is not None else y, features))
     if k == 0 or not np.any(ov > 0):
-        curve = _fit_curve(x, y, features, w, None, levels)
+        curve = _fit_curve(x, y, features, w, None, at)
         a = b = np.zeros(k)
     else:
         curve, a, b = _alternate(x, y, ov, features, w, curve, rounds, rule, scaled)
@@ -154,8 +168,8 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
                 curve, a, b = _alternate(x, y, ov, features, w, curve, 3, rule, scaled,
                                          start=(a, b))
             else:
-                curve = _fit_curve(x, y, features, w, None, levels)
-    if polish and not levels and rule == "additive" and scaled and k and np.any(ov > 0):
+                curve = _fit_curve(x, y, features, w, None, at)
+    if polish and at is None and rule == "additive" and scaled and k and np.any(ov > 0):
         theta, a, b = _polish(x, y, ov, features, w, curve.theta, a, b)
         curve = AloneCurve(theta=theta)
     return curve, a, b, w
@@ -204,11 +218,13 @@ def _loss(pred: np.ndarray, y: np.ndarray, sigma: np.ndarray) -> float:
 
 def pair_covariance(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
                     f: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
-                    rule: str = "additive", scaled: bool = True) -> np.ndarray:
+                    rule: str = "additive", scaled: bool = True, curve_params: int = 1,
+                    ) -> np.ndarray:
     """Sampling covariance (k, 2, 2) of each co-runner's (a, b) at the fit, f held fixed.
 
     Gauss-Newton in relative error: σ²·(DᵀWD)⁻¹ with D the derivative of g/y in (a, b)
-    (through the rule's gradient), σ² the weighted residual variance. A tiny ridge makes
+    (through the rule's gradient), σ² the weighted residual variance on the degrees of
+    freedom the fit left (`curve_params`: what f used). A tiny ridge makes
     directions the data cannot resolve (a traded against b over few scale-outs, a co-runner
     never the bottleneck) huge rather than singular: exactly what partial pooling must see.
     """
@@ -225,7 +241,10 @@ def pair_covariance(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.nd
     design = np.hstack(cols)
     resid = (y - f * (1.0 + combine(e, rule))) / y
     used = w > 1e-6
-    dof = max(int(used.sum()) - int(np.count_nonzero(np.concatenate([a, b]))) - 1, 1)
+    # The curve's parameters were fitted too: with few runs per parameter σ² would be
+    # read from an overfit and every pair would look certain.
+    n_params = int(np.count_nonzero(np.concatenate([a, b]))) + curve_params
+    dof = max(int(used.sum()) - n_params, 1)
     sigma2 = float(np.sum(w * resid**2) / dof)
     info = design.T @ (design * w[:, None])
     ridge = 1e-9 * max(float(np.trace(info)) / info.shape[0], 1e-12)

@@ -36,7 +36,7 @@ from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_r
 from cobell_cli.core.model.interference import (
     AloneCurve,
     fit_interference,
-    levels_usable,
+    knots,
     pair_covariance,
     slowdown,
 )
@@ -121,12 +121,15 @@ class RuntimeModel:
 
     def __init__(self, *, confidence_default: float = 0.9, combination: str = "auto",
                  scaled: bool | None = None, pooling: bool = True,
-                 propagate: bool = True) -> None:
+                 propagate: bool = True, alone_curve: str = "auto") -> None:
         self.confidence_default = confidence_default
         self.combination = combination  # "auto" (CV) or one of combine.RULES
         self.scaled = scaled  # None: CV decides between a + b/x and a
         self.pooling = pooling  # shrink each pair toward the pooled one (empirical Bayes)
         self.propagate = propagate  # widen the interval by the pairs' uncertainty
+        # f the pairs are separated from: "auto" (a broken line when every stretch of
+        # scale-outs has runs, see interference.knots) or "ernest" (the paper's)
+        self.alone_curve = alone_curve
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
@@ -180,8 +183,8 @@ class RuntimeModel:
         best = self._choose_form(x, y, ov, base)
         self.combination_, self.scaled_ = best
         curve, a, b, w = fit_interference(x, y, ov, base, rule=best[0], scaled=best[1],
-                                          levels=levels_usable(x))
-        self.interference_curve_ = "levels" if curve.theta is None else "ernest"
+                                          at=self._knots(x))
+        self.interference_curve_ = "broken line" if curve.theta is None else "ernest"
         self.a_unpooled_, self.b_unpooled_ = a, b
         pooled = _pool(x, y, ov, curve, a, b, w, best, self.pooling)
         self.a_, self.b_ = pooled.pairs[:, 0], pooled.pairs[:, 1]
@@ -190,6 +193,11 @@ class RuntimeModel:
         self.sampling_cov_ = pooled.sampling_cov
         self.reference_scale_out_ = float(x.min())  # where b/x matters most
         self.pool_mean_, self.pool_tau2_ = pooled.mean, pooled.tau2
+
+    def _knots(self, x: np.ndarray) -> np.ndarray | None:
+        if self.alone_curve not in ("auto", "ernest"):
+            raise ValueError(f"alone_curve must be 'auto' or 'ernest', got {self.alone_curve!r}")
+        return knots(x) if self.alone_curve == "auto" else None
 
     def _choose_form(self, x: np.ndarray, y: np.ndarray, ov: np.ndarray,
                      base: Sequence[str]) -> tuple[str, bool]:
@@ -208,7 +216,8 @@ class RuntimeModel:
         def pick(forms: list[tuple[str, bool]], incumbent: tuple[str, bool]) -> tuple[str, bool]:
             for form in forms:
                 if form not in scores:
-                    scores[form] = _interference_cv(x, y, ov, base, form, self.pooling)
+                    scores[form] = _interference_cv(x, y, ov, base, form, self.pooling,
+                                                    self.alone_curve == "auto")
             best = min(forms, key=scores.get)
             return incumbent if scores[incumbent] <= scores[best] * (1 + RULE_MARGIN) else best
 
@@ -601,7 +610,7 @@ def _widen(alone: np.ndarray, lower: np.ndarray, upper: np.ndarray, sd: np.ndarr
 
 def _pool(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, a: np.ndarray,
           b: np.ndarray, w: np.ndarray, form: tuple[str, bool], pooling: bool) -> Pooled:
-    cov = pair_covariance(x, y, ov, curve(x), a, b, w, form[0], form[1])
+    cov = pair_covariance(x, y, ov, curve(x), a, b, w, form[0], form[1], curve.n_params)
     est = np.column_stack([a, b])
     if not pooling:
         return no_pooling(est, cov)
@@ -609,7 +618,7 @@ def _pool(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, a: np
 
 
 def _interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence[str],
-                     form: tuple[str, bool], pooling: bool) -> float:
+                     form: tuple[str, bool], pooling: bool, broken_line: bool) -> float:
     """Mean |log(y / ŷ)| on held-out runs with co-runners, interleaved K folds, each fold
     fitted (fast: no reweighting, no polish) and pooled as the final model will be."""
     busy = np.flatnonzero((ov > 0).any(axis=1))
@@ -622,7 +631,8 @@ def _interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequenc
         tr = ~test
         curve, a, b, w = fit_interference(x[tr], y[tr], ov[tr], base, robust=False,
                                           polish=False, rule=form[0], scaled=form[1],
-                                          rounds=CV_ROUNDS, levels=levels_usable(x[tr]))
+                                          rounds=CV_ROUNDS,
+                                          at=knots(x[tr]) if broken_line else None)
         pooled = _pool(x[tr], y[tr], ov[tr], curve, a, b, w, form, pooling)
         pred = curve(x[test]) * slowdown(x[test], ov[test], pooled.pairs[:, 0],
                                                    pooled.pairs[:, 1], form[0])
