@@ -81,7 +81,8 @@ def _fit_broken_line(x: np.ndarray, y: np.ndarray, w: np.ndarray, multiplier: np
     t, tk = np.log(x), np.log(at)
     hats = np.column_stack([np.interp(t, tk, np.eye(tk.size)[j]) for j in range(tk.size)])
     values = nnls_fit(hats * multiplier[:, None], y, np.sqrt(w) / y)
-    return AloneCurve(knots=at, values=values)
+    # A knot no run supports comes out 0; a runtime is never 0, so floor it.
+    return AloneCurve(knots=at, values=np.maximum(values, 1e-9 * float(y.min())))
 
 
 def slowdown(scale_out: np.ndarray, overlap: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -161,7 +162,7 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
         curve, a, b = _alternate(x, y, ov, features, w, curve, rounds, rule, scaled)
     if robust and y.size >= 6:
         for _ in range(IRLS_ROUNDS):
-            pred = curve(x) * slowdown(x, ov, a, b, rule)
+            pred = np.maximum(curve(x) * slowdown(x, ov, a, b, rule), 1e-12 * y.min())
             resid = np.log(y / pred)
             w = bisquare(resid / (BISQUARE_C * robust_scale(resid)))
             if k and np.any(ov > 0):

@@ -635,8 +635,8 @@ def _interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequenc
                                           at=knots(x[tr]) if broken_line else None)
         pooled = _pool(x[tr], y[tr], ov[tr], curve, a, b, w, form, pooling)
         pred = curve(x[test]) * slowdown(x[test], ov[test], pooled.pairs[:, 0],
-                                                   pooled.pairs[:, 1], form[0])
-        errs.append(np.abs(np.log(y[test] / pred)))
+                                         pooled.pairs[:, 1], form[0])
+        errs.append(np.abs(np.log(y[test] / np.maximum(pred, 1e-12 * y.min()))))
     return float(np.mean(np.concatenate(errs))) if errs else float("inf")
 
 
