@@ -161,3 +161,30 @@ def test_interval_widens_with_thin_evidence_and_the_table_agrees() -> None:
         np.testing.assert_allclose(table.predict_interval([8, 20], {job: 0.6}, confidence=0.9),
                                    m.predict_interval([8, 20], {job: 0.6}, confidence=0.9),
                                    rtol=1e-9)
+
+
+def test_a_curve_ernest_cannot_follow_is_not_read_as_b_over_x() -> None:
+    """A job that spills below 12 nodes (1.6x slower there than its curve), co-runners whose
+    effect does not shrink with x (b = 0): separated from Ernest's curve the misfit lands in
+    b; from the broken line it does not."""
+    rng = np.random.default_rng(11)
+    pairs = {f"co{i}": (0.1 + 0.1 * i, 0.0) for i in range(4)}
+
+    def f(x: float) -> float:
+        return 3000.0 / x ** 0.8 * (1.6 if x < 12 else 1.0)
+
+    runs = []
+    for _ in range(240):
+        x = int(rng.choice(SCALE_OUTS))
+        k = int(rng.integers(0, 3))
+        ov = {str(j): float(rng.uniform(0.3, 1.0))
+              for j in rng.choice(list(pairs), size=k, replace=False)}
+        y = f(x) * (1 + sum(pairs[j][0] * r for j, r in ov.items()))
+        runs.append({"scale_out": x, "runtime_s": y * float(np.exp(rng.normal(0, 0.02))),
+                     "overlaps": ov})
+    b = {}
+    for curve in ("auto", "ernest"):
+        m = RuntimeModel(scaled=True, pooling=False, alone_curve=curve).fit(runs)
+        b[curve] = float(np.mean(np.abs(m.b_unpooled_)))
+    assert m.interference_curve_ == "ernest"
+    assert b["auto"] < 0.2 < b["ernest"]

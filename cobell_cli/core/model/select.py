@@ -3,7 +3,9 @@
 1. (a_k, b_k) per co-runner from the parametric interference fit; how concurrent co-runners
    combine (added, the largest, saturating) and whether their effect shrinks with the job's
    scale-out (a + b/x, or a) are chosen by K-fold CV on the runs with co-runners; each pair
-   is then shrunk toward the pooled pair by its evidence (pooling.py). Runtimes are
+   is then shrunk toward the pooled pair by its evidence (pooling.py). The pairs are
+   separated from a broken line in log x when the runs cover the scale-outs (else from
+   Ernest's curve, as in the paper), so a misfit of the curve is not read as b/x. Runtimes are
    normalised by (1 + S), the paper's two-phase approach, so everything after sees "alone"
    runtimes.
 2. Outlier repetitions get bisquare weights; a cliff at the smallest scale-outs is a
