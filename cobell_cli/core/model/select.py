@@ -557,6 +557,7 @@ class RuntimeModel:
             "regime_scale_outs": list(self.regime_scale_outs_),
             "interference": {k: self._describe_pair(i, k) for i, k in enumerate(self.co_runners_)},
             "combination": {"rule": self.combination_, "scaled": bool(self.scaled_),
+                            "separated_from": self.interference_curve_,
                             "cv_mean_abs_log_error": dict(self.interference_cv_),
                             "pooling": self._describe_pool()},
             "cv": jsonable(self.cv_),
