@@ -86,3 +86,17 @@ def factor_and_sd(
                                            covs, strict=True):
         var += g * g * (da * da * vaa + 2 * da * db * vab + db * db * vbb)
     return total, min(math.sqrt(max(var, 0.0)) / total, MAX_LOG_SD)
+
+
+def widen(alone: float, lower: float, upper: float, sd: float, confidence: float,
+          ) -> tuple[float, float]:
+    """The curve's log half-widths and z·sd of the interference term, added in quadrature
+    (their errors come from different parameters). The model and its table both call this,
+    so their bounds agree to the last bit."""
+    if sd <= 0 or alone <= 0:
+        return lower, upper
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
+    lo, hi = math.log(lower / alone), math.log(upper / alone)
+    return alone * math.exp(-math.hypot(lo, z)), alone * math.exp(math.hypot(hi, z))

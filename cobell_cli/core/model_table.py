@@ -14,11 +14,10 @@ Pure: no I/O. `tabulate` is the only function that touches a numpy-backed model.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cobell_cli.core.co_runner_effects import factor_and_sd
+from cobell_cli.core.co_runner_effects import factor_and_sd, widen
 from cobell_cli.output import jsonable
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float] | None] | None
@@ -192,20 +191,6 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         pair_cov={name: cov(name) for name in names},
         default_cov=cov(STRANGER),
     )
-
-
-def widen(alone: float, lower: float, upper: float, sd: float, confidence: float,
-          ) -> tuple[float, float]:
-    """The curve's log half-widths and z·sd of the interference term, added in quadrature
-    (their errors come from different parameters); RuntimeModel.predict_interval does the
-    same, vectorised."""
-    if sd <= 0 or alone <= 0:
-        return lower, upper
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
-    lo, hi = math.log(lower / alone), math.log(upper / alone)
-    return alone * math.exp(-math.hypot(lo, z)), alone * math.exp(math.hypot(hi, z))
 
 
 def _cov(v: Sequence[float]) -> tuple[float, float, float]:

@@ -90,9 +90,15 @@ def _inverse(m: np.ndarray, act: np.ndarray) -> np.ndarray:
     """Inverses of (k, 2, 2) matrices on the active components (zero elsewhere)."""
     out = np.zeros_like(m)
     idx = np.flatnonzero(act)
-    sub = m[:, idx[:, None], idx[None, :]] + 1e-18 * np.eye(idx.size)
+    sub = m[:, idx[:, None], idx[None, :]]
+    sub = sub + _jitter(sub) * np.eye(idx.size)
     out[:, idx[:, None], idx[None, :]] = np.linalg.inv(sub)
     return out
+
+
+def _jitter(m: np.ndarray) -> float:
+    """A diagonal nudge that keeps all-zero (co-runner never separable) blocks invertible."""
+    return 1e-12 * max(1.0, float(np.max(np.abs(m))) if m.size else 1.0)
 
 
 def _pinv2(m: np.ndarray, act: np.ndarray) -> np.ndarray:
@@ -108,6 +114,7 @@ def _marginal(est: np.ndarray, cov: np.ndarray, tau2: np.ndarray, act: np.ndarra
     prior[:, 0, 0], prior[:, 1, 1] = np.where(act, tau2, 0.0).T
     total = cov[None] + prior[:, None]  # (g, k, 2, 2)
     sub = total[..., idx[:, None], idx[None, :]]
+    sub = sub + _jitter(sub) * np.eye(idx.size)
     inv = np.linalg.inv(sub)
     info = inv.sum(axis=1)  # (g, m, m)
     e = est[:, idx]

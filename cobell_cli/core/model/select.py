@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from cobell_cli.core.co_runner_effects import factor_and_sd
+from cobell_cli.core.co_runner_effects import factor_and_sd, widen
 from cobell_cli.core.model.combine import RULES
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.interference import (
@@ -500,7 +500,9 @@ class RuntimeModel:
             upper[below] = y0 * lo / x[below] * edge_high[0]
         factor, sd = self._factor_sd(x, overlaps)
         if np.any(sd > 0):
-            lower, upper = _widen(alone, lower, upper, sd, c)
+            for i in np.flatnonzero(sd > 0):
+                lower[i], upper[i] = widen(float(alone[i]), float(lower[i]), float(upper[i]),
+                                           float(sd[i]), c)
         return lower * factor, upper * factor
 
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
@@ -596,19 +598,6 @@ class RuntimeModel:
         return {"mean": {"a": float(self.pool_mean_[0]), "b": float(self.pool_mean_[1])},
                 "tau": {"a": float(np.sqrt(self.pool_tau2_[0])),
                         "b": float(np.sqrt(self.pool_tau2_[1]))}}
-
-
-def _widen(alone: np.ndarray, lower: np.ndarray, upper: np.ndarray, sd: np.ndarray,
-           confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Add the interference term's log uncertainty to the curve's log half-widths in
-    quadrature: the two errors come from different parameters, so they are taken as
-    independent."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
-    lo = np.log(lower / alone)
-    hi = np.log(upper / alone)
-    return (alone * np.exp(-np.sqrt(lo**2 + z**2)), alone * np.exp(np.sqrt(hi**2 + z**2)))
 
 
 def _pool(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, a: np.ndarray,
