@@ -221,7 +221,8 @@ def render(results: dict[tuple[int, int], list[dict[str, Any]]], command: str,
                           f"{pooled.max():.2f} | {truth.max():.2f} |")
     lines += ["", "## b of co-runner jobs met in 3-8 runs (the model with a + b/x)", "",
               "Mean absolute error against the simulator's pair law projected on a + b/x; "
-              "'constant' guesses the mean true b for all.", "",
+              "'constant' guesses the mean of the true b for all (it knows that mean: an "
+              "oracle).", "",
               "| history runs | co-runner jobs | pairs | unpooled | pooled | constant | "
               "max b unpooled | max b pooled | max true b |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *b_rows]
