@@ -186,6 +186,11 @@ def test_a_stranger_is_charged_the_most_harmful_pair() -> None:
     assert stranger_factors(xs, mixed, PairModel(3000.0, {}))[0] == [1.0, 1.0]
 
 
+def _upper(**kw: Any) -> tuple[list[float], dict | None, list[float] | None]:
+    bound = calibrated_upper(**kw)
+    return bound.upper_s, bound.calibration, bound.meet_probability
+
+
 def test_calibrated_upper_prefers_the_record_and_widens_for_strangers() -> None:
     model = PairModel(3000.0, {"tpchq10": (0.0, 6.0)}, pooled=(0.05, 0.0))
     xs, ov = [10.0, 20.0], [{"tpchq10": 1.0}] * 2
@@ -193,16 +198,15 @@ def test_calibrated_upper_prefers_the_record_and_widens_for_strangers() -> None:
     hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {})])
     kw: dict[str, Any] = dict(scale_outs=xs, predicted_s=pred, upper_s=[1.02 * p for p in pred],
                               model=model, fit=lambda runs: model, confidence=0.9)
-    upper, cal = calibrated_upper(runs=hist, overlaps=ov, jackknife=False, **kw)
+    upper, cal, _ = _upper(runs=hist, overlaps=ov, jackknife=False, **kw)
     assert cal is None and upper == pytest.approx([1.02 * p for p in pred])
     slow = [{**r, "runtime_s": 1.25 * r["runtime_s"]} for r in hist]  # the model is 25 % fast
-    upper, cal = calibrated_upper(runs=slow, overlaps=ov, jackknife=True, **kw)
+    upper, cal, _ = _upper(runs=slow, overlaps=ov, jackknife=True, **kw)
     assert cal["source"] == "jackknife" and upper == pytest.approx([1.25 * p for p in pred])
     record = [rec(i, 1.1) for i in range(6)]
-    upper, cal = calibrated_upper(runs=slow + record, overlaps=ov, jackknife=True, **kw)
+    upper, cal, _ = _upper(runs=slow + record, overlaps=ov, jackknife=True, **kw)
     assert cal["source"] == "outcomes" and upper == pytest.approx([1.1 * p for p in pred])
-    upper, cal = calibrated_upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, jackknife=False,
-                                  **kw)
+    upper, cal, _ = _upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, jackknife=False, **kw)
     assert cal == {"strangers": ["wordcount"]}
     assert all(u > 1.02 * p for u, p in zip(upper, pred, strict=True))
 

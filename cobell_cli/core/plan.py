@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, Protocol
 
 from cobell_cli.cluster.base import RunningApp
-from cobell_cli.core.calibration import calibrated_upper
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE, calibrated_upper
 from cobell_cli.core.overlap import (
     MAX_ITER,
     TOL_S,
@@ -106,6 +106,7 @@ class CandidatePrediction:
     upper_s: float | None
     overlap_ratio: Mapping[str, float]
     meets_target: bool
+    meet_probability: float | None = None  # estimated P(runtime <= target); None: unknown
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class Plan:
     upper_s: float | None
     interval_confidence: float | None
     confidence: float | None  # set when the upper bound, not the point prediction, decided
+    meet_probability: float | None  # estimated P(runtime <= target) at scale_out; None: unknown
     now: float
     min_scale_out: int
     max_scale_out: int
@@ -466,6 +468,7 @@ def _search_plan(
         upper_s=None,
         interval_confidence=None,
         confidence=None,
+        meet_probability=None,
         warnings=tuple(warnings),
         co_runners=_ignored_views(apps, "not considered during the bootstrap"),
         search=state,
@@ -543,6 +546,7 @@ class _Bounds:
     upper: tuple[float, ...]
     interval_confidence: float
     calibration: Mapping[str, Any] | None
+    meet_probability: tuple[float, ...] | None
 
 
 @dataclass(frozen=True)
@@ -593,8 +597,10 @@ def _runtime_bounds(
     candidates: Sequence[int],
     fit_fn: FitFn,
     confidence: float | None,
+    target_s: float,
 ) -> _Bounds:
-    """The point prediction and the interval, its upper end calibrated on real errors."""
+    """The point prediction and the interval, its upper end calibrated on real errors, and
+    the probability of meeting the target read from the same errors."""
     predicted = _floats(model.predict(xs, overlaps))
     interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
     lower, upper = (
@@ -602,7 +608,7 @@ def _runtime_bounds(
     )
     # The interval knows only the scale-out curve's errors; widen it by the model's recorded
     # (else leave-one-out) errors and for co-runners it has no (a, b) of their own.
-    upper_s, calibration = calibrated_upper(
+    bound = calibrated_upper(
         runs=runs,
         scale_outs=candidates,
         predicted_s=predicted,
@@ -611,29 +617,45 @@ def _runtime_bounds(
         model=model,
         fit=fit_fn,
         confidence=interval_conf,
-        jackknife=phase == "model" and confidence is not None,
+        jackknife=phase == "model",
+        target_s=target_s,
+        widen=confidence is not None,
     )
-    return _Bounds(predicted, lower, tuple(upper_s), interval_conf, calibration)
+    probability = bound.meet_probability
+    return _Bounds(
+        predicted,
+        lower,
+        tuple(bound.upper_s),
+        interval_conf,
+        bound.calibration,
+        tuple(probability) if probability is not None else None,
+    )
 
 
 def _decide(
     xs: Sequence[float],
     bounds: _Bounds,
-    observed_from: float,
+    observed: tuple[float, float],
     confidence: float | None,
     target_s: float,
 ) -> _Decision:
     """The smallest candidate meeting the target, else the fastest (the largest among equals).
 
-    The point prediction decides, or the upper bound when a confidence is asked for. Below
-    the smallest observed scale-out the model can only bound the runtime (between no and
-    linear speed-up); judge those candidates on the cautious bound, or a flat history would
-    make every smaller scale-out "meet" the target. Infeasible: the fastest predicted
-    candidate is the maximum when runtime falls with scale-out, but not past a job's sweet
-    spot (overheads, co-runners).
+    With a confidence p the upper bound decides: the largest of the model's own interval
+    (the curve's leave-one-scale-out errors, which cover scale-outs never run) and predicted
+    times the p-quantile of the job's past runtime / predicted ratios, so a candidate that
+    meets the target has an estimated probability of at least p of doing so (calibration.py)
+    and one between observed scale-outs must also pass the curve's own interval. Without a
+    confidence (the point decision) the point prediction decides. Below the smallest
+    observed scale-out the model can only bound the runtime (between no and linear
+    speed-up); judge those candidates on the cautious bound, or a flat history would make
+    every smaller scale-out "meet" the target. Infeasible: the fastest predicted candidate
+    is the maximum when runtime falls with scale-out, but not past a job's sweet spot
+    (overheads, co-runners).
     """
+    lo = observed[0]
     decide = tuple(
-        u if x < observed_from or confidence is not None else p
+        u if x < lo or confidence is not None else p
         for x, p, u in zip(xs, bounds.predicted, bounds.upper, strict=True)
     )
     meets = tuple(d <= target_s for d in decide)
@@ -710,6 +732,9 @@ def _candidate_rows(
                 else {}
             ),
             meets_target=decision.meets[j],
+            meet_probability=(
+                bounds.meet_probability[j] if bounds.meet_probability is not None else None
+            ),
         )
         for j, c in enumerate(candidates)
     )
@@ -738,10 +763,13 @@ def _model_plan(
             model, xs, apps, co_runner_histories, fit_fn, runs, common, tol_s, max_iter
         )
     bounds = _runtime_bounds(
-        model, phase, xs, ov.per_candidate(), runs, candidates, fit_fn, confidence
+        model, phase, xs, ov.per_candidate(), runs, candidates, fit_fn, confidence, target_s
     )
-    decision = _decide(xs, bounds, model.scale_out_range_[0], confidence, target_s)
+    if phase != "model" and apps:  # co-runners ignored: the errors do not cover them
+        bounds = replace(bounds, meet_probability=None)
+    decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s)
     i, chosen = decision.index, candidates[decision.index]
+    probability = bounds.meet_probability[i] if bounds.meet_probability is not None else None
     views = _co_runner_views(apps, ov, i, phase, max_iter, warnings)
     reason = _model_reason(
         phase,
@@ -755,6 +783,7 @@ def _model_plan(
         candidates,
         len(apps) if ov.prediction is not None else 0,
         common["usable_runs"],
+        probability,
     )
     if not decision.feasible:
         warnings.append(
@@ -773,6 +802,7 @@ def _model_plan(
         upper_s=bounds.upper[i],
         interval_confidence=bounds.interval_confidence,
         confidence=confidence,
+        meet_probability=probability,
         warnings=tuple(warnings),
         co_runners=views,
         candidates=_candidate_rows(candidates, bounds, decision, ov),
@@ -800,8 +830,13 @@ def _model_reason(
     candidates: Sequence[int],
     n_co: int,
     n_runs: int,
+    probability: float | None = None,
 ) -> str:
     bound = f" (upper {confidence:.0%} bound {upper_s:.0f} s)" if confidence is not None else ""
+    if probability is not None:
+        bound += f"; estimated P(meet) {probability:.0%}"
+        if confidence is not None and feasible:
+            bound += f" >= {confidence:.0%}"
     if phase == "bootstrap-parametric":
         how = f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model without interference"
     elif n_co == 0:
@@ -824,6 +859,7 @@ def _model_reason(
 
 
 __all__ = [
+    "DEFAULT_CONFIDENCE",
     "DEFAULT_INTERVAL_CONFIDENCE",
     "MODEL_FROM_USABLE",
     "STRATEGIES",
