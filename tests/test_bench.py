@@ -139,6 +139,20 @@ def test_history_builder(tmp_path, bell_dir):
     assert sum(1 for r in runs if r["overlaps"]) > len(runs) // 3
 
 
+def test_many_co_runner_jobs_and_the_calibration_check(tmp_path, bell_dir):
+    from bench import latency
+
+    names = latency.co_job_names(9)
+    assert len(set(names)) == 9 and names[:4] == latency.CO_JOBS and names[4] == "grep-1"
+    db = tmp_path / "h.db"
+    latency.build_history(db, 240, bell_dir, co_jobs=names)
+    check = latency.calibration_check(db, latency.child_env(tmp_path))
+    assert 80 < check["runs"] < 160 and check["co_runner_jobs"] >= 2
+    assert check["fit_s"] > 0 and check["refits_s"] > check["fit_s"]  # ten fits cost more
+    for one_fit, refits in check["bounds"].values():
+        assert one_fit >= 1.0 and refits >= 1.0
+
+
 def test_latency_quick_on_a_tiny_history(bell_dir):
     from bench import latency
 
