@@ -246,14 +246,17 @@ def render(result: Mapping[str, Any], command: str) -> str:
         default = m[f"predict (default), {fit_label}"]["wall_s"]
         r = default / spark["wall_s"]
         point = m[f"predict --confidence point, {fit_label}"]["wall_s"]
+        cpu_gap = (m[f"predict (default), {fit_label}"]["cpu_s"]
+                   - m[f"predict --confidence point, {fit_label}"]["cpu_s"])
         threads = next(v["wall_s"] for k, v in m.items()
                        if k.startswith(f"predict (default), {fit_label}, BLAS"))
         lines.append(f"- a default (risk-aware, P(meet) >= 0.9) predict that must fit, at"
                      f" {fit_label} <= {GOAL_FIT_VS_SPARK}x spark-submit --version: {r:.2f}x"
                      f" ({'met' if r <= GOAL_FIT_VS_SPARK else 'MISSED'}); the point decision"
-                     f" on the same history {point / spark['wall_s']:.2f}x (the calibration adds"
-                     f" {default - point:+.3f} s); with as many BLAS threads as cores (what"
-                     f" numpy does unless told) {threads / spark['wall_s']:.2f}x")
+                     f" on the same history {point / spark['wall_s']:.2f}x (difference"
+                     f" {default - point:+.3f} s wall, {cpu_gap:+.3f} s CPU); with as many"
+                     " BLAS threads as cores (what numpy does unless told)"
+                     f" {threads / spark['wall_s']:.2f}x")
     h = m["cobell --help"]["wall_s"]
     lines.append(f"- cobell --help <= {GOAL_HELP_S} s: {h:.3f} s"
                  f" ({'met' if h <= GOAL_HELP_S else 'MISSED'}); a bare `python -c pass`"
