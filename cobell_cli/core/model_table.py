@@ -21,7 +21,7 @@ from cobell_cli.core.co_runner_effects import factor_and_sd, widen
 from cobell_cli.output import jsonable
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float] | None] | None
-TABLE_FORMAT = 1
+TABLE_FORMAT = 2  # 2: the model's leave-one-out ratios (loo_ratios)
 STRANGER = "\x00stranger"  # a co-runner job name no history can hold: the model's default pair
 
 
@@ -39,6 +39,7 @@ class ModelTable:
         default_pair: Sequence[float],
         scale_out_range: Sequence[float],
         description: Mapping[str, Any],
+        loo_ratios: Sequence[float] | None = None,
         fallback: Callable[[], Any] | None = None,
         combination: str = "additive",
         pair_cov: Mapping[str, Sequence[float]] | None = None,
@@ -57,6 +58,8 @@ class ModelTable:
         self.combination = str(combination)
         self.pair_cov = {str(k): _cov(v) for k, v in (pair_cov or {}).items()}
         self.default_cov = _cov(default_cov)
+        # The model's held-out runtime / predicted ratios, for the planner's calibration.
+        self.loo_ratios_ = None if loo_ratios is None else [float(v) for v in loo_ratios]
         self._fallback = fallback
         self._model: Any = None
 
@@ -117,6 +120,7 @@ class ModelTable:
             "combination": self.combination,
             "pair_cov": {k: list(v) for k, v in self.pair_cov.items()},
             "default_cov": list(self.default_cov),
+            "loo_ratios": self.loo_ratios_,
         }
 
     @classmethod
@@ -135,6 +139,7 @@ class ModelTable:
             default_pair=payload["default_pair"],
             scale_out_range=payload["scale_out_range"],
             description=payload["description"],
+            loo_ratios=payload["loo_ratios"],
             fallback=fallback,
             combination=payload.get("combination", "additive"),
             pair_cov=payload.get("pair_cov"),
@@ -190,11 +195,17 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         combination=getattr(model, "combination_", "additive"),
         pair_cov={name: cov(name) for name in names},
         default_cov=cov(STRANGER),
+        loo_ratios=_loo(model),
     )
 
 
 def _cov(v: Sequence[float]) -> tuple[float, float, float]:
     return float(v[0]), float(v[1]), float(v[2])
+
+
+def _loo(model: Any) -> list[float] | None:
+    ratios = getattr(model, "loo_ratios_", None)
+    return None if ratios is None else [float(v) for v in ratios]
 
 
 def _floats(values: Any) -> list[float]:

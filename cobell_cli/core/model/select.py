@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from cobell_cli.core.co_runner_effects import factor_and_sd, widen
-from cobell_cli.core.model.combine import RULES
+from cobell_cli.core.model.combine import RULES, effects, gradient
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.interference import (
     AloneCurve,
@@ -43,6 +43,7 @@ from cobell_cli.core.model.interference import (
     slowdown,
 )
 from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
+from cobell_cli.core.model.loo import loo_ratios
 from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
 from cobell_cli.core.model.pooling import Pooled, no_pooling, shrink
 from cobell_cli.core.model.robust import (
@@ -143,7 +144,8 @@ class RuntimeModel:
         self.n_scale_outs_ = int(levels.size)
         self.co_runners_ = data.co_runners
         base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
-        self._fit_interference(data, base)
+        robust_w = self._fit_interference(data, base)
+        a, b = self.a_, self.b_
         self.interference_runs_ = {k: int((data.overlap[:, i] > 0).sum())
                                    for i, k in enumerate(data.co_runners)}
         self.overlap_s_ = {k: float(data.overlap[:, i] @ y)
@@ -176,10 +178,17 @@ class RuntimeModel:
         self.edge_runtime_s_ = float(self._inside(lo)[0])
         self.edge_parallel_fraction_ = _edge_parallel_fraction(x[kept], y_alone[kept],
                                                                w[kept])
+        alone = self._alone(x)  # held-out errors for the planner's calibration (model/loo.py)
+        rule = self.combination_
+        # loo.py linearises the additive form; the rule's gradient makes any rule look so.
+        lin = data.overlap * gradient(effects(x, data.overlap, a, b), rule)
+        self.loo_ratios_ = loo_ratios(x, y, alone * slowdown(x, data.overlap, a, b, rule),
+                                      alone, lin, a, b, robust_w)
         return self
 
-    def _fit_interference(self, data: RunData, base: Sequence[str]) -> None:
-        """Rule and b/x by CV, the final fit, then partial pooling of the pairs."""
+    def _fit_interference(self, data: RunData, base: Sequence[str]) -> np.ndarray:
+        """Rule and b/x by CV, the final fit, then partial pooling of the pairs; returns the
+        fit's robust weights."""
         x, y, ov = data.scale_out, data.runtime_s, data.overlap
         self.interference_cv_: dict[str, float] = {}
         best = self._choose_form(x, y, ov, base)
@@ -195,6 +204,7 @@ class RuntimeModel:
         self.sampling_cov_ = pooled.sampling_cov
         self.reference_scale_out_ = float(x.min())  # where b/x matters most
         self.pool_mean_, self.pool_tau2_ = pooled.mean, pooled.tau2
+        return w
 
     def _knots(self, x: np.ndarray) -> np.ndarray | None:
         if self.alone_curve not in ("auto", "ernest"):
