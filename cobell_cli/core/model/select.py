@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from cobell_cli.core.co_runner_effects import factor_and_sd, widen
-from cobell_cli.core.model.combine import RULES, effects, gradient
+from cobell_cli.core.model.combine import RULES
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.interference import (
     AloneCurve,
@@ -145,7 +145,6 @@ class RuntimeModel:
         self.co_runners_ = data.co_runners
         base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
         robust_w = self._fit_interference(data, base)
-        a, b = self.a_, self.b_
         self.interference_runs_ = {k: int((data.overlap[:, i] > 0).sum())
                                    for i, k in enumerate(data.co_runners)}
         self.overlap_s_ = {k: float(data.overlap[:, i] @ y)
@@ -179,16 +178,15 @@ class RuntimeModel:
         self.edge_parallel_fraction_ = _edge_parallel_fraction(x[kept], y_alone[kept],
                                                                w[kept])
         alone = self._alone(x)  # held-out errors for the planner's calibration (model/loo.py)
-        rule = self.combination_
-        # loo.py linearises the additive form; the rule's gradient makes any rule look so.
-        lin = data.overlap * gradient(effects(x, data.overlap, a, b), rule)
-        self.loo_ratios_ = loo_ratios(x, y, alone * slowdown(x, data.overlap, a, b, rule),
-                                      alone, lin, a, b, robust_w)
+        # First order: the leverage is that of the additive form at the fitted pairs.
+        fitted = alone * slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
+        self.loo_ratios_ = loo_ratios(x, y, fitted, alone, data.overlap, self.a_, self.b_,
+                                      robust_w)
         return self
 
     def _fit_interference(self, data: RunData, base: Sequence[str]) -> np.ndarray:
         """Rule and b/x by CV, the final fit, then partial pooling of the pairs; returns the
-        fit's robust weights."""
+        robust fit's weights per run."""
         x, y, ov = data.scale_out, data.runtime_s, data.overlap
         self.interference_cv_: dict[str, float] = {}
         best = self._choose_form(x, y, ov, base)
