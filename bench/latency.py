@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 from cobell_cli.threads import BLAS_THREAD_VARS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -250,8 +251,9 @@ def render(result: Mapping[str, Any], command: str) -> str:
                    - m[f"predict --confidence point, {fit_label}"]["cpu_s"])
         threads = next(v["wall_s"] for k, v in m.items()
                        if k.startswith(f"predict (default), {fit_label}, BLAS"))
-        lines.append(f"- a default (risk-aware, P(meet) >= 0.9) predict that must fit, at"
-                     f" {fit_label} <= {GOAL_FIT_VS_SPARK}x spark-submit --version: {r:.2f}x"
+        lines.append(f"- a default (risk-aware, P(meet) >= {DEFAULT_CONFIDENCE:g}) predict that"
+                     f" must fit, at {fit_label} <= {GOAL_FIT_VS_SPARK}x spark-submit"
+                     f" --version: {r:.2f}x"
                      f" ({'met' if r <= GOAL_FIT_VS_SPARK else 'MISSED'}); the point decision"
                      f" on the same history {point / spark['wall_s']:.2f}x (difference"
                      f" {default - point:+.3f} s wall, {cpu_gap:+.3f} s CPU); with as many"

@@ -2,11 +2,12 @@
 
 cobell's model fits solve hundreds of small least-squares problems (tens of columns, up to a
 thousand rows). A multithreaded BLAS spends more on waking and syncing its threads than on
-the arithmetic: on the 2-core machine of bench/results/latency.md a fit at 1000 runs and 20
-co-runner jobs took 1.06 s with the default threads and 0.27 s with one, and a loaded
-machine widens the gap. The BLAS libraries read their thread count once, when numpy loads,
-so the CLI entry sets it before anything imports numpy, unless the user set it; the commands
-cobell runs (the user's job, Spark daemons) get the user's environment back.
+the arithmetic: a `cobell predict` that fits, at 1000 runs and 20 co-runner jobs, took 5.6 s
+with two BLAS threads and 1.5 s with one on the loaded 2-core machine of
+bench/results/latency.md (3.2 s and 1.1 s CPU). The BLAS libraries read their thread count
+once, when numpy loads, so the CLI entry sets it before anything imports numpy, unless the
+user set it; the commands cobell runs (the user's job, Spark daemons) get the user's
+environment back.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 from tests.cli_support import cobell
 from tests.yarn_standin import StandinRM
 
@@ -206,9 +207,12 @@ def test_another_scale_out_range_reuses_the_cached_model(db: Path) -> None:
 def test_the_default_is_risk_aware_and_the_point_decision_stays_reachable(db: Path) -> None:
     base = ["-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none"]
     default = predict_json(db, *base)
-    assert default["confidence"] == 0.9 and default["feasible"]
-    assert default["meet_probability"] >= 0.9
-    assert default["scale_out"] == predict_json(db, *base, "--confidence", "0.9")["scale_out"]
+    assert default["confidence"] == DEFAULT_CONFIDENCE and default["feasible"]
+    assert default["meet_probability"] >= DEFAULT_CONFIDENCE
+    same = predict_json(db, *base, "--confidence", str(DEFAULT_CONFIDENCE))
+    assert default["scale_out"] == same["scale_out"]
+    looser = predict_json(db, *base, "--confidence", "0.8")
+    assert looser["scale_out"] <= default["scale_out"] and looser["meet_probability"] >= 0.8
     point = predict_json(db, *base, "--confidence", "point")
     assert point["confidence"] is None and point["scale_out"] <= default["scale_out"]
     assert point["meet_probability"] < default["meet_probability"]
@@ -222,7 +226,7 @@ def test_the_table_shows_the_probability_and_the_policy(db: Path) -> None:
     base = ["-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none"]
     shown = cobell("--db", db, "predict", *base)
     assert shown.exit_code == 0, shown.stderr
-    assert "p_meet" in shown.stdout and "policy: P(meet) >= 0.9" in shown.stdout
+    assert "p_meet" in shown.stdout and f"policy: P(meet) >= {DEFAULT_CONFIDENCE:g}" in shown.stdout
     point = cobell("--db", db, "predict", *base, "--confidence", "point")
     assert "policy: point prediction (--confidence point)" in point.stdout
 

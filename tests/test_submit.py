@@ -413,7 +413,7 @@ def test_a_successful_run_leaves_the_next_runs_model_in_the_cache(tmp_path: Path
 
 
 def test_each_run_records_its_probability_and_feeds_the_next_calibration(tmp_path: Path) -> None:
-    from cobell_cli.core.calibration import outcome_ratios
+    from cobell_cli.core.calibration import DEFAULT_CONFIDENCE, outcome_ratios
 
     db = tmp_path / "h.db"
     example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
@@ -423,9 +423,10 @@ def test_each_run_records_its_probability_and_feeds_the_next_calibration(tmp_pat
     done = submit(db, *plan_args, "--json", command=[PY, "-c", "pass", "{scale_out}"], env=env)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary["confidence"] == 0.9 and summary["meet_probability"] >= 0.9
+    assert summary["confidence"] == DEFAULT_CONFIDENCE
+    assert summary["meet_probability"] >= DEFAULT_CONFIDENCE
     (last,) = [r for r in runs(db) if r["id"] == summary["run_id"]]
-    assert last["confidence"] == 0.9
+    assert last["confidence"] == DEFAULT_CONFIDENCE
     assert last["meet_probability"] == pytest.approx(summary["meet_probability"])
     # What the next plans calibrate on: this run's actual / predicted.
     with History.open(db) as history:
