@@ -16,7 +16,9 @@ decides). The strategies:
   (`calibration.outcome_calibration`, i.e. `ratio_bound`), planned as Bell against
   target / margin (the same decision: predicted · margin <= target).
 * CoBell (paper): `plan(interference="paper")`, the point prediction.
-* cobell default: `plan()` with no confidence argument: whatever the CLI does without flags.
+* cobell default: what `cobell predict`/`submit` do without flags: `plan()` at the default of
+  the `confidence` setting (`cli_default_confidence`; None, the point decision, is the same as
+  no argument). Where that equals another row's level, the runs are that row's (same call).
 * cobell 0.9 / 0.97: `plan(confidence=...)`, as `--confidence`.
 * oracle: the smallest scale-out that meets the target in the simulated run.
 
@@ -30,7 +32,7 @@ import argparse
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -287,22 +289,37 @@ def _by_job(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
+def cli_default_confidence() -> float | None:
+    """The confidence the CLI plans at without --confidence: the setting's default."""
+    from cobell_cli.config import SETTINGS
+
+    return next(s.default for s in SETTINGS if s.name == "confidence")
+
+
+def planner_key(strategy: str) -> tuple[str, Any, float | None]:
+    """(interference, confidence, margin level) of a planning strategy, defaults resolved."""
+    interference, confidence = PLANNERS[strategy]
+    if confidence is DEFAULT:
+        confidence = cli_default_confidence()
+    return interference, confidence, MARGINS.get(strategy)
+
+
 def decide(strategy: str, memory: World, setup: RunSetup, target_s: float,
            apps: Sequence[RunningApp]) -> Any:
     """The strategy's plan through the core planner (see the module doc for each)."""
     history = memory.histories.get(memory.target, [])
-    interference, confidence = PLANNERS[strategy]
+    interference, confidence, _ = planner_key(strategy)
     plan_target_s = target_s
     if strategy in MARGINS:
         calibration = outcome_calibration(history, MARGINS[strategy])
         if calibration is not None:
             plan_target_s = target_s / calibration["ratio_quantile"]
-    extra = {} if confidence is DEFAULT else {"confidence": confidence}
     return plan(job=memory.target, history=history, now=setup.submit_s, target_s=plan_target_s,
                 min_scale_out=MIN_SCALE_OUT, max_scale_out=MAX_SCALE_OUT, co_runners=apps,
                 co_runner_histories={a.job: memory.histories.get(a.job, [])
                                      for a in apps if a.job},
-                interference=interference, fit=memory.fit, **extra)  # type: ignore[arg-type]
+                interference=interference, confidence=confidence,  # type: ignore[arg-type]
+                fit=memory.fit)
 
 
 def play(strategy: str, memory: World, setup: RunSetup, curves: Mapping[str, Curve],
@@ -358,7 +375,13 @@ def run_experiment(cfg: Config, data_dir: Path = DEFAULT_DATA,
             for target in cfg.targets:
                 setups = draw_runs(variant, target, cfg, curves, world)
                 per: dict[str, list[RunRecord]] = {}
+                done: dict[Any, str] = {}  # planner key -> the strategy that ran it
                 for strategy in STRATEGIES:
+                    key = planner_key(strategy) if strategy != "oracle" else strategy
+                    if key in done:  # the very same plan() calls: the same runs
+                        per[strategy] = [replace(r, strategy=strategy) for r in per[done[key]]]
+                        continue
+                    done[key] = strategy
                     started = time.perf_counter()
                     memory = seed_world(target, curves, world, cfg.seed)
                     per[strategy] = [play(strategy, memory, s, curves, TARGETS_S[target], world)
@@ -487,6 +510,15 @@ def worst_rows(results: Results, strategy: str = "default") -> list[str]:
     return rows
 
 
+def _default_label() -> str:
+    level = cli_default_confidence()
+    same = [s for s in STRATEGIES[:-1] if s != "default"
+            and planner_key(s) == planner_key("default")]
+    what = "the point prediction" if level is None else f"P(meet the target) >= {level}"
+    return what + (f" (the same plan() calls as {LABELS[same[0]]}: the same runs)"
+                   if same else "")
+
+
 def render(results: Results, cfg: Config, command: str, elapsed_s: float,
            plots: Sequence[str] = ()) -> str:
     n_runs = cfg.runs_per_interferer * len(INTERFERERS)
@@ -509,8 +541,8 @@ def render(results: Results, cfg: Config, command: str, elapsed_s: float,
         f" {cfg.runs_per_interferer} runs per co-runner job, {n_runs} per world, variant and"
         f" target, from an empty target history; seed {cfg.seed}. Scale-outs"
         f" {MIN_SCALE_OUT}-{MAX_SCALE_OUT}. Every strategy plans with"
-        " `cobell_cli.core.plan.plan`; \"cobell default\" calls it without a confidence"
-        " argument.",
+        " `cobell_cli.core.plan.plan`; \"cobell default\" at the `confidence` setting's"
+        f" default, what `cobell predict`/`submit` use without flags: {_default_label()}.",
         "",
         f"Post-bootstrap: runs > {MODEL_FROM_USABLE}; bootstrap: the first {MODEL_FROM_USABLE}"
         " (search and Bell-only model, co-runners not yet considered), reported separately."

@@ -94,6 +94,11 @@ def test_tiny_colocation_experiment_report(bell_dir):
         # Too few of Bell's own outcomes for a margin yet: Bell + conformal is Bell.
         for margin in co.MARGINS:
             assert [r.scale_out for r in per[margin]] == [r.scale_out for r in per["bell"]]
+        # The default row plans as the CLI does without flags; an equal explicit level is the
+        # same plan() call, so the same runs.
+        for twin in ("cobell90", "cobell97"):
+            if co.planner_key(twin) == co.planner_key("default"):
+                assert [r.scale_out for r in per[twin]] == [r.scale_out for r in per["default"]]
         # Bell predicts no overlaps; the interference strategies do, once past the bootstrap.
         assert not any(r.overlap_errors for r in per["bell"])
         assert any(r.overlap_errors for r in per["paper"] if not r.bootstrap)
@@ -220,3 +225,11 @@ def test_sparse_limits_bounds_are_ordered_and_leave_the_model_untouched(bell_dir
     assert shrink.mean() <= fitted.mean() + 1e-9
     report = sparse_limits.render(ds, [0], "python -m bench.sparse_limits --seeds 1")
     assert f"| {next(iter(table))} | {fitted.mean():.1f} /" in report
+
+
+def test_the_default_row_plans_at_what_the_cli_resolves_without_flags():
+    from bench import colocation as co
+    from cobell_cli import config
+
+    settings = config.load()  # no flags; conftest isolates the config dir and COBELL_*
+    assert co.planner_key("default") == ("joint", settings.confidence, None)
