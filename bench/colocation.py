@@ -520,15 +520,16 @@ def _default_label() -> str:
 
 
 def render(results: Results, cfg: Config, command: str, elapsed_s: float,
-           plots: Sequence[str] = ()) -> str:
+           plots: Sequence[str] = (), cpu_s: float | None = None) -> str:
     n_runs = cfg.runs_per_interferer * len(INTERFERERS)
     default_cells = [summarise(per["default"], per["oracle"]) for per in results.values()]
     met = sum(goal_check(s) == "yes" for s in default_cells if s["runs"])
     lines = [
         "# Allocation quality on two simulated shared clusters",
         "",
-        f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s on this loaded"
-        " 2-core machine).",
+        f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s"
+        + (f", {cpu_s:.0f} s of CPU," if cpu_s is not None else "")
+        + " on this shared, loaded 2-core machine).",
         "",
         "Ground truths: `bench/simulator.py` (\"simulator\": real Bell repetitions,"
         " resource-profile pressure summed over co-runners and saturating) and"
@@ -658,7 +659,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         cfg = Config(worlds=tuple(args.worlds), targets=("sgd",), variants=("single", "triple"),
                      runs_per_interferer=3, seed=args.seed)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     results = run_experiment(cfg, args.data, progress=lambda m: print(m, flush=True))
     elapsed = time.perf_counter() - started
     command = " ".join(["python -m bench.colocation", *(["--quick"] if args.quick else []),
@@ -671,7 +672,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.quick:
         args.output_dir.mkdir(parents=True, exist_ok=True)
         plots = plot(results, args.output_dir)
-    text = render(results, cfg, command, elapsed, plots)
+    text = render(results, cfg, command, elapsed, plots, time.process_time() - cpu_started)
     print(text)
     if not args.quick:
         (args.output_dir / "colocation.md").write_text(text)
