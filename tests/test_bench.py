@@ -212,10 +212,11 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
 def test_confidence_levels_on_a_tiny_experiment(bell_dir):
     from bench import colocation, confidence_levels
 
-    cfg = colocation.Config(targets=("sgd",), variants=("single",), runs_per_interferer=3)
+    cfg = colocation.Config(worlds=("simulator",), targets=("sgd",), variants=("single",),
+                            runs_per_interferer=3)
     results = confidence_levels.run([0.5, 0.97], cfg.seed, cfg)
     assert colocation.STRATEGIES[-1] == "oracle" and "joint@0.5" not in colocation.STRATEGIES
-    per = results[("single", "sgd")]
+    per = results[("simulator", "single", "sgd")]
     assert set(per) == {"joint@0.5", "joint@0.97", "oracle"}
     assert len(per["joint@0.5"]) == len(per["oracle"]) == 12
     # The same runs: a more careful level never reserves fewer nodes in total.
@@ -223,7 +224,8 @@ def test_confidence_levels_on_a_tiny_experiment(bell_dir):
     loose = [r for r in per["joint@0.5"] if r.index > colocation.MODEL_FROM_USABLE]
     assert sum(r.scale_out for r in later) >= sum(r.scale_out for r in loose)
     text = confidence_levels.render(results, [0.5, 0.97], "test", 1.0)
-    assert "| single | sgd | 0.97 |" in text and "Cells meeting the whole goal: 0.5:" in text
+    assert "| simulator | single | sgd | 0.97 |" in text
+    assert "Cells meeting the whole goal: 0.5:" in text
 
 
 # --- sparse3 limits --------------------------------------------------------------------------
