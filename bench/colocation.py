@@ -1,13 +1,29 @@
-"""Allocation quality on a simulated shared cluster: CoBell's Section IV-D experiment, replayed.
+"""Allocation quality on two simulated shared clusters: one table from one run.
 
-    python -m bench.colocation [--quick] [--seed N] [--other-seeds N ...] [--data DIR]
-                               [--output-dir DIR]
+    python -m bench.colocation [--quick] [--runs-per-interferer N] [--seed N]
+                               [--worlds simulator nodesim] [--data DIR] [--output-dir DIR]
 
-Each strategy plans with `cobell_cli.core.plan.plan` (what `cobell submit` runs) and records what
-`cobell submit` records (`cobell_cli.api.measured_overlaps`); the ground truth is
-`bench.simulator`, whose interference is not cobell's formula. Every strategy faces the same
-runs: co-runners, their scale-outs, delays and noise are drawn per run before anyone decides.
-Full mode writes bench/results/colocation.md and PNG plots like the paper's Fig. 3 and Fig. 4.
+CoBell's Section IV-D experiment, replayed in two ground truths that are not cobell's formula
+and not each other: `bench.simulator` (resource-profile pressure, saturating, shrinking with
+the job's scale-out) and `bench.nodesim` (node-level max-min fair shares, the scarcest
+resource decides). In each: 1, 2 and 3 co-runners, two target jobs, and the same runs for
+every strategy (co-runners, their scale-outs, delays and noise are drawn before anyone
+decides). The strategies:
+
+* Bell: `plan(interference="none")`, the point prediction; co-runners ignored.
+* Bell + conformal margin at p: the careful user's alternative without co-runner modelling:
+  Bell's prediction times the conformal bound of Bell's own past runtime / predicted ratios
+  (`calibration.outcome_calibration`, i.e. `ratio_bound`), planned as Bell against
+  target / margin (the same decision: predicted · margin <= target).
+* CoBell (paper): `plan(interference="paper")`, the point prediction.
+* cobell default: what `cobell predict`/`submit` do without flags: `plan()` at the default of
+  the `confidence` setting (`cli_default_confidence`; None, the point decision, is the same as
+  no argument). Where that equals another row's level, the runs are that row's (same call).
+* cobell 0.9 / 0.97: `plan(confidence=...)`, as `--confidence`.
+* oracle: the smallest scale-out that meets the target in the simulated run.
+
+Every strategy plans with `cobell_cli.core.plan.plan` (what `cobell predict`/`submit` run) and
+records what `cobell submit` records (`cobell_cli.api.measured_overlaps`).
 """
 
 from __future__ import annotations
@@ -18,13 +34,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from bench.simulator import Contention, Curve, RunNoise, SimJob, load_curves, simulate
+from bench import nodesim
+from bench import simulator as profile_sim
+from bench.simulator import Contention, Curve, SimJob, load_curves
 from cobell_cli.api import measured_overlaps
 from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.calibration import outcome_calibration
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.plan import MODEL_FROM_USABLE, plan
 
@@ -40,25 +59,83 @@ INTERFERERS = ("grep", "pagerank", "tpchq10", "wordcount")
 INTERFERER_SCALE_OUTS = (12, 16, 20, 24, 28, 32)
 SEED_SCALE_OUTS = (8, 16, 24, 32, 40, 48)  # co-runner jobs' earlier solo runs
 MIN_SCALE_OUT, MAX_SCALE_OUT = 4, 60
-STRATEGIES = ("none", "paper", "joint", "joint90", "joint97", "joint99", "oracle")
-LABELS = {"none": "Bell", "paper": "CoBell (paper)", "joint": "cobell (joint)",
-          "joint90": "cobell (joint, --confidence 0.9)",
-          "joint97": "cobell (joint, --confidence 0.97)",
-          "joint99": "cobell (joint, --confidence 0.99)", "oracle": "oracle"}
-# strategy -> (plan's interference, plan's confidence); the oracle does not plan
-PLANNERS: dict[str, tuple[str, float | None]] = {
-    "none": ("none", None), "paper": ("paper", None), "joint": ("joint", None),
-    "joint90": ("joint", 0.9), "joint97": ("joint", 0.97), "joint99": ("joint", 0.99)}
+STRATEGIES = ("bell", "bell90", "bell97", "paper", "default", "cobell90", "cobell97", "oracle")
+LABELS = {"bell": "Bell", "bell90": "Bell + conformal 0.9", "bell97": "Bell + conformal 0.97",
+          "paper": "CoBell (paper)", "default": "cobell default",
+          "cobell90": "cobell --confidence 0.9", "cobell97": "cobell --confidence 0.97",
+          "oracle": "oracle"}
+DEFAULT = object()  # plan() called without a confidence argument
+POINT = None  # plan(confidence=None): the point prediction decides
+# strategy -> (plan's interference, plan's confidence or DEFAULT); the oracle does not plan
+PLANNERS: dict[str, tuple[str, Any]] = {
+    "bell": ("none", POINT), "bell90": ("none", POINT), "bell97": ("none", POINT),
+    "paper": ("paper", POINT), "default": ("joint", DEFAULT), "cobell90": ("joint", 0.9),
+    "cobell97": ("joint", 0.97)}
+MARGINS = {"bell90": 0.9, "bell97": 0.97}  # Bell + split-conformal margin at this level
+PAIRS = (("bell90", "cobell90"), ("bell97", "cobell97"))  # equal confidence, compared
 VARIANTS = {"single": 1, "pair": 2, "triple": 3}
+WORLDS = ("simulator", "nodesim")
 RUN_SPACING_S = 100_000.0  # runs never overlap each other
-MIN_RUNS_MET = 3  # fewer shared runs: the model pools the co-runner (model/select.py)
+GOAL_MEET, GOAL_OVERSHOOT_PCT, GOAL_NODE_S = 95.0, 5.0, 1.05  # issue 13's goals, post-bootstrap
+
+
+# --- the two ground truths ------------------------------------------------------------------
+
+
+class Truth(Protocol):
+    """A ground truth: draws a run's noise, then plays jobs through it."""
+
+    name: str
+
+    def draw(self, rng: np.random.Generator, curves: Mapping[str, Curve]) -> Any: ...
+
+    def simulate(self, jobs: Sequence[SimJob], noise: Any,
+                 until_s: float | None = None) -> list[SimJob]: ...
+
+
+@dataclass(frozen=True)
+class ProfileTruth:
+    """bench/simulator.py: resource-profile pressure summed over co-runners, saturating."""
+
+    contention: Contention = field(default_factory=Contention)
+    name: str = "simulator"
+
+    def draw(self, rng: np.random.Generator, curves: Mapping[str, Curve]) -> Any:
+        return profile_sim.RunNoise.draw(rng, curves, self.contention)
+
+    def simulate(self, jobs: Sequence[SimJob], noise: Any,
+                 until_s: float | None = None) -> list[SimJob]:
+        return profile_sim.simulate(jobs, noise, self.contention, until_s)
+
+
+@dataclass(frozen=True)
+class NodeTruth:
+    """bench/nodesim.py: per-node max-min fair shares, the scarcest resource decides."""
+
+    cluster: nodesim.Cluster = field(default_factory=nodesim.Cluster)
+    name: str = "nodesim"
+
+    def draw(self, rng: np.random.Generator, curves: Mapping[str, Curve]) -> Any:
+        return nodesim.NodeNoise.draw(rng, curves, self.cluster)
+
+    def simulate(self, jobs: Sequence[SimJob], noise: Any,
+                 until_s: float | None = None) -> list[SimJob]:
+        return nodesim.simulate(jobs, noise, self.cluster, until_s)
+
+
+def truth(name: str) -> Truth:
+    return {"simulator": ProfileTruth(), "nodesim": NodeTruth()}[name]
+
+
+# --- one experiment -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Config:
+    worlds: tuple[str, ...] = WORLDS
     targets: tuple[str, ...] = tuple(TARGETS_S)
     variants: tuple[str, ...] = tuple(VARIANTS)
-    runs_per_interferer: int = 20
+    runs_per_interferer: int = 12
     seed: int = 2018
 
 
@@ -71,7 +148,7 @@ class RunSetup:
     co_scale_outs: tuple[int, ...]
     co_starts_s: tuple[float, ...]
     submit_s: float
-    noise: RunNoise
+    noise: Any
 
 
 @dataclass
@@ -85,7 +162,7 @@ class RunRecord:
     phase: str
     predicted_s: float | None
     overlap_ratio: float  # measured, summed over co-runners
-    first_contact: bool  # some co-runner job met fewer than MIN_RUNS_MET times before
+    overlap_errors: tuple[float, ...] = ()  # |predicted - measured| per co-runner it predicted
 
     @property
     def overshoot_pct(self) -> float:
@@ -94,6 +171,10 @@ class RunRecord:
     @property
     def node_s(self) -> float:
         return self.scale_out * self.runtime_s
+
+    @property
+    def bootstrap(self) -> bool:
+        return self.index <= MODEL_FROM_USABLE
 
 
 @dataclass
@@ -127,7 +208,7 @@ class World:
 
 
 def schedule(variant: str, cfg: Config, rng: np.random.Generator) -> list[tuple[str, ...]]:
-    """Co-runner jobs per run: the paper's blocks of 20 per interferer, or random 2/3-sets."""
+    """Co-runner jobs per run: the paper's blocks per interferer, or random 2/3-sets."""
     k = VARIANTS[variant]
     n = cfg.runs_per_interferer
     if k == 1:
@@ -137,7 +218,7 @@ def schedule(variant: str, cfg: Config, rng: np.random.Generator) -> list[tuple[
 
 
 def draw_runs(variant: str, target: str, cfg: Config, curves: Mapping[str, Curve],
-              contention: Contention) -> list[RunSetup]:
+              world: Truth) -> list[RunSetup]:
     """Co-runners start first (the first at 0, others within 20 % of its runtime), then the
     target is submitted after a random delay of 0-90 % of the shortest co-runner's runtime."""
     rng = np.random.default_rng([cfg.seed, list(VARIANTS).index(variant), list(TARGETS_S)
@@ -151,23 +232,22 @@ def draw_runs(variant: str, target: str, cfg: Config, curves: Mapping[str, Curve
         submit = max(starts) + float(rng.uniform(0, 0.9)) * max(shortest, 0.0)
         base = (i + 1) * RUN_SPACING_S
         out.append(RunSetup(i + 1, co_jobs, xs, tuple(base + s for s in starts), base + submit,
-                            RunNoise.draw(rng, curves, contention)))
+                            world.draw(rng, curves)))
     return out
 
 
-def seed_world(target: str, curves: Mapping[str, Curve], contention: Contention,
-               seed: int) -> World:
+def seed_world(target: str, curves: Mapping[str, Curve], world: Truth, seed: int) -> World:
     """The target starts empty; each co-runner job has six earlier solo runs."""
-    world = World(target)
+    memory = World(target)
     rng = np.random.default_rng([seed, 99])
     for job in INTERFERERS:
         for k, x in enumerate(SEED_SCALE_OUTS):
-            noise = RunNoise.draw(rng, curves, contention)
+            noise = world.draw(rng, curves)
             runtime = curves[job].isolated_s(x, noise.rep_index[job])
             start = -1e7 + k * RUN_SPACING_S
-            world.add(job, scale_out=x, runtime_s=runtime, started_at=start,
-                      finished_at=start + runtime, target_s=None, overlaps={})
-    return world
+            memory.add(job, scale_out=x, runtime_s=runtime, started_at=start,
+                       finished_at=start + runtime, target_s=None, overlaps={})
+    return memory
 
 
 def _jobs(setup: RunSetup, curves: Mapping[str, Curve], target: str,
@@ -184,10 +264,10 @@ def _jobs(setup: RunSetup, curves: Mapping[str, Curve], target: str,
 
 
 def oracle_scale_out(setup: RunSetup, curves: Mapping[str, Curve], target: str,
-                     target_s: float, contention: Contention) -> int:
+                     target_s: float, world: Truth) -> int:
     """The smallest scale-out whose simulated runtime meets the target (else the maximum)."""
     for x in range(MIN_SCALE_OUT, MAX_SCALE_OUT + 1):
-        done = simulate(_jobs(setup, curves, target, x), setup.noise, contention)[-1]
+        done = world.simulate(_jobs(setup, curves, target, x), setup.noise)[-1]
         assert done.finish_s is not None
         if done.finish_s - setup.submit_s <= target_s:
             return x
@@ -209,281 +289,390 @@ def _by_job(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
-def play(strategy: str, world: World, setup: RunSetup, curves: Mapping[str, Curve],
-         target_s: float, contention: Contention) -> RunRecord:
+def cli_default_confidence() -> float | None:
+    """The confidence the CLI plans at without --confidence: the setting's default."""
+    from cobell_cli.config import SETTINGS
+
+    return next(s.default for s in SETTINGS if s.name == "confidence")
+
+
+def planner_key(strategy: str) -> tuple[str, Any, float | None]:
+    """(interference, confidence, margin level) of a planning strategy, defaults resolved."""
+    interference, confidence = PLANNERS[strategy]
+    if confidence is DEFAULT:
+        confidence = cli_default_confidence()
+    return interference, confidence, MARGINS.get(strategy)
+
+
+def decide(strategy: str, memory: World, setup: RunSetup, target_s: float,
+           apps: Sequence[RunningApp]) -> Any:
+    """The strategy's plan through the core planner (see the module doc for each)."""
+    history = memory.histories.get(memory.target, [])
+    interference, confidence, _ = planner_key(strategy)
+    plan_target_s = target_s
+    if strategy in MARGINS:
+        calibration = outcome_calibration(history, MARGINS[strategy])
+        if calibration is not None:
+            plan_target_s = target_s / calibration["ratio_quantile"]
+    return plan(job=memory.target, history=history, now=setup.submit_s, target_s=plan_target_s,
+                min_scale_out=MIN_SCALE_OUT, max_scale_out=MAX_SCALE_OUT, co_runners=apps,
+                co_runner_histories={a.job: memory.histories.get(a.job, [])
+                                     for a in apps if a.job},
+                interference=interference, confidence=confidence,  # type: ignore[arg-type]
+                fit=memory.fit)
+
+
+def play(strategy: str, memory: World, setup: RunSetup, curves: Mapping[str, Curve],
+         target_s: float, world: Truth) -> RunRecord:
     """One run: plan (or ask the oracle), simulate, record like `cobell submit` does."""
-    target = world.target
-    history = world.histories.get(target, [])
-    met = {j: sum(1 for r in history if r["overlaps"].get(j, 0) > 0) for j in setup.co_jobs}
-    first_contact = any(n < MIN_RUNS_MET for n in met.values())
-    phase, predicted = "oracle", None
+    target = memory.target
+    phase, predicted, chosen = "oracle", None, None
     if strategy == "oracle":
-        x = oracle_scale_out(setup, curves, target, target_s, contention)
+        x = oracle_scale_out(setup, curves, target, target_s, world)
     else:
-        before = simulate(_jobs(setup, curves, target, None), setup.noise, contention,
-                          until_s=setup.submit_s)
+        before = world.simulate(_jobs(setup, curves, target, None), setup.noise,
+                                until_s=setup.submit_s)
         apps = [_app(j, j.done_s / j.work_s, None) for j in before if j.finish_s is None]
-        chosen = plan(job=target, history=history, now=setup.submit_s, target_s=target_s,
-                      min_scale_out=MIN_SCALE_OUT, max_scale_out=MAX_SCALE_OUT,
-                      co_runners=apps,
-                      co_runner_histories={a.job: world.histories.get(a.job, [])
-                                           for a in apps if a.job},
-                      interference=PLANNERS[strategy][0],  # type: ignore[arg-type]
-                      confidence=PLANNERS[strategy][1], fit=world.fit)
+        chosen = decide(strategy, memory, setup, target_s, apps)
         x, phase, predicted = chosen.scale_out, chosen.phase, chosen.predicted_s
-    done = simulate(_jobs(setup, curves, target, x), setup.noise, contention)
+    done = world.simulate(_jobs(setup, curves, target, x), setup.noise)
     finished = {j.key: j.finish_s for j in done}
     as_apps = [_app(j, 1.0, finished[j.key]) for j in done]
+    measured: dict[str, float] = {}
     for job, app in zip(done, as_apps, strict=True):
         assert job.finish_s is not None
         others = [a for a in as_apps if a.app_id != app.app_id]
         rows = measured_overlaps(job.start_s, job.finish_s, others)
         mine_now = job.job == target  # what `cobell submit` records for the planned job
-        world.add(job.job, scale_out=job.scale_out, runtime_s=job.finish_s - job.start_s,
-                  started_at=job.start_s, finished_at=job.finish_s,
-                  target_s=target_s if mine_now else None, overlaps=_by_job(rows),
-                  predicted_s=predicted if mine_now else None,
-                  model=phase if mine_now else None)
-    mine = world.histories[target][-1]
+        if mine_now:
+            measured = {r["co_runner_app_id"]: r["overlap_ratio"] for r in rows}
+        memory.add(job.job, scale_out=job.scale_out, runtime_s=job.finish_s - job.start_s,
+                   started_at=job.start_s, finished_at=job.finish_s,
+                   target_s=target_s if mine_now else None, overlaps=_by_job(rows),
+                   predicted_s=predicted if mine_now else None,
+                   model=phase if mine_now else None)
+    errors = () if chosen is None else tuple(
+        abs(v.overlap_ratio - measured.get(v.app_id, 0.0)) for v in chosen.co_runners
+        if v.overlap_ratio is not None)
+    mine = memory.histories[target][-1]
     return RunRecord(setup.index, strategy, setup.co_jobs, x, mine["runtime_s"], target_s,
-                     phase, predicted, sum(mine["overlaps"].values()), first_contact)
+                     phase, predicted, sum(mine["overlaps"].values()), errors)
+
+
+Cell = tuple[str, str, str]  # (world, variant, target)
+Results = Mapping[Cell, Mapping[str, Sequence[RunRecord]]]
 
 
 def run_experiment(cfg: Config, data_dir: Path = DEFAULT_DATA,
-                   contention: Contention | None = None,
                    progress: Callable[[str], None] | None = None,
-                   ) -> dict[tuple[str, str], dict[str, list[RunRecord]]]:
-    """(variant, target) -> strategy -> one record per run, in run order."""
-    contention = contention or Contention()
+                   ) -> dict[Cell, dict[str, list[RunRecord]]]:
+    """(world, variant, target) -> strategy -> one record per run, in run order."""
     curves = load_curves(data_dir)
-    out: dict[tuple[str, str], dict[str, list[RunRecord]]] = {}
-    for variant in cfg.variants:
-        for target in cfg.targets:
-            setups = draw_runs(variant, target, cfg, curves, contention)
-            per: dict[str, list[RunRecord]] = {}
-            for strategy in STRATEGIES:
-                started = time.perf_counter()
-                world = seed_world(target, curves, contention, cfg.seed)
-                per[strategy] = [play(strategy, world, s, curves, TARGETS_S[target], contention)
-                                 for s in setups]
-                if progress:
-                    progress(f"{variant} {target} {strategy}: {len(setups)} runs in "
-                             f"{time.perf_counter() - started:.1f} s")
-            out[(variant, target)] = per
+    out: dict[Cell, dict[str, list[RunRecord]]] = {}
+    for name in cfg.worlds:
+        world = truth(name)
+        for variant in cfg.variants:
+            for target in cfg.targets:
+                setups = draw_runs(variant, target, cfg, curves, world)
+                per: dict[str, list[RunRecord]] = {}
+                done: dict[Any, str] = {}  # planner key -> the strategy that ran it
+                for strategy in STRATEGIES:
+                    key = planner_key(strategy) if strategy != "oracle" else strategy
+                    if key in done:  # the very same plan() calls: the same runs
+                        per[strategy] = [replace(r, strategy=strategy) for r in per[done[key]]]
+                        continue
+                    done[key] = strategy
+                    started = time.perf_counter()
+                    memory = seed_world(target, curves, world, cfg.seed)
+                    per[strategy] = [play(strategy, memory, s, curves, TARGETS_S[target], world)
+                                     for s in setups]
+                    if progress:
+                        progress(f"{name} {variant} {target} {strategy}: {len(setups)} runs in"
+                                 f" {time.perf_counter() - started:.1f} s")
+                out[(name, variant, target)] = per
     return out
 
 
-# --- report --------------------------------------------------------------------------------
+# --- report ---------------------------------------------------------------------------------
 
 
-def summarise(records: Sequence[RunRecord], oracle: Sequence[RunRecord]) -> dict[str, float]:
-    """Post-bootstrap runs (after the first MODEL_FROM_USABLE) against the oracle's same runs."""
-    mine = [r for r in records if r.index > MODEL_FROM_USABLE]
-    ref = {r.index: r for r in oracle}
+def summarise(records: Sequence[RunRecord], oracle: Sequence[RunRecord],
+              bootstrap: bool = False) -> dict[str, float]:
+    """Post-bootstrap (or bootstrap) runs against the oracle's same runs."""
+    mine = [r for r in records if r.bootstrap == bootstrap]
     if not mine:
         return {"runs": 0}
+    ref = {r.index: r for r in oracle}
+    return _stats(mine, [ref[r.index] for r in mine])
+
+
+def _stats(mine: Sequence[RunRecord], ref: Sequence[RunRecord]) -> dict[str, float]:
     over = np.array([r.overshoot_pct for r in mine])
-    ref_node_s = sum(ref[r.index].node_s for r in mine)
-    ref_x = np.mean([ref[r.index].scale_out for r in mine])
+    errors = [e for r in mine for e in r.overlap_errors]
     return {
         "runs": len(mine),
         "over_share_pct": 100.0 * float(np.mean(over > 0)),
         "p95_overshoot_pct": float(np.percentile(over, 95)),
         "max_overshoot_pct": float(over.max()),
-        "mean_scale_out": float(np.mean([r.scale_out for r in mine])),
-        "scale_out_vs_oracle": float(np.mean([r.scale_out for r in mine]) / ref_x),
-        "node_s_vs_oracle": float(sum(r.node_s for r in mine) / ref_node_s),
+        "node_s_vs_oracle": float(sum(r.node_s for r in mine) / sum(r.node_s for r in ref)),
+        "overlap_mae": float(np.mean(errors)) if errors else float("nan"),
     }
 
 
-def first_contact_summary(records: Sequence[RunRecord]) -> tuple[int, int]:
-    """(post-bootstrap runs with a co-runner job met < 3 times before, how many missed)."""
-    runs = [r for r in records if r.index > MODEL_FROM_USABLE and r.first_contact]
-    return len(runs), sum(1 for r in runs if r.runtime_s > r.target_s)
+def pooled(results: Results, strategy: str, world: str, variants: Sequence[str] | None = None,
+           bootstrap: bool = False) -> dict[str, float]:
+    """Statistics over every (variant, target) cell of a world (or the given variants)."""
+    mine: list[RunRecord] = []
+    ref: list[RunRecord] = []
+    for (w, variant, _), per in results.items():
+        if w != world or (variants is not None and variant not in variants):
+            continue
+        by_index = {r.index: r for r in per["oracle"]}
+        picked = [r for r in per[strategy] if r.bootstrap == bootstrap]
+        mine += picked
+        ref += [by_index[r.index] for r in picked]
+    return _stats(mine, ref) if mine else {"runs": 0}
 
 
 def goal_check(s: Mapping[str, float]) -> str:
-    ok = [100 - s["over_share_pct"] >= 95, s["max_overshoot_pct"] <= 5,
-          s["node_s_vs_oracle"] <= 1.10]
+    ok = [100 - s["over_share_pct"] >= GOAL_MEET, s["max_overshoot_pct"] <= GOAL_OVERSHOOT_PCT,
+          s["node_s_vs_oracle"] <= GOAL_NODE_S]
     return "yes" if all(ok) else "no"
 
 
-Results = Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]]
+def _mae(v: float) -> str:
+    return "-" if v != v else f"{v:.3f}"
 
 
-def summary_rows(results: Results, seed: int | None = None) -> list[str]:
-    """One table row per variant, target job and strategy (the seed first when given)."""
+def _cols(s: Mapping[str, float]) -> str:
+    return (f" {s['runs']} | {s['over_share_pct']:.1f} | {s['p95_overshoot_pct']:.1f} |"
+            f" {s['max_overshoot_pct']:.1f} | {s['node_s_vs_oracle']:.3f} |"
+            f" {_mae(s['overlap_mae'])} |")
+
+
+COLS = "runs | over % | p95 overshoot % | max overshoot % | node-s / oracle | overlap MAE |"
+
+
+def cell_rows(results: Results) -> list[str]:
     rows = []
-    for (variant, target), per in results.items():
+    for (world, variant, target), per in results.items():
         for strategy in STRATEGIES:
             s = summarise(per[strategy], per["oracle"])
-            if not s["runs"]:
-                continue
-            n_fc, miss_fc = first_contact_summary(per[strategy])
-            goal = goal_check(s) if strategy != "oracle" else "-"
-            rows.append(
-                ("" if seed is None else f"| {seed} ")
-                + f"| {variant} | {target} | {LABELS[strategy]} | {s['runs']} |"
-                f" {s['over_share_pct']:.1f} | {s['p95_overshoot_pct']:.1f} |"
-                f" {s['max_overshoot_pct']:.1f} | {s['mean_scale_out']:.1f} |"
-                f" {s['scale_out_vs_oracle']:.2f} | {s['node_s_vs_oracle']:.2f} | {goal} |"
-                f" {miss_fc}/{n_fc} |"
-            )
+            if s["runs"]:
+                goal = goal_check(s) if strategy != "oracle" else "-"
+                rows.append(f"| {world} | {variant} | {target} | {LABELS[strategy]} |"
+                            + _cols(s) + f" {goal} |")
     return rows
 
 
-SUMMARY_HEADER = ("| variant | job | strategy | runs | over % | p95 overshoot % | max overshoot % |"
-                  " mean scale-out | scale-out / oracle | node-s / oracle | goal met | first"
-                  " contact missed |")
+def pooled_rows(results: Results, bootstrap: bool) -> list[str]:
+    rows = []
+    for world in dict.fromkeys(w for w, _, _ in results):
+        for strategy in STRATEGIES:
+            s = pooled(results, strategy, world, bootstrap=bootstrap)
+            if s["runs"]:
+                rows.append(f"| {world} | {LABELS[strategy]} |" + _cols(s))
+    return rows
+
+
+def keep_rows(results: Results) -> list[str]:
+    """cobell vs Bell + conformal at equal confidence: pooled, pair, triple, per world."""
+    rows = []
+    scopes = {"pooled": None, "pair": ("pair",), "triple": ("triple",)}
+    for world in dict.fromkeys(w for w, _, _ in results):
+        for scope, variants in scopes.items():
+            for bell, cobell in PAIRS:
+                b = pooled(results, bell, world, variants)
+                c = pooled(results, cobell, world, variants)
+                if not b["runs"] or not c["runs"]:
+                    continue
+                earns = (c["node_s_vs_oracle"] < b["node_s_vs_oracle"]
+                         and c["over_share_pct"] <= b["over_share_pct"])
+                rows.append(f"| {world} | {scope} | {MARGINS[bell]} |"
+                            f" {b['over_share_pct']:.1f} / {b['node_s_vs_oracle']:.3f} |"
+                            f" {c['over_share_pct']:.1f} / {c['node_s_vs_oracle']:.3f} |"
+                            f" {'yes' if earns else 'no'} |")
+    return rows
+
+
+def worst_rows(results: Results, strategy: str = "default") -> list[str]:
+    rows = []
+    for (world, variant, target), per in results.items():
+        ref = {r.index: r for r in per["oracle"]}
+        post = [r for r in per[strategy] if not r.bootstrap]
+        if not post:
+            continue
+        w = max(post, key=lambda r: r.overshoot_pct)
+        pred = f"{w.predicted_s:.0f}" if w.predicted_s is not None else "-"
+        rows.append(f"| {world} | {variant} | {target} | {w.index} | {'+'.join(w.co_jobs)} |"
+                    f" {w.scale_out} ({ref[w.index].scale_out}) | {pred} | {w.runtime_s:.0f} |"
+                    f" {w.overshoot_pct:.1f} |")
+    return rows
+
+
+def _default_label() -> str:
+    level = cli_default_confidence()
+    same = [s for s in STRATEGIES[:-1] if s != "default"
+            and planner_key(s) == planner_key("default")]
+    what = "the point prediction" if level is None else f"P(meet the target) >= {level}"
+    return what + (f" (the same plan() calls as {LABELS[same[0]]}: the same runs)"
+                   if same else "")
 
 
 def render(results: Results, cfg: Config, command: str, elapsed_s: float,
-           plots: Sequence[str] = (), other_seeds: Mapping[int, Results] | None = None) -> str:
+           plots: Sequence[str] = (), cpu_s: float | None = None) -> str:
+    n_runs = cfg.runs_per_interferer * len(INTERFERERS)
+    default_cells = [summarise(per["default"], per["oracle"]) for per in results.values()]
+    met = sum(goal_check(s) == "yes" for s in default_cells if s["runs"])
     lines = [
-        "# Allocation quality on a simulated shared cluster",
+        "# Allocation quality on two simulated shared clusters",
         "",
-        f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s on this machine).",
+        f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s"
+        + (f", {cpu_s:.0f} s of CPU," if cpu_s is not None else "")
+        + " on this shared, loaded 2-core machine).",
         "",
-        "Ground truth: `bench/simulator.py` (real Bell repetitions, resource-profile contention,"
-        " saturating, progress-based, not cobell's formula). Targets: "
+        "Ground truths: `bench/simulator.py` (\"simulator\": real Bell repetitions,"
+        " resource-profile pressure summed over co-runners and saturating) and"
+        " `bench/nodesim.py` (\"nodesim\": executors on 64 nodes, per node and resource"
+        " max-min fair shares, the scarcest resource decides an executor's rate). Neither is"
+        " cobell's formula. Targets: "
         + ", ".join(f"{j} {t:.0f} s" for j, t in TARGETS_S.items() if j in cfg.targets)
         + f". Co-runners: {', '.join(INTERFERERS)} at a scale-out drawn from"
         f" {INTERFERER_SCALE_OUTS}, started first; the target follows after a random delay."
-        f" {cfg.runs_per_interferer} runs per co-runner job, {cfg.runs_per_interferer * 4} per"
-        f" target and variant, from an empty target history; seed {cfg.seed}. Scale-outs"
-        f" {MIN_SCALE_OUT}-{MAX_SCALE_OUT}.",
+        f" {cfg.runs_per_interferer} runs per co-runner job, {n_runs} per world, variant and"
+        f" target, from an empty target history; seed {cfg.seed}. Scale-outs"
+        f" {MIN_SCALE_OUT}-{MAX_SCALE_OUT}. Every strategy plans with"
+        " `cobell_cli.core.plan.plan`; \"cobell default\" at the `confidence` setting's"
+        f" default, what `cobell predict`/`submit` use without flags: {_default_label()}.",
         "",
-        f"Statistics over post-bootstrap runs (run > {MODEL_FROM_USABLE}). Over: share of runs"
-        " over the target. Overshoot: max(0, runtime/target - 1). Node-s and scale-out relative"
-        " to the oracle on the same runs. Goal: >= 95 % meet, max overshoot <= 5 %,"
-        " node-s <= 1.10x oracle.",
+        f"Post-bootstrap: runs > {MODEL_FROM_USABLE}; bootstrap: the first {MODEL_FROM_USABLE}"
+        " (search and Bell-only model, co-runners not yet considered), reported separately."
+        " Over: share of runs over the target. Overshoot: max(0, runtime/target - 1)."
+        " Node-s / oracle: the strategy's node-seconds over the oracle's on the same runs."
+        " Overlap MAE: mean |predicted - measured| overlap ratio per co-runner the plan"
+        " predicted (Bell predicts none). Goal (issue 13, default flags): >="
+        f" {GOAL_MEET:.0f} % within the target, max overshoot <= {GOAL_OVERSHOOT_PCT:.0f} %,"
+        f" node-s <= {GOAL_NODE_S:.2f}x oracle, in every cell.",
         "",
-        SUMMARY_HEADER,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        *summary_rows(results),
+        f"**Goal check (cobell default, post-bootstrap): met in {met} of {len(default_cells)}"
+        " cells.**",
+        "",
+        "## Post-bootstrap, per cell",
+        "",
+        f"| world | variant | job | strategy | {COLS} goal met |",
+        "|---" * 11 + "|",
+        *cell_rows(results),
+        "",
+        "## Post-bootstrap, pooled over variants and jobs",
+        "",
+        f"| world | strategy | {COLS}",
+        "|---" * 8 + "|",
+        *pooled_rows(results, bootstrap=False),
+        "",
+        "## Does the interference model earn its keep? cobell vs Bell + conformal margin",
+        "",
+        "At equal confidence; each entry is over % / node-s vs oracle, post-bootstrap. Earns:"
+        " cobell needs fewer node-seconds at an equal or lower miss rate.",
+        "",
+        "| world | runs | confidence | Bell + conformal | cobell | earns |",
+        "|---|---|---|---|---|---|",
+        *keep_rows(results),
+        "",
+        f"## Bootstrap runs (1-{MODEL_FROM_USABLE}), pooled over variants and jobs",
+        "",
+        f"| world | strategy | {COLS}",
+        "|---" * 8 + "|",
+        *pooled_rows(results, bootstrap=True),
+        "",
+        "## Worst post-bootstrap run of cobell default per cell",
+        "",
+        "| world | variant | job | run | co-runners | scale-out (oracle) | predicted s |"
+        " runtime s | overshoot % |",
+        "|---" * 9 + "|",
+        *worst_rows(results),
     ]
-    lines += ["", "First contact: post-bootstrap runs where some co-runner job had overlapped"
-              f" fewer than {MIN_RUNS_MET} earlier runs of the target (missed/runs).", "",
-              "Worst post-bootstrap run per strategy (largest overshoot):", "",
-              "| variant | job | strategy | run | co-runners | scale-out (oracle) | predicted s |"
-              " runtime s | measured overlap |", "|---|---|---|---|---|---|---|---|---|"]
-    for (variant, target), per in results.items():
-        ref = {r.index: r for r in per["oracle"]}
-        for strategy in STRATEGIES[:-1]:
-            post = [r for r in per[strategy] if r.index > MODEL_FROM_USABLE]
-            if not post:
-                continue
-            w = max(post, key=lambda r: r.overshoot_pct)
-            pred = f"{w.predicted_s:.0f}" if w.predicted_s is not None else "-"
-            lines.append(f"| {variant} | {target} | {LABELS[strategy]} | {w.index} |"
-                         f" {'+'.join(w.co_jobs)} | {w.scale_out} ({ref[w.index].scale_out}) |"
-                         f" {pred} | {w.runtime_s:.0f} | {w.overlap_ratio:.2f} |")
-    if other_seeds:
-        lines += ["", "The same experiment with other seeds (other runs, co-runners, delays and"
-                  " noise; same code and constants), summary rows only:", "",
-                  "| seed " + SUMMARY_HEADER, "|---" * 13 + "|"]
-        for seed, res in other_seeds.items():
-            lines += summary_rows(res, seed)
     if plots:
         lines += ["", "Plots:", ""] + [f"- [{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
 
 
-def plot(results: Mapping[tuple[str, str], Mapping[str, Sequence[RunRecord]]],
-         out_dir: Path) -> list[str]:
-    """Fig. 3 (runtime vs target per run) per variant, Fig. 4 (scale-out and overlap)."""
+MARKERS = {"bell": "x", "bell90": "+", "bell97": "1", "paper": "^", "default": "o",
+           "cobell90": "s", "cobell97": "D", "oracle": "."}
+
+
+def plot(results: Results, out_dir: Path) -> list[str]:
+    """Runtime vs target per run (cf. the paper's Fig. 3), one figure per world and variant."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = []
-    markers = {"none": "x", "paper": "^", "joint": "o", "joint90": "s", "joint97": "D",
-               "joint99": "v", "oracle": "."}
-    variants = sorted({v for v, _ in results}, key=list(VARIANTS).index)
-    for variant in variants:
-        targets = [t for v, t in results if v == variant]
+    for world, variant in dict.fromkeys((w, v) for w, v, _ in results):
+        targets = [t for w, v, t in results if (w, v) == (world, variant)]
         fig, axes = plt.subplots(len(targets), 1, figsize=(10, 3.2 * len(targets)),
                                  squeeze=False)
         for ax, target in zip(axes[:, 0], targets, strict=True):
-            per = results[(variant, target)]
+            per = results[(world, variant, target)]
             for strategy in STRATEGIES:
                 recs = per[strategy]
                 ax.plot([r.index for r in recs], [r.runtime_s for r in recs],
-                        marker=markers[strategy], linestyle="-" if strategy == "joint" else "",
-                        linewidth=0.6, markersize=4, label=LABELS[strategy])
+                        marker=MARKERS[strategy],
+                        linestyle="-" if strategy == "default" else "", linewidth=0.6,
+                        markersize=4, label=LABELS[strategy])
             ax.axhline(TARGETS_S[target], color="k", linestyle="--", linewidth=1,
                        label="target")
             ax.axvline(MODEL_FROM_USABLE + 0.5, color="grey", linewidth=0.8)
-            if variant == "single":
-                n = len(per["joint"]) // len(INTERFERERS)
-                for k, job in enumerate(INTERFERERS):
-                    ax.axvline(k * n + 0.5, color="grey", linestyle=":", linewidth=0.8)
-                    ax.text(k * n + 1, ax.get_ylim()[1] * 0.97, job, fontsize=8, va="top")
             ax.set_ylabel(f"{target} runtime (s)")
             ax.set_yscale("log")
         axes[-1, 0].set_xlabel("run")
-        axes[0, 0].set_title(f"Runtime per run, {variant} co-runner variant (cf. paper Fig. 3)")
+        axes[0, 0].set_title(f"Runtime per run: {world}, {variant} co-runner variant"
+                             " (cf. paper Fig. 3)")
         handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, fontsize=8, ncol=6, loc="lower center")
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
-        name = f"colocation_fig3_{variant}.png"
-        fig.savefig(out_dir / name, dpi=110)
+        fig.legend(handles, labels, fontsize=8, ncol=5, loc="lower center")
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        name = f"colocation_{world}_{variant}.png"
+        fig.savefig(out_dir / name, dpi=100)
         plt.close(fig)
         names.append(name)
-    if ("single", "sgd") in results:
-        per = results[("single", "sgd")]
-        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5.5), sharex=True)
-        for strategy in ("joint", "joint90", "paper", "oracle"):
-            recs = per[strategy]
-            ax1.plot([r.index for r in recs], [r.scale_out for r in recs],
-                     marker=markers[strategy], linewidth=0.6, markersize=4,
-                     label=LABELS[strategy])
-            ax2.plot([r.index for r in recs], [r.overlap_ratio for r in recs],
-                     marker=markers[strategy], linewidth=0.6, markersize=4,
-                     label=LABELS[strategy])
-        ax1.set_ylabel("scale-out")
-        ax2.set_ylabel("measured overlap ratio")
-        ax2.set_xlabel("run")
-        ax1.legend(fontsize=8)
-        ax1.set_title("sgd, one co-runner: scale-out and overlap per run (cf. paper Fig. 4)")
-        fig.tight_layout()
-        fig.savefig(out_dir / "colocation_fig4.png", dpi=110)
-        plt.close(fig)
-        names.append("colocation_fig4.png")
     return names
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="sgd only, one and three co-runners, 5 runs per co-runner job; "
-                             "prints, writes nothing")
+                        help="sgd only, one and three co-runners, 3 runs per co-runner job, "
+                             "both worlds; prints, writes nothing")
+    parser.add_argument("--runs-per-interferer", type=int, default=Config.runs_per_interferer,
+                        metavar="N", help="runs per co-runner job (x4 per world, variant, job)")
     parser.add_argument("--seed", type=int, default=Config.seed,
-                        help="draws of runs, co-runners, delays and noise; plots use this one")
-    parser.add_argument("--other-seeds", type=int, nargs="*", default=[], metavar="N",
-                        help="also run these seeds and add their summary rows")
+                        help="draws of runs, co-runners, delays and noise")
+    parser.add_argument("--worlds", nargs="+", choices=WORLDS, default=list(WORLDS))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--output-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    cfg = (Config(targets=("sgd",), variants=("single", "triple"), runs_per_interferer=5,
-                  seed=args.seed)
-           if args.quick else Config(seed=args.seed))
-    started = time.perf_counter()
+    if not (args.data / "sgd.spark.csv").is_file():
+        raise SystemExit(f"bench.colocation: the Bell data is not at {args.data} "
+                         "(../shared/data/bell); pass --data DIR")
+    cfg = Config(worlds=tuple(args.worlds), seed=args.seed,
+                 runs_per_interferer=args.runs_per_interferer)
+    if args.quick:
+        cfg = Config(worlds=tuple(args.worlds), targets=("sgd",), variants=("single", "triple"),
+                     runs_per_interferer=3, seed=args.seed)
+    started, cpu_started = time.perf_counter(), time.process_time()
     results = run_experiment(cfg, args.data, progress=lambda m: print(m, flush=True))
-    others = {seed: run_experiment(replace(cfg, seed=seed), args.data,
-                                   progress=lambda m, s=seed: print(f"seed {s}: {m}", flush=True))
-              for seed in args.other_seeds}
     elapsed = time.perf_counter() - started
     command = " ".join(["python -m bench.colocation", *(["--quick"] if args.quick else []),
+                        *([f"--runs-per-interferer {args.runs_per_interferer}"]
+                          if args.runs_per_interferer != Config.runs_per_interferer
+                          and not args.quick else []),
                         *([f"--seed {args.seed}"] if args.seed != Config.seed else []),
-                        *(["--other-seeds", *map(str, args.other_seeds)]
-                          if args.other_seeds else [])])
+                        *(["--worlds", *args.worlds] if tuple(args.worlds) != WORLDS else [])])
     plots: list[str] = []
     if not args.quick:
         args.output_dir.mkdir(parents=True, exist_ok=True)
         plots = plot(results, args.output_dir)
-    text = render(results, cfg, command, elapsed, plots, others)
+    text = render(results, cfg, command, elapsed, plots, time.process_time() - cpu_started)
     print(text)
     if not args.quick:
         (args.output_dir / "colocation.md").write_text(text)

@@ -39,22 +39,22 @@ def run(levels: list[float], seed: int, cfg: co.Config | None = None) -> dict:
 def render(results: dict, levels: list[float], command: str, elapsed_s: float) -> str:
     lines = ["# The default confidence level", "",
              f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s).", "",
-             "World, runs and planner of bench/results/colocation.md (`bench.colocation`), cobell's"
-             " joint strategy at each level. Post-bootstrap runs. Goal for the default:"
+             "Worlds, runs and planner of bench/results/colocation.md (`bench.colocation`),"
+             " cobell's joint strategy at each level. Post-bootstrap runs. Goal for the default:"
              f" >= 95 % within the target, max overshoot <= 5 %, node-s <= {GOAL_NODE_S}x the"
              " oracle's.", "",
-             "| variant | job | level | runs | over % | max overshoot % | node-s / oracle |"
-             " goal met |", "|---|---|---|---|---|---|---|---|"]
+             "| world | variant | job | level | runs | over % | max overshoot % |"
+             " node-s / oracle | goal met |", "|---|---|---|---|---|---|---|---|---|"]
     met = {p: 0 for p in levels}
     cells = 0
-    for (variant, target), per in results.items():
+    for (world, variant, target), per in results.items():
         cells += 1
         for p in levels:
             s = co.summarise(per[f"joint@{p:g}"], per["oracle"])
             ok = (s["over_share_pct"] <= 5 and s["max_overshoot_pct"] <= 5
                   and s["node_s_vs_oracle"] <= GOAL_NODE_S)
             met[p] += ok
-            lines.append(f"| {variant} | {target} | {p:g} | {s['runs']} |"
+            lines.append(f"| {world} | {variant} | {target} | {p:g} | {s['runs']} |"
                          f" {s['over_share_pct']:.1f} | {s['max_overshoot_pct']:.1f} |"
                          f" {s['node_s_vs_oracle']:.2f} | {'yes' if ok else 'no'} |")
     lines += ["", "Cells meeting the whole goal: "

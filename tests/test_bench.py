@@ -76,50 +76,87 @@ def test_progress_until_a_time(curves):
 def test_tiny_colocation_experiment_report(bell_dir):
     from bench import colocation as co
 
-    cfg = co.Config(targets=("sgd",), variants=("single", "pair"), runs_per_interferer=3)
+    cfg = co.Config(targets=("sgd",), variants=("single", "pair"), runs_per_interferer=2)
     results = co.run_experiment(cfg, bell_dir)
-    assert set(results) == {("single", "sgd"), ("pair", "sgd")}
-    for (variant, _), per in results.items():
+    assert set(results) == {(w, v, "sgd") for w in co.WORLDS for v in ("single", "pair")}
+    for (_, variant, _), per in results.items():
         assert set(per) == set(co.STRATEGIES)
-        n = 3 * len(co.INTERFERERS)
+        n = 2 * len(co.INTERFERERS)
         assert all(len(recs) == n for recs in per.values())
         # every strategy faced the same runs
         for i in range(n):
             assert len({per[s][i].co_jobs for s in co.STRATEGIES}) == 1
-        assert all(len(r.co_jobs) == co.VARIANTS[variant] for r in per["joint"])
-        phases = [r.phase for r in per["joint"]]
+        assert all(len(r.co_jobs) == co.VARIANTS[variant] for r in per["bell"])
+        phases = [r.phase for r in per["bell"]]
         assert phases[:3] == ["bootstrap-search"] * 3
         assert phases[3:6] == ["bootstrap-parametric"] * 3
         assert set(phases[6:]) == {"model"}
+        # Too few of Bell's own outcomes for a margin yet: Bell + conformal is Bell.
+        for margin in co.MARGINS:
+            assert [r.scale_out for r in per[margin]] == [r.scale_out for r in per["bell"]]
+        # The default row plans as the CLI does without flags; an equal explicit level is the
+        # same plan() call, so the same runs.
+        for twin in ("cobell90", "cobell97"):
+            if co.planner_key(twin) == co.planner_key("default"):
+                assert [r.scale_out for r in per[twin]] == [r.scale_out for r in per["default"]]
+        # Bell predicts no overlaps; the interference strategies do, once past the bootstrap.
+        assert not any(r.overlap_errors for r in per["bell"])
+        assert any(r.overlap_errors for r in per["paper"] if not r.bootstrap)
+        assert all(0 <= e <= 3 for r in per["default"] for e in r.overlap_errors)
         # measured overlaps were recorded; most runs overlap their co-runner
-        assert sum(r.overlap_ratio > 0 for r in per["joint"]) >= n // 2
+        assert sum(r.overlap_ratio > 0 for r in per["bell"]) >= n // 2
         oracle = co.summarise(per["oracle"], per["oracle"])
         for strategy in co.STRATEGIES:
             s = co.summarise(per[strategy], per["oracle"])
             assert s["runs"] == n - co.MODEL_FROM_USABLE
-            assert all(math.isfinite(v) and v >= 0 for v in s.values())
+            assert co.summarise(per[strategy], per["oracle"], bootstrap=True)["runs"] == 6
+            assert all(math.isfinite(v) and v >= 0 for k, v in s.items() if k != "overlap_mae")
             assert oracle["over_share_pct"] <= s["over_share_pct"]
             assert s["node_s_vs_oracle"] > 0.5
         assert oracle["node_s_vs_oracle"] == pytest.approx(1.0)
     text = co.render(results, cfg, "test", 0.0)
-    table = [line for line in text.splitlines() if line.startswith("| single ")]
-    assert len(table) == 2 * len(co.STRATEGIES) - 1  # summaries, worst runs (not oracle)
+    cells = [line for line in text.splitlines() if line.startswith("| nodesim | single | sgd ")]
+    assert len(cells) == len(co.STRATEGIES) + 1  # one per strategy, the default's worst run
+    pooled = [line for line in text.splitlines() if line.startswith("| simulator | Bell |")]
+    assert len(pooled) == 2  # post-bootstrap and bootstrap
+    assert "Goal check (cobell default, post-bootstrap): met in" in text
     assert "nan" not in text and "inf" not in text
-    # Other seeds' summary rows follow, prefixed by their seed.
-    text = co.render(results, cfg, "test", 0.0, other_seeds={7: results})
-    assert len([line for line in text.splitlines() if line.startswith("| 7 | single ")]) == len(
-        co.STRATEGIES)
 
 
-def test_oracle_never_misses_when_feasible(bell_dir, curves):
+def test_bell_conformal_margin_is_the_conformal_bound_of_bells_own_ratios(bell_dir):
+    from bench import colocation as co
+    from cobell_cli.core.calibration import ratio_bound
+    from cobell_cli.core.plan import plan
+
+    memory = co.World("sgd")
+    for k, x in enumerate((8, 12, 16, 20, 24, 28, 32, 36, 40, 44)):
+        runtime = 30.0 + 6000.0 / x  # every run took 25 % longer than Bell predicted
+        memory.add("sgd", scale_out=x, runtime_s=runtime, started_at=k * 1e4,
+                   finished_at=k * 1e4 + runtime, target_s=350.0, overlaps={},
+                   predicted_s=runtime / 1.25, model="model")
+    setup = co.RunSetup(11, (), (), (), 2e5, None)
+    bell = co.decide("bell", memory, setup, 350.0, [])
+    careful = co.decide("bell90", memory, setup, 350.0, [])
+    margin = ratio_bound([1.25] * 10, 0.9)
+    assert margin == pytest.approx(1.25)
+    again = plan(job="sgd", history=memory.histories["sgd"], now=2e5, target_s=350.0 / margin,
+                 min_scale_out=co.MIN_SCALE_OUT, max_scale_out=co.MAX_SCALE_OUT,
+                 interference="none", fit=memory.fit)
+    assert careful.scale_out == again.scale_out > bell.scale_out
+    assert careful.predicted_s * margin <= 350.0 < bell.predicted_s * margin
+
+
+@pytest.mark.parametrize("world", ["simulator", "nodesim"])
+def test_oracle_never_misses_when_feasible(bell_dir, curves, world):
     from bench import colocation as co
 
+    truth = co.truth(world)
     cfg = co.Config(targets=("sgd",), variants=("triple",), runs_per_interferer=1)
-    setup = co.draw_runs("triple", "sgd", cfg, curves, Contention())[0]
-    x = co.oracle_scale_out(setup, curves, "sgd", 350.0, Contention())
-    runtime = co.simulate(co._jobs(setup, curves, "sgd", x), setup.noise, Contention())[-1]
+    setup = co.draw_runs("triple", "sgd", cfg, curves, truth)[0]
+    x = co.oracle_scale_out(setup, curves, "sgd", 350.0, truth)
+    runtime = truth.simulate(co._jobs(setup, curves, "sgd", x), setup.noise)[-1]
     assert runtime.finish_s - setup.submit_s <= 350.0
-    smaller = co.simulate(co._jobs(setup, curves, "sgd", x - 1), setup.noise, Contention())[-1]
+    smaller = truth.simulate(co._jobs(setup, curves, "sgd", x - 1), setup.noise)[-1]
     assert x == co.MIN_SCALE_OUT or smaller.finish_s - setup.submit_s > 350.0
 
 
@@ -175,10 +212,11 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
 def test_confidence_levels_on_a_tiny_experiment(bell_dir):
     from bench import colocation, confidence_levels
 
-    cfg = colocation.Config(targets=("sgd",), variants=("single",), runs_per_interferer=3)
+    cfg = colocation.Config(worlds=("simulator",), targets=("sgd",), variants=("single",),
+                            runs_per_interferer=3)
     results = confidence_levels.run([0.5, 0.97], cfg.seed, cfg)
     assert colocation.STRATEGIES[-1] == "oracle" and "joint@0.5" not in colocation.STRATEGIES
-    per = results[("single", "sgd")]
+    per = results[("simulator", "single", "sgd")]
     assert set(per) == {"joint@0.5", "joint@0.97", "oracle"}
     assert len(per["joint@0.5"]) == len(per["oracle"]) == 12
     # The same runs: a more careful level never reserves fewer nodes in total.
@@ -186,7 +224,8 @@ def test_confidence_levels_on_a_tiny_experiment(bell_dir):
     loose = [r for r in per["joint@0.5"] if r.index > colocation.MODEL_FROM_USABLE]
     assert sum(r.scale_out for r in later) >= sum(r.scale_out for r in loose)
     text = confidence_levels.render(results, [0.5, 0.97], "test", 1.0)
-    assert "| single | sgd | 0.97 |" in text and "Cells meeting the whole goal: 0.5:" in text
+    assert "| simulator | single | sgd | 0.97 |" in text
+    assert "Cells meeting the whole goal: 0.5:" in text
 
 
 # --- sparse3 limits --------------------------------------------------------------------------
@@ -222,3 +261,11 @@ def test_sparse_limits_bounds_are_ordered_and_leave_the_model_untouched(bell_dir
     assert shrink.mean() <= fitted.mean() + 1e-9
     report = sparse_limits.render(ds, [0], "python -m bench.sparse_limits --seeds 1")
     assert f"| {next(iter(table))} | {fitted.mean():.1f} /" in report
+
+
+def test_the_default_row_plans_at_what_the_cli_resolves_without_flags():
+    from bench import colocation as co
+    from cobell_cli import config
+
+    settings = config.load()  # no flags; conftest isolates the config dir and COBELL_*
+    assert co.planner_key("default") == ("joint", settings.confidence, None)

@@ -1,0 +1,184 @@
+"""A second ground truth for the co-location benchmark: node-level contention for resources.
+
+Structurally different from `bench/simulator.py` (the first world), so that no decision rule
+can be tuned to one world:
+
+* The cluster has `Cluster.nodes` nodes (64: the Bell experiments went up to 60), each with
+  capacity 1 of every resource in RESOURCES (cpu, disk, network). A job at scale-out x runs one
+  executor on each of x distinct nodes: the first x of a random node order drawn per job and
+  run (`NodeNoise.placement`; YARN places containers where heartbeats offer room, not where
+  the load is lowest).
+* Each executor of a job demands a fixed share of every resource of its node (PROFILES, below;
+  jittered per run by a log-normal factor). Per node and resource the executors on it share
+  the capacity max-min fairly (`fair_shares`: nobody gets more than it asks, the rest split
+  evenly). Below capacity nobody is slowed.
+* An executor progresses at the rate of its scarcest resource: min over resources of
+  granted / demanded (1 when it gets all it asks). A job's tasks are pulled by whichever
+  executor is free, so the job's progress rate is the mean of its executors' rates: an
+  executor on a crowded node costs the job in proportion to the share of its executors there,
+  whatever the job's scale-out (unlike cobell's a + b/x, the effect need not shrink with x).
+* Event by event: rates change only when a job starts or finishes; a job's remaining work (in
+  isolated seconds) advances at its rate. A slowed co-runner lasts longer and so overlaps, and
+  slows, the others longer.
+* Isolated runtimes are measured ones: a repetition of the Bell data (../shared/data/bell) at
+  each measured scale-out, interpolated in log-log space in between (`bench.simulator.Curve`).
+  Alone, every executor has a node to itself, so the job runs exactly its Bell runtime.
+
+What follows from it (and what cobell's additive model Σ_k (a_k + b_k/x)·ov_k does not say):
+co-runners that press on different resources of a node slow an executor by the scarcest one
+(the larger effect, not the sum); co-runners on the same node and resource saturate as seen
+by the job: a second one on the same disk takes less extra time than the first (the job's
+executors elsewhere pick up its tasks); co-runners on different nodes of the job add up
+(slightly more than linearly). A co-runner's effect grows with its own scale-out (the share
+of the job's nodes it reaches) and not with the job's.
+
+Resource profiles (per executor, share of a node's cpu, disk, network), chosen from what each
+job does, not fitted to any outcome:
+
+* sgd       (0.90, 0.15, 0.35): gradient steps over cached partitions, cpu-bound; a small
+            aggregate per iteration over the network.
+* kmeans    (0.95, 0.10, 0.20): distance computations over cached points, cpu-bound; tiny
+            centroid updates.
+* pagerank  (0.45, 0.25, 0.95): a shuffle of rank contributions every iteration: network.
+* grep      (0.30, 0.95, 0.10): a scan of the input with a cheap predicate: disk.
+* tpchq10   (0.50, 0.70, 0.60): scans of four tables joined by shuffles: disk and network.
+* wordcount (0.60, 0.60, 0.55): reads, tokenises and shuffles counts: all three moderately.
+
+Pure and deterministic given the noise (drawn from a seeded generator) apart from
+`load_curves` (re-exported from bench.simulator; reads the CSVs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.simulator import JOB_FILES, Curve, SimJob, load_curves
+
+RESOURCES = ("cpu", "disk", "network")
+
+PROFILES: dict[str, tuple[float, float, float]] = {
+    "sgd": (0.90, 0.15, 0.35),
+    "kmeans": (0.95, 0.10, 0.20),
+    "pagerank": (0.45, 0.25, 0.95),
+    "grep": (0.30, 0.95, 0.10),
+    "tpchq10": (0.50, 0.70, 0.60),
+    "wordcount": (0.60, 0.60, 0.55),
+}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Constants of the node world: how many nodes, and how much demands vary per run."""
+
+    nodes: int = 64
+    demand_sigma: float = 0.10  # log-normal jitter of a job's demands per run
+
+
+@dataclass(frozen=True)
+class NodeNoise:
+    """Everything random about one experiment run, drawn before any strategy decides."""
+
+    rep_index: Mapping[str, tuple[int, ...]]  # job -> repetition per measured scale-out
+    placement: Mapping[str, tuple[int, ...]]  # job -> node order; scale-out x uses the first x
+    demands: Mapping[str, tuple[float, ...]]  # job -> per-executor demand per resource
+
+    @staticmethod
+    def draw(rng: np.random.Generator, curves: Mapping[str, Curve], cluster: Cluster) -> NodeNoise:
+        jobs = sorted(curves)
+        reps = {j: tuple(int(i) for i in rng.integers(0, curves[j].reps,
+                                                      len(curves[j].scale_outs)))
+                for j in jobs}
+        placement = {j: tuple(int(n) for n in rng.permutation(cluster.nodes)) for j in jobs}
+        demands = {j: tuple(min(1.0, d * float(rng.lognormal(0.0, cluster.demand_sigma)))
+                            for d in PROFILES[j])
+                   for j in jobs}
+        return NodeNoise(reps, placement, demands)
+
+
+def fair_shares(demands: Sequence[float], capacity: float = 1.0) -> list[float]:
+    """Max-min fair split of one resource: nobody gets more than it asks, the rest evenly."""
+    if sum(demands) <= capacity:
+        return list(demands)
+    out = [0.0] * len(demands)
+    left, remaining = capacity, len(demands)
+    for i in sorted(range(len(demands)), key=lambda k: demands[k]):
+        share = left / remaining
+        out[i] = min(demands[i], share)
+        left -= out[i]
+        remaining -= 1
+    return out
+
+
+def executor_rates(demands: Sequence[Sequence[float]], capacity: float = 1.0) -> list[float]:
+    """Rates of the executors sharing one node: each at its scarcest resource's grant/demand."""
+    rates = [1.0] * len(demands)
+    for r in range(len(RESOURCES)):
+        grants = fair_shares([d[r] for d in demands], capacity)
+        for i, (d, g) in enumerate(zip(demands, grants, strict=True)):
+            if d[r] > 0:
+                rates[i] = min(rates[i], g / d[r])
+    return rates
+
+
+def nodes_of(job: SimJob, noise: NodeNoise) -> tuple[int, ...]:
+    """The nodes of a job's executors: the first scale_out of its drawn node order."""
+    order = noise.placement[job.job]
+    if job.scale_out > len(order):
+        raise ValueError(f"scale-out {job.scale_out} exceeds the cluster's {len(order)} nodes")
+    return order[: job.scale_out]
+
+
+def job_rates(active: Sequence[SimJob], noise: NodeNoise) -> dict[str, float]:
+    """Progress rate of every active job: the mean rate of its executors."""
+    by_node: dict[int, list[SimJob]] = {}
+    for job in active:
+        for node in nodes_of(job, noise):
+            by_node.setdefault(node, []).append(job)
+    total = {job.key: 0.0 for job in active}
+    for jobs in by_node.values():
+        rates = executor_rates([noise.demands[j.job] for j in jobs])
+        for job, rate in zip(jobs, rates, strict=True):
+            total[job.key] += rate
+    return {job.key: total[job.key] / job.scale_out for job in active}
+
+
+def simulate(jobs: Sequence[SimJob], noise: NodeNoise, cluster: Cluster | None = None,
+             until_s: float | None = None) -> list[SimJob]:
+    """Advance copies of `jobs` to the end (or to `until_s`); returns them with finish/done.
+
+    `cluster` is accepted for the same signature as bench.simulator.simulate; the node count is
+    already in the noise's placements.
+    """
+    del cluster
+    state = [SimJob(j.key, j.job, j.scale_out, j.start_s, j.work_s) for j in jobs]
+    if not state:
+        return state
+    t = min(j.start_s for j in state)
+    horizon = math.inf if until_s is None else until_s
+    while True:
+        active = [j for j in state if j.start_s <= t and j.finish_s is None]
+        pending = [j.start_s for j in state if j.start_s > t]
+        if not active and not pending:
+            break
+        rates = job_rates(active, noise)
+        dt = min((j.work_s - j.done_s) / rates[j.key] for j in active) if active else math.inf
+        if pending:
+            dt = min(dt, min(pending) - t)
+        if t + dt >= horizon:
+            for j in active:
+                j.done_s += rates[j.key] * (horizon - t)
+            break
+        t += dt
+        for j in active:
+            j.done_s = min(j.work_s, j.done_s + rates[j.key] * dt)
+            if j.work_s - j.done_s <= 1e-9 * j.work_s:
+                j.done_s, j.finish_s = j.work_s, t
+    return state
+
+
+__all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Cluster", "NodeNoise", "executor_rates",
+           "fair_shares", "job_rates", "load_curves", "nodes_of", "simulate"]
