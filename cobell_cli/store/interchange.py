@@ -94,7 +94,26 @@ def _parse_csv(path: Path, text: str, job: str | None, runtime_unit: str | None)
     )
 
 
+def _redacted_command(record: dict[str, Any]) -> None:
+    """An imported command is stored like a recorded one: without its secrets."""
+    from cobell_cli.redact import redact, scrub
+
+    command = record.get("command")
+    if isinstance(command, str):
+        try:
+            argv = json.loads(command)
+        except ValueError:
+            argv = None
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            record["command"] = json.dumps(redact(argv))
+        else:
+            record["command"] = scrub(command)
+    elif isinstance(command, list):
+        record["command"] = redact([str(a) for a in command])
+
+
 def _validated(record: dict[str, Any], where: str, parsed: Parsed) -> None:
+    _redacted_command(record)
     try:
         parsed.records.append(validate_run(record))
     except ValueError as exc:
