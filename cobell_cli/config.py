@@ -6,6 +6,7 @@ Every setting is declared once in SETTINGS; the environment variable, the config
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -14,6 +15,11 @@ from typing import Any
 
 from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 from cobell_cli.errors import ConfigError
+
+MAX_SECONDS = 3600.0  # no cluster request is worth waiting an hour for
+MAX_SCALE_OUT = 100_000  # executors; a larger range would take minutes just to enumerate
+MAX_RETRIES = 10
+MAX_RUNS = 1_000_000_000
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -61,33 +67,69 @@ def _choice(*choices: str) -> Callable[[Any], str]:
     return parse
 
 
-def _positive_float(value: Any) -> float:
+def _finite(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {value!r}")
     number = float(value)
-    if not number > 0:
-        raise ValueError(f"must be > 0, got {value!r}")
+    if not math.isfinite(number):
+        raise ValueError(f"must be a finite number, got {value!r}")
     return number
 
 
-def _positive_int(value: Any) -> int:
+def _whole(value: Any, low: int, high: int) -> int:
+    """An integer within [low, high]: beyond it a count overflows SQLite or never finishes."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {value!r}")
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"must be a whole number, got {value!r}")
-    number = int(value)
-    if number < 1:
-        raise ValueError(f"must be >= 1, got {value!r}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"expected a whole number, got {value!r}") from None
+    if not low <= number <= high:
+        raise ValueError(f"must be between {low} and {high}, got {value!r}")
     return number
 
 
-def _non_negative_int(value: Any) -> int:
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"must be a whole number, got {value!r}")
-    number = int(value)
-    if number < 0:
-        raise ValueError(f"must be >= 0, got {value!r}")
+def _int_range(low: int, high: int) -> Callable[[Any], int]:
+    return lambda value: _whole(value, low, high)
+
+
+def _seconds(value: Any) -> float:
+    number = _finite(value)
+    if not 0 < number <= MAX_SECONDS:
+        raise ValueError(f"must be > 0 and at most {MAX_SECONDS:.0f} seconds, got {value!r}")
     return number
+
+
+def _text(value: Any) -> str:
+    text = str(value)
+    if "\0" in text or not text.strip():
+        raise ValueError(f"expected a non-empty text without NUL bytes, got {value!r}")
+    return text
+
+
+def _url(value: Any) -> str:
+    """An http(s) URL whose host and port parse, checked here so a typo fails at load."""
+    from urllib.parse import urlsplit
+
+    text = _text(value).strip()
+    try:
+        parts = urlsplit(text if "://" in text else "http://" + text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL {text!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected an http(s)://host[:port] URL, got {text!r}")
+    return text
+
+
+def _urls(value: Any) -> list[str]:
+    return [_url(part) for part in _str_list(value)]
 
 
 def _fraction(value: Any) -> float:
-    number = float(value)
+    number = _finite(value)
     if not 0 < number < 1:
         raise ValueError(f"must be between 0 and 1 (exclusive), got {value!r}")
     return number
@@ -106,7 +148,7 @@ def _confidence(value: Any) -> float | None:
 
 
 def _non_negative_float(value: Any) -> float:
-    number = float(value)
+    number = _finite(value)
     if number < 0:
         raise ValueError(f"must be >= 0, got {value!r}")
     return number
@@ -114,7 +156,7 @@ def _non_negative_float(value: Any) -> float:
 
 def _patterns(value: Any) -> dict[str, str]:
     if isinstance(value, Mapping):
-        return {str(k): str(v) for k, v in value.items()}
+        return _compiled({str(k): str(v) for k, v in value.items()})
     # env form: "job1=regex1,job2=regex2"
     out: dict[str, str] = {}
     for part in _str_list(value):
@@ -122,7 +164,18 @@ def _patterns(value: Any) -> dict[str, str]:
         if not sep or not job:
             raise ValueError(f"expected JOB=REGEX pairs, got {part!r}")
         out[job.strip()] = regex.strip()
-    return out
+    return _compiled(out)
+
+
+def _compiled(patterns: dict[str, str]) -> dict[str, str]:
+    import re
+
+    for job, regex in patterns.items():
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ValueError(f"{job}: {regex!r} is not a regular expression ({exc})") from None
+    return patterns
 
 
 @dataclass(frozen=True)
@@ -138,7 +191,7 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("db", str, None, "history database file (default: $XDG_DATA_HOME/cobell/history.db)"),
+    Setting("db", _text, None, "history database file (default: $XDG_DATA_HOME/cobell/history.db)"),
     Setting(
         "cluster",
         _choice("auto", "yarn", "standalone", "none"),
@@ -146,23 +199,28 @@ SETTINGS: tuple[Setting, ...] = (
         "where co-runners are read from: yarn, standalone, none, or auto (yarn if an RM is "
         "configured or found in yarn-site.xml, else standalone if a master URL is set, else none)",
     ),
-    Setting("rm_url", _str_list, [], "YARN ResourceManager web URL(s), comma-separated for HA"),
+    Setting("rm_url", _urls, [], "YARN ResourceManager web URL(s), comma-separated for HA"),
     Setting(
-        "standalone_url", str, None, "Spark standalone master web UI URL, e.g. http://host:8080"
+        "standalone_url", _url, None, "Spark standalone master web UI URL, e.g. http://host:8080"
     ),
     Setting(
         "auth", _choice("simple", "kerberos", "none"), "simple", "how to authenticate to the RM"
     ),
-    Setting("rm_user", str, None, "user.name sent to the RM with simple auth (default: $USER)"),
-    Setting("ca_bundle", str, None, "CA bundle used to verify the RM's TLS certificate"),
-    Setting("timeout_s", _positive_float, 10.0, "timeout of one request to the cluster, seconds"),
-    Setting("retries", int, 2, "retries of a failed cluster request (with back-off)"),
+    Setting("rm_user", _text, None, "user.name sent to the RM with simple auth (default: $USER)"),
+    Setting("ca_bundle", _text, None, "CA bundle used to verify the RM's TLS certificate"),
+    Setting("timeout_s", _seconds, 10.0, "timeout of one request to the cluster, seconds"),
+    Setting(
+        "retries",
+        _int_range(0, MAX_RETRIES),
+        2,
+        f"retries of a failed cluster request (with back-off), 0-{MAX_RETRIES}",
+    ),
     Setting(
         "allow_no_cluster", _bool, False, "predict without co-runners when the cluster is down"
     ),
-    Setting("min_scale_out", _positive_int, 1, "smallest scale-out considered"),
-    Setting("max_scale_out", _positive_int, 64, "largest scale-out considered"),
-    Setting("scale_out_step", _positive_int, 1, "step between candidate scale-outs"),
+    Setting("min_scale_out", _int_range(1, MAX_SCALE_OUT), 1, "smallest scale-out considered"),
+    Setting("max_scale_out", _int_range(1, MAX_SCALE_OUT), 64, "largest scale-out considered"),
+    Setting("scale_out_step", _int_range(1, MAX_SCALE_OUT), 1, "step between candidate scale-outs"),
     Setting(
         "confidence",
         _confidence,
@@ -179,7 +237,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("job_patterns", _patterns, {}, "map other apps to jobs by name: JOB=REGEX,..."),
     Setting(
         "history_window",
-        _non_negative_int,
+        _int_range(0, MAX_RUNS),
         1000,
         "plan and fit on the job's most recent N succeeded runs (0: all of them)",
     ),
@@ -227,6 +285,10 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"config file {path} is not valid TOML ({exc})", hint="fix the file or pass --config"
         ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"config file {path} is not text (not UTF-8)", hint="pass a TOML file to --config"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
@@ -267,9 +329,12 @@ def load(
                 continue
             try:
                 values[setting.name] = setting.parse(raw)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, OverflowError) as exc:
                 where = "--" + setting.name.replace("_", "-") if origin == "flag" else origin
-                raise ConfigError(f"bad value for {setting.name} ({where}): {exc}") from None
+                raise ConfigError(
+                    f"bad value for {setting.name} ({where}): {exc}",
+                    hint="fix or unset it (`cobell config show` lists every setting)",
+                ) from None
             sources[setting.name] = origin
             break
         else:

@@ -18,14 +18,27 @@ def iso(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+# C0 controls, DEL and C1 controls: an escape sequence in an imported job name must not move the
+# cursor, recolour or retitle the user's terminal. Tab and newline are escaped too (one row, one
+# line).
+_CONTROL = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)])
+
+
+def printable(value: Any) -> Any:
+    """Text safe to print on a terminal: control characters shown as \\xNN escapes."""
+    if not isinstance(value, str) or value.isprintable():
+        return value
+    return "".join(f"\\x{ord(c):02x}" if ord(c) in _CONTROL else c for c in value)
+
+
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.1f}" if abs(value) >= 1 else f"{value:.3g}"
     if isinstance(value, list | dict):
-        return json.dumps(value)
-    return value
+        return json.dumps(value)  # ASCII-only: control characters come out escaped
+    return printable(value)
 
 
 def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:

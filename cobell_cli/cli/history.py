@@ -164,7 +164,7 @@ def show(
         if key == "colocations":
             continue
         shown = output.iso(value) if key.endswith("_at") and value is not None else value
-        typer.echo(f"{key + ':':14} {'' if shown is None else shown}")
+        typer.echo(f"{key + ':':14} {'' if shown is None else output.printable(shown)}")
     colocations = run["colocations"]
     typer.echo(f"\nco-runners ({len(colocations)}):")
     if colocations:

@@ -102,6 +102,13 @@ class _AppIdCatcher:
                 self.app_id = found
 
 
+def _scrubbed(line: bytes) -> bytes:
+    """A log line without the secrets a launcher may echo (URL passwords, -Dsecret=...)."""
+    from cobell_cli.redact import scrub
+
+    return scrub(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
 def _pump(
     pipe: BinaryIO,
     terminal: BinaryIO | None,
@@ -130,13 +137,13 @@ def _pump(
             catcher.feed(line)
         if log is not None and lines:
             with log_lock:
-                log.write(b"".join(line + b"\n" for line in lines))
+                log.write(b"".join(_scrubbed(line) + b"\n" for line in lines))
                 log.flush()
     if partial:
         catcher.feed(partial)
         if log is not None:
             with log_lock:
-                log.write(partial + b"\n")
+                log.write(_scrubbed(partial) + b"\n")
                 log.flush()
 
 

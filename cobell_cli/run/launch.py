@@ -44,6 +44,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from cobell_cli.errors import UsageError
+from cobell_cli.redact import REDACTED, is_secret_key, redact
+
+__all__ = ["REDACTED", "is_secret_key", "redact"]
 
 PLACEHOLDER = "{scale_out}"
 COBELL_TAG = "cobell"
@@ -396,86 +399,6 @@ def inject(
         hint="put {scale_out} in the command where the scale-out goes, or use spark-submit "
         "(YARN or standalone) or `flink run`",
     )
-
-
-# --- redaction -------------------------------------------------------------------------
-
-REDACTED = "***"
-_SECRET_SUBSTRINGS = ("password", "passwd", "secret", "token", "credential", "passphrase")
-# "key" as a whole word; camelCase compounds that hold secrets are listed, because splitting
-# camelCase would also catch `keyStore`/`keyTab` (paths).
-_SECRET_WORDS = frozenset({"key", "pwd", "apikey", "privatekey", "accesskey", "accountkey"})
-
-
-def is_secret_key(key: str) -> bool:
-    """Does a property or flag name look like it holds a secret?
-
-    `password`/`secret`/`token`/`credential` count anywhere (`keyStorePassword`,
-    `oauthToken`); `key` only as a whole word (`fs.s3a.access.key`, `api-key`), so
-    `spark.executor.cores`, `keytab` or `spark.ssl.keyStore` (a path) are left alone.
-    """
-    lower = key.lower()
-    if any(s in lower for s in _SECRET_SUBSTRINGS):
-        return True
-    words = re.split(r"[^a-z0-9]+", lower)
-    return any(w in _SECRET_WORDS for w in words)
-
-
-def _redact_assignment(text: str) -> str:
-    key, eq, value = text.partition("=")
-    if eq and value and is_secret_key(key):
-        return f"{key}={REDACTED}"
-    return text
-
-
-_CONF_FLAGS = frozenset({"--conf", "-c", "-D"})
-
-
-def redact(argv: Sequence[str]) -> list[str]:
-    """argv with secret values replaced by `***`, for storing and printing, never for running.
-
-    Covers `--conf k=v`, `--conf=k=v`, `-c k=v`, `-Dk=v`, `-D k=v`, bare `spark.k=v` tokens,
-    and `--some-password v` / `--some-password=v` flags.
-    """
-    out: list[str] = []
-    hide_next = False
-    assignment_next = False
-    for tok in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        if assignment_next:
-            out.append(_redact_assignment(tok))
-            assignment_next = False
-            continue
-        if tok in _CONF_FLAGS:
-            out.append(tok)
-            assignment_next = True
-            continue
-        if tok.startswith("--conf=") or tok.startswith("-c="):
-            flag, _, rest = tok.partition("=")
-            out.append(f"{flag}={_redact_assignment(rest)}")
-            continue
-        if tok.startswith("-D") and len(tok) > 2:
-            out.append("-D" + _redact_assignment(tok[2:]))
-            continue
-        if tok.startswith("-") and not tok.startswith("---"):
-            name, eq, value = tok.partition("=")
-            if is_secret_key(name.lstrip("-")):
-                if eq:
-                    out.append(f"{name}={REDACTED}" if value else tok)
-                else:
-                    out.append(tok)
-                    hide_next = True
-                continue
-            out.append(tok)
-            continue
-        if re.match(r"^[A-Za-z0-9_.\-]+=", tok):
-            out.append(_redact_assignment(tok))
-            continue
-        out.append(tok)
-    return out
 
 
 # --- application ids -----------------------------------------------------------------------

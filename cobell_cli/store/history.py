@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -305,24 +306,43 @@ def _translate(exc: sqlite3.DatabaseError, path: Path) -> HistoryError:
     return HistoryError(f"history {path}: {text}")
 
 
+INT64 = 2**63  # SQLite's INTEGER is a signed 64-bit number
+
+
 def _coerce(value: Any, kind: type, column: str) -> Any:
     if value is None or value == "":
         return None
-    try:
-        if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            return int(value)
-        if kind is float:
-            number = float(value)
-            if number != number or number in (float("inf"), float("-inf")):
-                raise ValueError
-            return number
-    except (TypeError, ValueError):
-        raise ValueError(f"{column}: expected {kind.__name__}, got {value!r}") from None
+    if isinstance(value, list | dict) and column != "command":
+        raise ValueError(f"{column}: expected {kind.__name__}, got a {type(value).__name__}")
+    if kind is int:
+        return _integer(value, column)
+    if kind is float:
+        return _real(value, column)
     if column == "command" and not isinstance(value, str):
         return json.dumps(list(value))
     return str(value)
+
+
+def _integer(value: Any, column: str) -> int:
+    try:
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{column}: expected int, got {str(value)[:40]!r}") from None
+    if not -INT64 <= number < INT64:
+        raise ValueError(f"{column}: {str(value)[:30]} is beyond SQLite's 64-bit integer range")
+    return number
+
+
+def _real(value: Any, column: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{column}: expected float, got {str(value)[:40]!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{column}: expected a finite number, got {str(value)[:40]!r}")
+    return number
 
 
 def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
@@ -376,5 +396,7 @@ def _clean_colocation(fields: Mapping[str, Any]) -> dict[str, Any]:
 def validate_run(record: Mapping[str, Any]) -> dict[str, Any]:
     """Validate one importable record (run fields plus optional `colocations`)."""
     run = _clean_run({k: v for k, v in record.items() if k != "colocations"})
-    colocations = [_clean_colocation(c) for c in record.get("colocations") or ()]
-    return {**run, "colocations": colocations}
+    raw = record.get("colocations") or []
+    if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
+        raise ValueError("colocations: expected a list of objects")
+    return {**run, "colocations": [_clean_colocation(c) for c in raw]}

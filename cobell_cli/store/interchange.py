@@ -52,23 +52,15 @@ def parse(
     runtime_unit: str | None = None,
 ) -> Parsed:
     """Parse and validate every record of a history file; never touches the store."""
+    if "\0" in text:
+        raise ImportFileError(
+            "binary data (NUL bytes), not a history file", hint="give a CSV or JSON history file"
+        )
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         parsed = _parse_json(text)
     else:
-        first = next(csv.reader(io.StringIO(text)), [])
-        header = [h.strip() for h in first]
-        if header == BELL_HEADER:
-            parsed = _parse_bell(text, job or default_job_name(path), runtime_unit or "ms")
-        elif "job" in header or "scale_out" in header:
-            parsed = _parse_cobell_csv(text)
-        elif not header:
-            raise ImportFileError(f"{path} is empty", hint="give a CSV or JSON history file")
-        else:
-            raise ImportFileError(
-                f"{path}: line 1: unrecognised header {','.join(header)!r}",
-                hint="expected cobell's CSV (see history/README.md), JSON, or Bell's Nodes,Runtime",
-            )
+        parsed = _parse_csv(path, text, job, runtime_unit)
     if parsed.kind != "bell-csv":
         if runtime_unit not in (None, "s"):
             raise ImportFileError(
@@ -81,7 +73,47 @@ def parse(
     return parsed
 
 
+def _parse_csv(path: Path, text: str, job: str | None, runtime_unit: str | None) -> Parsed:
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        if header == BELL_HEADER:
+            return _parse_bell(text, job or default_job_name(path), runtime_unit or "ms")
+        if "job" in header or "scale_out" in header:
+            return _parse_cobell_csv(text)
+    except csv.Error as exc:  # a field over the csv module's limit, a stray NUL
+        raise ImportFileError(
+            f"line {reader.line_num or 1}: not readable as CSV ({exc})",
+            hint=f"fields longer than {csv.field_size_limit()} characters are not supported",
+        ) from None
+    if not header:
+        raise ImportFileError(f"{path} is empty", hint="give a CSV or JSON history file")
+    raise ImportFileError(
+        f"{path}: line 1: unrecognised header {','.join(header)[:200]!r}",
+        hint="expected cobell's CSV (see history/README.md), JSON, or Bell's Nodes,Runtime",
+    )
+
+
+def _redacted_command(record: dict[str, Any]) -> None:
+    """An imported command is stored like a recorded one: without its secrets."""
+    from cobell_cli.redact import redact, scrub
+
+    command = record.get("command")
+    if isinstance(command, str):
+        try:
+            argv = json.loads(command)
+        except ValueError:
+            argv = None
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            record["command"] = json.dumps(redact(argv))
+        else:
+            record["command"] = scrub(command)
+    elif isinstance(command, list):
+        record["command"] = redact([str(a) for a in command])
+
+
 def _validated(record: dict[str, Any], where: str, parsed: Parsed) -> None:
+    _redacted_command(record)
     try:
         parsed.records.append(validate_run(record))
     except ValueError as exc:
@@ -93,7 +125,7 @@ def _parse_bell(text: str, job: str, unit: str) -> Parsed:
     parsed = Parsed("bell-csv")
     reader = csv.reader(io.StringIO(text))
     next(reader)
-    for row in reader:
+    for row in _rows(reader):
         where = f"line {reader.line_num}"
         if not row or all(not c.strip() for c in row):
             continue
@@ -128,7 +160,7 @@ def _parse_cobell_csv(text: str) -> Parsed:
             f"line 1: unknown column(s) {', '.join(unknown)}",
             hint="see history/README.md for the columns",
         )
-    for row in reader:
+    for row in _rows(reader):
         where = f"line {reader.line_num}"
         if None in row:
             parsed.problems.append(Problem(where, "more fields than the header has"))
@@ -148,18 +180,42 @@ def _parse_cobell_csv(text: str) -> Parsed:
     return parsed
 
 
+def _rows(reader: Any) -> Any:
+    """The reader's rows; a csv.Error becomes the import error naming its line."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ImportFileError(
+                f"line {reader.line_num + 1}: not readable as CSV ({exc})",
+                hint=f"fields longer than {csv.field_size_limit()} characters are not supported",
+            ) from None
+        yield row
+
+
 def _parse_json(text: str) -> Parsed:
     parsed = Parsed("cobell-json")
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportFileError(f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ImportFileError(
+            "JSON nested too deeply to be a history", hint="give a file `history export` wrote"
+        ) from None
     if isinstance(document, Mapping):
         runs = document.get("runs")
-        if document.get(FORMAT_TAG, FORMAT_VERSION) > FORMAT_VERSION:
+        version = document.get(FORMAT_TAG, FORMAT_VERSION)
+        if isinstance(version, bool) or not isinstance(version, int):
             raise ImportFileError(
-                f"written by a newer cobell (format {document[FORMAT_TAG]})", hint="upgrade cobell"
+                f"{FORMAT_TAG}: expected a format number, got {str(version)[:40]!r}",
+                hint=f"files `history export` writes have \"{FORMAT_TAG}\": {FORMAT_VERSION}",
             )
+        if version > FORMAT_VERSION:
+            raise ImportFileError(f"written by a newer cobell (format {version})",
+                                  hint="upgrade cobell")
     else:
         runs = document
     if not isinstance(runs, list):
