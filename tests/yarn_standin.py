@@ -23,6 +23,14 @@ Awkward corners, switched on through attributes of ``StandinRM``:
   ``"app_null"`` -> ``{"apps":{"app":null}}``, ``"single"`` -> one object instead of a list,
   ``"not_object"`` -> ``{"apps":[]}``; ``raw_apps`` (bytes) is served verbatim;
 - ``acl_hidden=True`` on an app: usage fields -1, progress null, tags missing, "N/A" texts;
+- finished apps (the documented shape, Hadoop 3): ``allocatedMB``, ``allocatedVCores`` and
+  ``runningContainers`` are -1, ``vcoreSeconds``/``memorySeconds`` are what the app's
+  ``executors + 1`` containers of ``vcores`` vcores used; ``usage = "map"`` adds
+  ``resourceSecondsMap`` (newer RMs), ``usage = "map_only"`` sends only that;
+  ``max_completed = n`` keeps only the n most recently finished apps, as
+  ``yarn.resourcemanager.max-completed-applications`` does; ``limit`` cuts the list in an
+  order that is NOT by time (a real RM walks a hash map), so clients must page by
+  ``finishedTimeBegin``/``finishedTimeEnd`` windows;
 - ``fail_next = n`` (next n requests answer 500), ``fail_status`` (the code used),
   ``garbage = True`` (an HTML page with status 200), ``delay_s`` (sleep before answering:
   a slow RM), ``require_user = True`` (401 without ``user.name``);
@@ -33,7 +41,8 @@ submit`` tests) can make apps appear on the cluster over plain HTTP:
 
 - ``POST /_standin/apps`` with JSON ``{"name": str, "user"?: str, "queue"?: str,
   "tags"?: "a,b" | [..], "executors"?: int, "duration_s"?: float | null, "start_s"?: float
-  (default: now), "state"?: "RUNNING" | "ACCEPTED", "acl_hidden"?: bool, "id"?: str}``
+  (default: now), "state"?: "RUNNING" | "ACCEPTED", "acl_hidden"?: bool, "id"?: str,
+  "final_state"?: "FINISHED" | "FAILED" | "KILLED", "vcores"?: int}``
   answers 201 ``{"id": "application_<clusterTs>_<seq>", "app": {...}}``;
 - ``POST /_standin/apps/<id>/finish`` with ``{"state"?: "FINISHED" | "FAILED" | "KILLED"}``;
 - ``POST /_standin/clock`` with ``{"now_s": t}`` or ``{"advance_s": dt}`` -> ``{"now_s": t}``;
@@ -158,6 +167,7 @@ class StandinApp:
     finished_ms: int | None = None
     final_state: str = "FINISHED"
     app_type: str = "SPARK"
+    vcores: int = 1  # vcores of each container (the AM's too)
 
 
 @dataclass
@@ -174,6 +184,8 @@ class StandinRM:
     garbage: bool = False
     delay_s: float = 0.0
     require_user: bool = False
+    usage: str = "classic"
+    max_completed: int | None = None
     apps: dict[str, StandinApp] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
@@ -194,7 +206,12 @@ class StandinRM:
         state: str = "RUNNING",
         acl_hidden: bool = False,
         app_id: str | None = None,
+        final_state: str = "FINISHED",
+        vcores: int = 1,
+        app_type: str = "SPARK",
     ) -> str:
+        """An app starting at `start_s` (default now); with a duration it ends by itself, as
+        `final_state` (FINISHED, FAILED or KILLED)."""
         with self._lock:
             self._seq += 1
             app_id = app_id or f"application_{CLUSTER_TS}_{self._seq:04d}"
@@ -212,6 +229,9 @@ class StandinRM:
                 duration_ms=None if duration_s is None else int(duration_s * 1000),
                 accepted=state.upper() == "ACCEPTED",
                 acl_hidden=acl_hidden,
+                final_state=final_state.upper(),
+                vcores=int(vcores),
+                app_type=app_type,
             )
             return app_id
 
@@ -248,7 +268,8 @@ class StandinRM:
             progress = round(min(99.9, 100.0 * elapsed / app.duration_ms), 1)
         else:
             progress = 0.0
-        containers = app.executors + 1 if running else 0
+        containers = app.executors + 1 if running else -1  # -1: a finished app holds none
+        used_s = (app.executors + 1) * app.vcores * (elapsed // 1000)
         doc: dict[str, Any] = {
             "id": app.id,
             "user": app.user,
@@ -270,11 +291,11 @@ class StandinRM:
             "elapsedTime": elapsed,
             "amContainerLogs": "http://nm1.example:8042/node/containerlogs/container_1/x",
             "amHostHttpAddress": "nm1.example:8042",
-            "allocatedMB": containers * 2048,
-            "allocatedVCores": containers,
+            "allocatedMB": containers * 2048 if running else -1,
+            "allocatedVCores": containers * app.vcores if running else -1,
             "runningContainers": containers,
-            "memorySeconds": elapsed // 1000 * 2048,
-            "vcoreSeconds": elapsed // 1000,
+            "memorySeconds": used_s // app.vcores * 2048,
+            "vcoreSeconds": used_s,
             "queueUsagePercentage": 0.0,
             "clusterUsagePercentage": 0.0,
             "preemptedResourceMB": 0,
@@ -286,10 +307,20 @@ class StandinRM:
             "appNodeLabelExpression": "",
             "amNodeLabelExpression": "",
         }
+        if self.usage in {"map", "map_only"}:
+            doc["resourceSecondsMap"] = {
+                "entry": [
+                    {"key": "memory-mb", "value": str(doc["memorySeconds"])},
+                    {"key": "vcores", "value": str(doc["vcoreSeconds"])},
+                ]
+            }
+            if self.usage == "map_only":
+                del doc["memorySeconds"], doc["vcoreSeconds"]
         if app.acl_hidden:  # what a user without VIEW_APP rights sees
             for key in ("allocatedMB", "allocatedVCores", "runningContainers"):
                 doc[key] = -1
             doc["memorySeconds"] = doc["vcoreSeconds"] = -1
+            doc.pop("resourceSecondsMap", None)
             doc["progress"] = None
             doc["diagnostics"] = doc["trackingUrl"] = "N/A"
             doc["amContainerLogs"] = doc["amHostHttpAddress"] = "N/A"
@@ -368,7 +399,12 @@ class StandinRM:
     def _visible(self) -> list[dict[str, Any]]:
         with self._lock:
             docs = [self.render(a) for a in self.apps.values()]
-        return [d for d in docs if d is not None]
+        visible = [d for d in docs if d is not None]
+        if self.max_completed is not None:  # the RM forgets its oldest finished apps
+            done = sorted((d for d in visible if d["finishedTime"]), key=_finished_key)
+            forgotten = {d["id"] for d in done[: max(len(done) - self.max_completed, 0)]}
+            visible = [d for d in visible if d["id"] not in forgotten]
+        return visible
 
     def _apps(self, query: dict[str, list[str]]) -> Reply:
         if self.raw_apps is not None:
@@ -404,7 +440,8 @@ class StandinRM:
             if not _in_range(doc["finishedTime"], first, "finishedTime"):
                 continue
             docs.append(doc)
-        if "limit" in first:
+        if "limit" in first:  # in hash order, not by time, as a real RM cuts its list
+            docs.sort(key=lambda d: hash_order(d["id"]))
             docs = docs[: int(first["limit"])]
         if not docs:
             return _json(200, {"apps": None})  # what a real RM answers for "no match"
@@ -454,6 +491,8 @@ class StandinRM:
                 state=str(payload.get("state", "RUNNING")),
                 acl_hidden=bool(payload.get("acl_hidden", False)),
                 app_id=payload.get("id"),
+                final_state=str(payload.get("final_state", "FINISHED")),
+                vcores=int(payload.get("vcores", 1)),
             )
             with self._lock:
                 doc = self.render(self.apps[app_id])
@@ -472,6 +511,17 @@ class StandinRM:
                 self.advance(float(payload.get("advance_s", 0.0)))
             return _json(200, {"now_s": self.now_s})
         return _json(404, {"error": f"unknown stand-in endpoint {path}"})
+
+
+def _finished_key(doc: dict[str, Any]) -> tuple[int, str]:
+    return (doc["finishedTime"], doc["id"])
+
+
+def hash_order(app_id: str) -> int:
+    """A stable order unrelated to time (what a hash map's iteration looks like)."""
+    import zlib
+
+    return zlib.crc32(app_id.encode())
 
 
 def _in_range(value: int, query: dict[str, str], prefix: str) -> bool:
