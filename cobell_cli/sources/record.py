@@ -219,21 +219,20 @@ def store_imported(
     with history.transaction():
         fresh = _fresh(history, apps, summary)
         existing = _recorded_between(history, fresh)
-        pool: list[ImportedApp | RunningApp] = [*fresh, *(view for _, view in existing)]
         views = [a.as_co_runner() for a in fresh] + [view for _, view in existing]
-        pairs = overlapping_pairs(pool)
-        records = []
-        for i, app in enumerate(fresh):
+        pairs = overlapping_pairs(views)
+        for i, app in enumerate(fresh):  # one run at a time: memory stays flat
             record = run_record(app, summary.where)
             record["colocations"] = colocation_rows(app, [views[j] for j in pairs.get(i, [])])
-            records.append(record)
-        backfill = _backfill(history, existing, len(fresh), views, pairs)
-        summary.imported = len(records)
-        summary.colocations = sum(len(r["colocations"]) for r in records) + len(backfill)
-        for app in fresh:
+            summary.colocations += len(record["colocations"])
             summary.scale_out_how[app.scale_out_how or "unknown"] += 1
+            if not dry_run:
+                summary.run_ids.append(_insert_run(history, record))
+        backfill = _backfill(history, existing, len(fresh), views, pairs)
+        summary.colocations += len(backfill)
+        summary.imported = len(fresh)
         if not dry_run:
-            summary.run_ids = _insert(history, records, backfill)
+            _insert_colocations(history, backfill)
 
 
 def _fresh(
@@ -318,34 +317,28 @@ def _backfill(
     return out
 
 
-def _insert(
-    history: History,
-    records: Sequence[Mapping[str, Any]],
-    backfill: Sequence[tuple[int, Mapping[str, Any]]],
-) -> list[int]:
-    """Validated inserts inside the caller's transaction; a bad row raises and rolls back all."""
+def _insert_run(history: History, record: Mapping[str, Any]) -> int:
+    """A validated insert inside the caller's transaction; a bad row raises and rolls back all."""
     from cobell_cli.store.history import validate_run
 
-    conn = history.conn
-    ids = []
-    colocations: list[tuple[int, Mapping[str, Any]]] = list(backfill)
-    for record in records:
-        clean = validate_run(record)
-        rows = clean.pop("colocations")
-        cur = conn.execute(
-            f"INSERT INTO runs ({', '.join(clean)}) VALUES ({', '.join('?' for _ in clean)})",
-            list(clean.values()),
-        )
-        run_id = int(cur.lastrowid or 0)
-        ids.append(run_id)
-        colocations.extend((run_id, row) for row in rows)
+    clean = validate_run(record)
+    rows = clean.pop("colocations")
+    cur = history.conn.execute(
+        f"INSERT INTO runs ({', '.join(clean)}) VALUES ({', '.join('?' for _ in clean)})",
+        list(clean.values()),
+    )
+    run_id = int(cur.lastrowid or 0)
+    _insert_colocations(history, [(run_id, row) for row in rows])
+    return run_id
+
+
+def _insert_colocations(history: History, rows: Sequence[tuple[int, Mapping[str, Any]]]) -> None:
     columns = ["run_id", *COLOCATION_KEYS]
     marks = ", ".join("?" for _ in columns)
-    conn.executemany(
+    history.conn.executemany(
         f"INSERT INTO colocations ({', '.join(columns)}) VALUES ({marks})",
-        [(run_id, *(row.get(k) for k in COLOCATION_KEYS)) for run_id, row in colocations],
+        [(run_id, *(row.get(k) for k in COLOCATION_KEYS)) for run_id, row in rows],
     )
-    return ids
 
 
 COLOCATION_KEYS = (
