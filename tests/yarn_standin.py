@@ -269,7 +269,7 @@ class StandinRM:
         else:
             progress = 0.0
         containers = app.executors + 1 if running else -1  # -1: a finished app holds none
-        used_s = (app.executors + 1) * app.vcores * (elapsed // 1000)
+        used_s = (app.executors + 1) * app.vcores * elapsed // 1000  # YARN: integer seconds
         doc: dict[str, Any] = {
             "id": app.id,
             "user": app.user,
@@ -294,7 +294,7 @@ class StandinRM:
             "allocatedMB": containers * 2048 if running else -1,
             "allocatedVCores": containers * app.vcores if running else -1,
             "runningContainers": containers,
-            "memorySeconds": used_s // app.vcores * 2048,
+            "memorySeconds": (app.executors + 1) * 2048 * elapsed // 1000,
             "vcoreSeconds": used_s,
             "queueUsagePercentage": 0.0,
             "clusterUsagePercentage": 0.0,
