@@ -58,7 +58,7 @@ def _known_jobs(ctx: typer.Context) -> list[str]:
     from cobell_cli.store.history import History
 
     try:
-        with History.open(path, create=False, reap_lost=False) as history:
+        with History.open(path, create=False, read_only=True) as history:
             return history.job_names()
     except HistoryError as exc:
         warn(f"apps are not matched to jobs by name: {exc.line()}")

@@ -51,10 +51,13 @@ def settings(ctx: typer.Context, **flags: Any) -> Settings:
     return st._settings[key]
 
 
-def open_history(ctx: typer.Context, *, create: bool = True) -> History:
+def open_history(
+    ctx: typer.Context, *, create: bool = True, read_only: bool = False
+) -> History:
+    """The history at --db; `read_only` for commands that only look (they never change it)."""
     from cobell_cli.store.history import History
 
-    return History.open(settings(ctx).db_path, create=create)
+    return History.open(settings(ctx).db_path, create=create, read_only=read_only)
 
 
 # -- options shared by the commands that ask the cluster ------------------------------------

@@ -119,7 +119,7 @@ def list_runs(
                 f"--status {value!r} is not a status", hint=f"use {', '.join(STATUSES)}"
             )
     since_ts = parse_since(since, time.time()) if since else None
-    with open_history(ctx, create=False) as history:
+    with open_history(ctx, create=False, read_only=True) as history:
         runs = history.runs(
             job=job,
             status=status or None,
@@ -157,7 +157,7 @@ def show(
     from cobell_cli import output
     from cobell_cli.errors import UsageError
 
-    with open_history(ctx, create=False) as history:
+    with open_history(ctx, create=False, read_only=True) as history:
         run = history.run(run_id)
     if run is None:
         raise UsageError(f"no run with id {run_id}", hint="see `cobell history list`")
@@ -207,7 +207,7 @@ def jobs(
     """
     from cobell_cli import output
 
-    with open_history(ctx, create=False) as history:
+    with open_history(ctx, create=False, read_only=True) as history:
         rows = history.jobs()
     columns = ["job", "runs", "succeeded", "scale_outs", "last_run", "median_runtime_s"]
     if fmt is ListFormat.json:
@@ -364,7 +364,7 @@ def export(
     from cobell_cli.errors import CobellError
     from cobell_cli.store import interchange
 
-    with open_history(ctx, create=False) as history:
+    with open_history(ctx, create=False, read_only=True) as history:
         runs = history.runs(job=job, newest_first=False, with_colocations=True)
     text = interchange.to_csv(runs) if fmt is ExportFormat.csv else interchange.to_json(runs) + "\n"
     if output_file is None:

@@ -27,7 +27,7 @@ def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
     from cobell_cli.errors import UsageError
 
     window = settings(ctx).history_window  # the runs planning uses, so the model it uses
-    with open_history(ctx, create=False) as history:
+    with open_history(ctx, create=False, read_only=True) as history:
         runs = history.training_runs(job, window=window)
         known = history.job_names()
     if not runs:

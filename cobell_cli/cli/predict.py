@@ -95,7 +95,9 @@ def run_prediction(
 
     resolved = settings(ctx, **flags)
     api.check_request(target_s, resolved.min_scale_out, resolved.max_scale_out)
-    with open_history(ctx, create=not require_history) as history:
+    with open_history(
+        ctx, create=not require_history, read_only=require_history
+    ) as history:
         cluster = connect_cluster(resolved, history.job_names())
         prediction = api.predict(
             history,

@@ -1,188 +1,59 @@
-"""The run history: one SQLite file shared by every cobell process on a machine (or NFS-free share).
+"""The run history: one SQLite file shared by every cobell process on a machine.
 
 Consistency rules, because cron jobs, terminals and killed processes all write here:
 - every write is one short `BEGIN IMMEDIATE` transaction (all or nothing, never held while a job
-  runs), in WAL mode with a busy timeout so concurrent writers queue instead of failing;
+  runs), with a busy timeout so concurrent writers queue instead of failing; WAL on local disks,
+  the rollback journal on network file systems (store/files.py says why);
 - the schema version lives in `PRAGMA user_version`; older files are migrated forward inside a
-  transaction, newer ones are refused untouched;
+  transaction, newer ones are refused untouched; read-only opens never change the file;
 - a `running` row whose process is gone (same host, pid dead) becomes `lost` when the history is
-  next opened; `lost` runs never train a model.
+  next opened for writing; `lost` runs never train a model.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cobell_cli.errors import HistoryError, UsageError
-
-if TYPE_CHECKING:
-    import sqlite_utils
-
-SCHEMA_VERSION = 3
-APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
-STATUSES = ("running", "succeeded", "failed", "killed", "lost")
-# Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
-# cluster's own record (YARN's finished apps, the Spark History Server, event logs).
-SOURCES = ("cobell", "import", "yarn", "spark-history", "event-log")
-BUSY_TIMEOUT_S = 30.0
-
-RUN_COLUMNS: dict[str, type] = {
-    "id": int,
-    "job": str,
-    "input_bytes": int,
-    "scale_out": int,
-    "backend": str,
-    "app_id": str,
-    "queue": str,
-    "user": str,
-    "host": str,
-    "pid": int,
-    "submitted_at": float,
-    "started_at": float,
-    "finished_at": float,
-    "runtime_s": float,
-    "status": str,
-    "target_s": float,
-    "predicted_s": float,
-    "model": str,
-    "reason": str,
-    "command": str,
-    "exit_code": int,
-    "source": str,
-    "mean_scale_out": float,
-    "meet_probability": float,
-    "confidence": float,
-    "event_log": str,
-}
-# The order of a job's runs in time: when it started, else when it was submitted.
-RECENCY = "coalesce(started_at, submitted_at)"
-# What planning and model fitting read of a run (`History.training_runs`).
-TRAINING_COLUMNS: tuple[str, ...] = (
-    "id",
-    "job",
-    "input_bytes",
-    "scale_out",
-    "submitted_at",
-    "started_at",
-    "finished_at",
-    "runtime_s",
-    "status",
-    "target_s",
-    "predicted_s",
-    "model",
-)
-COLOCATION_COLUMNS: dict[str, type] = {
-    "co_runner_app_id": str,
-    "co_runner_job": str,
-    "co_runner_scale_out": int,
-    "co_runner_started_at": float,
-    "co_runner_finished_at": float,
-    "overlap_s": float,
-    "overlap_ratio": float,
-}
-
-
-def _migration_1(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        f"""CREATE TABLE runs (
-            id INTEGER PRIMARY KEY,
-            job TEXT NOT NULL,
-            input_bytes INTEGER CHECK (input_bytes IS NULL OR input_bytes >= 0),
-            scale_out INTEGER CHECK (scale_out IS NULL OR scale_out >= 1),
-            backend TEXT,
-            app_id TEXT,
-            queue TEXT,
-            user TEXT,
-            host TEXT,
-            pid INTEGER,
-            submitted_at REAL,
-            started_at REAL,
-            finished_at REAL,
-            runtime_s REAL CHECK (runtime_s IS NULL OR runtime_s >= 0),
-            status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in STATUSES)})),
-            target_s REAL,
-            predicted_s REAL,
-            model TEXT,
-            reason TEXT,
-            command TEXT,
-            exit_code INTEGER
-        )"""
-    )
-    conn.execute("CREATE INDEX runs_job_status ON runs (job, status)")
-    conn.execute("CREATE INDEX runs_submitted_at ON runs (submitted_at)")
-    conn.execute(
-        """CREATE TABLE colocations (
-            id INTEGER PRIMARY KEY,
-            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-            co_runner_app_id TEXT,
-            co_runner_job TEXT,
-            co_runner_scale_out INTEGER,
-            co_runner_started_at REAL,
-            co_runner_finished_at REAL,
-            overlap_s REAL CHECK (overlap_s IS NULL OR overlap_s >= 0),
-            overlap_ratio REAL NOT NULL CHECK (overlap_ratio >= 0 AND overlap_ratio <= 1)
-        )"""
-    )
-    conn.execute("CREATE INDEX colocations_run_id ON colocations (run_id)")
-
-
-def _migration_2(conn: sqlite3.Connection) -> None:
-    """An index in the order planning reads a job's runs, newest first, so a windowed read
-    does not sort the whole job's history."""
-    conn.execute(f"CREATE INDEX runs_job_recent ON runs (job, status, {RECENCY}, id)")
-
-
-def _migration_3(conn: sqlite3.Connection) -> None:
-    """Runs learned from the cluster's own record, the risk of each decision, and the what-if.
-
-    `source` tells runs cobell launched from imported ones (which have no target or
-    prediction); `mean_scale_out` is the time-weighted mean of live executors beside the peak
-    in `scale_out`; `meet_probability` the estimated P(runtime <= target) at the chosen
-    scale-out and `confidence` the level it was planned at (NULL: the point decision);
-    `run_profiles` holds the compact event-log summary a what-if replays.
-    """
-    sources = ", ".join(repr(s) for s in SOURCES)
-    conn.execute(
-        "ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'cobell' "
-        f"CHECK (source IN ({sources}))"
-    )
-    conn.execute(
-        "ALTER TABLE runs ADD COLUMN mean_scale_out REAL "
-        "CHECK (mean_scale_out IS NULL OR mean_scale_out >= 0)"
-    )
-    conn.execute(
-        "ALTER TABLE runs ADD COLUMN meet_probability REAL "
-        "CHECK (meet_probability IS NULL OR (meet_probability >= 0 AND meet_probability <= 1))"
-    )
-    conn.execute(
-        "ALTER TABLE runs ADD COLUMN confidence REAL "
-        "CHECK (confidence IS NULL OR (confidence > 0 AND confidence < 1))"
-    )
-    conn.execute("ALTER TABLE runs ADD COLUMN event_log TEXT")
-    conn.execute("CREATE INDEX runs_app_id ON runs (app_id)")
-    conn.execute(
-        """CREATE TABLE run_profiles (
-            run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
-            format INTEGER NOT NULL,
-            summary TEXT NOT NULL
-        )"""
-    )
-
-
-# Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+from cobell_cli.store import files
+from cobell_cli.store.queries import RunQueries
+from cobell_cli.store.schema import (
+    APPLICATION_ID,
+    COLOCATION_COLUMNS,
+    MIGRATIONS,
+    RECENCY,
+    RUN_COLUMNS,
+    SCHEMA_VERSION,
+    SOURCES,
+    STATUSES,
+    TRAINING_COLUMNS,
     _migration_1,
-    _migration_2,
-    _migration_3,
 )
-assert len(MIGRATIONS) == SCHEMA_VERSION
+
+__all__ = [
+    "APPLICATION_ID",
+    "COLOCATION_COLUMNS",
+    "MIGRATIONS",
+    "RECENCY",
+    "RUN_COLUMNS",
+    "SCHEMA_VERSION",
+    "SOURCES",
+    "STATUSES",
+    "TRAINING_COLUMNS",
+    "History",
+    "_migration_1",
+    "pid_alive",
+    "this_host",
+    "validate_run",
+]
+
+BUSY_TIMEOUT_S = 30.0
 
 
 def this_host() -> str:
@@ -208,20 +79,13 @@ def _locked(path: Path) -> HistoryError:
     )
 
 
-class History:
+class History(RunQueries):
     """A cobell history file; construct with History.open()."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection, *, read_only: bool = False) -> None:
         self.path = path
         self.conn = conn
-
-    @functools.cached_property
-    def db(self) -> sqlite_utils.Database:
-        """sqlite-utils on our connection, built on first use: importing it costs ~0.1 s (it
-        probes for numpy and pandas), more than a whole cached `cobell predict` may take."""
-        import sqlite_utils
-
-        return sqlite_utils.Database(self.conn, execute_plugins=False)
+        self.read_only = read_only
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -231,21 +95,26 @@ class History:
         path: str | Path,
         *,
         create: bool = True,
+        read_only: bool = False,
         reap_lost: bool = True,
         host: str | None = None,
         alive: Callable[[int], bool] = pid_alive,
     ) -> History:
+        """Open for writing (creating the file if `create`), or `read_only`: then the file is
+        never changed, and a missing one reads as empty when `create` is set."""
         path = Path(path).expanduser()
+        if read_only:
+            history = cls._open_read_only(path, missing_ok=create)
+            if reap_lost:
+                history.presumed_lost = frozenset(history.dead_runs(host or this_host(), alive))
+            return history
         if not path.exists():
             if not create:
-                raise HistoryError(
-                    f"no history at {path} yet",
-                    hint="record runs with `cobell submit` or import some with "
-                    "`cobell history import FILE`",
-                )
-            _create_file(path)
+                raise HistoryError(f"no history at {path} yet", hint=files.NO_SUCH_HISTORY_HINT)
+            files.create(path)
         elif path.is_dir():
             raise HistoryError(f"history path {path} is a directory", hint="pass a file to --db")
+        files.check_writable(path)
         try:
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as exc:
@@ -263,6 +132,14 @@ class History:
             raise
         return history
 
+    @classmethod
+    def _open_read_only(cls, path: Path, *, missing_ok: bool) -> History:
+        try:
+            conn = files.connect_read_only(path, missing_ok=missing_ok, timeout_s=BUSY_TIMEOUT_S)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, path) from None
+        return cls(path, conn, read_only=True)
+
     def close(self) -> None:
         self.conn.close()
 
@@ -273,47 +150,30 @@ class History:
         self.close()
 
     def _prepare(self) -> None:
-        conn = self.conn
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise HistoryError(
-                f"history {self.path} was written by a newer cobell (schema {version}; this "
-                f"cobell knows up to {SCHEMA_VERSION})",
-                hint="upgrade cobell (pip install -U cobell); the file was not changed",
-            )
-        if app_id not in (0, APPLICATION_ID) or (app_id == 0 and self._has_foreign_tables()):
-            raise HistoryError(
-                f"{self.path} is an SQLite database but not a cobell history",
-                hint="pass another file to --db",
-            )
-        conn.execute("PRAGMA foreign_keys = ON")
-        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc):
-                    raise _locked(self.path) from None
-                raise
+        version, app_id, has_tables = files.snapshot(self.conn)
+        files.check_known(self.path, version, app_id, has_tables)
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self._set_journal_mode(files.journal_mode_for(files.filesystem_type(self.path)))
         if version < SCHEMA_VERSION:
-            self._migrate()
+            with self._write():
+                # Re-read inside the write lock: another process may have migrated meanwhile.
+                files.migrate(self.conn)
 
-    def _has_foreign_tables(self) -> bool:
-        names = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
-        return bool(names)
-
-    def _migrate(self) -> None:
-        with self._write():
-            # Re-read inside the write lock: another process may have migrated meanwhile.
-            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-            for step in MIGRATIONS[version:]:
-                step(self.conn)
-            self.conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    def _set_journal_mode(self, wanted: str) -> None:
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] == wanted:
+            return
+        try:
+            self.conn.execute(f"PRAGMA journal_mode = {wanted}")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                raise _locked(self.path) from None
+            raise
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[None]:
         """One short write transaction, taken with the write lock up front."""
+        if self.read_only:
+            raise files.read_only_error(self.path, "opened read-only by this command")
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -394,12 +254,16 @@ class History:
                 self.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return len(ids)
 
-    def mark_lost(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
-        """Mark `running` runs of this host whose process is gone as `lost`."""
+    def dead_runs(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
+        """`running` runs of this host whose process is gone."""
         rows = self.conn.execute(
             "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)
         ).fetchall()
-        dead = [run_id for run_id, pid in rows if pid is None or not alive(int(pid))]
+        return [run_id for run_id, pid in rows if pid is None or not alive(int(pid))]
+
+    def mark_lost(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
+        """Mark `running` runs of this host whose process is gone as `lost`."""
+        dead = self.dead_runs(host, alive)
         if dead:
             with self._write():
                 for run_id in dead:
@@ -424,186 +288,6 @@ class History:
             self.conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
         )
 
-    # -- reads -----------------------------------------------------------------------------
-
-    def runs(
-        self,
-        *,
-        job: str | None = None,
-        status: str | Sequence[str] | None = None,
-        since: float | None = None,
-        limit: int | None = None,
-        newest_first: bool = True,
-        with_colocations: bool = False,
-    ) -> list[dict[str, Any]]:
-        where, params = [], []
-        if job is not None:
-            where.append("job = ?")
-            params.append(job)
-        if status is not None:
-            statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
-            params.extend(statuses)
-        if since is not None:
-            where.append("coalesce(submitted_at, started_at) >= ?")
-            params.append(since)
-        sql = "SELECT * FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        order = "DESC" if newest_first else "ASC"
-        sql += f" ORDER BY coalesce(submitted_at, started_at) {order}, id {order}"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        rows = list(self.db.query(sql, params))
-        if with_colocations:
-            by_run = self.colocations([r["id"] for r in rows])
-            for row in rows:
-                row["colocations"] = by_run.get(row["id"], [])
-        return rows
-
-    def run(self, run_id: int) -> dict[str, Any] | None:
-        rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
-        if not rows:
-            return None
-        row = rows[0]
-        row["colocations"] = self.colocations([run_id]).get(run_id, [])
-        return row
-
-    def colocations(self, run_ids: Sequence[int] | None = None) -> dict[int, list[dict[str, Any]]]:
-        sql = "SELECT * FROM colocations"
-        params: list[Any] = []
-        if run_ids is not None:
-            if not run_ids:
-                return {}
-            if len(run_ids) <= 500:
-                sql += f" WHERE run_id IN ({', '.join('?' for _ in run_ids)})"
-                params = list(run_ids)
-        wanted = None if run_ids is None else set(run_ids)
-        out: dict[int, list[dict[str, Any]]] = {}
-        for row in self.db.query(sql + " ORDER BY run_id, id", params):
-            if wanted is not None and row["run_id"] not in wanted:
-                continue
-            row.pop("id")
-            out.setdefault(row.pop("run_id"), []).append(row)
-        return out
-
-    def training_runs(
-        self,
-        job: str,
-        input_bytes: int | None = None,
-        tolerance: float | None = None,
-        *,
-        window: int | None = None,
-    ) -> list[dict[str, Any]]:
-        """Succeeded runs of `job`, oldest first, with `overlaps` {co_runner_job: summed ratio}.
-
-        `window` keeps the most recent N (None or 0: all): a recurring job's recent runs are
-        the relevant ones, and this read is what every `cobell predict` and `cobell submit`
-        pays for, so it goes through plain sqlite3, reads only the columns planning and
-        fitting need, and walks the `runs_job_recent` index. Input-size similarity is applied
-        here only when both input_bytes and tolerance are given; the planner applies its own
-        rule otherwise.
-        """
-        where = "job = ? AND status = 'succeeded' AND runtime_s > 0"
-        params: list[Any] = [job]
-        if input_bytes is not None and tolerance is not None:
-            where += " AND input_bytes BETWEEN ? AND ?"
-            params += [input_bytes * (1 - tolerance), input_bytes * (1 + tolerance)]
-        newest = f"SELECT id FROM runs WHERE {where} ORDER BY {RECENCY} DESC, id DESC"
-        if window:
-            newest += f" LIMIT {int(window)}"
-        columns = ", ".join(TRAINING_COLUMNS)
-        rows = self.conn.execute(
-            f"SELECT {columns} FROM runs WHERE id IN ({newest}) ORDER BY {RECENCY}, id", params
-        )
-        runs = [dict(zip(TRAINING_COLUMNS, row, strict=True)) for row in rows]
-        overlaps: dict[int, dict[str | None, float]] = {}
-        for run_id, co_job, ratio in self.conn.execute(
-            "SELECT run_id, co_runner_job, overlap_ratio FROM colocations "
-            f"WHERE run_id IN ({newest})",
-            params,
-        ):
-            per_run = overlaps.setdefault(run_id, {})
-            per_run[co_job] = per_run.get(co_job, 0.0) + ratio
-        for run in runs:
-            run["overlaps"] = overlaps.get(run["id"], {})
-        return runs
-
-    def jobs(self) -> list[dict[str, Any]]:
-        """One summary row per job: runs, distinct scale-outs, last run, median runtime."""
-        import statistics
-
-        summary: dict[str, dict[str, Any]] = {}
-        for job, status, scale_out, runtime_s, when in self.conn.execute(
-            "SELECT job, status, scale_out, runtime_s, coalesce(submitted_at, started_at) "
-            "FROM runs ORDER BY job"
-        ):
-            entry = summary.setdefault(
-                job,
-                {"job": job, "runs": 0, "succeeded": 0, "_x": set(), "_rt": [], "last_run": None},
-            )
-            entry["runs"] += 1
-            if status == "succeeded":
-                entry["succeeded"] += 1
-                if runtime_s is not None:
-                    entry["_rt"].append(runtime_s)
-                if scale_out is not None:
-                    entry["_x"].add(scale_out)
-            if when is not None and (entry["last_run"] is None or when > entry["last_run"]):
-                entry["last_run"] = when
-        out = []
-        for entry in summary.values():
-            out.append(
-                {
-                    "job": entry["job"],
-                    "runs": entry["runs"],
-                    "succeeded": entry["succeeded"],
-                    "scale_outs": len(entry["_x"]),
-                    "last_run": entry["last_run"],
-                    "median_runtime_s": statistics.median(entry["_rt"]) if entry["_rt"] else None,
-                }
-            )
-        return out
-
-    def job_names(self) -> list[str]:
-        """Sorted distinct jobs by hopping along the job index, one lookup per job: every
-        predict asks, and `SELECT DISTINCT` would read the whole index (15 ms at 10^5 runs)."""
-        return [
-            r[0]
-            for r in self.conn.execute(
-                "WITH RECURSIVE j(job) AS (SELECT min(job) FROM runs UNION ALL "
-                "SELECT (SELECT min(job) FROM runs WHERE job > j.job) FROM j "
-                "WHERE j.job IS NOT NULL) SELECT job FROM j WHERE job IS NOT NULL"
-            )
-        ]
-
-    def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
-
-    def integrity_ok(self) -> bool:
-        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-
-
-def _create_file(path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as exc:
-        raise HistoryError(
-            f"cannot create the history directory {path.parent}: {exc.strerror}",
-            hint="pass a writable location with --db or COBELL_DB",
-        ) from None
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        return  # another process created it first; fine
-    except OSError as exc:
-        raise HistoryError(
-            f"cannot create the history {path}: {exc.strerror}",
-            hint="pass a writable location with --db or COBELL_DB",
-        ) from None
-    os.close(fd)
-
 
 def _translate(exc: sqlite3.DatabaseError, path: Path) -> HistoryError:
     text = str(exc)
@@ -614,10 +298,13 @@ def _translate(exc: sqlite3.DatabaseError, path: Path) -> HistoryError:
         )
     if "locked" in text or "busy" in text:
         return _locked(path)
-    if "readonly" in text or "unable to open" in text:
+    if "readonly" in text:
+        return files.read_only_error(path, f"read-only ({text})")
+    if "unable to open" in text:
         return HistoryError(
-            f"cannot write the history {path}: {text}",
-            hint="check the file's permissions or pass another --db",
+            f"cannot open the history {path}: {text}",
+            hint="check the permissions of the file and of its directory (SQLite creates "
+            f"{path.name}-wal and {path.name}-shm beside it), or pass another --db",
         )
     return HistoryError(f"history {path}: {text}")
 
