@@ -456,7 +456,10 @@ def _import_record(ctx: typer.Context, opts: RecordImport) -> None:
         )
     now = time.time()
     since = parse_since(opts.since or "30d", now)
-    with _progress(opts.as_json) as on_page, open_history(ctx) as history:
+    with (
+        _progress(opts.as_json) as on_page,
+        open_history(ctx, read_only=opts.dry_run) as history,
+    ):
         if opts.from_yarn:
             summary = _from_yarn(ctx, history, opts, since, now, on_page)
         else:

@@ -16,6 +16,7 @@ Rules (the same for YARN, the Spark History Server and event logs):
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -216,7 +217,7 @@ def store_imported(
     `cobell submit` does for what it saw).
     """
     summary.dry_run = dry_run
-    with history.transaction():
+    with contextlib.nullcontext() if dry_run else history.transaction():
         fresh = _fresh(history, apps, summary)
         existing = _recorded_between(history, fresh)
         views = [a.as_co_runner() for a in fresh] + [view for _, view in existing]
