@@ -498,9 +498,32 @@ def _from_yarn(
 def _from_spark(
     ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
 ) -> Any:
+    from cobell_cli.cli.common import settings
+    from cobell_cli.cluster.http import JsonClient
+    from cobell_cli.cluster.jobs import compile_patterns
     from cobell_cli.errors import UsageError
+    from cobell_cli.sources.spark_history import FIX, HistoryServer, import_from_spark_history
 
-    raise UsageError("this source is not available yet", hint="use --from-yarn")
+    if opts.from_spark_history is None:
+        raise UsageError("--from-event-logs is not available yet", hint="use --from-spark-history")
+    resolved = settings(ctx, ca_bundle=opts.ca_bundle)
+    client = JsonClient(
+        what="Spark History Server",
+        auth="none" if resolved.auth == "simple" else resolved.auth,
+        ca_bundle=resolved.ca_bundle,
+        timeout_s=resolved.timeout_s,
+        retries=resolved.retries,
+        fix=FIX,
+    )
+    return import_from_spark_history(
+        history,
+        HistoryServer(opts.from_spark_history, client),
+        since=since,
+        dry_run=opts.dry_run,
+        patterns=compile_patterns(resolved.job_patterns or {}),
+        default_job=opts.job,
+        on_app=on_page,
+    )
 
 
 @contextlib.contextmanager
