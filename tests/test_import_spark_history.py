@@ -201,3 +201,48 @@ def test_executor_counts_peak_and_mean() -> None:
     assert peak == 2 and mean == pytest.approx((50 + 90 + 50) / 100)
     assert spark_time("2026-11-22T23:25:17.123GMT") == pytest.approx(1795389917.123)
     assert spark_time("yesterday") is None and executor_counts([], t, t + 1) is None
+
+
+@pytest.mark.spark
+def test_yarn_import_takes_exact_executors_from_the_history_server(
+    tmp_path: Path, history_server: str, yarn_rm
+) -> None:
+    known = requests.get(f"{history_server}/api/v1/applications", timeout=10).json()
+    etl = next(a for a in known if a["name"] == "etl")
+    yarn_rm.now_s = time.time()
+    yarn_rm.add_app(
+        "etl", app_id=etl["id"], executors=9, start_s=yarn_rm.now_s - 900, duration_s=300
+    )
+    other = yarn_rm.add_app("mr job", executors=3, start_s=yarn_rm.now_s - 900, duration_s=300)
+    db = tmp_path / "h.db"
+    result = cobell(
+        "--db", db, "history", "import", "--from-yarn", "--rm-url", yarn_rm.url,
+        "--from-spark-history", history_server, "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["scale_out_from"] == {"executors (Spark History Server)": 1, "vcore-seconds": 1}
+    by_app = {r["app_id"]: r for r in rows(db, "SELECT * FROM runs")}
+    assert by_app[other]["scale_out"] == 3
+    # the stand-in's times differ from the real run's, so the executors' spans are clipped to
+    # them; what matters is that the count came from the History Server (2), not the RM (9)
+    assert by_app[etl["id"]]["scale_out"] <= 2
+
+
+def test_yarn_import_keeps_estimates_when_the_history_server_is_down(
+    tmp_path: Path, yarn_rm, dead_rm_url: str
+) -> None:
+    yarn_rm.now_s = time.time()
+    for _ in range(3):
+        yarn_rm.add_app("sgd", executors=4, start_s=yarn_rm.now_s - 900, duration_s=300)
+    started = time.monotonic()
+    result = cobell(
+        "--db", tmp_path / "h.db", "history", "import", "--from-yarn", "--rm-url", yarn_rm.url,
+        "--from-spark-history", dead_rm_url, "--json", env={"COBELL_RETRIES": "0"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["imported"] == 3 and summary["scale_out_from"] == {"vcore-seconds": 3}
+    assert len(summary["warnings"]) == 1 and "connection refused" in summary["warnings"][0]
+    assert result.stderr.count("estimated scale-outs kept") == 1
+    assert time.monotonic() - started < 10

@@ -449,9 +449,10 @@ def _import_record(ctx: typer.Context, opts: RecordImport) -> None:
     from cobell_cli.errors import UsageError
 
     chosen = [opts.from_yarn, opts.from_spark_history is not None, opts.event_logs is not None]
-    if sum(chosen) != 1:
+    if sum(chosen) != 1 and not (opts.from_yarn and sum(chosen) == 2 and opts.event_logs is None):
         raise UsageError(
-            "choose one of --from-yarn, --from-spark-history, --from-event-logs",
+            "choose one of --from-yarn, --from-spark-history, --from-event-logs "
+            "(or --from-yarn with --from-spark-history for exact executors)",
             hint="run one import per source; each is idempotent",
         )
     now = time.time()
@@ -464,6 +465,8 @@ def _import_record(ctx: typer.Context, opts: RecordImport) -> None:
             summary = _from_yarn(ctx, history, opts, since, now, on_page)
         else:
             summary = _from_spark(ctx, history, opts, since, on_page)
+    for message in summary.warnings:
+        warn(message)
     if opts.as_json:
         typer.echo(output.to_json(summary.to_dict()))
     else:
@@ -483,6 +486,7 @@ def _from_yarn(
 
     resolved = settings(ctx, **cluster_flags("yarn", opts.rm_url, None, opts.ca_bundle))
     cluster = connect_cluster(resolved, history.job_names())
+    server = _history_server(ctx, opts) if opts.from_spark_history else None
     return import_from_yarn(
         history,
         cluster,
@@ -492,20 +496,16 @@ def _from_yarn(
         default_job=opts.job,
         vcores_per_container=opts.vcores_per_container,
         on_page=on_page,
+        spark_history=server,
     )
 
 
-def _from_spark(
-    ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
-) -> Any:
+def _history_server(ctx: typer.Context, opts: RecordImport) -> Any:
     from cobell_cli.cli.common import settings
     from cobell_cli.cluster.http import JsonClient
-    from cobell_cli.cluster.jobs import compile_patterns
-    from cobell_cli.errors import UsageError
-    from cobell_cli.sources.spark_history import FIX, HistoryServer, import_from_spark_history
+    from cobell_cli.sources.spark_history import FIX, HistoryServer
 
-    if opts.from_spark_history is None:
-        raise UsageError("--from-event-logs is not available yet", hint="use --from-spark-history")
+    assert opts.from_spark_history is not None
     resolved = settings(ctx, ca_bundle=opts.ca_bundle)
     client = JsonClient(
         what="Spark History Server",
@@ -515,9 +515,23 @@ def _from_spark(
         retries=resolved.retries,
         fix=FIX,
     )
+    return HistoryServer(opts.from_spark_history, client)
+
+
+def _from_spark(
+    ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
+) -> Any:
+    from cobell_cli.cli.common import settings
+    from cobell_cli.cluster.jobs import compile_patterns
+    from cobell_cli.errors import UsageError
+    from cobell_cli.sources.spark_history import import_from_spark_history
+
+    if opts.from_spark_history is None:
+        raise UsageError("--from-event-logs is not available yet", hint="use --from-spark-history")
+    resolved = settings(ctx, ca_bundle=opts.ca_bundle)
     return import_from_spark_history(
         history,
-        HistoryServer(opts.from_spark_history, client),
+        _history_server(ctx, opts),
         since=since,
         dry_run=opts.dry_run,
         patterns=compile_patterns(resolved.job_patterns or {}),

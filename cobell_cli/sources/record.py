@@ -85,6 +85,7 @@ class ImportSummary:
     oldest_finished_at: float | None = None
     dry_run: bool = False
     run_ids: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, app_id: str | None = None) -> None:
         self.skipped[reason] += 1
@@ -109,6 +110,7 @@ class ImportSummary:
             "skipped_examples": {k: v for k, v in sorted(self.examples.items()) if v},
             "scale_out_from": dict(sorted(self.scale_out_how.items())),
             "oldest_finished_at": self.oldest_finished_at,
+            "warnings": list(self.warnings),
         }
 
     def line(self) -> str:

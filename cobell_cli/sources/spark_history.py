@@ -23,7 +23,7 @@ answer 404 (evicted meanwhile) is a counted skip.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -162,6 +162,17 @@ class HistoryServer:
             )
         return [a for a in data if isinstance(a, Mapping)]
 
+    def executors(self, app_id: str) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
+        """One app's latest attempt and its executors (for YARN apps: the same id); _Gone."""
+        info = self._get(f"/applications/{quote(app_id, safe='')}")
+        attempts = info.get("attempts") if isinstance(info, Mapping) else None
+        attempt = attempts[0] if isinstance(attempts, list) and attempts else {}
+        attempt = attempt if isinstance(attempt, Mapping) else {}
+        base = f"/applications/{quote(app_id, safe='')}"
+        if attempt.get("attemptId"):
+            base += f"/{quote(str(attempt['attemptId']), safe='')}"
+        return attempt, _objects(self._get(f"{base}/allexecutors"))
+
     def details(self, info: Mapping[str, Any]) -> AppDetails:
         """The attempt's executors, environment, jobs and stages; _Gone on a 404."""
         attempts = [a for a in info.get("attempts") or () if isinstance(a, Mapping)]
@@ -179,6 +190,40 @@ class HistoryServer:
             jobs=_objects(self._get(f"{base}/jobs")),
             stages=_objects(self._get(f"{base}/stages", {"details": "false"})),
         )
+
+
+def exact_executors(
+    server: HistoryServer, summary: ImportSummary
+) -> Callable[[ImportedApp], ImportedApp]:
+    """Refine a YARN app's estimated scale-out with the History Server's executors.
+
+    An app the server does not know keeps its estimate; a server that fails is asked no more
+    (one warning in the summary), so an unreachable server costs one timeout, not one per app.
+    """
+    failed: list[str] = []
+
+    def refine(app: ImportedApp) -> ImportedApp:
+        if failed:
+            return app
+        try:
+            _, executors = server.executors(app.app_id)
+        except _Gone:
+            return app
+        except ClusterError as exc:
+            failed.append(exc.line())
+            summary.warnings.append(f"estimated scale-outs kept: {exc.line()}")
+            return app
+        counts = executor_counts(executors, app.started_at, app.finished_at)
+        if counts is None:
+            return app
+        return replace(
+            app,
+            scale_out=counts[0],
+            mean_scale_out=round(counts[1], 3),
+            scale_out_how="executors (Spark History Server)",
+        )
+
+    return refine
 
 
 class _Gone(Exception):

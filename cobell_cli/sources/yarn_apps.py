@@ -16,7 +16,9 @@ What the RM keeps of a finished app, and so what cobell can learn from it:
 - The RM keeps only its last `yarn.resourcemanager.max-completed-applications` finished apps
   (1000 by default in Hadoop 3): older ones are gone from the RM, whatever `--since` says.
   The Spark History Server (`--from-spark-history`) and event logs keep them longer and give
-  the exact executors.
+  the exact executors; `--from-yarn --from-spark-history URL` takes the RM's list and, for
+  the Spark apps the History Server knows, its exact executors (`scale_out_how` =
+  "executors (Spark History Server)").
 
 Paging: the RM's `limit` cuts an unordered list (it walks a hash map), so paging by "the last
 finishedTime seen" would lose apps. Instead a time window [begin, end] is asked with
@@ -185,6 +187,7 @@ def read_finished(
     vcores_per_container: float = 1.0,
     page_size: int = PAGE_SIZE,
     on_page: Callable[[int], None] | None = None,
+    refine: Callable[[ImportedApp], ImportedApp] | None = None,
 ) -> list[ImportedApp]:
     """The RM's finished apps in [since, until] as ImportedApps; skips counted in `summary`."""
     apps: list[ImportedApp] = []
@@ -203,6 +206,8 @@ def read_finished(
         if isinstance(parsed, str):
             summary.skip(parsed, raw.get("id") if isinstance(raw, Mapping) else None)
             continue
+        if refine is not None and str(raw.get("applicationType", "")).upper() == "SPARK":
+            parsed = refine(parsed)
         summary.note_finished(parsed.finished_at)
         apps.append(parsed)
     return apps
@@ -219,11 +224,17 @@ def import_from_yarn(
     vcores_per_container: float = 1.0,
     page_size: int = PAGE_SIZE,
     on_page: Callable[[int], None] | None = None,
+    spark_history: Any = None,
 ) -> ImportSummary:
-    """Read the RM's finished apps, then store them all in one transaction (or, dry, none)."""
+    """Read the RM's finished apps, then store them all in one transaction (or, dry, none).
+
+    With `spark_history` (a HistoryServer), Spark apps it knows get their exact executors.
+    """
     from cobell_cli.sources.record import store_imported
+    from cobell_cli.sources.spark_history import exact_executors
 
     summary = ImportSummary(source="yarn", where=f"YARN RM {', '.join(cluster.rm_urls)}")
+    refine = None if spark_history is None else exact_executors(spark_history, summary)
     apps = read_finished(
         cluster,
         since,
@@ -235,6 +246,7 @@ def import_from_yarn(
         vcores_per_container=vcores_per_container,
         page_size=page_size,
         on_page=on_page,
+        refine=refine,
     )
     summary.where = cluster.describe()
     store_imported(history, apps, summary, dry_run=dry_run)
