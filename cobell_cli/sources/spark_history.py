@@ -206,14 +206,16 @@ def exact_executors(
         if failed:
             return app
         try:
-            _, executors = server.executors(app.app_id)
+            attempt, executors = server.executors(app.app_id)
         except _Gone:
             return app
         except ClusterError as exc:
             failed.append(exc.line())
             summary.warnings.append(f"estimated scale-outs kept: {exc.line()}")
             return app
-        counts = executor_counts(executors, app.started_at, app.finished_at)
+        start = spark_time(attempt.get("startTimeEpoch")) or app.started_at
+        end = spark_time(attempt.get("endTimeEpoch")) or app.finished_at
+        counts = executor_counts(executors, start, end)  # over the attempt's own life
         if counts is None:
             return app
         return replace(
