@@ -89,7 +89,7 @@ _cobell() {
                 esac ;;
             "cobell history import")
                 case "$w" in
-                    -j|--job|--runtime-unit|--from-spark-history|--since|--vcores-per-container|--rm-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|--runtime-unit|--from-spark-history|--since|--vcores-per-container|--timeline-url|--rm-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -261,6 +261,7 @@ _cobell() {
                     --from-spark-history) COMPREPLY=() ;;
                     --since) COMPREPLY=() ;;
                     --vcores-per-container) COMPREPLY=() ;;
+                    --timeline-url) COMPREPLY=() ;;
                     --rm-url) COMPREPLY=() ;;
                     --ca-bundle) _cobell_complete_files ;;
                 esac ;;
@@ -347,7 +348,7 @@ _cobell() {
                 else COMPREPLY=(); fi ;;
             "cobell history import")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job --runtime-unit --skip-invalid --new-ids --dry-run --from-yarn --from-spark-history --from-event-logs --since --vcores-per-container --json --rm-url --ca-bundle -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job --runtime-unit --skip-invalid --new-ids --dry-run --from-yarn --from-spark-history --from-event-logs --since --vcores-per-container --json --timeline-url --rm-url --ca-bundle -h --help' -- "$cur"))
                 else ((npos >= 0)) && _cobell_complete_files; fi ;;
             "cobell history export")
                 if [[ $cur == -* ]]; then

@@ -259,3 +259,21 @@ def test_read_finished_counts_what_it_cannot_use(rm: StandinRM) -> None:
         "not an app object": 1,
         "no application id": 1,
     }
+
+
+def test_timeline_server_gives_exact_containers(db: Path, rm: StandinRM) -> None:
+    rm.timeline = True
+    app = rm.add_app("dyn", executors=4, start_s=rm.now_s - HOUR, duration_s=1000)
+    summary = imported(db, rm, "--timeline-url", rm.url)
+    assert summary["scale_out_from"] == {"containers (Timeline Server)": 1}
+    (run,) = rows(db, "SELECT * FROM runs")
+    assert run["app_id"] == app and run["scale_out"] == 4  # the peak, not the RM's mean
+    # executors 1-2 live [2 s, 1000 s], 3-4 [2 s, 500 s]: (2 * 998 + 2 * 498) / 1000
+    assert run["mean_scale_out"] == pytest.approx(2.992)
+    assert "Timeline Server" in run["reason"]
+
+
+def test_unknown_to_the_timeline_server_keeps_the_estimate(db: Path, rm: StandinRM) -> None:
+    rm.add_app("j", executors=3, start_s=rm.now_s - HOUR, duration_s=100)
+    summary = imported(db, rm, "--timeline-url", rm.url)  # timeline off: every app is a 404
+    assert summary["scale_out_from"] == {"vcore-seconds": 1} and summary["warnings"] == []

@@ -31,6 +31,11 @@ Awkward corners, switched on through attributes of ``StandinRM``:
   ``yarn.resourcemanager.max-completed-applications`` does; ``limit`` cuts the list in an
   order that is NOT by time (a real RM walks a hash map), so clients must page by
   ``finishedTimeBegin``/``finishedTimeEnd`` windows;
+- ``timeline = True`` also serves the Timeline Server v1 (``/ws/v1/applicationhistory/apps/
+  <id>/appattempts`` and ``.../appattempts/<attempt>/containers``) for finished apps: the AM
+  container (``..._000001``) for the app's whole life, the executors from 2 s after its start,
+  the first ceil(n/2) until its end and the others only until half-way (dynamic allocation
+  giving executors back), so the peak is ``executors`` and the mean lower;
 - ``fail_next = n`` (next n requests answer 500), ``fail_status`` (the code used),
   ``garbage = True`` (an HTML page with status 200), ``delay_s`` (sleep before answering:
   a slow RM), ``require_user = True`` (401 without ``user.name``);
@@ -185,6 +190,7 @@ class StandinRM:
     delay_s: float = 0.0
     require_user: bool = False
     usage: str = "classic"
+    timeline: bool = False
     max_completed: int | None = None
     apps: dict[str, StandinApp] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -373,6 +379,8 @@ class StandinRM:
                 location = f"{self.redirect_to}{path}" + (f"?{qs}" if qs else "")
                 return 307, {"Location": location}, b"This is standby RM. Redirecting."
             return 503, {"Content-Type": "text/plain"}, b"This is standby RM. No active RM."
+        if self.timeline and path.startswith("/ws/v1/applicationhistory/apps/"):
+            return self._timeline(path)
         if path == "/ws/v1/cluster/metrics":
             return _json(200, self._metrics())
         if path == "/ws/v1/cluster/apps":
@@ -448,6 +456,43 @@ class StandinRM:
         if self.apps_shape == "single":
             return _json(200, {"apps": {"app": docs[0]}})
         return _json(200, {"apps": {"app": docs}})
+
+    def _timeline(self, path: str) -> Reply:
+        parts = path.split("/")  # ['', ws, v1, applicationhistory, apps, <id>, appattempts, ...]
+        app_id = parts[5] if len(parts) > 5 else ""
+        with self._lock:
+            app = self.apps.get(app_id)
+            doc = self.render(app) if app else None
+        if app is None or doc is None or not doc["finishedTime"]:
+            return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+        seq = app_id.rsplit("_", 1)[1]
+        attempt = f"appattempt_{CLUSTER_TS}_{seq}_000001"
+        if len(parts) == 7:
+            return _json(200, {"appAttempt": [{"appAttemptId": attempt, "host": "nm1.example"}]})
+        if len(parts) == 9 and parts[8] == "containers":
+            return _json(200, {"container": self._containers(app, doc)})
+        return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+
+    def _containers(self, app: StandinApp, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        start, end = doc["startedTime"], doc["finishedTime"]
+        seq = app.id.rsplit("_", 1)[1]
+        keep = -(-app.executors // 2)
+        out = []
+        for k in range(app.executors + 1):
+            begin = start if k == 0 else start + 2000
+            finish = end if k <= keep else (start + end) // 2
+            out.append(
+                {
+                    "containerId": f"container_{CLUSTER_TS}_{seq}_01_{k + 1:06d}",
+                    "allocatedMB": 2048,
+                    "allocatedVCores": app.vcores,
+                    "startedTime": begin,
+                    "finishedTime": finish,
+                    "elapsedTime": finish - begin,
+                    "containerState": "COMPLETE",
+                }
+            )
+        return out
 
     def _metrics(self) -> dict[str, Any]:
         docs = self._visible()

@@ -281,6 +281,13 @@ def import_file(
     as_json: bool = typer.Option(
         False, "--json", help="Print the import summary as JSON.", rich_help_panel="Record"
     ),
+    timeline_url: str | None = typer.Option(
+        None,
+        "--timeline-url",
+        metavar="URL",
+        help="With --from-yarn: the Timeline Server v1, for exact containers.",
+        rich_help_panel="Record",
+    ),
     rm_url: RmUrlOpt = None,
     ca_bundle: CaBundleOpt = None,
 ) -> None:
@@ -305,6 +312,7 @@ def import_file(
                 vcores_per_container=vcores_per_container,
                 rm_url=rm_url,
                 ca_bundle=ca_bundle,
+                timeline_url=timeline_url,
             ),
         )
         return
@@ -427,6 +435,7 @@ class RecordImport:
     vcores_per_container: float
     rm_url: list[str] | None
     ca_bundle: str | None
+    timeline_url: str | None = None
 
 
 def _one_file(files: list[Path] | None) -> Path:
@@ -487,6 +496,7 @@ def _from_yarn(
     resolved = settings(ctx, **cluster_flags("yarn", opts.rm_url, None, opts.ca_bundle))
     cluster = connect_cluster(resolved, history.job_names())
     server = _history_server(ctx, opts) if opts.from_spark_history else None
+    timeline = _timeline_server(ctx, opts) if opts.timeline_url else None
     return import_from_yarn(
         history,
         cluster,
@@ -497,25 +507,39 @@ def _from_yarn(
         vcores_per_container=opts.vcores_per_container,
         on_page=on_page,
         spark_history=server,
+        timeline=timeline,
     )
 
 
-def _history_server(ctx: typer.Context, opts: RecordImport) -> Any:
+def _client(ctx: typer.Context, opts: RecordImport, what: str, fix: str) -> Any:
+    """A JsonClient with the cluster's auth, TLS, timeout and retries (no user.name query)."""
     from cobell_cli.cli.common import settings
     from cobell_cli.cluster.http import JsonClient
-    from cobell_cli.sources.spark_history import FIX, HistoryServer
 
-    assert opts.from_spark_history is not None
     resolved = settings(ctx, ca_bundle=opts.ca_bundle)
-    client = JsonClient(
-        what="Spark History Server",
+    return JsonClient(
+        what=what,
         auth="none" if resolved.auth == "simple" else resolved.auth,
         ca_bundle=resolved.ca_bundle,
         timeout_s=resolved.timeout_s,
         retries=resolved.retries,
-        fix=FIX,
+        fix=fix,
     )
+
+
+def _history_server(ctx: typer.Context, opts: RecordImport) -> Any:
+    from cobell_cli.sources.spark_history import FIX, HistoryServer
+
+    assert opts.from_spark_history is not None
+    client = _client(ctx, opts, "Spark History Server", FIX)
     return HistoryServer(opts.from_spark_history, client)
+
+
+def _timeline_server(ctx: typer.Context, opts: RecordImport) -> Any:
+    from cobell_cli.sources.timeline import FIX, TimelineServer
+
+    assert opts.timeline_url is not None
+    return TimelineServer(opts.timeline_url, _client(ctx, opts, "Timeline Server", FIX))
 
 
 def _from_spark(

@@ -18,7 +18,8 @@ What the RM keeps of a finished app, and so what cobell can learn from it:
   The Spark History Server (`--from-spark-history`) and event logs keep them longer and give
   the exact executors; `--from-yarn --from-spark-history URL` takes the RM's list and, for
   the Spark apps the History Server knows, its exact executors (`scale_out_how` =
-  "executors (Spark History Server)").
+  "executors (Spark History Server)"); `--timeline-url URL` does the same with the
+  Timeline Server v1's containers for every app type (`sources/timeline.py`).
 
 Paging: the RM's `limit` cuts an unordered list (it walks a hash map), so paging by "the last
 finishedTime seen" would lose apps. Instead a time window [begin, end] is asked with
@@ -187,7 +188,7 @@ def read_finished(
     vcores_per_container: float = 1.0,
     page_size: int = PAGE_SIZE,
     on_page: Callable[[int], None] | None = None,
-    refine: Callable[[ImportedApp], ImportedApp] | None = None,
+    refine: Callable[[ImportedApp, str], ImportedApp] | None = None,
 ) -> list[ImportedApp]:
     """The RM's finished apps in [since, until] as ImportedApps; skips counted in `summary`."""
     apps: list[ImportedApp] = []
@@ -206,8 +207,8 @@ def read_finished(
         if isinstance(parsed, str):
             summary.skip(parsed, raw.get("id") if isinstance(raw, Mapping) else None)
             continue
-        if refine is not None and str(raw.get("applicationType", "")).upper() == "SPARK":
-            parsed = refine(parsed)
+        if refine is not None:
+            parsed = refine(parsed, str(raw.get("applicationType", "")).upper())
         summary.note_finished(parsed.finished_at)
         apps.append(parsed)
     return apps
@@ -225,16 +226,17 @@ def import_from_yarn(
     page_size: int = PAGE_SIZE,
     on_page: Callable[[int], None] | None = None,
     spark_history: Any = None,
+    timeline: Any = None,
 ) -> ImportSummary:
     """Read the RM's finished apps, then store them all in one transaction (or, dry, none).
 
-    With `spark_history` (a HistoryServer), Spark apps it knows get their exact executors.
+    With a `timeline` (TimelineServer) the apps it knows get their exact containers; with
+    `spark_history` (a HistoryServer) the Spark apps it knows get their exact executors.
     """
     from cobell_cli.sources.record import store_imported
-    from cobell_cli.sources.spark_history import exact_executors
 
     summary = ImportSummary(source="yarn", where=f"YARN RM {', '.join(cluster.rm_urls)}")
-    refine = None if spark_history is None else exact_executors(spark_history, summary)
+    refine = exact_source(summary, spark_history, timeline)
     apps = read_finished(
         cluster,
         since,
@@ -251,3 +253,31 @@ def import_from_yarn(
     summary.where = cluster.describe()
     store_imported(history, apps, summary, dry_run=dry_run)
     return summary
+
+
+def exact_source(
+    summary: ImportSummary, spark_history: Any, timeline: Any
+) -> Callable[[ImportedApp, str], ImportedApp] | None:
+    """The exact scale-out where a server knows the app: the Timeline Server's containers,
+    then (for Spark apps) the History Server's executors; else the vcore-second estimate."""
+    from cobell_cli.sources.spark_history import exact_executors
+    from cobell_cli.sources.timeline import exact_containers
+
+    steps: list[tuple[Callable[[ImportedApp], ImportedApp], bool]] = []
+    if timeline is not None:
+        steps.append((exact_containers(timeline, summary), False))
+    if spark_history is not None:
+        steps.append((exact_executors(spark_history, summary), True))
+    if not steps:
+        return None
+
+    def refine(app: ImportedApp, app_type: str) -> ImportedApp:
+        for step, spark_only in steps:
+            if spark_only and app_type != "SPARK":
+                continue
+            better = step(app)
+            if better is not app:
+                return better
+        return app
+
+    return refine
