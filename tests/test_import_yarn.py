@@ -277,3 +277,35 @@ def test_unknown_to_the_timeline_server_keeps_the_estimate(db: Path, rm: Standin
     rm.add_app("j", executors=3, start_s=rm.now_s - HOUR, duration_s=100)
     summary = imported(db, rm, "--timeline-url", rm.url)  # timeline off: every app is a 404
     assert summary["scale_out_from"] == {"vcore-seconds": 1} and summary["warnings"] == []
+
+
+def test_progress_on_a_terminal_only(db: Path, rm: StandinRM) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    for k in range(30):
+        rm.add_app(f"j{k}", start_s=rm.now_s - HOUR - k * 60, duration_s=30)
+    argv = [sys.executable, "-m", "cobell_cli", "--db", str(db), "history", "import"]
+    argv += ["--from-yarn", "--rm-url", rm.url]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    assert b"reading" in seen and b"apps" in seen  # the progress count, drawn on the terminal
+    assert b"imported 30 of 30 apps" in seen
+    piped = cobell(
+        "--db", db.with_name("c.db"), "history", "import", "--from-yarn", "--rm-url", rm.url
+    )
+    assert "reading" not in piped.stderr and "imported 30 of 30 apps" in piped.stderr

@@ -570,10 +570,14 @@ def _progress(quiet: bool) -> Iterator[Callable[[int], None] | None]:
     if quiet or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     with Progress(
-        SpinnerColumn(), TextColumn("{task.description} {task.completed} apps"), transient=True
+        SpinnerColumn(),
+        TextColumn("{task.description} {task.completed} apps"),
+        console=Console(stderr=True),
+        transient=True,
     ) as bar:
         task = bar.add_task("reading", total=None)
         yield lambda n: bar.advance(task, n)
