@@ -162,6 +162,14 @@ class HistoryServer:
             )
         return [a for a in data if isinstance(a, Mapping)]
 
+    def running_apps(self) -> list[Mapping[str, Any]]:
+        """Apps without an end event: still running, or crashed before writing one."""
+        try:
+            data = self._get("/applications", {"status": "running"})
+        except _Gone:
+            return []
+        return _objects(data)
+
     def executors(self, app_id: str) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
         """One app's latest attempt and its executors (for YARN apps: the same id); _Gone."""
         info = self._get(f"/applications/{quote(app_id, safe='')}")
@@ -249,6 +257,9 @@ def read_apps(
 ) -> list[ImportedApp]:
     """The server's completed apps ended since `since`; skips counted in `summary`."""
     apps = []
+    for info in server.running_apps():
+        summary.seen += 1
+        summary.skip("no end event (running or crashed)", text_or_none(info.get("id")))
     for info in server.completed_apps(since):
         summary.seen += 1
         app_id = text_or_none(info.get("id"))

@@ -2,14 +2,15 @@
 
     flock /tmp/cobell-spark.lock .venv/bin/python tests/data/eventlogs/record.py
 
-Starts `cobell local-cluster`'s code (2 workers x 2 cores, free loopback ports), runs four
+Starts `cobell local-cluster`'s code (2 workers x 2 cores, free loopback ports), runs five
 tiny PySpark apps with event logging on (zstd-compressed, Spark's default codec), then stops
 the cluster. Two apps run at the same time so that they overlap. The logs land in
 tests/data/eventlogs/logs/ (~35 KB each); the script's output lists them.
 
 apps: `etl` (spark.yarn.tags cobell-job:etl, 2 executors), `adhoc report` (2 executors,
 concurrent with etl), `cobell:pi` (1 executor), `broken` (a job that fails; the driver
-exits non-zero). `etl` and `broken` write single-file logs, the others rolling
+exits non-zero), `crashed` (killed with SIGKILL mid-run: its log stays `.inprogress`, without
+an end event). `etl`, `broken` and `crashed` write single-file logs, the others rolling
 (`eventlog_v2_*`) logs, Spark 4's default.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -66,7 +68,7 @@ def submit(
         argv += ["--conf", item]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     env.pop("SPARK_CONF_DIR", None)
-    return subprocess.Popen([*argv, str(script), *args], env=env,
+    return subprocess.Popen([*argv, str(script), *args], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
@@ -90,13 +92,17 @@ def main() -> int:
             codes = [etl.wait(), report.wait()]
             codes.append(submit(master, script, "cobell:pi", 1, "ok", "0").wait())
             codes.append(submit(master, script, "broken", 2, "fail", "0", conf=single).wait())
+            crashed = submit(master, script, "crashed", 1, "ok", "120", conf=single)
+            time.sleep(25)  # well into its sleep: started, executors up, no end event yet
+            os.killpg(crashed.pid, signal.SIGKILL)  # no shutdown hook: the log stays in progress
+            codes.append(crashed.wait())
         finally:
             cluster.stop()
-    print("exit codes (etl, adhoc report, cobell:pi, broken):", codes)
+    print("exit codes (etl, adhoc report, cobell:pi, broken, crashed):", codes)
     for path in sorted(OUT.rglob("*")):
         if path.is_file():
             print(f"{path.relative_to(OUT)}  {path.stat().st_size} bytes")
-    return 0 if codes[:3] == [0, 0, 0] and codes[3] != 0 else 1
+    return 0 if codes[:3] == [0, 0, 0] and codes[3] != 0 and codes[4] == -9 else 1
 
 
 if __name__ == "__main__":
