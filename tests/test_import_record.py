@@ -57,3 +57,22 @@ def test_standalone_completed_app() -> None:
     assert standalone_app(unknown_size) is None
     killed = RunningApp("app-3", "x", "x", None, None, "KILLED", 10.0, 70.0, None)
     assert standalone_app(killed) is not None
+
+
+def test_a_bad_row_rolls_back_the_whole_import(tmp_path) -> None:
+    import pytest
+
+    from cobell_cli.errors import CobellError
+    from cobell_cli.sources.record import ImportSummary, store_imported
+    from cobell_cli.store.history import History
+
+    good = [app(f"a{k}", 100.0 * k, 100.0 * k + 150) for k in range(5)]
+    bad = ImportedApp("bad", "bad", "j", "succeeded", 10.0, 20.0, "yarn", scale_out=None)
+    with History.open(tmp_path / "h.db") as history:
+        with pytest.raises(CobellError, match="app bad cannot be stored .scale_out"):
+            store_imported(history, [*good, bad], ImportSummary("yarn", "t"))
+        assert history.count() == 0
+        assert history.conn.execute("SELECT count(*) FROM colocations").fetchone()[0] == 0
+        summary = ImportSummary("yarn", "t")
+        store_imported(history, good, summary)
+        assert history.count() == 5 and summary.colocations == 8  # 4 neighbouring pairs

@@ -309,3 +309,18 @@ def test_progress_on_a_terminal_only(db: Path, rm: StandinRM) -> None:
         "--db", db.with_name("c.db"), "history", "import", "--from-yarn", "--rm-url", rm.url
     )
     assert "reading" not in piped.stderr and "imported 30 of 30 apps" in piped.stderr
+
+
+def test_concurrent_imports_import_every_app_once(db: Path, rm: StandinRM) -> None:
+    import subprocess
+    import sys
+
+    for k in range(40):
+        rm.add_app(f"j{k % 4}", start_s=rm.now_s - HOUR - k * 30, duration_s=100)
+    argv = [sys.executable, "-m", "cobell_cli", "--db", str(db), "history", "import"]
+    argv += ["--from-yarn", "--rm-url", rm.url, "--json"]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(o["imported"] for o in outs) == 40
+    assert rows(db, "SELECT count(*), count(DISTINCT app_id) FROM runs")[0][:] == (40, 40)

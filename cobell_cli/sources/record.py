@@ -230,7 +230,7 @@ def store_imported(
             summary.colocations += len(record["colocations"])
             summary.scale_out_how[app.scale_out_how or "unknown"] += 1
             if not dry_run:
-                summary.run_ids.append(_insert_run(history, record))
+                summary.run_ids.append(_insert_run(history, record, summary.where))
         backfill = _backfill(history, existing, len(fresh), views, pairs)
         summary.colocations += len(backfill)
         summary.imported = len(fresh)
@@ -320,11 +320,18 @@ def _backfill(
     return out
 
 
-def _insert_run(history: History, record: Mapping[str, Any]) -> int:
+def _insert_run(history: History, record: Mapping[str, Any], where: str) -> int:
     """A validated insert inside the caller's transaction; a bad row raises and rolls back all."""
+    from cobell_cli.errors import CobellError
     from cobell_cli.store.history import validate_run
 
-    clean = validate_run(record)
+    try:
+        clean = validate_run(record)
+    except ValueError as exc:
+        raise CobellError(
+            f"{where}: app {record.get('app_id')} cannot be stored ({exc}); nothing was imported",
+            hint="report it with the app's JSON; --dry-run shows what would be imported",
+        ) from None
     rows = clean.pop("colocations")
     cur = history.conn.execute(
         f"INSERT INTO runs ({', '.join(clean)}) VALUES ({', '.join('?' for _ in clean)})",
