@@ -69,7 +69,7 @@ def test_a_bad_row_rolls_back_the_whole_import(tmp_path) -> None:
     good = [app(f"a{k}", 100.0 * k, 100.0 * k + 150) for k in range(5)]
     bad = ImportedApp("bad", "bad", "j", "succeeded", 10.0, 20.0, "yarn", scale_out=None)
     with History.open(tmp_path / "h.db") as history:
-        with pytest.raises(CobellError, match="app bad cannot be stored .scale_out"):
+        with pytest.raises(CobellError, match=r"app bad cannot be stored \(scale_out"):
             store_imported(history, [*good, bad], ImportSummary("yarn", "t"))
         assert history.count() == 0
         assert history.conn.execute("SELECT count(*) FROM colocations").fetchone()[0] == 0
