@@ -348,7 +348,7 @@ _cobell() {
                 else COMPREPLY=(); fi ;;
             "cobell history import")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job --runtime-unit --skip-invalid --new-ids --dry-run --from-yarn --from-spark-history --from-event-logs --since --vcores-per-container --json --timeline-url --rm-url --ca-bundle -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job --runtime-unit --skip-invalid --new-ids --dry-run --from-yarn --from-spark-history --from-event-logs --since --vcores-per-container --json --download-logs --no-download-logs --timeline-url --rm-url --ca-bundle -h --help' -- "$cur"))
                 else ((npos >= 0)) && _cobell_complete_files; fi ;;
             "cobell history export")
                 if [[ $cur == -* ]]; then

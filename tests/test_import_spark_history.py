@@ -134,6 +134,14 @@ def test_history_server_apps_become_runs(tmp_path: Path, history_server: str) ->
         ("etl", "adhoc report"),
     ]
     assert all(p["overlap_s"] > 0 and 0 < p["overlap_ratio"] <= 1 for p in pairs)
+    # each app's event log was downloaded next to the history, for the what-if
+    for run in runs.values():
+        log = Path(run["event_log"])
+        assert log.is_relative_to(tmp_path / "event-logs") and log.exists()
+        assert run["app_id"] in log.name
+    assert Path(runs["etl"]["event_log"]).is_file()  # a single-file log
+    assert Path(runs["pi"]["event_log"]).is_dir()  # a rolling log directory
+    assert any(Path(runs["pi"]["event_log"]).glob("events_1_*"))
     again = shs_import(db, history_server)
     assert again["imported"] == 0
     assert again["skipped_by_reason"]["already imported"] == APPS
@@ -144,6 +152,10 @@ def test_dry_run_and_since(tmp_path: Path, history_server: str) -> None:
     db = tmp_path / "h.db"
     assert shs_import(db, history_server, "--dry-run")["imported"] == APPS
     assert not db.exists()
+    assert not (tmp_path / "event-logs").exists()
+    kept = shs_import(db, history_server, "--no-download-logs")
+    assert kept["imported"] == APPS and not (tmp_path / "event-logs").exists()
+    assert {r[0] for r in rows(db, "SELECT event_log FROM runs")} == {None}
     future = cobell(
         "--db", db, "history", "import", "--from-spark-history", history_server,
         "--since", "2999-01-01", "--json",

@@ -281,6 +281,13 @@ def import_file(
     as_json: bool = typer.Option(
         False, "--json", help="Print the import summary as JSON.", rich_help_panel="Record"
     ),
+    download_logs: bool = typer.Option(
+        True,
+        "--download-logs/--no-download-logs",
+        help="With --from-spark-history: keep each app's event log next to the history "
+        "(event-logs/), for the what-if.",
+        rich_help_panel="Record",
+    ),
     timeline_url: str | None = typer.Option(
         None,
         "--timeline-url",
@@ -313,6 +320,7 @@ def import_file(
                 rm_url=rm_url,
                 ca_bundle=ca_bundle,
                 timeline_url=timeline_url,
+                download_logs=download_logs,
             ),
         )
         return
@@ -436,6 +444,7 @@ class RecordImport:
     rm_url: list[str] | None
     ca_bundle: str | None
     timeline_url: str | None = None
+    download_logs: bool = True
 
 
 def _one_file(files: list[Path] | None) -> Path:
@@ -561,6 +570,7 @@ def _from_spark(
         patterns=compile_patterns(resolved.job_patterns or {}),
         default_job=opts.job,
         on_app=on_page,
+        logs_into=history.path.parent / "event-logs" if opts.download_logs else None,
     )
 
 

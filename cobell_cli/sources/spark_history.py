@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -181,6 +182,41 @@ class HistoryServer:
             base += f"/{quote(str(attempt['attemptId']), safe='')}"
         return attempt, _objects(self._get(f"{base}/allexecutors"))
 
+    def download_log(self, app_id: str, into: Path) -> str | None:
+        """The app's event log (`/logs`, a zip) extracted under `into/<app id>/`: the path of
+        the single log file or rolling-log directory in it, None when the server has none.
+
+        For the what-if, which reads the stage graph the REST API does not give. Bounded by
+        the cluster timeout; a failure costs the log, never the import.
+        """
+        import io
+        import zipfile
+
+        import requests
+
+        url = f"{self.url}{API}/applications/{quote(app_id, safe='')}/logs"
+        try:
+            resp = self.client.session.get(
+                url, timeout=self.client.timeout_s, verify=self.client.ca_bundle or True
+            )
+        except requests.RequestException:  # no log; the run is imported all the same
+            return None
+        if resp.status_code != 200:
+            return None
+        target = into / _safe_name(app_id)
+        try:
+            with zipfile.ZipFile(io.BytesIO(resp.content)) as archive:
+                names = [n for n in archive.namelist() if _inside(n)]
+                if not names:
+                    return None
+                target.mkdir(parents=True, exist_ok=True)
+                for name in names:
+                    archive.extract(name, target)
+        except (zipfile.BadZipFile, OSError):
+            return None
+        top = {n.split("/", 1)[0] for n in names}
+        return str(target / top.pop()) if len(top) == 1 else str(target)
+
     def details(self, info: Mapping[str, Any]) -> AppDetails:
         """The attempt's executors, environment, jobs and stages; _Gone on a 404."""
         attempts = [a for a in info.get("attempts") or () if isinstance(a, Mapping)]
@@ -236,6 +272,16 @@ def exact_executors(
     return refine
 
 
+def _safe_name(app_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in app_id)
+
+
+def _inside(name: str) -> bool:
+    """A zip member that stays inside the target directory (no absolute or .. paths)."""
+    parts = name.replace("\\", "/").split("/")
+    return bool(name) and not name.startswith("/") and ".." not in parts and not name.endswith("/")
+
+
 class _Gone(Exception):
     """The History Server answered 404: the app was evicted (or never had this part)."""
 
@@ -254,6 +300,7 @@ def read_apps(
     known_jobs: tuple[str, ...] = (),
     skip_ids: frozenset[str] = frozenset(),
     on_app: Callable[[int], None] | None = None,
+    logs_into: Path | None = None,
 ) -> list[ImportedApp]:
     """The server's completed apps ended since `since`; skips counted in `summary`."""
     apps = []
@@ -282,6 +329,8 @@ def read_apps(
         if isinstance(parsed, str):
             summary.skip(parsed, app_id)
             continue
+        if logs_into is not None:
+            parsed = replace(parsed, event_log=server.download_log(parsed.app_id, logs_into))
         summary.note_finished(parsed.finished_at)
         apps.append(parsed)
     return apps
@@ -296,8 +345,12 @@ def import_from_spark_history(
     patterns: Mapping[str, Any] | None = None,
     default_job: str | None = None,
     on_app: Callable[[int], None] | None = None,
+    logs_into: Path | None = None,
 ) -> ImportSummary:
-    """Read the server's apps (not asking again for those already imported), store them all."""
+    """Read the server's apps (not asking again for those already imported), store them all.
+
+    With `logs_into`, each app's event log is downloaded there and its path stored in the
+    run's `event_log`, for the what-if."""
     from cobell_cli.sources.record import store_imported
 
     summary = ImportSummary(source="spark-history", where=f"Spark History Server {server.url}")
@@ -313,6 +366,7 @@ def import_from_spark_history(
         known_jobs=tuple(history.job_names()),
         skip_ids=known,
         on_app=on_app,
+        logs_into=None if dry_run else logs_into,
     )
     store_imported(history, apps, summary, dry_run=dry_run)
     return summary
