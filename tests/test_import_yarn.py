@@ -324,3 +324,15 @@ def test_concurrent_imports_import_every_app_once(db: Path, rm: StandinRM) -> No
     assert all(p.returncode == 0 for p in procs)
     assert sum(o["imported"] for o in outs) == 40
     assert rows(db, "SELECT count(*), count(DISTINCT app_id) FROM runs")[0][:] == (40, 40)
+
+
+def test_a_full_rm_says_older_apps_may_be_gone(db: Path, rm: StandinRM) -> None:
+    from cobell_cli.sources.yarn_apps import RM_DEFAULT_RETENTION
+
+    rm.max_completed = RM_DEFAULT_RETENTION
+    for k in range(RM_DEFAULT_RETENTION + 5):
+        rm.add_app("j", start_s=rm.now_s - 20 * HOUR + k * 60, duration_s=30)
+    summary = imported(db, rm, "--since", "2d", "--dry-run")
+    assert summary["seen"] == RM_DEFAULT_RETENTION
+    (note,) = summary["warnings"]
+    assert "max-completed-applications" in note

@@ -38,6 +38,7 @@ from cobell_cli.errors import ClusterError
 from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of, status_of
 
 PAGE_SIZE = 1000
+RM_DEFAULT_RETENTION = 1000  # yarn.resourcemanager.max-completed-applications, Hadoop 3
 AM_CONTAINERS = 1
 
 
@@ -251,8 +252,25 @@ def import_from_yarn(
         refine=refine,
     )
     summary.where = cluster.describe()
+    note = retention_note(summary, since)
+    if note:
+        summary.warnings.append(note)
     store_imported(history, apps, summary, dry_run=dry_run)
     return summary
+
+
+def retention_note(summary: ImportSummary, since: float) -> str | None:
+    """Say so when the RM may have forgotten apps --since asked for (its retention cap)."""
+    from cobell_cli.output import iso
+
+    oldest = summary.oldest_finished_at
+    if summary.seen < RM_DEFAULT_RETENTION or oldest is None or oldest <= since + 3600:
+        return None
+    return (
+        f"the RM's oldest finished app ended {iso(oldest)}, after --since: it keeps only its "
+        "last yarn.resourcemanager.max-completed-applications apps; import older ones from "
+        "the Spark History Server or event logs"
+    )
 
 
 def exact_source(
