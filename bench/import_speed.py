@@ -1,6 +1,6 @@
 """Import speed and memory: N finished apps from the YARN stand-in, through the real CLI.
 
-    python -m bench.import_speed [--apps 10000] [--output FILE]
+    python -m bench.import_speed [--apps 10000] [--output FILE] [--quick]
 
 The stand-in RM (tests/yarn_standin.py, real HTTP on loopback) runs in a process of its own
 with N finished apps, one starting every `--every-s` seconds for a random 60..1200 s, so an
@@ -86,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every-s", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--quick", action="store_true", help="300 apps; print, write nothing")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.apps, args.output = 300, None
     rm, url = start_rm(args.apps, args.every_s, args.seed)
     try:
         volume = json_bytes(url)
@@ -99,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         rm.stdin.close()
         rm.wait(timeout=30)
     report = render(args, volume, first, again)
-    args.output.write_text(report)
+    if args.output is not None:
+        args.output.write_text(report)
     print(report)
     return 0
 

@@ -336,3 +336,12 @@ def test_a_full_rm_says_older_apps_may_be_gone(db: Path, rm: StandinRM) -> None:
     assert summary["seen"] == RM_DEFAULT_RETENTION
     (note,) = summary["warnings"]
     assert "max-completed-applications" in note
+
+
+def test_import_speed_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import import_speed
+
+    assert import_speed.main(["--quick"]) == 0
+    report = capsys.readouterr().out
+    assert "| first import | 300 | 0 |" in report
+    assert "| again (all already imported) | 0 | 300 |" in report
