@@ -108,6 +108,6 @@ def test_import_counts_unreadable_and_unfinished_logs_and_writes_once(tmp_path: 
         "unreadable (zstd: truncated frame)": 1,
     }
     assert summary.colocations == 2  # etl and the report overlapped
-    assert again.imported == 0 and dict(again.skipped) == {"already imported": 2}
+    assert again.imported == 0 and dict(again.skipped) == {"already in the history": 2}
     assert {r["source"] for r in runs} == {"event-log"}
     assert {r["event_log"] for r in runs} == {"etl.zstd", "report"}

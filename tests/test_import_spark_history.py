@@ -144,7 +144,7 @@ def test_history_server_apps_become_runs(tmp_path: Path, history_server: str) ->
     assert any(Path(runs["pi"]["event_log"]).glob("events_1_*"))
     again = shs_import(db, history_server)
     assert again["imported"] == 0
-    assert again["skipped_by_reason"]["already imported"] == APPS
+    assert again["skipped_by_reason"]["already in the history"] == APPS
 
 
 @pytest.mark.spark

@@ -255,7 +255,7 @@ def _fresh(
     fresh, seen = [], set()
     for app in apps:
         if app.app_id in present or app.app_id in seen:
-            summary.skip("already imported", app.app_id)
+            summary.skip("already in the history", app.app_id)
             continue
         seen.add(app.app_id)
         fresh.append(app)

@@ -311,7 +311,7 @@ def read_apps(
         summary.seen += 1
         app_id = text_or_none(info.get("id"))
         if app_id in skip_ids:
-            summary.skip("already imported", app_id)
+            summary.skip("already in the history", app_id)
             continue
         try:
             parsed = parse_app(
