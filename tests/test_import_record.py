@@ -76,3 +76,40 @@ def test_a_bad_row_rolls_back_the_whole_import(tmp_path) -> None:
         summary = ImportSummary("yarn", "t")
         store_imported(history, good, summary)
         assert history.count() == 5 and summary.colocations == 8  # 4 neighbouring pairs
+
+
+def test_any_json_app_is_parsed_or_skipped_never_raises() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cobell_cli.sources.spark_history import AppDetails, parse_app
+    from cobell_cli.sources.yarn_apps import parse_finished
+
+    scalar = st.none() | st.booleans() | st.integers(-(10**13), 10**13) | st.floats() | st.text()
+    value = st.recursive(scalar, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner))
+    keys = st.sampled_from(
+        ["id", "state", "finalStatus", "startedTime", "finishedTime", "vcoreSeconds", "name",
+         "applicationTags", "resourceSecondsMap", "user", "queue"]
+    )  # fmt: skip
+    raw_app = st.dictionaries(keys, value) | value
+
+    @settings(max_examples=150)
+    @given(raw_app)
+    def check_yarn(raw: object) -> None:
+        parsed = parse_finished(raw)
+        assert isinstance(parsed, str) or (parsed.runtime_s > 0 and parsed.scale_out != 0)
+
+    @given(
+        st.dictionaries(st.sampled_from(["id", "name"]), value),
+        st.dictionaries(
+            st.sampled_from(["completed", "startTimeEpoch", "endTimeEpoch", "sparkUser"]), value
+        ),
+        st.lists(st.dictionaries(st.sampled_from(["id", "addTime", "removeTime"]), value)),
+    )
+    def check_history_server(info: dict, attempt: dict, executors: list) -> None:  # fmt: skip
+        details = AppDetails(info, attempt, executors, {}, [], [])
+        parsed = parse_app(details)
+        assert isinstance(parsed, str) or parsed.runtime_s > 0
+
+    check_yarn()
+    check_history_server()
