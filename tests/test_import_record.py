@@ -86,7 +86,9 @@ def test_any_json_app_is_parsed_or_skipped_never_raises() -> None:
     from cobell_cli.sources.yarn_apps import parse_finished
 
     scalar = st.none() | st.booleans() | st.integers(-(10**13), 10**13) | st.floats() | st.text()
-    value = st.recursive(scalar, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner))
+    value = st.recursive(
+        scalar, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=8
+    )
     keys = st.sampled_from(
         ["id", "state", "finalStatus", "startedTime", "finishedTime", "vcoreSeconds", "name",
          "applicationTags", "resourceSecondsMap", "user", "queue"]
