@@ -345,3 +345,24 @@ def test_import_speed_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
     report = capsys.readouterr().out
     assert "| first import | 300 | 0 |" in report
     assert "| again (all already imported) | 0 | 300 |" in report
+
+
+def test_learning_co_runners_from_a_dead_rm_is_one_warning(
+    tmp_path: Path, dead_rm_url: str
+) -> None:
+    from cobell_cli.sources.co_runners import learn_co_runners
+
+    cluster = YarnCluster([dead_rm_url], JsonClient(what="YARN RM", retries=0))
+    warnings = learn_co_runners(tmp_path / "h.db", cluster, 0.0, time.time(), {"x"})
+    assert len(warnings) == 1 and "finished co-runners not recorded" in warnings[0]
+    assert "connection refused" in warnings[0] and not (tmp_path / "h.db").exists()
+
+
+def test_learning_co_runners_skips_our_own_app(tmp_path: Path, rm: StandinRM) -> None:
+    from cobell_cli.sources.co_runners import learn_co_runners
+
+    ours = rm.add_app("ours", start_s=rm.now_s - 100, duration_s=50)
+    theirs = rm.add_app("theirs", start_s=rm.now_s - 90, duration_s=20)
+    cluster = YarnCluster([rm.url], JsonClient(what="YARN RM"))
+    assert learn_co_runners(tmp_path / "h.db", cluster, rm.now_s - 100, rm.now_s, {ours}) == []
+    assert [r[0] for r in rows(tmp_path / "h.db", "SELECT app_id FROM runs")] == [theirs]
