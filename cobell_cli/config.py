@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 from cobell_cli.errors import ConfigError
 
 
@@ -92,6 +93,18 @@ def _fraction(value: Any) -> float:
     return number
 
 
+def _confidence(value: Any) -> float | None:
+    """A probability in (0, 1), or 'point' (None): plan on the point prediction."""
+    if isinstance(value, str) and value.strip().lower() == "point":
+        return None
+    try:
+        return _fraction(value)
+    except ValueError:
+        raise ValueError(
+            f"expected a probability between 0 and 1 (exclusive) or 'point', got {value!r}"
+        ) from None
+
+
 def _non_negative_float(value: Any) -> float:
     number = float(value)
     if number < 0:
@@ -150,7 +163,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("min_scale_out", _positive_int, 1, "smallest scale-out considered"),
     Setting("max_scale_out", _positive_int, 64, "largest scale-out considered"),
     Setting("scale_out_step", _positive_int, 1, "step between candidate scale-outs"),
-    Setting("confidence", _fraction, None, "aim at meeting the target with this probability"),
+    Setting(
+        "confidence",
+        _confidence,
+        DEFAULT_CONFIDENCE,
+        "choose the smallest scale-out meeting the target with at least this estimated "
+        "probability; 'point' plans on the point prediction (the paper's decision)",
+    ),
     Setting(
         "input_tolerance",
         _non_negative_float,

@@ -139,6 +139,20 @@ def test_history_builder(tmp_path, bell_dir):
     assert sum(1 for r in runs if r["overlaps"]) > len(runs) // 3
 
 
+def test_many_co_runner_jobs_and_the_calibration_check(tmp_path, bell_dir):
+    from bench import latency
+
+    names = latency.co_job_names(9)
+    assert len(set(names)) == 9 and names[:4] == latency.CO_JOBS and names[4] == "grep-1"
+    db = tmp_path / "h.db"
+    latency.build_history(db, 240, bell_dir, co_jobs=names)
+    check = latency.calibration_check(db, latency.child_env(tmp_path))
+    assert 80 < check["runs"] < 160 and check["co_runner_jobs"] >= 2
+    assert check["fit_s"] > 0 and check["refits_s"] > check["fit_s"]  # ten fits cost more
+    for one_fit, refits in check["bounds"].values():
+        assert one_fit >= 1.0 and refits >= 1.0
+
+
 def test_latency_quick_on_a_tiny_history(bell_dir):
     from bench import latency
 
@@ -153,6 +167,26 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
     assert m["predict, 30 runs, no cache"]["cpu_s"] > m["predict, 30 runs"]["cpu_s"]
     text = latency.render(result, "test")
     assert "cobell --help <= 0.15 s" in text and "| predict, 30 runs |" in text
+
+
+# --- confidence levels ------------------------------------------------------------------------
+
+
+def test_confidence_levels_on_a_tiny_experiment(bell_dir):
+    from bench import colocation, confidence_levels
+
+    cfg = colocation.Config(targets=("sgd",), variants=("single",), runs_per_interferer=3)
+    results = confidence_levels.run([0.5, 0.97], cfg.seed, cfg)
+    assert colocation.STRATEGIES[-1] == "oracle" and "joint@0.5" not in colocation.STRATEGIES
+    per = results[("single", "sgd")]
+    assert set(per) == {"joint@0.5", "joint@0.97", "oracle"}
+    assert len(per["joint@0.5"]) == len(per["oracle"]) == 12
+    # The same runs: a more careful level never reserves fewer nodes in total.
+    later = [r for r in per["joint@0.97"] if r.index > colocation.MODEL_FROM_USABLE]
+    loose = [r for r in per["joint@0.5"] if r.index > colocation.MODEL_FROM_USABLE]
+    assert sum(r.scale_out for r in later) >= sum(r.scale_out for r in loose)
+    text = confidence_levels.render(results, [0.5, 0.97], "test", 1.0)
+    assert "| single | sgd | 0.97 |" in text and "Cells meeting the whole goal: 0.5:" in text
 
 
 # --- sparse3 limits --------------------------------------------------------------------------

@@ -16,9 +16,11 @@ from cobell_cli.core.calibration import (
     calibrated_upper,
     jackknife_calibration,
     jackknife_ratios,
+    meet_probability,
     outcome_calibration,
     ratio_bound,
     stranger_factors,
+    student_t_cdf,
     student_t_quantile,
 )
 from cobell_cli.core.plan import plan
@@ -186,6 +188,11 @@ def test_a_stranger_is_charged_the_most_harmful_pair() -> None:
     assert stranger_factors(xs, mixed, PairModel(3000.0, {}))[0] == [1.0, 1.0]
 
 
+def _upper(**kw: Any) -> tuple[list[float], dict | None, list[float] | None]:
+    bound = calibrated_upper(**kw)
+    return bound.upper_s, bound.calibration, bound.meet_probability
+
+
 def test_calibrated_upper_prefers_the_record_and_widens_for_strangers() -> None:
     model = PairModel(3000.0, {"tpchq10": (0.0, 6.0)}, pooled=(0.05, 0.0))
     xs, ov = [10.0, 20.0], [{"tpchq10": 1.0}] * 2
@@ -193,16 +200,15 @@ def test_calibrated_upper_prefers_the_record_and_widens_for_strangers() -> None:
     hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {})])
     kw: dict[str, Any] = dict(scale_outs=xs, predicted_s=pred, upper_s=[1.02 * p for p in pred],
                               model=model, fit=lambda runs: model, confidence=0.9)
-    upper, cal = calibrated_upper(runs=hist, overlaps=ov, jackknife=False, **kw)
+    upper, cal, _ = _upper(runs=hist, overlaps=ov, jackknife=False, **kw)
     assert cal is None and upper == pytest.approx([1.02 * p for p in pred])
     slow = [{**r, "runtime_s": 1.25 * r["runtime_s"]} for r in hist]  # the model is 25 % fast
-    upper, cal = calibrated_upper(runs=slow, overlaps=ov, jackknife=True, **kw)
+    upper, cal, _ = _upper(runs=slow, overlaps=ov, jackknife=True, **kw)
     assert cal["source"] == "jackknife" and upper == pytest.approx([1.25 * p for p in pred])
     record = [rec(i, 1.1) for i in range(6)]
-    upper, cal = calibrated_upper(runs=slow + record, overlaps=ov, jackknife=True, **kw)
+    upper, cal, _ = _upper(runs=slow + record, overlaps=ov, jackknife=True, **kw)
     assert cal["source"] == "outcomes" and upper == pytest.approx([1.1 * p for p in pred])
-    upper, cal = calibrated_upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, jackknife=False,
-                                  **kw)
+    upper, cal, _ = _upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, jackknife=False, **kw)
     assert cal == {"strangers": ["wordcount"]}
     assert all(u > 1.02 * p for u, p in zip(upper, pred, strict=True))
 
@@ -227,3 +233,112 @@ def test_a_confident_plan_reserves_more_for_a_stranger_than_for_a_known_co_runne
     assert stranger_plan.scale_out > known_plan.scale_out
     # The point prediction (no --confidence) is untouched by the stranger bound.
     assert choose(stranger, None).scale_out == choose(model, None).scale_out
+
+
+# --- the probability of meeting the target ---------------------------------------------------
+
+
+def test_student_t_cdf_inverts_the_quantile_and_matches_scipy() -> None:
+    for dof in (3, 5, 12, 40):
+        for p in (0.1, 0.5, 0.9, 0.97):
+            assert student_t_cdf(student_t_quantile(p, dof), dof) == pytest.approx(p, abs=1e-6)
+        assert student_t_cdf(2.0, dof) == pytest.approx(scipy_t.cdf(2.0, dof), abs=0.01)
+
+
+def test_meet_probability_is_conformal_among_the_ratios() -> None:
+    ratios = [0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3, 1.5, 2.0]  # n = 9
+    assert meet_probability(ratios, 0.8) == 0.0
+    assert meet_probability(ratios, 1.0) == pytest.approx(3 / 10)
+    assert meet_probability(ratios, 1.4) == pytest.approx(7 / 10)
+    beyond = meet_probability(ratios, 2.5)  # past the largest: the t tail, at least n/(n+1)
+    assert 0.9 <= beyond < meet_probability(ratios, 5.0) < 1.0
+    with pytest.raises(ValueError):
+        meet_probability([], 1.0)
+
+
+def test_a_bound_at_level_p_means_a_probability_of_at_least_p() -> None:
+    """The planner decides on ratio_bound and reports meet_probability: they must agree."""
+    rng = np.random.default_rng(3)
+    for n in (4, 7, 15, 40, 200):
+        ratios = np.exp(rng.normal(0.05, 0.1, n)).tolist()
+        for p in (0.5, 0.8, 0.9, 0.97, 0.99):
+            bound = ratio_bound(ratios, p)
+            assert meet_probability(ratios, bound) >= p - 1e-6, (n, p)
+            assert meet_probability(ratios, bound * 1.0001) >= p
+            # A lower threshold is never more probable.
+            assert meet_probability(ratios, bound * 0.95) <= meet_probability(ratios, bound)
+
+
+class LooModel(PairModel):
+    """A PairModel that carries its own leave-one-out ratios, as fit_runtime_model's does."""
+
+    def __init__(self, ratios: Sequence[float]) -> None:
+        super().__init__(3000.0, {})
+        self.loo_ratios_ = list(ratios)
+
+
+def test_the_models_own_leave_one_out_ratios_spare_the_refits() -> None:
+    model = LooModel([1.0, 1.1, 1.2, 1.3, 0.9, 1.05])
+    hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {}), (50, {})])
+
+    def no_refit(runs: Sequence[Mapping[str, Any]]) -> Any:
+        raise AssertionError("refitted although the model carries its leave-one-out ratios")
+
+    xs, pred = [10.0, 20.0], [300.0, 150.0]
+    bound = calibrated_upper(runs=hist, scale_outs=xs, predicted_s=pred, upper_s=pred,
+                             overlaps=None, model=model, fit=no_refit, confidence=0.8,
+                             jackknife=True, target_s=330.0)
+    assert bound.calibration["source"] == "leave-one-out"
+    assert bound.calibration["ratio_quantile"] == ratio_bound(model.loo_ratios_, 0.8)
+    assert bound.upper_s == pytest.approx([p * ratio_bound(model.loo_ratios_, 0.8) for p in pred])
+    # P(meet 330 s): ratio <= 1.1 at 10 (4 of 6 ratios), <= 2.2 at 20 (all, t tail).
+    assert bound.meet_probability[0] == pytest.approx(4 / 7)
+    assert bound.meet_probability[1] > 6 / 7
+    # Recorded outcomes, once there are enough, take over from the model's own estimate.
+    record = [rec(i, 1.5) for i in range(6)]
+    later = calibrated_upper(runs=hist + record, scale_outs=xs, predicted_s=pred, upper_s=pred,
+                             overlaps=None, model=model, fit=no_refit, confidence=0.8,
+                             jackknife=True, target_s=330.0)
+    assert later.calibration["source"] == "outcomes"
+    assert later.meet_probability[0] == 0.0  # every recorded run took 1.5x its prediction
+
+
+def test_the_point_decision_reports_a_probability_without_widening() -> None:
+    model = LooModel([1.1] * 3 + [1.3] * 3)
+    hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {}), (50, {})])
+    bound = calibrated_upper(runs=hist, scale_outs=[10.0], predicted_s=[300.0], upper_s=[310.0],
+                             overlaps=None, model=model, fit=lambda runs: model,
+                             confidence=0.9, jackknife=False, target_s=350.0, widen=False)
+    assert bound.upper_s == [310.0] and bound.calibration["widened"] is False
+    assert bound.meet_probability == [pytest.approx(3 / 7)]  # 350/300 = 1.17: the 1.1s only
+
+
+def test_leave_one_out_ratios_of_a_real_fit_track_ten_fold_refits() -> None:
+    """The one-fit estimate (model/loo.py) against the refits it replaces, on a history where
+    some co-runners rest on few runs: their quantiles agree within 10 %."""
+    from cobell_cli.core.model import fit_runtime_model
+
+    rng = np.random.default_rng(11)
+    truth = {f"co{i}": (rng.uniform(0, 0.5), rng.uniform(0, 4)) for i in range(8)}
+    runs = []
+    for i in range(120):
+        x = int(rng.choice([4, 8, 12, 16, 24, 32, 40, 48]))
+        ov: dict[str, float] = {}
+        runtime = 30.0 + 3000.0 / x
+        if rng.random() < 0.6:
+            co = f"co{int(rng.integers(8))}"
+            ov[co] = float(rng.random())
+            runtime *= 1 + (truth[co][0] + truth[co][1] / x) * ov[co]
+        runs.append({"id": i, "scale_out": x, "runtime_s": runtime * math.exp(rng.normal(0, 0.05)),
+                     "status": "succeeded", "overlaps": ov})
+    model = fit_runtime_model(runs)
+    loo = list(model.loo_ratios_)
+    assert len(loo) == len(runs)
+    insample = [r["runtime_s"] / float(model.predict([r["scale_out"]], r["overlaps"])[0])
+                for r in runs]
+    # Held out, every error is at least as large as in sample, same sign.
+    assert all(abs(math.log(h)) >= abs(math.log(s)) - 1e-9
+               for h, s in zip(loo, insample, strict=True))
+    refits = jackknife_ratios(runs, fit_runtime_model)
+    for p in (0.9, 0.97):
+        assert ratio_bound(loo, p) == pytest.approx(ratio_bound(refits, p), rel=0.10)

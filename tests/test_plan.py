@@ -650,6 +650,60 @@ def test_recorded_underprediction_raises_the_confident_scale_out() -> None:
     assert warned.upper_s >= warned.predicted_s * 1.15 - 1e-9
 
 
+# --- the probability of meeting the target -------------------------------------------------
+
+
+def with_loo(ratios: Sequence[float], **kw: Any) -> AnalyticModel:
+    """An AnalyticModel carrying leave-one-out ratios, as fit_runtime_model's result does."""
+    model = AnalyticModel(**kw)
+    model.loo_ratios_ = list(ratios)  # type: ignore[attr-defined]
+    return model
+
+
+def test_the_search_knows_no_probability() -> None:
+    p = plan_with(history=history(2), confidence=0.9)
+    assert p.phase == "bootstrap-search" and p.meet_probability is None
+    assert p.to_dict()["meet_probability"] is None and p.confidence is None
+
+
+def test_a_confident_plan_meets_the_target_with_at_least_that_probability() -> None:
+    rng = np.random.default_rng(5)
+    model = with_loo(np.exp(rng.normal(0.02, 0.06, 40)).tolist())
+    for confidence in (0.5, 0.9, 0.97):
+        p = plan_with(model, confidence=confidence)
+        chosen = p.candidates[p.scale_out - 1]
+        assert p.feasible and p.meet_probability == chosen.meet_probability
+        assert p.meet_probability >= confidence
+        assert p.calibration["source"] == "leave-one-out"
+        # The next smaller candidate fails the bound, or its probability is too low.
+        below = p.candidates[p.scale_out - 2]
+        assert not below.meets_target
+    probabilities = [c.meet_probability for c in plan_with(model, confidence=0.9).candidates]
+    assert probabilities == sorted(probabilities)  # more nodes: never less likely here
+    assert f"P(meet) {p.meet_probability:.0%}" in p.reason
+
+
+def test_the_point_decision_is_reachable_and_reports_its_probability() -> None:
+    model = with_loo([1.0, 1.02, 1.04, 1.06, 1.08, 1.1, 0.98, 0.96])
+    point = plan_with(model, confidence=None)
+    careful = plan_with(model, confidence=0.9)
+    assert point.confidence is None and point.scale_out == 25  # 30 + 3000/x <= 150
+    assert careful.scale_out > point.scale_out
+    # At the point choice the prediction equals the target: about half the ratios exceed 1.
+    assert point.meet_probability == pytest.approx(3 / 9)
+    assert careful.meet_probability >= 0.9
+
+
+def test_ignored_co_runners_leave_the_probability_unknown() -> None:
+    model = with_loo([1.0] * 8)
+    alone = plan_with(model, history=history(4), fit=bell_only(model), confidence=0.9)
+    crowded = plan_with(model, history=history(4), fit=bell_only(model), confidence=0.9,
+                        co_runners=[app("a1", None, NOW - 10)])
+    assert alone.phase == crowded.phase == "bootstrap-parametric"
+    assert alone.meet_probability is not None and crowded.meet_probability is None
+    assert all(c.meet_probability is None for c in crowded.candidates)
+
+
 # --- the core stays light ------------------------------------------------------------------
 
 

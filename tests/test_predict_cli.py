@@ -105,7 +105,7 @@ def test_strict_infeasible_target_exits_3(db: Path) -> None:
 
 def test_confidence_never_lowers_the_scale_out(db: Path) -> None:
     base = ["-j", "sgd", "-t", "300", "--max-scale-out", "24", "--cluster", "none"]
-    point = predict_json(db, *base)
+    point = predict_json(db, *base, "--confidence", "point")
     careful = predict_json(db, *base, "--confidence", "0.95")
     assert careful["scale_out"] >= point["scale_out"]
     assert careful["upper_s"] <= 300
@@ -120,9 +120,10 @@ def test_a_cached_model_plans_exactly_as_a_fresh_fit(db: Path) -> None:
     args = ("-j", "sgd", "-t", "300", "--max-scale-out", "24", "--cluster", "none")
     fresh = predict_json(db, *args, "--confidence", "0.9")
     cached = predict_json(db, *args, "--confidence", "0.9")
-    # With --confidence and no recorded outcomes yet, the leave-one-out calibration fits too.
+    # With no recorded outcomes yet, the model's own leave-one-out ratios calibrate: one fit.
     fits = fresh.pop("model_cache")["misses"]
-    assert fresh["calibration"]["source"] == "jackknife" and fits > 1
+    assert fresh["calibration"]["source"] == "leave-one-out" and fits == 1
+    assert 0.9 <= fresh["meet_probability"] <= 1
     assert cached.pop("model_cache") == {"hits": fits, "misses": 0}
     assert cached.pop("now") >= fresh.pop("now")
     assert cached == fresh  # every candidate, bound, reason and model description
@@ -200,3 +201,45 @@ def test_another_scale_out_range_reuses_the_cached_model(db: Path) -> None:
     wide = predict_json(db, *args, "--max-scale-out", "200")
     assert wide["model_cache"] == {"hits": 1, "misses": 0}
     assert len(wide["candidates"]) == 200
+
+
+def test_the_default_is_risk_aware_and_the_point_decision_stays_reachable(db: Path) -> None:
+    base = ["-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none"]
+    default = predict_json(db, *base)
+    assert default["confidence"] == 0.9 and default["feasible"]
+    assert default["meet_probability"] >= 0.9
+    assert default["scale_out"] == predict_json(db, *base, "--confidence", "0.9")["scale_out"]
+    point = predict_json(db, *base, "--confidence", "point")
+    assert point["confidence"] is None and point["scale_out"] <= default["scale_out"]
+    assert point["meet_probability"] < default["meet_probability"]
+    from_env = cobell("--db", db, "predict", "--json", *base, env={"COBELL_CONFIDENCE": "point"})
+    assert json.loads(from_env.stdout)["scale_out"] == point["scale_out"]
+    by_x = {c["scale_out"]: c for c in default["candidates"]}
+    assert by_x[default["scale_out"]]["meet_probability"] == default["meet_probability"]
+
+
+def test_the_table_shows_the_probability_and_the_policy(db: Path) -> None:
+    base = ["-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none"]
+    shown = cobell("--db", db, "predict", *base)
+    assert shown.exit_code == 0, shown.stderr
+    assert "p_meet" in shown.stdout and "policy: P(meet) >= 0.9" in shown.stdout
+    point = cobell("--db", db, "predict", *base, "--confidence", "point")
+    assert "policy: point prediction (--confidence point)" in point.stdout
+
+
+@pytest.mark.parametrize("value", ["1.5", "0", "often"])
+def test_a_bad_confidence_is_a_one_line_usage_error(db: Path, value: str) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "-t", "300", "--confidence", value)
+    assert result.exit_code == 2
+    assert "or 'point'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_new_job_during_the_search_has_no_probability(tmp_path: Path) -> None:
+    job = ["-j", "new", "-t", "60", "--cluster", "none", "--dry-run"]
+    command = ["--", "spark-submit", "--master", "yarn", "app.py"]
+    result = cobell("--db", tmp_path / "h.db", "submit", *job, "--json", *command)
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["phase"] == "bootstrap-search" and plan["meet_probability"] is None
+    shown = cobell("--db", tmp_path / "h.db", "submit", *job, *command)
+    assert "unknown (binary search: no model yet)" in shown.stdout

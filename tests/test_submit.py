@@ -422,3 +422,29 @@ def test_a_successful_run_leaves_the_next_runs_model_in_the_cache(tmp_path: Path
     nxt = cobell("--db", db, "predict", "--json", *plan_args)
     assert json.loads(nxt.stdout)["model_cache"] == {"hits": 1, "misses": 0}
     assert json.loads(nxt.stdout)["usable_runs"] == before["usable_runs"] + 1
+
+
+def test_each_run_records_its_probability_and_feeds_the_next_calibration(tmp_path: Path) -> None:
+    from cobell_cli.core.calibration import outcome_ratios
+
+    db = tmp_path / "h.db"
+    example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
+    assert cobell("--db", db, "history", "import", example).exit_code == 0
+    plan_args = ("-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none")
+    env = {"COBELL_MODEL_CACHE": "off"}
+    done = submit(db, *plan_args, "--json", command=[PY, "-c", "pass", "{scale_out}"], env=env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["confidence"] == 0.9 and summary["meet_probability"] >= 0.9
+    (last,) = [r for r in runs(db) if r["id"] == summary["run_id"]]
+    assert last["confidence"] == 0.9
+    assert last["meet_probability"] == pytest.approx(summary["meet_probability"])
+    # What the next plans calibrate on: this run's actual / predicted.
+    with History.open(db) as history:
+        training = history.training_runs("sgd")
+    assert outcome_ratios(training)[-1] == pytest.approx(last["runtime_s"] / last["predicted_s"])
+    point = submit(db, *plan_args, "--confidence", "point", "--json",
+                   command=[PY, "-c", "pass", "{scale_out}"], env=env)
+    assert point.returncode == 0, point.stderr
+    assert json.loads(point.stdout)["confidence"] is None
+    assert runs(db)[-1]["confidence"] is None

@@ -14,6 +14,7 @@ from cobell_cli import __version__
 from cobell_cli.cli import cluster, config_cmd, demo, history, local_cluster, predict, submit
 from cobell_cli.cli import model as model_cmd
 from cobell_cli.cli.common import state
+from cobell_cli.threads import limit_blas_threads
 
 app = typer.Typer(
     name="cobell",
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: map every expected failure to one stderr line and an exit code."""
     from cobell_cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, CobellError
 
+    limit_blas_threads()  # before any command imports numpy (cobell_cli/threads.py)
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:

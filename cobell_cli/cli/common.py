@@ -185,12 +185,14 @@ StepOpt = Annotated[
     ),
 ]
 ConfidenceOpt = Annotated[
-    float | None,
+    str | None,
     typer.Option(
         "--confidence",
-        metavar="P",
-        help="Meet the target with probability P (0-1): plan on the upper prediction bound. "
-        "[env: COBELL_CONFIDENCE]",
+        metavar="P|point",
+        help="Choose the smallest scale-out whose estimated probability of meeting the target "
+        "is at least P (0-1; default 0.9), planning on the calibrated upper bound; `point` "
+        "plans on the point prediction, as the CoBell paper does. "
+        "Example: --confidence 0.97. [env: COBELL_CONFIDENCE]",
     ),
 ]
 InputSizeOpt = Annotated[
@@ -217,7 +219,7 @@ def planning_flags(
     min_scale_out: int | None,
     max_scale_out: int | None,
     step: int | None,
-    confidence: float | None,
+    confidence: str | None,
     input_tolerance: float | None,
 ) -> dict[str, Any]:
     return {

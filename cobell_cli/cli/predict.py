@@ -59,6 +59,7 @@ def render(prediction: Prediction) -> str:
                     if c.lower_s is not None and c.upper_s is not None
                     else ""
                 ),
+                "p_meet": _percent(c.meet_probability),
                 "meets": "yes" if c.meets_target else "no",
             }
             for i, app_id in enumerate(app_ids):
@@ -67,13 +68,31 @@ def render(prediction: Prediction) -> str:
             row["chosen"] = "<-" if c.scale_out == p.scale_out else ""
             rows.append(row)
         columns = ["scale_out", "predicted_s", "interval_s", *[f"ov{i + 1}" for i in
-                   range(len(app_ids))], "meets", "chosen"]
+                   range(len(app_ids))], "p_meet", "meets", "chosen"]
         lines.append(table(rows, columns))
         for i, app_id in enumerate(app_ids):
             lines.append(f"  ov{i + 1} = predicted overlap ratio with {app_id}")
     predicted = f", predicted {p.predicted_s:.0f} s" if p.predicted_s is not None else ""
     lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
+    lines.append(f"{_policy(p.confidence)}; estimated P(meet the target) at {p.scale_out}: "
+                 + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
     return "\n".join(lines)
+
+
+def _percent(probability: float | None, unknown: str = "") -> str:
+    return unknown if probability is None else f"{probability:.0%}"
+
+
+def _policy(confidence: float | None) -> str:
+    if confidence is None:
+        return "policy: point prediction (--confidence point)"
+    return f"policy: P(meet) >= {confidence:g}"
+
+
+def _unknown_why(phase: str) -> str:
+    if phase == "bootstrap-search":
+        return "unknown (binary search: no model yet)"
+    return "unknown (too few runs to measure the model's errors)"
 
 
 def run_prediction(
@@ -134,7 +153,13 @@ def predict(
 ) -> None:
     """Predict the runtime at every scale-out and pick the smallest that meets the target.
 
+    By default the smallest scale-out whose estimated probability of meeting the target is
+    at least 0.9 (p_meet in the table, calibrated on the job's past prediction errors);
+    --confidence sets another level, --confidence point the paper's point decision.
+
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
+
+    Example: cobell predict -j sgd -t 300 --confidence point --json
     """
     import time
 

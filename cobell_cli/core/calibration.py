@@ -10,7 +10,13 @@ nothing about how wrong the interference term can be. Two corrections, both pure
   the same quantile of the whole interference model's leave-one-out errors on its training
   runs stands in (`jackknife_calibration`): each run is predicted, at its measured overlaps,
   by the model fitted without it, so the error of the (a, b) pairs and of the alone curve
-  they were separated from counts, not only the scale-out curve's.
+  they were separated from counts, not only the scale-out curve's. A model that carries its
+  own leave-one-out ratios (`loo_ratios_`, from one fit: model/loo.py) is not refitted.
+* The probability of meeting the target. The same ratios, read the other way round, say how
+  likely the next runtime / predicted stays below target / predicted (`meet_probability`):
+  the conformal rank while the threshold lies among the ratios, the Student t tail beyond
+  the largest. `ratio_bound(r, p) <= t` implies `meet_probability(r, t) >= p`, so a plan at
+  confidence p reports at least p at its choice.
 * Strangers. A co-runner job met too rarely to have its own (a, b) gets the pooled pair,
   which averages jobs the target happened to meet and can be far below what this one does.
   Until it is known, the upper bound charges it the most harmful pair the model has.
@@ -22,12 +28,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 CALIBRATION_MIN_RUNS = 5  # fewer recorded outcomes say too little about the error's tail
 CALIBRATION_RECENT_RUNS = 30  # the model improves as history grows: judge it on recent runs
 JACKKNIFE_MIN_RUNS = 4  # leave-one-out needs a model fitted on at least three runs
 JACKKNIFE_MAX_FITS = 10  # more runs: CV+ with this many interleaved folds bounds the cost
+DEFAULT_CONFIDENCE = 0.9  # predict/submit without --confidence: P(meet the target) >= this
 POOLED_KEY = "*"  # the pooled co-runner class in the model's description (model/data.py)
 
 Overlaps = Mapping[Any, float]
@@ -81,30 +89,81 @@ def student_t_quantile(p: float, dof: int) -> float:
     return z + g1 / dof + g2 / dof**2 + g3 / dof**3 + g4 / dof**4
 
 
-def outcome_calibration(
-    runs: Sequence[Mapping[str, Any]], confidence: float
-) -> dict[str, Any] | None:
-    """A bound on runtime / predicted from the job's earlier model-planned runs.
+def student_t_cdf(t: float, dof: int) -> float:
+    """P(T <= t), the inverse of `student_t_quantile` by bisection (so the two agree)."""
+    lo, hi = 1e-6, 1 - 1e-6
+    if t <= student_t_quantile(lo, dof):
+        return lo
+    if t >= student_t_quantile(hi, dof):
+        return hi
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if student_t_quantile(mid, dof) <= t:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def meet_probability(ratios: Sequence[float], threshold: float) -> float:
+    """Estimated P(next ratio <= threshold) from n exchangeable ratios.
+
+    The conformal estimate #{r <= threshold} / (n + 1) while the threshold lies among the
+    ratios; beyond the largest, the log-normal (Student t) tail that `ratio_bound` uses
+    there, never below n / (n + 1). Consistent with `ratio_bound`: a bound at level p below
+    the threshold means a probability of at least p.
+    """
+    if not ratios:
+        raise ValueError("no ratios to read a probability from")
+    n = len(ratios)
+    count = sum(1 for r in ratios if r <= threshold)
+    conformal = count / (n + 1)
+    if count < n or n < 3:
+        return conformal
+    logs = [math.log(r) for r in ratios]
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
+    if sd == 0:
+        return max(conformal, 1 - 1e-6)
+    t = (math.log(threshold) - mean) / (sd * math.sqrt(1 + 1 / n))
+    return max(conformal, student_t_cdf(t, n - 1))
+
+
+def outcome_ratios(runs: Sequence[Mapping[str, Any]]) -> list[float]:
+    """runtime / predicted of the job's recent model-planned runs, oldest first.
 
     `cobell submit` records the prediction it planned on (`predicted_s`, `model` = phase) next to
     the measured runtime, so their ratios are the model's real out-of-sample errors, overlap
-    prediction included. None when there are too few.
+    prediction included: every finished run adds one, and the recent window follows the
+    model as the history grows.
     """
-    ratios = [
+    return [
         float(r["runtime_s"]) / float(r["predicted_s"])
         for r in runs
         if r.get("model") == "model"
         and (r.get("predicted_s") or 0) > 0
         and (r.get("runtime_s") or 0) > 0
     ][-CALIBRATION_RECENT_RUNS:]
-    if len(ratios) < CALIBRATION_MIN_RUNS:
-        return None
+
+
+def _record(source: str, ratios: Sequence[float], confidence: float) -> dict[str, Any]:
     return {
-        "source": "outcomes",
+        "source": source,
         "runs": len(ratios),
         "confidence": confidence,
         "ratio_quantile": ratio_bound(ratios, confidence),
     }
+
+
+def outcome_calibration(
+    runs: Sequence[Mapping[str, Any]], confidence: float
+) -> dict[str, Any] | None:
+    """A bound on runtime / predicted from the job's earlier model-planned runs (see
+    `outcome_ratios`); None when there are too few."""
+    ratios = outcome_ratios(runs)
+    if len(ratios) < CALIBRATION_MIN_RUNS:
+        return None
+    return _record("outcomes", ratios, confidence)
 
 
 def jackknife_ratios(
@@ -146,12 +205,31 @@ def jackknife_calibration(
     ratios = jackknife_ratios(runs, fit)
     if len(ratios) < JACKKNIFE_MIN_RUNS:
         return None
-    return {
-        "source": "jackknife",
-        "runs": len(ratios),
-        "confidence": confidence,
-        "ratio_quantile": ratio_bound(ratios, confidence),
-    }
+    return _record("jackknife", ratios, confidence)
+
+
+def _error_ratios(
+    runs: Sequence[Mapping[str, Any]],
+    model: InterferenceModel,
+    fit: Callable[[Sequence[Mapping[str, Any]]], InterferenceModel],
+    refit: bool,
+) -> tuple[str, list[float]] | None:
+    """The job's out-of-sample runtime / predicted ratios and where they come from.
+
+    The recorded outcomes once there are enough; else the model's own leave-one-out ratios
+    when it carries them (one fit, no refits); else, when `refit` allows, CV+ refits.
+    """
+    ratios = outcome_ratios(runs)
+    if len(ratios) >= CALIBRATION_MIN_RUNS:
+        return "outcomes", ratios
+    own = getattr(model, "loo_ratios_", None)
+    if own is not None and len(own) >= JACKKNIFE_MIN_RUNS and len(runs) >= JACKKNIFE_MIN_RUNS:
+        return "leave-one-out", [float(r) for r in own]
+    if refit and len(runs) >= JACKKNIFE_MIN_RUNS:
+        ratios = jackknife_ratios(runs, fit)
+        if len(ratios) >= JACKKNIFE_MIN_RUNS:
+            return "jackknife", ratios
+    return None
 
 
 def _rc(pair: tuple[float, float], scale_out: float) -> float:
@@ -193,6 +271,16 @@ def stranger_factors(
     return factors, sorted(strangers)
 
 
+@dataclass(frozen=True)
+class UpperBound:
+    """The calibrated upper bound per candidate, the record behind it (None: none used), and
+    the estimated probability of meeting the target per candidate (None: no error record)."""
+
+    upper_s: list[float]
+    calibration: dict[str, Any] | None
+    meet_probability: list[float] | None
+
+
 def calibrated_upper(
     *,
     runs: Sequence[Mapping[str, Any]],
@@ -204,37 +292,56 @@ def calibrated_upper(
     fit: Callable[[Sequence[Mapping[str, Any]]], InterferenceModel],
     confidence: float,
     jackknife: bool,
-) -> tuple[list[float], dict[str, Any] | None]:
-    """The upper bound per candidate and the calibration record behind it (None: none used).
+    target_s: float | None = None,
+    widen: bool = True,
+) -> UpperBound:
+    """The upper bound per candidate, the record behind it and P(runtime <= target_s).
 
     upper = max(the model's interval, predicted · calibrated ratio) · stranger factor: the
     stranger factor swaps an (a, b) guess for a worse plausible one, the ratio is the error
-    of the model on top of whatever (a, b) it uses. `jackknife` allows the leave-one-out
-    stand-in (it costs up to JACKKNIFE_MAX_FITS fits) while the outcome record is too short.
+    of the model on top of whatever (a, b) it uses. `jackknife` allows CV+ refits (up to
+    JACKKNIFE_MAX_FITS fits) when neither an outcome record nor the model's own leave-one-out
+    ratios exist. `widen` False (the point decision) widens by recorded outcomes only, as the
+    point decision always has, yet still reports the probability from whatever ratios exist.
+    P(meet) at a candidate is `meet_probability` of the ratios at target / (predicted ·
+    stranger factor).
     """
-    calibration = outcome_calibration(runs, confidence)
-    if calibration is None and jackknife:
-        calibration = jackknife_calibration(runs, fit, confidence)
-    ratio = calibration["ratio_quantile"] if calibration is not None else 0.0
+    found = _error_ratios(runs, model, fit, jackknife and widen)
+    calibration = _record(found[0], found[1], confidence) if found is not None else None
+    use = calibration is not None and (widen or calibration["source"] == "outcomes")
+    ratio = calibration["ratio_quantile"] if use and calibration is not None else 0.0
     factors, strangers = stranger_factors(scale_outs, overlaps, model)
     upper = [
         max(float(u), float(p) * ratio) * f
         for u, p, f in zip(upper_s, predicted_s, factors, strict=True)
     ]
+    probability = None
+    if found is not None and target_s is not None:
+        probability = [
+            meet_probability(found[1], target_s / (float(p) * f)) if p > 0 else 0.0
+            for p, f in zip(predicted_s, factors, strict=True)
+        ]
+    if calibration is not None and not use:
+        calibration = {**calibration, "widened": False}
     if strangers:
         calibration = {**(calibration or {}), "strangers": strangers}
-    return upper, calibration
+    return UpperBound(upper, calibration, probability)
 
 
 __all__ = [
     "CALIBRATION_MIN_RUNS",
     "CALIBRATION_RECENT_RUNS",
+    "DEFAULT_CONFIDENCE",
     "JACKKNIFE_MAX_FITS",
+    "UpperBound",
     "calibrated_upper",
     "jackknife_calibration",
     "jackknife_ratios",
+    "meet_probability",
     "outcome_calibration",
+    "outcome_ratios",
     "ratio_bound",
     "stranger_factors",
+    "student_t_cdf",
     "student_t_quantile",
 ]

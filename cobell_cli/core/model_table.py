@@ -20,7 +20,7 @@ from typing import Any
 from cobell_cli.output import jsonable
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float] | None] | None
-TABLE_FORMAT = 1
+TABLE_FORMAT = 2  # 2: the model's leave-one-out ratios (loo_ratios)
 STRANGER = "\x00stranger"  # a co-runner job name no history can hold: the model's default pair
 
 
@@ -38,6 +38,7 @@ class ModelTable:
         default_pair: Sequence[float],
         scale_out_range: Sequence[float],
         description: Mapping[str, Any],
+        loo_ratios: Sequence[float] | None = None,
         fallback: Callable[[], Any] | None = None,
     ) -> None:
         if not len(alone_s) == len(lower_s) == len(upper_s):
@@ -50,6 +51,8 @@ class ModelTable:
         self.default_pair = (float(default_pair[0]), float(default_pair[1]))
         self.scale_out_range_ = (float(scale_out_range[0]), float(scale_out_range[1]))
         self.description = dict(description)
+        # The model's held-out runtime / predicted ratios, for the planner's calibration.
+        self.loo_ratios_ = None if loo_ratios is None else [float(v) for v in loo_ratios]
         self._fallback = fallback
         self._model: Any = None
 
@@ -102,6 +105,7 @@ class ModelTable:
             "default_pair": list(self.default_pair),
             "scale_out_range": list(self.scale_out_range_),
             "description": self.description,
+            "loo_ratios": self.loo_ratios_,
         }
 
     @classmethod
@@ -120,6 +124,7 @@ class ModelTable:
             default_pair=payload["default_pair"],
             scale_out_range=payload["scale_out_range"],
             description=payload["description"],
+            loo_ratios=payload["loo_ratios"],
             fallback=fallback,
         )
 
@@ -173,7 +178,13 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         default_pair=model.interference(STRANGER),
         scale_out_range=[float(v) for v in model.scale_out_range_],
         description=description,
+        loo_ratios=_loo(model),
     )
+
+
+def _loo(model: Any) -> list[float] | None:
+    ratios = getattr(model, "loo_ratios_", None)
+    return None if ratios is None else [float(v) for v in ratios]
 
 
 def _floats(values: Any) -> list[float]:

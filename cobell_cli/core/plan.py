@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, Protocol
 
 from cobell_cli.cluster.base import RunningApp
-from cobell_cli.core.calibration import calibrated_upper
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE, calibrated_upper
 from cobell_cli.core.overlap import (
     MAX_ITER,
     TOL_S,
@@ -106,6 +106,7 @@ class CandidatePrediction:
     upper_s: float | None
     overlap_ratio: Mapping[str, float]
     meets_target: bool
+    meet_probability: float | None = None  # estimated P(runtime <= target); None: unknown
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class Plan:
     upper_s: float | None
     interval_confidence: float | None
     confidence: float | None  # set when the upper bound, not the point prediction, decided
+    meet_probability: float | None  # estimated P(runtime <= target) at scale_out; None: unknown
     now: float
     min_scale_out: int
     max_scale_out: int
@@ -466,6 +468,7 @@ def _search_plan(
         upper_s=None,
         interval_confidence=None,
         confidence=None,
+        meet_probability=None,
         warnings=tuple(warnings),
         co_runners=_ignored_views(apps, "not considered during the bootstrap"),
         search=state,
@@ -522,6 +525,221 @@ def _co_runner_inputs(
     return inputs, notes
 
 
+@dataclass(frozen=True)
+class _Overlaps:
+    """The co-runners' predicted overlaps per candidate (None: none considered)."""
+
+    prediction: OverlapPrediction | None = None
+    inputs: tuple[CoRunnerInput, ...] = ()
+    notes: tuple[str | None, ...] = ()
+
+    def per_candidate(self) -> list[dict[str | None, float]] | None:
+        return self.prediction.overlaps_per_candidate() if self.prediction is not None else None
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """Point prediction, interval and calibrated upper bound per candidate."""
+
+    predicted: tuple[float, ...]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    interval_confidence: float
+    calibration: Mapping[str, Any] | None
+    meet_probability: tuple[float, ...] | None
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """The runtime each candidate is judged on, which meet the target, and the chosen index."""
+
+    decide: tuple[float, ...]
+    meets: tuple[bool, ...]
+    feasible: bool
+    index: int
+
+
+def _predict_overlaps(
+    model: RuntimeModel,
+    xs: Sequence[float],
+    apps: Sequence[RunningApp],
+    co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]],
+    fit_fn: FitFn,
+    runs: Sequence[Mapping[str, Any]],
+    common: Mapping[str, Any],
+    tol_s: float,
+    max_iter: int,
+) -> _Overlaps:
+    """Each running co-runner's overlap at each candidate, by the plan's strategy."""
+    job, strategy = common["job"], common["strategy"]
+    inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
+    prediction = predict_overlaps(
+        xs,
+        _floats(model.predict(xs, None)),
+        model.interference,
+        job,
+        inputs,
+        common["now"],
+        mode="paper" if strategy == "paper" else "joint",
+        target_s=common["target_s"],
+        tol_s=tol_s,
+        max_iter=max_iter,
+    )
+    return _Overlaps(prediction, tuple(inputs), tuple(notes))
+
+
+def _runtime_bounds(
+    model: RuntimeModel,
+    phase: Phase,
+    xs: Sequence[float],
+    overlaps: list[dict[str | None, float]] | None,
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    fit_fn: FitFn,
+    confidence: float | None,
+    target_s: float,
+) -> _Bounds:
+    """The point prediction and the interval, its upper end calibrated on real errors, and
+    the probability of meeting the target read from the same errors."""
+    predicted = _floats(model.predict(xs, overlaps))
+    interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
+    lower, upper = (
+        _floats(b) for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
+    )
+    # The interval knows only the scale-out curve's errors; widen it by the model's recorded
+    # (else leave-one-out) errors and for co-runners it has no (a, b) of their own.
+    bound = calibrated_upper(
+        runs=runs,
+        scale_outs=candidates,
+        predicted_s=predicted,
+        upper_s=upper,
+        overlaps=overlaps,
+        model=model,
+        fit=fit_fn,
+        confidence=interval_conf,
+        jackknife=phase == "model",
+        target_s=target_s,
+        widen=confidence is not None,
+    )
+    probability = bound.meet_probability
+    return _Bounds(
+        predicted,
+        lower,
+        tuple(bound.upper_s),
+        interval_conf,
+        bound.calibration,
+        tuple(probability) if probability is not None else None,
+    )
+
+
+def _decide(
+    xs: Sequence[float],
+    bounds: _Bounds,
+    observed: tuple[float, float],
+    confidence: float | None,
+    target_s: float,
+) -> _Decision:
+    """The smallest candidate meeting the target, else the fastest (the largest among equals).
+
+    With a confidence p the upper bound decides: the largest of the model's own interval
+    (the curve's leave-one-scale-out errors, which cover scale-outs never run) and predicted
+    times the p-quantile of the job's past runtime / predicted ratios, so a candidate that
+    meets the target has an estimated probability of at least p of doing so (calibration.py)
+    and one between observed scale-outs must also pass the curve's own interval. Without a
+    confidence (the point decision) the point prediction decides. Below the smallest
+    observed scale-out the model can only bound the runtime (between no and linear
+    speed-up); judge those candidates on the cautious bound, or a flat history would make
+    every smaller scale-out "meet" the target. Infeasible: the fastest predicted candidate
+    is the maximum when runtime falls with scale-out, but not past a job's sweet spot
+    (overheads, co-runners).
+    """
+    lo = observed[0]
+    decide = tuple(
+        u if x < lo or confidence is not None else p
+        for x, p, u in zip(xs, bounds.predicted, bounds.upper, strict=True)
+    )
+    meets = tuple(d <= target_s for d in decide)
+    feasible = any(meets)
+    fastest_s = min(decide)
+    i = meets.index(True) if feasible else max(j for j, d in enumerate(decide) if d == fastest_s)
+    return _Decision(decide, meets, feasible, i)
+
+
+def _co_runner_views(
+    apps: Sequence[RunningApp],
+    ov: _Overlaps,
+    i: int,
+    phase: Phase,
+    max_iter: int,
+    warnings: list[str],
+) -> tuple[CoRunnerView, ...]:
+    """What the plan assumed of each co-runner at the chosen candidate `i`; warns in place."""
+    pred = ov.prediction
+    if pred is None:
+        why = (
+            "not considered during the bootstrap"
+            if phase != "model"
+            else "ignored by the 'none' (Bell) strategy"
+        )
+        if apps:
+            warnings.append(f"{len(apps)} running co-runner(s) {why}")
+        return _ignored_views(apps, why)
+    by_app = {c.app_id: c for c in pred.co_runners}
+    views = tuple(
+        CoRunnerView(
+            app_id=a.app_id,
+            job=a.job,
+            has_history=inp.base_runtime_s is not None,
+            source=by_app[a.app_id].source,
+            started_at=a.started_at,
+            scale_out=a.scale_out,
+            progress=a.progress,
+            predicted_end_at=_finite(by_app[a.app_id].end_at[i]),
+            overlap_s=by_app[a.app_id].overlap_s[i],
+            overlap_ratio=by_app[a.app_id].overlap_ratio[i],
+            note="; ".join(x for x in (note, by_app[a.app_id].note) if x) or None,
+        )
+        for a, inp, note in zip(apps, ov.inputs, ov.notes, strict=True)
+    )
+    for v in views:
+        if v.source == "outlasts":
+            why = by_app[v.app_id].note or "it has no usable history or progress"
+            warnings.append(
+                f"co-runner {v.app_id} ({v.job or 'unknown job'}) assumed to run alongside "
+                f"the whole job: {why}"
+            )
+    if not all(pred.converged):
+        warnings.append(
+            f"the overlap fix-point did not converge within {max_iter} iterations for "
+            f"{pred.converged.count(False)} candidate(s); the last iterate is used"
+        )
+    return views
+
+
+def _candidate_rows(
+    candidates: Sequence[int], bounds: _Bounds, decision: _Decision, ov: _Overlaps
+) -> tuple[CandidatePrediction, ...]:
+    pred = ov.prediction
+    return tuple(
+        CandidatePrediction(
+            scale_out=int(c),
+            predicted_s=bounds.predicted[j],
+            lower_s=bounds.lower[j],
+            upper_s=bounds.upper[j],
+            overlap_ratio=(
+                {co.app_id: co.overlap_ratio[j] for co in pred.co_runners}
+                if pred is not None
+                else {}
+            ),
+            meets_target=decision.meets[j],
+            meet_probability=(
+                bounds.meet_probability[j] if bounds.meet_probability is not None else None
+            ),
+        )
+        for j, c in enumerate(candidates)
+    )
+
+
 def _model_plan(
     model: RuntimeModel,
     phase: Phase,
@@ -536,156 +754,62 @@ def _model_plan(
     tol_s: float,
     max_iter: int,
 ) -> Plan:
-    job, now, target_s = common["job"], common["now"], common["target_s"]
-    strategy: Strategy = common["strategy"]
+    """Plan with a fitted model: overlaps, bounds, the decision, and the record of why."""
+    target_s = common["target_s"]
     xs = [float(c) for c in candidates]
-    use_co = phase == "model" and strategy != "none" and bool(apps)
-    pred: OverlapPrediction | None = None
-    views: tuple[CoRunnerView, ...]
-    overlaps: list[dict[str | None, float]] | None = None
-    if use_co:
-        inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
-        base = _floats(model.predict(xs, None))
-        pred = predict_overlaps(
-            xs,
-            base,
-            model.interference,
-            job,
-            inputs,
-            now,
-            mode="paper" if strategy == "paper" else "joint",
-            target_s=target_s,
-            tol_s=tol_s,
-            max_iter=max_iter,
+    ov = _Overlaps()
+    if phase == "model" and common["strategy"] != "none" and apps:
+        ov = _predict_overlaps(
+            model, xs, apps, co_runner_histories, fit_fn, runs, common, tol_s, max_iter
         )
-        overlaps = pred.overlaps_per_candidate()
-    predicted = _floats(model.predict(xs, overlaps))
-    interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
-    lower, upper = (
-        _floats(b) for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
+    bounds = _runtime_bounds(
+        model, phase, xs, ov.per_candidate(), runs, candidates, fit_fn, confidence, target_s
     )
-    # The interval knows only the scale-out curve's errors; widen it by the model's recorded
-    # (else leave-one-out) errors and for co-runners it has no (a, b) of their own.
-    upper_s, calibration = calibrated_upper(
-        runs=runs,
-        scale_outs=candidates,
-        predicted_s=predicted,
-        upper_s=upper,
-        overlaps=overlaps,
-        model=model,
-        fit=fit_fn,
-        confidence=interval_conf,
-        jackknife=phase == "model" and confidence is not None,
-    )
-    upper = tuple(upper_s)
-    # The point prediction decides, or the upper bound when a confidence is asked for. Below
-    # the smallest observed scale-out the model can only bound the runtime (between no and
-    # linear speed-up); judge those candidates on the cautious bound, or a flat history would
-    # make every smaller scale-out "meet" the target.
-    observed_from = model.scale_out_range_[0]
-    decide = [
-        u if x < observed_from or confidence is not None else p
-        for x, p, u in zip(xs, predicted, upper, strict=True)
-    ]
-    meets = [d <= target_s for d in decide]
-    feasible = any(meets)
-    # Infeasible: the fastest predicted candidate, the largest among equals. That is the maximum
-    # when runtime falls with scale-out, but not past a job's sweet spot (overheads, co-runners).
-    fastest_s = min(decide)
-    i = meets.index(True) if feasible else max(j for j, d in enumerate(decide) if d == fastest_s)
-    chosen = candidates[i]
-
-    if pred is not None:
-        by_app = {c.app_id: c for c in pred.co_runners}
-        views = tuple(
-            CoRunnerView(
-                app_id=a.app_id,
-                job=a.job,
-                has_history=inp.base_runtime_s is not None,
-                source=by_app[a.app_id].source,
-                started_at=a.started_at,
-                scale_out=a.scale_out,
-                progress=a.progress,
-                predicted_end_at=_finite(by_app[a.app_id].end_at[i]),
-                overlap_s=by_app[a.app_id].overlap_s[i],
-                overlap_ratio=by_app[a.app_id].overlap_ratio[i],
-                note="; ".join(x for x in (note, by_app[a.app_id].note) if x) or None,
-            )
-            for a, inp, note in zip(apps, inputs, notes, strict=True)
-        )
-        for v in views:
-            if v.source == "outlasts":
-                why = by_app[v.app_id].note or "it has no usable history or progress"
-                warnings.append(
-                    f"co-runner {v.app_id} ({v.job or 'unknown job'}) assumed to run alongside "
-                    f"the whole job: {why}"
-                )
-        if not all(pred.converged):
-            warnings.append(
-                f"the overlap fix-point did not converge within {max_iter} iterations for "
-                f"{pred.converged.count(False)} candidate(s); the last iterate is used"
-            )
-    else:
-        why = (
-            "not considered during the bootstrap"
-            if phase != "model"
-            else "ignored by the 'none' (Bell) strategy"
-        )
-        views = _ignored_views(apps, why)
-        if apps:
-            warnings.append(f"{len(apps)} running co-runner(s) {why}")
-
-    cands = tuple(
-        CandidatePrediction(
-            scale_out=int(c),
-            predicted_s=predicted[j],
-            lower_s=lower[j],
-            upper_s=upper[j],
-            overlap_ratio=(
-                {co.app_id: co.overlap_ratio[j] for co in pred.co_runners}
-                if pred is not None
-                else {}
-            ),
-            meets_target=meets[j],
-        )
-        for j, c in enumerate(candidates)
-    )
+    if phase != "model" and apps:  # co-runners ignored: the errors do not cover them
+        bounds = replace(bounds, meet_probability=None)
+    decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s)
+    i, chosen = decision.index, candidates[decision.index]
+    probability = bounds.meet_probability[i] if bounds.meet_probability is not None else None
+    views = _co_runner_views(apps, ov, i, phase, max_iter, warnings)
     reason = _model_reason(
         phase,
-        strategy,
+        common["strategy"],
         chosen,
-        feasible,
-        predicted[i],
-        upper[i],
+        decision.feasible,
+        bounds.predicted[i],
+        bounds.upper[i],
         confidence,
         target_s,
         candidates,
-        len(apps) if pred is not None else 0,
+        len(apps) if ov.prediction is not None else 0,
         common["usable_runs"],
+        probability,
     )
-    if not feasible:
+    if not decision.feasible:
         warnings.append(
             f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-            f"target (predicted {decide[i]:.0f} s at {chosen}); reserving "
+            f"target (predicted {decision.decide[i]:.0f} s at {chosen}); reserving "
             + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
         )
+    pred = ov.prediction
     return Plan(
         scale_out=chosen,
         phase=phase,
         reason=reason,
-        feasible=feasible,
-        predicted_s=predicted[i],
-        lower_s=lower[i],
-        upper_s=upper[i],
-        interval_confidence=interval_conf,
+        feasible=decision.feasible,
+        predicted_s=bounds.predicted[i],
+        lower_s=bounds.lower[i],
+        upper_s=bounds.upper[i],
+        interval_confidence=bounds.interval_confidence,
         confidence=confidence,
+        meet_probability=probability,
         warnings=tuple(warnings),
         co_runners=views,
-        candidates=cands,
+        candidates=_candidate_rows(candidates, bounds, decision, ov),
         model=jsonable(model.describe()),
         overlap_iterations=max(pred.iterations) if pred is not None else None,
         overlap_converged=all(pred.converged) if pred is not None else None,
-        calibration=calibration,
+        calibration=bounds.calibration,
         **common,
     )
 
@@ -706,8 +830,13 @@ def _model_reason(
     candidates: Sequence[int],
     n_co: int,
     n_runs: int,
+    probability: float | None = None,
 ) -> str:
     bound = f" (upper {confidence:.0%} bound {upper_s:.0f} s)" if confidence is not None else ""
+    if probability is not None:
+        bound += f"; estimated P(meet) {probability:.0%}"
+        if confidence is not None and feasible:
+            bound += f" >= {confidence:.0%}"
     if phase == "bootstrap-parametric":
         how = f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model without interference"
     elif n_co == 0:
@@ -730,6 +859,7 @@ def _model_reason(
 
 
 __all__ = [
+    "DEFAULT_CONFIDENCE",
     "DEFAULT_INTERVAL_CONFIDENCE",
     "MODEL_FROM_USABLE",
     "STRATEGIES",

@@ -48,6 +48,7 @@ from typing import BinaryIO
 
 from cobell_cli.errors import CobellError
 from cobell_cli.run.launch import parse_app_id
+from cobell_cli.threads import user_environ
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CHUNK = 65536
@@ -177,7 +178,7 @@ def run(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 bufsize=0,
-                env=env,
+                env=env if env is not None else user_environ(),
                 cwd=cwd,
                 process_group=0,
             )

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from cobell_cli.errors import ClusterError, CobellError, UsageError
+from cobell_cli.threads import user_environ
 
 HOST = "127.0.0.1"
 DEFAULT_WORKERS = 2
@@ -258,7 +259,7 @@ class LocalCluster:
         return ["master", *workers]
 
     def _env(self, spark_home: Path) -> dict[str, str]:
-        env = dict(os.environ)
+        env = user_environ()
         for key in ("SPARK_MASTER_HOST", "SPARK_MASTER_PORT", "SPARK_WORKER_CORES"):
             env.pop(key, None)
         env.update(

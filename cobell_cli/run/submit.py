@@ -42,6 +42,8 @@ class Outcome:
     predicted_s: float | None
     runtime_s: float
     target_s: float
+    meet_probability: float | None = None  # estimated at planning; None: unknown
+    confidence: float | None = None  # the level planned at; None: the point decision
     co_runners: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -60,6 +62,8 @@ class Outcome:
             "runtime_s": round(self.runtime_s, 3),
             "target_s": self.target_s,
             "met_target": self.met_target,
+            "meet_probability": self.meet_probability,
+            "confidence": self.confidence,
             "exit_code": self.exit_code,
             "co_runners": len(self.co_runners),
             "warnings": self.warnings,
@@ -105,6 +109,8 @@ def execute(
             submitted_at=submitted_at,
             target_s=plan.target_s,
             predicted_s=plan.predicted_s,
+            meet_probability=plan.meet_probability,
+            confidence=plan.confidence,
             model=plan.phase,
             reason=plan.reason,
             command=json.dumps(list(stored_command)),
@@ -148,6 +154,8 @@ def execute(
         predicted_s=plan.predicted_s,
         runtime_s=result.runtime_s,
         target_s=plan.target_s,
+        meet_probability=plan.meet_probability,
+        confidence=plan.confidence,
     )
     try:
         apps = [

@@ -27,6 +27,7 @@ import numpy as np
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.interference import fit_interference, slowdown
 from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
+from cobell_cli.core.model.loo import loo_ratios
 from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
 from cobell_cli.core.model.robust import (
     physically_impossible_levels,
@@ -111,7 +112,7 @@ class RuntimeModel:
         self.n_scale_outs_ = int(levels.size)
         self.co_runners_ = data.co_runners
         base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
-        _, a, b, _ = fit_interference(x, y, data.overlap, base)
+        _, a, b, robust_w = fit_interference(x, y, data.overlap, base)
         self.a_, self.b_ = a, b
         self.interference_runs_ = {k: int((data.overlap[:, i] > 0).sum())
                                    for i, k in enumerate(data.co_runners)}
@@ -143,6 +144,9 @@ class RuntimeModel:
         self.edge_runtime_s_ = float(self._inside(lo)[0])
         self.edge_parallel_fraction_ = _edge_parallel_fraction(x[kept], y_alone[kept],
                                                                w[kept])
+        alone = self._alone(x)  # held-out errors for the planner's calibration (model/loo.py)
+        self.loo_ratios_ = loo_ratios(x, y, alone * slowdown(x, data.overlap, a, b), alone,
+                                      data.overlap, a, b, robust_w)
         return self
 
     def _fit_single(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:

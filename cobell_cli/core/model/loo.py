@@ -1,0 +1,58 @@
+"""Leave-one-out errors of the interference model from its one fit: no refits.
+
+The planner calibrates its bound on how wrong the model is for a run it was not fitted on
+(calibration.py). Refitting without each run (or each of ten folds) costs ten fits, several
+seconds at a thousand runs; the first-order answer costs one QR. Linearise log g(x, ov) =
+log f(x) + log(1 + Σ_k (a_k + b_k/x)·ov_k) in its free parameters at the fitted values: the
+curve's Ernest terms (φ_j(x)/f(x)) and each co-runner's a_k and b_k (ov_k/(1 + rc) and
+ov_k/(x(1 + rc))), weighted by the robust fit's weights. A least-squares fit's leave-one-out
+residual is e_i / (1 - h_ii), with h the hat matrix of that design; a co-runner resting on few
+runs gives them high leverage, so their held-out errors grow, as they do when refitted.
+
+h is capped at 2/3, the leverage of a pair (a, b) resting on three runs: the model pools a
+co-runner met in fewer runs (select.MIN_RUNS_PER_CO_RUNNER), so no held-out prediction rests
+on fewer. Parameters at their bound (a or b = 0) are not free and add no leverage.
+Measured against ten-fold CV+ refits (bench/results/latency.md, "calibration").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cobell_cli.core.model.parametric import basis
+
+MAX_LEVERAGE = 2 / 3
+
+
+def leverage(design: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Diagonal of the weighted hat matrix of `design` (rows: runs), capped at MAX_LEVERAGE."""
+    rows = design * np.sqrt(np.maximum(weight, 0.0))[:, None]
+    norms = np.linalg.norm(rows, axis=0)
+    rows = rows[:, norms > 0] / norms[norms > 0]
+    if rows.shape[1] == 0:
+        return np.zeros(design.shape[0])
+    q, r = np.linalg.qr(rows)
+    independent = np.abs(np.diag(r)) > 1e-10 * max(float(np.abs(np.diag(r)).max()), 1e-300)
+    return np.minimum((q[:, independent] ** 2).sum(axis=1), MAX_LEVERAGE)
+
+
+def loo_ratios(
+    scale_out: np.ndarray,
+    runtime_s: np.ndarray,
+    predicted_s: np.ndarray,
+    alone_s: np.ndarray,
+    overlap: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    weight: np.ndarray,
+) -> np.ndarray:
+    """runtime / leave-one-out prediction per training run (see the module doc)."""
+    x = np.asarray(scale_out, float)
+    slow = 1.0 + overlap @ a + (overlap / x[:, None]) @ b
+    columns = [basis(x) / alone_s[:, None]]
+    if overlap.shape[1]:
+        columns += [(overlap / slow[:, None])[:, a > 0],
+                    (overlap / (x * slow)[:, None])[:, b > 0]]
+    h = leverage(np.hstack(columns), weight)
+    resid = np.log(np.asarray(runtime_s, float) / predicted_s)
+    return np.exp(resid / (1.0 - h))
