@@ -304,6 +304,8 @@ def import_file(
     Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd --runtime-unit ms
 
     Example: cobell history import --from-yarn --since 30d --dry-run
+
+    Example: cobell history import --from-spark-history http://shs:18080 --since 90d --json
     """
     if from_yarn or from_spark_history or from_event_logs:
         _import_record(
