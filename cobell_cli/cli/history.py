@@ -558,11 +558,10 @@ def _from_spark(
 ) -> Any:
     from cobell_cli.cli.common import settings
     from cobell_cli.cluster.jobs import compile_patterns
-    from cobell_cli.errors import UsageError
     from cobell_cli.sources.spark_history import import_from_spark_history
 
     if opts.from_spark_history is None:
-        raise UsageError("--from-event-logs is not available yet", hint="use --from-spark-history")
+        return _from_event_logs(ctx, history, opts, since, on_page)
     resolved = settings(ctx, ca_bundle=opts.ca_bundle)
     return import_from_spark_history(
         history,
@@ -573,6 +572,40 @@ def _from_spark(
         default_job=opts.job,
         on_app=on_page,
         logs_into=history.path.parent / "event-logs" if opts.download_logs else None,
+    )
+
+
+def _from_event_logs(
+    ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
+) -> Any:
+    """Event logs read directly: every log under the paths (or those finished since --since)."""
+    from cobell_cli.cli.common import settings
+    from cobell_cli.cluster.jobs import compile_patterns
+    from cobell_cli.errors import UsageError
+    from cobell_cli.sources.event_apps import import_from_event_logs
+
+    try:
+        from cobell_cli.sources.eventlog import discover
+    except ImportError:
+        raise UsageError(
+            "--from-event-logs needs the event-log reader (cobell_cli/sources/eventlog.py)",
+            hint="use --from-spark-history",
+        ) from None
+    if not opts.event_logs:
+        raise UsageError(
+            "--from-event-logs needs at least one PATH",
+            hint="give spark.eventLog.dir, a rolling log directory or a log file",
+        )
+    resolved = settings(ctx)
+    return import_from_event_logs(
+        history,
+        discover(opts.event_logs),
+        where=", ".join(map(str, opts.event_logs)),
+        dry_run=opts.dry_run,
+        since=since if opts.since else None,
+        patterns=compile_patterns(resolved.job_patterns or {}),
+        default_job=opts.job,
+        on_app=on_page,
     )
 
 

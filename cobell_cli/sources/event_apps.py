@@ -146,6 +146,7 @@ def import_from_event_logs(
     *,
     where: str,
     dry_run: bool = False,
+    since: float | None = None,
     patterns: Mapping[str, Any] | None = None,
     default_job: str | None = None,
     on_app: Callable[[int], None] | None = None,
@@ -169,7 +170,10 @@ def import_from_event_logs(
             for event in events():
                 state.feed(event)
         except (CobellError, OSError, ValueError) as exc:
-            summary.skip(f"unreadable ({_first_line(exc)})", name)
+            if state.app_id is not None and state.end_ms is None:  # torn while running
+                summary.skip("no end event (running or crashed)", state.app_id)
+            else:
+                summary.skip(f"unreadable ({_first_line(exc)})", name)
             continue
         finally:
             if on_app is not None:
@@ -179,6 +183,9 @@ def import_from_event_logs(
         )
         if isinstance(parsed, str):
             summary.skip(parsed, state.app_id or name)
+            continue
+        if since is not None and parsed.finished_at < since:
+            summary.skip("finished before --since", parsed.app_id)
             continue
         summary.note_finished(parsed.finished_at)
         apps.append(parsed)
