@@ -122,3 +122,35 @@ def test_show_names_a_straggler_set_aside(tmp_path: Path) -> None:
     assert line.split("runs set aside at")[1].split()[0] == "8" and "implausible" in line
     as_json = json.loads(invoke(path, "show", "--job", "j", "--json").output)
     assert as_json["cv"]["rejected_scale_outs"] == [8]
+
+
+def test_show_says_what_each_pair_rests_on_and_flags_thin_ones(tmp_path: Path) -> None:
+    """Four co-runners met often, four met in three runs each: every pair says what it rests
+    on; a rare one whose three runs leave its effect uncertain is flagged (three runs can
+    also happen to pin it down: flagged are only rare ones, and most of them)."""
+    rng = np.random.default_rng(1)
+    records = []
+    often = ["k1", "k2", "k3", "k4"]
+    rare = ["r1", "r2", "r3", "r4"]
+    truth = dict(zip(often + rare, [(0.1, 0.5), (0.5, 2.0), (0.3, 0.0), (0.2, 3.0)] * 2,
+                     strict=True))
+    plan = [often[i % 4] for i in range(160)] + [r for r in rare for _ in range(3)]
+    for co in plan:
+        x = int(rng.choice(np.arange(4, 41, 4)))
+        ov = float(rng.uniform(0.3, 1))
+        a, b = truth[co]
+        runtime = (30 + 2000 / x) * (1 + (a + b / x) * ov) * float(np.exp(rng.normal(0, .05)))
+        records.append({"job": "sgd", "status": "succeeded", "scale_out": x, "runtime_s": runtime,
+                        "colocations": [{"co_runner_job": co, "overlap_ratio": ov}]})
+    path = tmp_path / "thin.db"
+    with History.open(path) as history:
+        history.insert_runs(records, keep_ids=False)
+    d = json.loads(invoke(path, "show", "--job", "sgd", "--json").output)
+    pairs = d["interference"]
+    assert all(pairs[r]["runs"] == 3 and pairs[r]["overlap_s"] > 0 for r in rare)
+    assert max(pairs[r]["own_weight"] for r in rare) < min(pairs[k]["own_weight"] for k in often)
+    assert d["combination"]["pooling"] is not None
+    text = invoke(path, "show", "--job", "sgd").output
+    thin_rows = [line.split()[1] for line in text.splitlines() if "thin evidence" in line]
+    assert set(thin_rows) <= set(rare) and len(thin_rows) >= 3
+    assert "s overlapped" in text and "% own data" in text

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
@@ -488,29 +486,6 @@ def test_choice_is_smallest_and_monotone_in_interference(
         assert p.predicted_s == pytest.approx(float(weak.predict([p.scale_out])[0]))
 
 
-# --- speed ---------------------------------------------------------------------------------
-
-
-def test_planning_64_candidates_3_co_runners_is_fast() -> None:
-    apps = [
-        app("w1", "wc", NOW - 300, scale_out=8),
-        app("u1", None, NOW - 200, progress=0.4),
-        app("s1", "sgd", NOW - 100, scale_out=12),
-    ]
-    kw = dict(co_runners=apps, co_runner_histories=CO_HIST, confidence=0.9)
-    timings: dict[str, float] = {}
-    for strategy in ("joint", "paper", "none"):
-        plan_with(interference=strategy, **kw)  # warm-up
-        ts = []
-        for _ in range(15):
-            t0 = time.perf_counter()
-            plan_with(interference=strategy, **kw)
-            ts.append(time.perf_counter() - t0)
-        timings[strategy] = statistics.median(ts) * 1000
-    print("plan() median ms (64 candidates, 3 co-runners, analytic model):", timings)
-    assert timings["joint"] < 50.0
-
-
 # --- with the real runtime models ----------------------------------------------------------
 
 
@@ -567,23 +542,6 @@ def test_with_real_models_on_synthetic_history() -> None:
     for v in joint.co_runners:
         ov[v.job] = ov.get(v.job, 0.0) + float(v.overlap_ratio or 0.0)
     assert joint.predicted_s == pytest.approx(float(m.predict([joint.scale_out], ov)[0]))
-    # Planning time excluding fitting: fit once, reuse.
-    cache: dict[int, Any] = {}
-
-    def memo(runs: Sequence[Mapping[str, Any]]) -> Any:
-        key = id(runs[0]) if runs else 0
-        if key not in cache:
-            cache[key] = model_mod.fit_runtime_model(runs)
-        return cache[key]
-
-    plan(fit=memo, **kw)
-    ts = []
-    for _ in range(10):
-        t0 = time.perf_counter()
-        plan(fit=memo, **kw)
-        ts.append(time.perf_counter() - t0)
-    print(f"plan() with real models, fit excluded: median {statistics.median(ts) * 1000:.2f} ms")
-    assert statistics.median(ts) < 0.05
 
 
 def test_below_the_observed_range_the_cautious_bound_decides() -> None:

@@ -72,11 +72,48 @@ def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
     if description["regime_scale_outs"]:
         rows.append({"field": "separate regime at",
                      "value": ", ".join(f"{x:g}" for x in description["regime_scale_outs"])})
+    combination = description.get("combination")
+    if combination and description["interference"]:
+        rows.append({"field": "co-runners combine", "value": _combination_text(combination)})
     for job, pair in description["interference"].items():
         name = "any other job" if job == "*" else job
-        rows.append({"field": f"co-runner {name}",
-                     "value": f"a={pair['a']:.3g} b={pair['b']:.3g} ({pair['runs']} runs)"})
+        rows.append({"field": f"co-runner {name}", "value": _pair_text(pair)})
     return rows
+
+
+def _combination_text(combination: dict[str, Any]) -> str:
+    rule = {"additive": "added (paper)", "bottleneck": "largest effect only",
+            "saturating": "saturating union"}.get(combination["rule"], combination["rule"])
+    form = "a + b/x" if combination["scaled"] else "a (not shrinking with scale-out)"
+    text = f"{rule}, effect {form}"
+    if combination.get("cv_mean_abs_log_error"):
+        text += " (chosen by CV)"
+    pool = combination.get("pooling")
+    if pool:
+        text += (f"; pairs pooled toward a={pool['mean']['a']:.3g} b={pool['mean']['b']:.3g}"
+                 f" (spread a±{pool['tau']['a']:.2g} b±{pool['tau']['b']:.2g})")
+    return text
+
+
+def _num(v: float) -> str:
+    """Three significant digits; NNLS zeros (1e-30) print as 0."""
+    return f"{v:.3g}" if abs(v) >= 5e-4 else "0"
+
+
+def _pair_text(pair: dict[str, Any]) -> str:
+    """The pair, what it rests on, and a caveat when its own runs say little."""
+    text = f"a={_num(pair['a'])} b={_num(pair['b'])} ({pair['runs']} runs"
+    if "overlap_s" in pair:
+        text += f", {pair['overlap_s']:.0f} s overlapped"
+    if "own_weight" in pair:
+        text += f", {100 * pair['own_weight']:.0f} % own data"
+    text += ")"
+    if pair.get("thin"):
+        raw = pair.get("unpooled") or {}
+        text += (f" thin evidence: its own runs leave a + b/{pair['reference_scale_out']:.3g}"
+                 f" uncertain by ±{pair['effect_sd_own']:.2g}"
+                 + (f" (own fit alone: a={_num(raw['a'])} b={_num(raw['b'])})" if raw else ""))
+    return text
 
 
 def _curve_text(curve: dict[str, Any]) -> str:

@@ -4,7 +4,8 @@ Planning only ever asks a model about whole scale-outs (the candidates, a co-run
 executors), so a fitted model can be tabulated once and answer later without numpy or scipy:
 that is what makes a cached `cobell predict` cheap (`cobell_cli.store.model_cache`). The table holds
 the model's predictions alone (no co-runner) and its interval bounds at one confidence; the
-interference factor 1 + Σ_k (a_k + b_k/x)·ov_k is applied on top, as the model itself does.
+interference factor 1 + S (the model's combination rule over (a_k + b_k/x)·ov_k) and the
+pairs' uncertainty are applied on top through co_runner_effects, as the model itself does.
 Anything outside the table (a fractional or larger scale-out, another confidence) is passed
 to the real model, fitted on first need, so answers never differ from the model's.
 
@@ -17,6 +18,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cobell_cli.core.co_runner_effects import factor_and_sd
 from cobell_cli.output import jsonable
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float] | None] | None
@@ -40,6 +42,9 @@ class ModelTable:
         description: Mapping[str, Any],
         loo_ratios: Sequence[float] | None = None,
         fallback: Callable[[], Any] | None = None,
+        combination: str = "additive",
+        pair_cov: Mapping[str, Sequence[float]] | None = None,
+        default_cov: Sequence[float] = (0.0, 0.0, 0.0),
     ) -> None:
         if not len(alone_s) == len(lower_s) == len(upper_s):
             raise ValueError("alone_s, lower_s and upper_s must cover the same scale-outs")
@@ -53,6 +58,9 @@ class ModelTable:
         self.description = dict(description)
         # The model's held-out runtime / predicted ratios, for the planner's calibration.
         self.loo_ratios_ = None if loo_ratios is None else [float(v) for v in loo_ratios]
+        self.combination = str(combination)
+        self.pair_cov = {str(k): _cov(v) for k, v in (pair_cov or {}).items()}
+        self.default_cov = _cov(default_cov)
         self._fallback = fallback
         self._model: Any = None
 
@@ -66,7 +74,7 @@ class ModelTable:
         xs = _floats(scale_outs)
         if not self._covers(xs):
             return _floats(self._real().predict(scale_outs, overlaps))
-        factors = self._factors(xs, overlaps)
+        factors = [f for f, _ in self._factors(xs, overlaps)]
         return [self.alone_s[int(x) - 1] * f for x, f in zip(xs, factors, strict=True)]
 
     def predict_interval(
@@ -78,16 +86,21 @@ class ModelTable:
             real = self._real()
             lower, upper = real.predict_interval(scale_outs, overlaps, confidence=confidence)
             return _floats(lower), _floats(upper)
-        factors = self._factors(xs, overlaps)
-        idx = [int(x) - 1 for x in xs]
-        return (
-            [self.lower_s[i] * f for i, f in zip(idx, factors, strict=True)],
-            [self.upper_s[i] * f for i, f in zip(idx, factors, strict=True)],
-        )
+        lower, upper = [], []
+        for x, (f, sd) in zip(xs, self._factors(xs, overlaps), strict=True):
+            i = int(x) - 1
+            lo, hi = widen(self.alone_s[i], self.lower_s[i], self.upper_s[i], sd, self.confidence)
+            lower.append(lo * f)
+            upper.append(hi * f)
+        return lower, upper
 
     def interference(self, job: Any) -> tuple[float, float]:
         name = None if job is None else str(job).strip()
         return self.pairs.get(name, self.default_pair) if name is not None else self.default_pair
+
+    def pair_covariance(self, job: Any) -> tuple[float, float, float]:
+        name = None if job is None else str(job).strip()
+        return self.pair_cov.get(name, self.default_cov) if name is not None else self.default_cov
 
     def describe(self) -> dict[str, Any]:
         return dict(self.description)
@@ -106,6 +119,9 @@ class ModelTable:
             "scale_out_range": list(self.scale_out_range_),
             "description": self.description,
             "loo_ratios": self.loo_ratios_,
+            "combination": self.combination,
+            "pair_cov": {k: list(v) for k, v in self.pair_cov.items()},
+            "default_cov": list(self.default_cov),
         }
 
     @classmethod
@@ -126,6 +142,9 @@ class ModelTable:
             description=payload["description"],
             loo_ratios=payload["loo_ratios"],
             fallback=fallback,
+            combination=payload.get("combination", "additive"),
+            pair_cov=payload.get("pair_cov"),
+            default_cov=payload.get("default_cov", (0.0, 0.0, 0.0)),
         )
 
     # -- internals --------------------------------------------------------------------------
@@ -140,27 +159,20 @@ class ModelTable:
             self._model = self._fallback()
         return self._model
 
-    def _factors(self, xs: Sequence[float], overlaps: Overlaps) -> list[float]:
-        """1 + Σ_k (a_k + b_k/x)·ov_k per scale-out, validated as the model validates."""
+    def _factors(self, xs: Sequence[float], overlaps: Overlaps) -> list[tuple[float, float]]:
+        """(1 + S, sd of its log) per scale-out, validated as the model validates."""
         if overlaps is None:
-            return [1.0] * len(xs)
+            return [(1.0, 0.0)] * len(xs)
         rows = [overlaps] * len(xs) if isinstance(overlaps, Mapping) else list(overlaps)
         if len(rows) != len(xs):
             raise ValueError(
                 f"{len(rows)} overlap dicts for {len(xs)} scale-outs; give one dict for all "
                 "or one per scale-out"
             )
-        out = []
-        for x, row in zip(xs, rows, strict=True):
-            factor = 1.0
-            for job, ratio in (row or {}).items():
-                r = float(ratio)
-                if not math.isfinite(r) or r < 0:
-                    raise ValueError(f"overlap ratio for {job!r} must be >= 0, got {ratio!r}")
-                a, b = self.interference(job)
-                factor += (a + b / x) * r
-            out.append(factor)
-        return out
+        return [
+            factor_and_sd(x, row, self.interference, self.pair_covariance, self.combination)
+            for x, row in zip(xs, rows, strict=True)
+        ]
 
 
 def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
@@ -168,7 +180,10 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
     grid = list(range(1, grid_max + 1))
     lower, upper = model.predict_interval(grid, None, confidence=confidence)
     description = jsonable(model.describe())
-    pairs = {name: model.interference(name) for name in description.get("interference") or {}}
+    names = description.get("interference") or {}
+    # A model without parameter uncertainty (a baseline) widens nothing.
+    cov = getattr(model, "pair_covariance", lambda _: (0.0, 0.0, 0.0))
+    pairs = {name: model.interference(name) for name in names}
     return ModelTable(
         alone_s=_floats(model.predict(grid, None)),
         lower_s=_floats(lower),
@@ -179,7 +194,28 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         scale_out_range=[float(v) for v in model.scale_out_range_],
         description=description,
         loo_ratios=_loo(model),
+        combination=getattr(model, "combination_", "additive"),
+        pair_cov={name: cov(name) for name in names},
+        default_cov=cov(STRANGER),
     )
+
+
+def widen(alone: float, lower: float, upper: float, sd: float, confidence: float,
+          ) -> tuple[float, float]:
+    """The curve's log half-widths and z·sd of the interference term, added in quadrature
+    (their errors come from different parameters); RuntimeModel.predict_interval does the
+    same, vectorised."""
+    if sd <= 0 or alone <= 0:
+        return lower, upper
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
+    lo, hi = math.log(lower / alone), math.log(upper / alone)
+    return alone * math.exp(-math.hypot(lo, z)), alone * math.exp(math.hypot(hi, z))
+
+
+def _cov(v: Sequence[float]) -> tuple[float, float, float]:
+    return float(v[0]), float(v[1]), float(v[2])
 
 
 def _loo(model: Any) -> list[float] | None:

@@ -1,7 +1,13 @@
 """CoBell's runtime model: interference normalisation, then the scale-out curve chosen by CV.
 
-1. (a_k, b_k) per co-runner from the parametric interference fit; runtimes are normalised
-   by (1 + rc), the paper's two-phase approach, so everything after sees "alone" runtimes.
+1. (a_k, b_k) per co-runner from the parametric interference fit; how concurrent co-runners
+   combine (added, the largest, saturating) and whether their effect shrinks with the job's
+   scale-out (a + b/x, or a) are chosen by K-fold CV on the runs with co-runners; each pair
+   is then shrunk toward the pooled pair by its evidence (pooling.py). The pairs are
+   separated from a broken line in log x when the runs cover the scale-outs (else from
+   Ernest's curve, as in the paper), so a misfit of the curve is not read as b/x. Runtimes are
+   normalised by (1 + S), the paper's two-phase approach, so everything after sees "alone"
+   runtimes.
 2. Outlier repetitions get bisquare weights; a cliff at the smallest scale-outs is a
    separate regime, kept for interpolation but kept out of the curve that extrapolates.
 3. Interpolation: Ernest feature subsets (fitted in relative error) and local linear
@@ -12,7 +18,9 @@
    x, from noise or unrecorded co-runners, would promise a faster run on fewer nodes): the
    runtime there continues Amdahl's law from the lower edge, never below the edge's runtime.
 6. The CV residuals of the chosen models give a relative prediction interval; below the
-   range it also spans "no speed-up" to "linear speed-up" from the smallest scale-out.
+   range it also spans "no speed-up" to "linear speed-up" from the smallest scale-out. With
+   co-runners it widens by the pairs' posterior uncertainty (delta method), added to the
+   curve's conformal half-width in quadrature (log space).
 """
 
 from __future__ import annotations
@@ -24,11 +32,20 @@ from typing import Any
 
 import numpy as np
 
+from cobell_cli.core.co_runner_effects import factor_and_sd
+from cobell_cli.core.model.combine import RULES
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
-from cobell_cli.core.model.interference import fit_interference, slowdown
+from cobell_cli.core.model.interference import (
+    AloneCurve,
+    fit_interference,
+    knots,
+    pair_covariance,
+    slowdown,
+)
 from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
 from cobell_cli.core.model.loo import loo_ratios
 from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
+from cobell_cli.core.model.pooling import Pooled, no_pooling, shrink
 from cobell_cli.core.model.robust import (
     physically_impossible_levels,
     regime_change_scale_outs,
@@ -42,6 +59,12 @@ MIN_RUNS_PER_CO_RUNNER = 3  # fewer runs cannot pin down (a, b): they join the p
 MIN_SCALE_OUTS_FOR_LLR = 5  # three interior points for CV, else parametric only
 MIN_SCALE_OUTS_FOR_CV = 4  # below this, Amdahl's law is the documented prior
 MIN_EDGE_SCALE_OUTS = 3  # scale-outs the lower-edge Amdahl fit uses at least (all if fewer)
+INTERFERENCE_FOLDS = 3  # K of the CV that chooses the combination rule and b/x
+CV_ROUNDS = 4  # alternations per CV fit: enough to rank the forms, a third of the cost
+MIN_RUNS_FOR_RULE_CV = 10  # runs with co-runners below which the paper's form is kept
+RULE_MARGIN = 0.01  # another form must beat the paper's CV error by 1 % to replace it
+THIN_EVIDENCE_SD = 0.25 # own sd of a + b/x, relative to the pooled effect, that `model show`
+# calls thin evidence
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
 
@@ -99,8 +122,17 @@ class RuntimeModel:
     Built by fit_runtime_model(); follows the estimator contract (learned values end in _).
     """
 
-    def __init__(self, *, confidence_default: float = 0.9) -> None:
+    def __init__(self, *, confidence_default: float = 0.9, combination: str = "auto",
+                 scaled: bool | None = None, pooling: bool = True,
+                 propagate: bool = True, alone_curve: str = "auto") -> None:
         self.confidence_default = confidence_default
+        self.combination = combination  # "auto" (CV) or one of combine.RULES
+        self.scaled = scaled  # None: CV decides between a + b/x and a
+        self.pooling = pooling  # shrink each pair toward the pooled one (empirical Bayes)
+        self.propagate = propagate  # widen the interval by the pairs' uncertainty
+        # f the pairs are separated from: "auto" (a broken line when every stretch of
+        # scale-outs has runs, see interference.knots) or "ernest" (the paper's)
+        self.alone_curve = alone_curve
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
@@ -112,11 +144,12 @@ class RuntimeModel:
         self.n_scale_outs_ = int(levels.size)
         self.co_runners_ = data.co_runners
         base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
-        _, a, b, robust_w = fit_interference(x, y, data.overlap, base)
-        self.a_, self.b_ = a, b
+        robust_w = self._fit_interference(data, base)
         self.interference_runs_ = {k: int((data.overlap[:, i] > 0).sum())
                                    for i, k in enumerate(data.co_runners)}
-        y_alone = y / slowdown(x, data.overlap, a, b)
+        self.overlap_s_ = {k: float(data.overlap[:, i] @ y)
+                           for i, k in enumerate(data.co_runners)}
+        y_alone = y / slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
         w = repetition_weights(x, y_alone)
         self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
         self.cv_: dict[str, Any] = {}
@@ -145,9 +178,66 @@ class RuntimeModel:
         self.edge_parallel_fraction_ = _edge_parallel_fraction(x[kept], y_alone[kept],
                                                                w[kept])
         alone = self._alone(x)  # held-out errors for the planner's calibration (model/loo.py)
-        self.loo_ratios_ = loo_ratios(x, y, alone * slowdown(x, data.overlap, a, b), alone,
-                                      data.overlap, a, b, robust_w)
+        # First order: the leverage is that of the additive form at the fitted pairs.
+        fitted = alone * slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
+        self.loo_ratios_ = loo_ratios(x, y, fitted, alone, data.overlap, self.a_, self.b_,
+                                      robust_w)
         return self
+
+    def _fit_interference(self, data: RunData, base: Sequence[str]) -> np.ndarray:
+        """Rule and b/x by CV, the final fit, then partial pooling of the pairs; returns the
+        robust fit's weights per run."""
+        x, y, ov = data.scale_out, data.runtime_s, data.overlap
+        self.interference_cv_: dict[str, float] = {}
+        best = self._choose_form(x, y, ov, base)
+        self.combination_, self.scaled_ = best
+        curve, a, b, w = fit_interference(x, y, ov, base, rule=best[0], scaled=best[1],
+                                          at=self._knots(x))
+        self.interference_curve_ = "broken line" if curve.theta is None else "ernest"
+        self.a_unpooled_, self.b_unpooled_ = a, b
+        pooled = _pool(x, y, ov, curve, a, b, w, best, self.pooling)
+        self.a_, self.b_ = pooled.pairs[:, 0], pooled.pairs[:, 1]
+        self.pair_cov_ = pooled.cov
+        self.own_weight_ = pooled.own_weight
+        self.sampling_cov_ = pooled.sampling_cov
+        self.reference_scale_out_ = float(x.min())  # where b/x matters most
+        self.pool_mean_, self.pool_tau2_ = pooled.mean, pooled.tau2
+        return w
+
+    def _knots(self, x: np.ndarray) -> np.ndarray | None:
+        if self.alone_curve not in ("auto", "ernest"):
+            raise ValueError(f"alone_curve must be 'auto' or 'ernest', got {self.alone_curve!r}")
+        return knots(x) if self.alone_curve == "auto" else None
+
+    def _choose_form(self, x: np.ndarray, y: np.ndarray, ov: np.ndarray,
+                     base: Sequence[str]) -> tuple[str, bool]:
+        """(rule, scaled) by CV in two stages, to bound the cost: a + b/x against a under the
+        paper's additive rule, then the other rules with the winner. The paper's form stays
+        unless another beats its CV error by RULE_MARGIN."""
+        present = ov > 0
+        rules = [self.combination] if self.combination != "auto" else list(RULES)
+        if self.combination == "auto" and not np.any(present.sum(axis=1) >= 2):
+            rules = ["additive"]  # no run with two co-runners: every rule is the same
+        scaled = [True, False] if self.scaled is None else [bool(self.scaled)]
+        if int(present.any(axis=1).sum()) < MIN_RUNS_FOR_RULE_CV:
+            return rules[0], scaled[0]
+        scores: dict[tuple[str, bool], float] = {}
+
+        def pick(forms: list[tuple[str, bool]], incumbent: tuple[str, bool]) -> tuple[str, bool]:
+            for form in forms:
+                if form not in scores:
+                    scores[form] = _interference_cv(x, y, ov, base, form, self.pooling,
+                                                    self.alone_curve == "auto")
+            best = min(forms, key=scores.get)
+            return incumbent if scores[incumbent] <= scores[best] * (1 + RULE_MARGIN) else best
+
+        first = [(rules[0], s) for s in scaled]
+        form = pick(first, first[0]) if len(first) > 1 else first[0]
+        if len(rules) > 1:
+            form = pick([(r, form[1]) for r in rules], form)
+        if len(scores) > 1:
+            self.interference_cv_ = {_form_name(f): v for f, v in scores.items()}
+        return form
 
     def _fit_single(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         """One scale-out: Amdahl with the whole runtime parallel (y·x0/x) as the point guess;
@@ -373,22 +463,22 @@ class RuntimeModel:
     def _first_normal(self) -> float:
         return self.first_normal_scale_out_
 
-    def _factor(self, x: np.ndarray, overlaps: Overlaps) -> np.ndarray:
+    def _factor_sd(self, x: np.ndarray, overlaps: Overlaps) -> tuple[np.ndarray, np.ndarray]:
+        """(1 + S, sd of its log from the pairs' uncertainty) per scale-out."""
         if overlaps is None:
-            return np.ones_like(x)
+            return np.ones_like(x), np.zeros_like(x)
         rows = [overlaps] * x.size if isinstance(overlaps, Mapping) else list(overlaps)
         if len(rows) != x.size:
             raise ValueError(f"{len(rows)} overlap dicts for {x.size} scale-outs; give one "
                              "dict for all or one per scale-out")
-        factor = np.ones_like(x)
+        factor, sd = np.ones_like(x), np.zeros_like(x)
         for i, row in enumerate(rows):
-            for job, ratio in (row or {}).items():
-                r = float(ratio)
-                if not np.isfinite(r) or r < 0:
-                    raise ValueError(f"overlap ratio for {job!r} must be >= 0, got {ratio!r}")
-                a, b = self.interference(job)
-                factor[i] += (a + b / x[i]) * r
-        return factor
+            factor[i], sd[i] = factor_and_sd(x[i], row, self.interference,
+                                             self.pair_covariance, self.combination_)
+        return factor, sd
+
+    def _factor(self, x: np.ndarray, overlaps: Overlaps) -> np.ndarray:
+        return self._factor_sd(x, overlaps)[0]
 
     def predict(self, scale_outs: Sequence[float] | np.ndarray, overlaps: Overlaps = None,
                 ) -> np.ndarray:
@@ -416,19 +506,49 @@ class RuntimeModel:
             y0 = self.edge_runtime_s_
             lower[below] = y0 * edge_low[0]
             upper[below] = y0 * lo / x[below] * edge_high[0]
-        factor = self._factor(x, overlaps)
+        factor, sd = self._factor_sd(x, overlaps)
+        if np.any(sd > 0):
+            lower, upper = _widen(alone, lower, upper, sd, c)
         return lower * factor, upper * factor
+
+    def pair_covariance(self, job: Any) -> tuple[float, float, float]:
+        """(var a, cov(a, b), var b) of the pair interference(job) answers with. A job with
+        its own pair: the pair's posterior covariance. A job answered by the pooled class
+        (met rarely, or never): that class pair averages many jobs, so this one job may differ
+        from it by the spread between jobs, added to the class pair's own uncertainty."""
+        if not self.propagate or not self.co_runners_:
+            return 0.0, 0.0, 0.0
+        i = self._pair_index(job)
+        own = i is not None and self.co_runners_[i] != POOLED
+        c = self.pair_cov_[i] if i is not None else np.zeros((2, 2))
+        if not own:
+            c = c + np.diag(self._between_jobs())
+        return float(c[0, 0]), float(c[0, 1]), float(c[1, 1])
+
+    def _between_jobs(self) -> np.ndarray:
+        """Variance of (a, b) between co-runner jobs: pooling's τ², else the pairs' spread."""
+        tau2 = self.pool_tau2_
+        if np.all(np.isfinite(tau2)):
+            return np.asarray(tau2, float)
+        if len(self.co_runners_) < 2:
+            return np.zeros(2)
+        return np.var(np.column_stack([self.a_, self.b_]), axis=0)
+
+    def _pair_index(self, job: Any) -> int | None:
+        names = self.co_runners_
+        key = co_runner_key(job)
+        if key in names and key != POOLED:
+            return names.index(key)
+        if POOLED in names:
+            return names.index(POOLED)
+        return None
 
     def interference(self, job: Any) -> tuple[float, float]:
         """(a, b) for a co-runner job: its own pair when it had enough runs, else the pooled
         pair; with no pooled runs, the run-weighted mean of the known pairs; else (0, 0)."""
         names = self.co_runners_
-        key = co_runner_key(job)
-        if key in names and key != POOLED:
-            i = names.index(key)
-            return float(self.a_[i]), float(self.b_[i])
-        if POOLED in names:
-            i = names.index(POOLED)
+        i = self._pair_index(job)
+        if i is not None:
             return float(self.a_[i]), float(self.b_[i])
         if names:
             n = np.array([self.interference_runs_[k] for k in names], float)
@@ -443,12 +563,96 @@ class RuntimeModel:
             "interpolation": self.interp_.describe(),
             "extrapolation": self.extrap_.describe(),
             "regime_scale_outs": list(self.regime_scale_outs_),
-            "interference": {k: {"a": float(self.a_[i]), "b": float(self.b_[i]),
-                                 "runs": self.interference_runs_[k]}
-                             for i, k in enumerate(self.co_runners_)},
+            "interference": {k: self._describe_pair(i, k) for i, k in enumerate(self.co_runners_)},
+            "combination": {"rule": self.combination_, "scaled": bool(self.scaled_),
+                            "separated_from": self.interference_curve_,
+                            "cv_mean_abs_log_error": dict(self.interference_cv_),
+                            "pooling": self._describe_pool()},
             "cv": jsonable(self.cv_),
             "interval": self.interval_.describe(),
         }
+
+    def _effect_sd(self, cov: np.ndarray) -> float:
+        """sd of a + b/x at the smallest observed scale-out under a pair covariance."""
+        g = np.array([1.0, 1.0 / self.reference_scale_out_])
+        return float(np.sqrt(max(g @ cov @ g, 0.0)))
+
+    def _describe_pair(self, i: int, k: str) -> dict[str, Any]:
+        """The pair and what it rests on. Thin: its own runs leave the effect at the smallest
+        scale-out uncertain by more than THIN_EVIDENCE_SD of the pooled effect (a low own
+        weight alone can also mean co-runners simply do not differ)."""
+        c = self.pair_cov_[i]
+        x_ref = self.reference_scale_out_
+        mean = self.pool_mean_
+        pooled_effect = max(float(mean[0] + mean[1] / x_ref), 1e-9)
+        own_sd = self._effect_sd(self.sampling_cov_[i])
+        return {"a": float(self.a_[i]), "b": float(self.b_[i]),
+                "runs": self.interference_runs_[k],
+                "overlap_s": self.overlap_s_[k],
+                "own_weight": float(self.own_weight_[i]),
+                "unpooled": {"a": float(self.a_unpooled_[i]), "b": float(self.b_unpooled_[i])},
+                "sd": {"a": float(np.sqrt(max(c[0, 0], 0.0))),
+                       "b": float(np.sqrt(max(c[1, 1], 0.0)))},
+                "effect_sd_own": own_sd,
+                "effect_sd": self._effect_sd(c),
+                "reference_scale_out": x_ref,
+                "thin": bool(own_sd > THIN_EVIDENCE_SD * pooled_effect)}
+
+    def _describe_pool(self) -> dict[str, Any] | None:
+        if not np.all(np.isfinite(self.pool_tau2_)):
+            return None
+        return {"mean": {"a": float(self.pool_mean_[0]), "b": float(self.pool_mean_[1])},
+                "tau": {"a": float(np.sqrt(self.pool_tau2_[0])),
+                        "b": float(np.sqrt(self.pool_tau2_[1]))}}
+
+
+def _widen(alone: np.ndarray, lower: np.ndarray, upper: np.ndarray, sd: np.ndarray,
+           confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Add the interference term's log uncertainty to the curve's log half-widths in
+    quadrature: the two errors come from different parameters, so they are taken as
+    independent."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
+    lo = np.log(lower / alone)
+    hi = np.log(upper / alone)
+    return (alone * np.exp(-np.sqrt(lo**2 + z**2)), alone * np.exp(np.sqrt(hi**2 + z**2)))
+
+
+def _pool(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, a: np.ndarray,
+          b: np.ndarray, w: np.ndarray, form: tuple[str, bool], pooling: bool) -> Pooled:
+    cov = pair_covariance(x, y, ov, curve(x), a, b, w, form[0], form[1], curve.n_params)
+    est = np.column_stack([a, b])
+    if not pooling:
+        return no_pooling(est, cov)
+    return shrink(est, cov, active=np.array([True, form[1]]))
+
+
+def _interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence[str],
+                     form: tuple[str, bool], pooling: bool, broken_line: bool) -> float:
+    """Mean |log(y / ŷ)| on held-out runs with co-runners, interleaved K folds, each fold
+    fitted (fast: no reweighting, no polish) and pooled as the final model will be."""
+    busy = np.flatnonzero((ov > 0).any(axis=1))
+    errs = []
+    for fold in range(INTERFERENCE_FOLDS):
+        test = np.zeros(x.size, bool)
+        test[busy[fold::INTERFERENCE_FOLDS]] = True
+        if not test.any():
+            continue
+        tr = ~test
+        curve, a, b, w = fit_interference(x[tr], y[tr], ov[tr], base, robust=False,
+                                          polish=False, rule=form[0], scaled=form[1],
+                                          rounds=CV_ROUNDS,
+                                          at=knots(x[tr]) if broken_line else None)
+        pooled = _pool(x[tr], y[tr], ov[tr], curve, a, b, w, form, pooling)
+        pred = curve(x[test]) * slowdown(x[test], ov[test], pooled.pairs[:, 0],
+                                         pooled.pairs[:, 1], form[0])
+        errs.append(np.abs(np.log(y[test] / np.maximum(pred, 1e-12 * y.min()))))
+    return float(np.mean(np.concatenate(errs))) if errs else float("inf")
+
+
+def _form_name(form: tuple[str, bool]) -> str:
+    return f"{form[0]}, {'a + b/x' if form[1] else 'a'}"
 
 
 def _scale_outs(scale_outs: Sequence[float] | np.ndarray) -> np.ndarray:

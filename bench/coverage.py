@@ -1,0 +1,260 @@
+"""Coverage of the nominal 90 % interval on fresh runs with co-runners (issue 13, item 2c).
+
+    python -m bench.coverage [--quick] [--seeds N] [--data DIR] [--output FILE]
+
+World: bench.simulator (its interference is not cobell's formula: a power law in the
+victim's scale-out, saturating across co-runners, event-driven cascades). The target job
+(SGD) runs at scale-outs 4..60; each run meets 0-3 co-runner apps drawn from a pool of
+1, 20 or 60 co-runner jobs; a co-runner job is one of the five other Bell jobs at a scale-out
+of its own (8..48), so the pool's pairs differ by kind and pressure. Overlaps are measured as
+`cobell submit` records them (`cobell_cli.api.measured_overlaps`). The model is the CLI's
+(`fit_runtime_model`, the same core), fitted on a history of 50, 200 or 1000 runs; each
+cell is scored on fresh runs with co-runners, at their measured overlaps: the share inside
+`predict_interval(..., confidence=0.9)`.
+
+"before" is the model as it was: the paper's additive a + b/x, no pooling, an interval from
+the scale-out curve alone (`RuntimeModel(combination="additive", scaled=True,
+pooling=False, propagate=False, alone_curve="ernest")`, which fits exactly as before).
+"after" is the default.
+
+Also: the error of b for co-runner jobs met in 3-8 runs, pooled vs unpooled, against the
+simulator's own pair law projected on a + b/x (least squares over the scale-outs run), next
+to a constant guess (the mean of those true b).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.simulator import (
+    PROFILES,
+    Contention,
+    Curve,
+    RunNoise,
+    SimJob,
+    load_curves,
+    simulate,
+)
+from cobell_cli.api import measured_overlaps
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.model.select import RuntimeModel
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+RESULTS = ROOT / "bench" / "results" / "coverage.md"
+
+TARGET = "sgd"
+KINDS = ("grep", "kmeans", "pagerank", "tpchq10", "wordcount")
+SCALE_OUTS = tuple(range(4, 61, 4))
+CO_SCALE_OUTS = (8, 48)  # a co-runner job's own scale-out, drawn once per job
+CO_COUNT_P = (0.25, 0.35, 0.25, 0.15)  # P(0, 1, 2, 3 co-runner apps) per run
+HISTORY_SIZES = (50, 200, 1000)
+POOL_SIZES = (1, 20, 60)
+FRESH_RUNS = 150
+CONFIDENCE = 0.9
+THIN_RUNS = (3, 8)
+RUN_SPACING_S = 100_000.0
+VARIANTS = {
+    "before": {"combination": "additive", "scaled": True, "pooling": False,
+               "propagate": False, "alone_curve": "ernest"},
+    "after": {},
+}
+
+
+@dataclass(frozen=True)
+class CoJob:
+    name: str
+    kind: str
+    scale_out: int
+
+
+def draw_pool(n: int, rng: np.random.Generator) -> list[CoJob]:
+    return [CoJob(f"co{i:02d}", str(rng.choice(KINDS)),
+                  int(rng.integers(CO_SCALE_OUTS[0], CO_SCALE_OUTS[1] + 1))) for i in range(n)]
+
+
+def one_run(index: int, pool: Sequence[CoJob], curves: dict[str, Curve],
+            contention: Contention, rng: np.random.Generator) -> dict[str, Any]:
+    """One target run: co-runners start first, the target at a random offset (from before
+    the first starts to 90 % into the shortest), simulated, overlaps measured."""
+    x = int(rng.choice(SCALE_OUTS))
+    k = min(int(rng.choice(len(CO_COUNT_P), p=CO_COUNT_P)), len(pool))
+    picks = [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
+    noise = RunNoise.draw(rng, curves, contention)
+    base = index * RUN_SPACING_S
+    jobs = []
+    for j, co in enumerate(picks):
+        work = curves[co.kind].isolated_s(co.scale_out, noise.rep_index[co.kind])
+        start = base + (0.0 if j == 0 else float(rng.uniform(0, 0.2 * work)))
+        jobs.append(SimJob(f"{co.name}-{index}-{j}", co.kind, co.scale_out, start, work))
+    shortest = min((j.start_s + j.work_s for j in jobs), default=base) - base
+    submit = base + float(rng.uniform(-0.3, 0.9)) * max(shortest, 0.0)
+    work = curves[TARGET].isolated_s(x, noise.rep_index[TARGET])
+    jobs.append(SimJob(f"target-{index}", TARGET, x, submit, work))
+    done = simulate(jobs, noise, contention)
+    me = done[-1]
+    names = {f"{co.name}-{index}-{j}": co.name for j, co in enumerate(picks)}
+    apps = [RunningApp(app_id=j.key, name=names[j.key], job=names[j.key], user=None,
+                       queue="default", state="FINISHED", started_at=j.start_s,
+                       finished_at=j.finish_s, scale_out=j.scale_out, progress=1.0,
+                       backend="simulator") for j in done[:-1]]
+    overlaps: dict[str, float] = {}
+    for row in measured_overlaps(me.start_s, me.finish_s, apps):
+        overlaps[row["co_runner_job"]] = overlaps.get(row["co_runner_job"], 0.0) + row[
+            "overlap_ratio"]
+    return {"scale_out": x, "runtime_s": me.finish_s - me.start_s, "overlaps": overlaps,
+            "status": "succeeded"}
+
+
+def true_b(co: CoJob, contention: Contention) -> float:
+    """The simulator's pair law for the target, κ·(p·q)·pressure·(16/x)^γ, projected on
+    a + b/x (a, b >= 0) over the target's scale-outs: the b a perfect fit would find."""
+    from scipy.optimize import nnls
+
+    x = np.array(SCALE_OUTS, float)
+    dot = float(np.dot(PROFILES[TARGET], PROFILES[co.kind]))
+    pressure = co.scale_out / (co.scale_out + contention.pressure_half_scale_out)
+    law = contention.kappa * dot * pressure * (contention.victim_ref_scale_out / x) ** (
+        contention.gamma)
+    coef, _ = nnls(np.column_stack([np.ones_like(x), 1.0 / x]), law)
+    return float(coef[1])
+
+
+def cell(n_runs: int, pool_size: int, seed: int, curves: dict[str, Curve],
+         contention: Contention, fresh: int) -> dict[str, Any]:
+    rng = np.random.default_rng([seed, n_runs, pool_size])
+    pool = draw_pool(pool_size, rng)
+    history = [one_run(i, pool, curves, contention, rng) for i in range(n_runs)]
+    tests: list[dict[str, Any]] = []
+    i = n_runs
+    while len(tests) < fresh:
+        run = one_run(i, pool, curves, contention, rng)
+        i += 1
+        if run["overlaps"]:
+            tests.append(run)
+    xs = [r["scale_out"] for r in tests]
+    ovs = [r["overlaps"] for r in tests]
+    y = np.array([r["runtime_s"] for r in tests])
+    out: dict[str, Any] = {}
+    for name, params in VARIANTS.items():
+        started = time.perf_counter()
+        model = RuntimeModel(**params).fit(history)
+        lower, upper = model.predict_interval(xs, ovs, confidence=CONFIDENCE)
+        inside = (y >= lower) & (y <= upper)
+        out[name] = {"covered": int(inside.sum()), "n": len(tests),
+                     "log_width": float(np.median(np.log(upper / lower))),
+                     "fit_s": time.perf_counter() - started}
+        if name == "after":
+            out["rule"] = f"{model.combination_}, {'a+b/x' if model.scaled_ else 'a'}"
+    out.update(b_errors(history, pool, contention))
+    return out
+
+
+def b_errors(history: list[dict[str, Any]], pool: Sequence[CoJob], contention: Contention,
+             ) -> dict[str, list[float]]:
+    """b of thin co-runner jobs from one a + b/x fit, before and after pooling."""
+    if len(pool) < 3:
+        return {}
+    model = RuntimeModel(scaled=True).fit(history)
+    truth = {co.name: true_b(co, contention) for co in pool}
+    thin = [(k, j) for k, j in enumerate(model.co_runners_) if j in truth
+            and THIN_RUNS[0] <= model.interference_runs_[j] <= THIN_RUNS[1]]
+    return {"b_truth": [truth[j] for _, j in thin],
+            "b_pooled": [float(model.b_[k]) for k, _ in thin],
+            "b_unpooled": [float(model.b_unpooled_[k]) for k, _ in thin]}
+
+
+def run(seeds: int, sizes: Sequence[int], pools: Sequence[int], fresh: int,
+        data_dir: Path) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    curves = load_curves(data_dir)
+    contention = Contention()
+    results: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for n in sizes:
+        for p in pools:
+            started = time.perf_counter()
+            results[(n, p)] = [cell(n, p, s, curves, contention, fresh) for s in range(seeds)]
+            print(f"{n} runs x {p} co-runner jobs: {time.perf_counter() - started:.1f} s",
+                  flush=True)
+    return results
+
+
+def render(results: dict[tuple[int, int], list[dict[str, Any]]], command: str,
+           elapsed_s: float, seeds: int, fresh: int) -> str:
+    lines = [f"# Interval coverage with co-runners\n\nCommand: `{command}` ({elapsed_s:.0f} s)\n",
+             f"World: bench.simulator; target {TARGET}; {seeds} seeds x {fresh} fresh runs "
+             "with co-runners per cell; nominal 90 % interval; the goal is 85-95 % in every "
+             "cell. Width: median log(upper / lower).\n",
+             "before: the paper's additive a + b/x separated from Ernest's curve, unpooled, the "
+             "interval of the scale-out curve only (`RuntimeModel(combination='additive', "
+             "scaled=True, pooling=False, propagate=False, alone_curve='ernest')`). after: the "
+             "default (rule and b/x by CV, broken-line separation, partial pooling, the pairs' "
+             "uncertainty in the interval). Same histories, same fresh runs.\n",
+             "| history runs | co-runner jobs | before: coverage | after: coverage | "
+             "before: width | after: width | rule chosen (per seed) | fit s (before / after) |",
+             "|---:|---:|---:|---:|---:|---:|---|---:|"]
+    b_rows = []
+    for (n, p), cells in results.items():
+        cov = {v: 100.0 * sum(c[v]["covered"] for c in cells) / sum(c[v]["n"] for c in cells)
+               for v in VARIANTS}
+        width = {v: float(np.median([c[v]["log_width"] for c in cells])) for v in VARIANTS}
+        fit = {v: float(np.mean([c[v]["fit_s"] for c in cells])) for v in VARIANTS}
+        rules = "; ".join(c["rule"] for c in cells)
+        lines.append(f"| {n} | {p} | {cov['before']:.1f} % | {cov['after']:.1f} % | "
+                     f"{width['before']:.3f} | {width['after']:.3f} | {rules} | "
+                     f"{fit['before']:.2f} / {fit['after']:.2f} |")
+        truth = np.concatenate([c.get("b_truth", []) for c in cells])
+        if truth.size:
+            pooled = np.concatenate([c["b_pooled"] for c in cells])
+            unpooled = np.concatenate([c["b_unpooled"] for c in cells])
+            const = np.full_like(truth, truth.mean())
+            b_rows.append(f"| {n} | {p} | {truth.size} | {np.mean(np.abs(unpooled - truth)):.2f}"
+                          f" | {np.mean(np.abs(pooled - truth)):.2f} | "
+                          f"{np.mean(np.abs(const - truth)):.2f} | {unpooled.max():.2f} | "
+                          f"{pooled.max():.2f} | {truth.max():.2f} |")
+    lines += ["", "## b of co-runner jobs met in 3-8 runs (the model with a + b/x)", "",
+              "Mean absolute error against the simulator's pair law projected on a + b/x; "
+              "'constant' guesses the mean true b for all.", "",
+              "| history runs | co-runner jobs | pairs | unpooled | pooled | constant | "
+              "max b unpooled | max b pooled | max true b |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *b_rows]
+    lines += ["", "Notes: with one co-runner job both variants cover more than 95 %: that interval "
+              "is the scale-out curve's (its pair is well determined), whose leave-one-scale-out "
+              "residuals measure predictions at scale-outs the history has not seen, while "
+              "these fresh runs are at measured ones. Only bench.simulator is used: the "
+              "second world (bench/nodesim.py) was on the sim2 branch when this ran."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.coverage",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one small cell, writes nothing")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--fresh", type=int, default=FRESH_RUNS)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    if args.quick:
+        results = run(1, (50,), (20,), 40, args.data)
+    else:
+        results = run(args.seeds, HISTORY_SIZES, POOL_SIZES, args.fresh, args.data)
+    given = sys.argv[1:] if argv is None else argv
+    command = " ".join(["OPENBLAS_NUM_THREADS=1 python -m bench.coverage", *given])
+    text = render(results, command, time.perf_counter() - started,
+                  1 if args.quick else args.seeds, 40 if args.quick else args.fresh)
+    print(text)
+    if not args.quick:
+        args.output.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""bench.coverage on one small cell: the simulated history is well-formed, the pair law's
+projection is a fair reference for b, and pooling with the propagated uncertainty covers
+fresh co-located runs better than the paper's interval did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.coverage import CoJob, cell, draw_pool, one_run, true_b
+from bench.simulator import Contention, load_curves
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_runs_record_measured_overlaps_of_the_pool(bell_dir: Path) -> None:
+    curves = load_curves(bell_dir)
+    rng = np.random.default_rng(0)
+    pool = draw_pool(20, rng)
+    runs = [one_run(i, pool, curves, Contention(), rng) for i in range(60)]
+    names = {co.name for co in pool}
+    assert all(set(r["overlaps"]) <= names for r in runs)
+    assert all(0 < v <= 3.0 for r in runs for v in r["overlaps"].values())
+    assert 0.5 < np.mean([bool(r["overlaps"]) for r in runs]) < 0.95
+    assert all(r["runtime_s"] > 0 and 4 <= r["scale_out"] <= 60 for r in runs)
+
+
+def test_true_b_is_the_pair_laws_projection() -> None:
+    c = Contention()
+    small, large = true_b(CoJob("a", "grep", 8), c), true_b(CoJob("b", "grep", 48), c)
+    assert 0 < small < large  # more pressure from a wider co-runner
+    assert true_b(CoJob("c", "pagerank", 24), Contention(gamma=0.0)) == pytest.approx(0, abs=1e-9)
+
+
+def test_one_thin_cell_covers_better_after_pooling(bell_dir: Path) -> None:
+    out = cell(50, 20, 0, load_curves(bell_dir), Contention(), 60)
+    before = out["before"]["covered"] / out["before"]["n"]
+    after = out["after"]["covered"] / out["after"]["n"]
+    assert out["after"]["n"] == 60
+    assert after > before and after >= 0.8
+    truth = np.array(out["b_truth"])
+    assert truth.size >= 5
+    pooled = np.abs(np.array(out["b_pooled"]) - truth).mean()
+    unpooled = np.abs(np.array(out["b_unpooled"]) - truth).mean()
+    assert pooled < unpooled
