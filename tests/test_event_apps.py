@@ -1,12 +1,8 @@
 """The fold of one event log into an imported run, over the events of REAL Spark runs
-(tests/data/eventlogs; decompressed here with the `zstd` command, since this module is
-handed events by the streaming reader and reads no files itself)."""
+(tests/data/eventlogs), streamed by the event-log reader."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,29 +10,23 @@ import pytest
 from cobell_cli.sources.event_apps import AppFold
 
 LOGS = Path(__file__).parent / "data" / "eventlogs" / "logs"
+pytest.importorskip("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
+
+
+def _logs() -> list[Path]:
+    return sorted([*LOGS.glob("app-*"), *LOGS.glob("eventlog_v2_*")])
 
 
 def events_of(name: str) -> list[dict]:
-    if shutil.which("zstd") is None:
-        pytest.skip("the zstd command is not installed (apt-get install zstd)")
-    (path,) = [p for p in LOGS.rglob("*.zstd*") if _app_name(p) == name]
-    text = subprocess.run(["zstd", "-dcq", str(path)], capture_output=True, check=False).stdout
-    lines = text.decode("utf-8", "replace").splitlines()
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            break  # the torn last line of a killed app's log
-    return out
+    """The events of the recorded app called `name` (a killed app's torn tail is dropped)."""
+    from cobell_cli.sources.eventlog import iter_events
 
-
-def _app_name(path: Path) -> str | None:
-    text = subprocess.run(["zstd", "-dcq", str(path)], capture_output=True, check=False).stdout
-    for line in text.decode("utf-8", "replace").splitlines()[:5]:
-        if '"SparkListenerApplicationStart"' in line:
-            return json.loads(line)["App Name"]
-    return None
+    for log in _logs():
+        events = list(iter_events(log))
+        starts = [e for e in events if e.get("Event") == "SparkListenerApplicationStart"]
+        if starts and starts[0]["App Name"] == name:
+            return events
+    raise AssertionError(f"no recorded app {name!r}")
 
 
 def fold(name: str) -> AppFold:
