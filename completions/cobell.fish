@@ -236,7 +236,7 @@ complete -c cobell -n '__cobell_at \'cobell history import\'' -l new-ids -d 'Giv
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l dry-run -d 'Validate only; write nothing'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-yarn -d 'Import the YARN RM\'s finished apps'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-spark-history -x -d 'Import the apps of a Spark History Server'
-complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-event-logs -d 'Import Spark event logs (the PATHs: files, rolling-log or log directories)'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-event-logs -d 'Import Spark event logs (the PATHs: files, rolling-log or log directories; plain, zstd, lz4, snappy)'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l since -x -d 'Only apps finished since then: 30d, 12h, or an ISO date/time (default 30d)'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l vcores-per-container -x -d 'YARN: vcores of one executor container, to turn vcore-seconds into executors'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l json -d 'Print the import summary as JSON'

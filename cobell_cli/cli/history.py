@@ -262,7 +262,8 @@ def import_file(
     from_event_logs: bool = typer.Option(
         False,
         "--from-event-logs",
-        help="Import Spark event logs (the PATHs: files, rolling-log or log directories).",
+        help="Import Spark event logs (the PATHs: files, rolling-log or log directories; "
+        "plain, zstd, lz4, snappy).",
         rich_help_panel="Record",
     ),
     since: str | None = typer.Option(
@@ -306,6 +307,8 @@ def import_file(
     Example: cobell history import --from-yarn --since 30d --dry-run
 
     Example: cobell history import --from-spark-history http://shs:18080 --since 90d --json
+
+    Example: cobell history import --from-event-logs /var/log/spark-events
     """
     if from_yarn or from_spark_history or from_event_logs:
         _import_record(
