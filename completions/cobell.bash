@@ -89,7 +89,7 @@ _cobell() {
                 esac ;;
             "cobell history import")
                 case "$w" in
-                    -j|--job|--runtime-unit) skip=1; opt=$w ;;
+                    -j|--job|--runtime-unit|--from-spark-history|--since|--vcores-per-container|--timeline-url|--rm-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -258,6 +258,12 @@ _cobell() {
                 case "$opt" in
                     -j|--job) _cobell_complete_jobs ;;
                     --runtime-unit) COMPREPLY=($(compgen -W 'ms s' -- "$cur")) ;;
+                    --from-spark-history) COMPREPLY=() ;;
+                    --since) COMPREPLY=() ;;
+                    --vcores-per-container) COMPREPLY=() ;;
+                    --timeline-url) COMPREPLY=() ;;
+                    --rm-url) COMPREPLY=() ;;
+                    --ca-bundle) _cobell_complete_files ;;
                 esac ;;
             "cobell history export")
                 case "$opt" in
@@ -342,8 +348,8 @@ _cobell() {
                 else COMPREPLY=(); fi ;;
             "cobell history import")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job --runtime-unit --skip-invalid --new-ids --dry-run -h --help' -- "$cur"))
-                else ((npos == 0)) && _cobell_complete_files; fi ;;
+                    COMPREPLY=($(compgen -W '-j --job --runtime-unit --skip-invalid --new-ids --dry-run --from-yarn --from-spark-history --from-event-logs --since --vcores-per-container --json --download-logs --no-download-logs --timeline-url --rm-url --ca-bundle -h --help' -- "$cur"))
+                else ((npos >= 0)) && _cobell_complete_files; fi ;;
             "cobell history export")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-f --format -o --output -j --job -h --help' -- "$cur"))

@@ -58,7 +58,7 @@ function __cobell_node
                 end
             case 'cobell history import'
                 switch $w
-                    case -j --job --runtime-unit
+                    case -j --job --runtime-unit --from-spark-history --since --vcores-per-container --timeline-url --rm-url --ca-bundle
                         set skip 1
                 end
             case 'cobell history export'
@@ -214,7 +214,7 @@ complete -c cobell -n '__cobell_at \'cobell demo\'' -s h -l help -d 'Show help a
 complete -c cobell -n '__cobell_at \'cobell history\'' -a list -d 'List recorded runs, newest first'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a show -d 'Show one run in full, with every co-runner it overlapped'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a jobs -d 'One line per job: runs, distinct scale-outs, last run, median runtime'
-complete -c cobell -n '__cobell_at \'cobell history\'' -a import -d 'Import runs from cobell\'s CSV/JSON or Bell\'s Nodes,Runtime CSV, all or nothing'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a import -d 'Import runs from cobell\'s CSV/JSON or Bell\'s Nodes,Runtime CSV, all or nothing; or from the cluster\'s record: YARN\'s finished apps, a Spark History Server, event logs'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a export -d 'Export runs and their co-runners; `cobell history import` reads it back exactly'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a rm -d 'Remove runs (and their co-runner records) from the history'
 complete -c cobell -n '__cobell_at \'cobell history\'' -s h -l help -d 'Show help and exit'
@@ -234,6 +234,16 @@ complete -c cobell -n '__cobell_at \'cobell history import\'' -l runtime-unit -x
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l skip-invalid -d 'Import the valid rows and report the skipped ones'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l new-ids -d 'Give imported runs fresh ids instead of the file\'s'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l dry-run -d 'Validate only; write nothing'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-yarn -d 'Import the YARN RM\'s finished apps'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-spark-history -x -d 'Import the apps of a Spark History Server'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-event-logs -d 'Import Spark event logs (the PATHs: files, rolling-log or log directories; plain, zstd, lz4, snappy)'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l since -x -d 'Only apps finished since then: 30d, 12h, or an ISO date/time (default 30d)'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l vcores-per-container -x -d 'YARN: vcores of one executor container, to turn vcore-seconds into executors'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l json -d 'Print the import summary as JSON'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l download-logs -l no-download-logs -d 'With --from-spark-history: keep each app\'s event log next to the history (event-logs/), for the what-if'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l timeline-url -x -d 'With --from-yarn: the Timeline Server v1, for exact containers'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l ca-bundle -r -F -d 'CA bundle to verify the RM\'s TLS certificate. [env: COBELL_CA_BUNDLE]'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s f -l format -x -a 'csv json' -d 'File format'
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s o -l output -r -F -d 'Write to this file (atomically) instead of standard output'

@@ -315,7 +315,9 @@ def test_yarn_submission_records_app_id_tags_and_co_runner_overlap(
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    (run,) = runs(db)
+    by_source = {r["source"]: r for r in runs(db)}  # ours and the co-runner that finished
+    assert sorted(by_source) == ["cobell", "yarn"]
+    run, learned = by_source["cobell"], by_source["yarn"]
     assert run["app_id"] == summary["app_id"] and run["app_id"].startswith("application_")
     ours = live_rm.apps[run["app_id"]]
     assert ours.executors == run["scale_out"]
@@ -330,6 +332,16 @@ def test_yarn_submission_records_app_id_tags_and_co_runner_overlap(
     assert colocation["overlap_s"] == pytest.approx(expected, abs=0.3)
     ratio = colocation["overlap_s"] / run["runtime_s"]
     assert colocation["overlap_ratio"] == pytest.approx(ratio, rel=1e-2)
+    # the finished co-runner became an imported run, overlapping ours (issue 14, item 2)
+    assert (learned["app_id"], learned["source"], learned["job"]) == (
+        co_runner,
+        "yarn",
+        "wordcount",
+    )
+    assert learned["status"] == "succeeded" and learned["target_s"] is None
+    assert learned["mean_scale_out"] == pytest.approx(6, abs=1.5)
+    (back,) = learned["colocations"]
+    assert back["co_runner_app_id"] == run["app_id"] and back["co_runner_job"] == "sgd"
 
 
 def test_submit_help_has_example_and_exit_status() -> None:

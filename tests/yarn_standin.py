@@ -23,6 +23,19 @@ Awkward corners, switched on through attributes of ``StandinRM``:
   ``"app_null"`` -> ``{"apps":{"app":null}}``, ``"single"`` -> one object instead of a list,
   ``"not_object"`` -> ``{"apps":[]}``; ``raw_apps`` (bytes) is served verbatim;
 - ``acl_hidden=True`` on an app: usage fields -1, progress null, tags missing, "N/A" texts;
+- finished apps (the documented shape, Hadoop 3): ``allocatedMB``, ``allocatedVCores`` and
+  ``runningContainers`` are -1, ``vcoreSeconds``/``memorySeconds`` are what the app's
+  ``executors + 1`` containers of ``vcores`` vcores used; ``usage = "map"`` adds
+  ``resourceSecondsMap`` (newer RMs), ``usage = "map_only"`` sends only that;
+  ``max_completed = n`` keeps only the n most recently finished apps, as
+  ``yarn.resourcemanager.max-completed-applications`` does; ``limit`` cuts the list in an
+  order that is NOT by time (a real RM walks a hash map), so clients must page by
+  ``finishedTimeBegin``/``finishedTimeEnd`` windows;
+- ``timeline = True`` also serves the Timeline Server v1 (``/ws/v1/applicationhistory/apps/
+  <id>/appattempts`` and ``.../appattempts/<attempt>/containers``) for finished apps: the AM
+  container (``..._000001``) for the app's whole life, the executors from 2 s after its start,
+  the first ceil(n/2) until its end and the others only until half-way (dynamic allocation
+  giving executors back), so the peak is ``executors`` and the mean lower;
 - ``fail_next = n`` (next n requests answer 500), ``fail_status`` (the code used),
   ``garbage = True`` (an HTML page with status 200), ``delay_s`` (sleep before answering:
   a slow RM), ``require_user = True`` (401 without ``user.name``);
@@ -33,7 +46,8 @@ submit`` tests) can make apps appear on the cluster over plain HTTP:
 
 - ``POST /_standin/apps`` with JSON ``{"name": str, "user"?: str, "queue"?: str,
   "tags"?: "a,b" | [..], "executors"?: int, "duration_s"?: float | null, "start_s"?: float
-  (default: now), "state"?: "RUNNING" | "ACCEPTED", "acl_hidden"?: bool, "id"?: str}``
+  (default: now), "state"?: "RUNNING" | "ACCEPTED", "acl_hidden"?: bool, "id"?: str,
+  "final_state"?: "FINISHED" | "FAILED" | "KILLED", "vcores"?: int}``
   answers 201 ``{"id": "application_<clusterTs>_<seq>", "app": {...}}``;
 - ``POST /_standin/apps/<id>/finish`` with ``{"state"?: "FINISHED" | "FAILED" | "KILLED"}``;
 - ``POST /_standin/clock`` with ``{"now_s": t}`` or ``{"advance_s": dt}`` -> ``{"now_s": t}``;
@@ -158,6 +172,7 @@ class StandinApp:
     finished_ms: int | None = None
     final_state: str = "FINISHED"
     app_type: str = "SPARK"
+    vcores: int = 1  # vcores of each container (the AM's too)
 
 
 @dataclass
@@ -174,6 +189,9 @@ class StandinRM:
     garbage: bool = False
     delay_s: float = 0.0
     require_user: bool = False
+    usage: str = "classic"
+    timeline: bool = False
+    max_completed: int | None = None
     apps: dict[str, StandinApp] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
@@ -194,7 +212,12 @@ class StandinRM:
         state: str = "RUNNING",
         acl_hidden: bool = False,
         app_id: str | None = None,
+        final_state: str = "FINISHED",
+        vcores: int = 1,
+        app_type: str = "SPARK",
     ) -> str:
+        """An app starting at `start_s` (default now); with a duration it ends by itself, as
+        `final_state` (FINISHED, FAILED or KILLED)."""
         with self._lock:
             self._seq += 1
             app_id = app_id or f"application_{CLUSTER_TS}_{self._seq:04d}"
@@ -212,6 +235,9 @@ class StandinRM:
                 duration_ms=None if duration_s is None else int(duration_s * 1000),
                 accepted=state.upper() == "ACCEPTED",
                 acl_hidden=acl_hidden,
+                final_state=final_state.upper(),
+                vcores=int(vcores),
+                app_type=app_type,
             )
             return app_id
 
@@ -248,7 +274,8 @@ class StandinRM:
             progress = round(min(99.9, 100.0 * elapsed / app.duration_ms), 1)
         else:
             progress = 0.0
-        containers = app.executors + 1 if running else 0
+        containers = app.executors + 1 if running else -1  # -1: a finished app holds none
+        used_s = (app.executors + 1) * app.vcores * elapsed // 1000  # YARN: integer seconds
         doc: dict[str, Any] = {
             "id": app.id,
             "user": app.user,
@@ -270,11 +297,11 @@ class StandinRM:
             "elapsedTime": elapsed,
             "amContainerLogs": "http://nm1.example:8042/node/containerlogs/container_1/x",
             "amHostHttpAddress": "nm1.example:8042",
-            "allocatedMB": containers * 2048,
-            "allocatedVCores": containers,
+            "allocatedMB": containers * 2048 if running else -1,
+            "allocatedVCores": containers * app.vcores if running else -1,
             "runningContainers": containers,
-            "memorySeconds": elapsed // 1000 * 2048,
-            "vcoreSeconds": elapsed // 1000,
+            "memorySeconds": (app.executors + 1) * 2048 * elapsed // 1000,
+            "vcoreSeconds": used_s,
             "queueUsagePercentage": 0.0,
             "clusterUsagePercentage": 0.0,
             "preemptedResourceMB": 0,
@@ -286,10 +313,20 @@ class StandinRM:
             "appNodeLabelExpression": "",
             "amNodeLabelExpression": "",
         }
+        if self.usage in {"map", "map_only"}:
+            doc["resourceSecondsMap"] = {
+                "entry": [
+                    {"key": "memory-mb", "value": str(doc["memorySeconds"])},
+                    {"key": "vcores", "value": str(doc["vcoreSeconds"])},
+                ]
+            }
+            if self.usage == "map_only":
+                del doc["memorySeconds"], doc["vcoreSeconds"]
         if app.acl_hidden:  # what a user without VIEW_APP rights sees
             for key in ("allocatedMB", "allocatedVCores", "runningContainers"):
                 doc[key] = -1
             doc["memorySeconds"] = doc["vcoreSeconds"] = -1
+            doc.pop("resourceSecondsMap", None)
             doc["progress"] = None
             doc["diagnostics"] = doc["trackingUrl"] = "N/A"
             doc["amContainerLogs"] = doc["amHostHttpAddress"] = "N/A"
@@ -342,6 +379,8 @@ class StandinRM:
                 location = f"{self.redirect_to}{path}" + (f"?{qs}" if qs else "")
                 return 307, {"Location": location}, b"This is standby RM. Redirecting."
             return 503, {"Content-Type": "text/plain"}, b"This is standby RM. No active RM."
+        if self.timeline and path.startswith("/ws/v1/applicationhistory/apps/"):
+            return self._timeline(path)
         if path == "/ws/v1/cluster/metrics":
             return _json(200, self._metrics())
         if path == "/ws/v1/cluster/apps":
@@ -368,7 +407,12 @@ class StandinRM:
     def _visible(self) -> list[dict[str, Any]]:
         with self._lock:
             docs = [self.render(a) for a in self.apps.values()]
-        return [d for d in docs if d is not None]
+        visible = [d for d in docs if d is not None]
+        if self.max_completed is not None:  # the RM forgets its oldest finished apps
+            done = sorted((d for d in visible if d["finishedTime"]), key=_finished_key)
+            forgotten = {d["id"] for d in done[: max(len(done) - self.max_completed, 0)]}
+            visible = [d for d in visible if d["id"] not in forgotten]
+        return visible
 
     def _apps(self, query: dict[str, list[str]]) -> Reply:
         if self.raw_apps is not None:
@@ -404,13 +448,51 @@ class StandinRM:
             if not _in_range(doc["finishedTime"], first, "finishedTime"):
                 continue
             docs.append(doc)
-        if "limit" in first:
+        if "limit" in first:  # in hash order, not by time, as a real RM cuts its list
+            docs.sort(key=lambda d: hash_order(d["id"]))
             docs = docs[: int(first["limit"])]
         if not docs:
             return _json(200, {"apps": None})  # what a real RM answers for "no match"
         if self.apps_shape == "single":
             return _json(200, {"apps": {"app": docs[0]}})
         return _json(200, {"apps": {"app": docs}})
+
+    def _timeline(self, path: str) -> Reply:
+        parts = path.split("/")  # ['', ws, v1, applicationhistory, apps, <id>, appattempts, ...]
+        app_id = parts[5] if len(parts) > 5 else ""
+        with self._lock:
+            app = self.apps.get(app_id)
+            doc = self.render(app) if app else None
+        if app is None or doc is None or not doc["finishedTime"]:
+            return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+        seq = app_id.rsplit("_", 1)[1]
+        attempt = f"appattempt_{CLUSTER_TS}_{seq}_000001"
+        if len(parts) == 7:
+            return _json(200, {"appAttempt": [{"appAttemptId": attempt, "host": "nm1.example"}]})
+        if len(parts) == 9 and parts[8] == "containers":
+            return _json(200, {"container": self._containers(app, doc)})
+        return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+
+    def _containers(self, app: StandinApp, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        start, end = doc["startedTime"], doc["finishedTime"]
+        seq = app.id.rsplit("_", 1)[1]
+        keep = -(-app.executors // 2)
+        out = []
+        for k in range(app.executors + 1):
+            begin = start if k == 0 else start + 2000
+            finish = end if k <= keep else (start + end) // 2
+            out.append(
+                {
+                    "containerId": f"container_{CLUSTER_TS}_{seq}_01_{k + 1:06d}",
+                    "allocatedMB": 2048,
+                    "allocatedVCores": app.vcores,
+                    "startedTime": begin,
+                    "finishedTime": finish,
+                    "elapsedTime": finish - begin,
+                    "containerState": "COMPLETE",
+                }
+            )
+        return out
 
     def _metrics(self) -> dict[str, Any]:
         docs = self._visible()
@@ -454,6 +536,8 @@ class StandinRM:
                 state=str(payload.get("state", "RUNNING")),
                 acl_hidden=bool(payload.get("acl_hidden", False)),
                 app_id=payload.get("id"),
+                final_state=str(payload.get("final_state", "FINISHED")),
+                vcores=int(payload.get("vcores", 1)),
             )
             with self._lock:
                 doc = self.render(self.apps[app_id])
@@ -472,6 +556,17 @@ class StandinRM:
                 self.advance(float(payload.get("advance_s", 0.0)))
             return _json(200, {"now_s": self.now_s})
         return _json(404, {"error": f"unknown stand-in endpoint {path}"})
+
+
+def _finished_key(doc: dict[str, Any]) -> tuple[int, str]:
+    return (doc["finishedTime"], doc["id"])
+
+
+def hash_order(app_id: str) -> int:
+    """A stable order unrelated to time (what a hash map's iteration looks like)."""
+    import zlib
+
+    return zlib.crc32(app_id.encode())
 
 
 def _in_range(value: int, query: dict[str, str], prefix: str) -> bool:

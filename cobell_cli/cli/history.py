@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from cobell_cli.cli.common import info, open_history, warn
+from cobell_cli.cli.common import CaBundleOpt, RmUrlOpt, info, open_history, warn
 
 app = typer.Typer(
     help="Inspect, import, export and edit the run history.",
@@ -27,6 +30,7 @@ LIST_COLUMNS = [
     "submitted",
     "co_runners",
     "app_id",
+    "source",
 ]
 
 
@@ -221,7 +225,12 @@ def jobs(
 @app.command("import")
 def import_file(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="CSV or JSON history file, or - for standard input."),
+    files: list[Path] | None = typer.Argument(
+        None,
+        metavar="FILE|PATH...",
+        help="CSV or JSON history file, or - for standard input; with --from-event-logs: "
+        "event log files or directories.",
+    ),
     job: str | None = typer.Option(
         None,
         "--job",
@@ -239,11 +248,88 @@ def import_file(
         False, "--new-ids", help="Give imported runs fresh ids instead of the file's."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate only; write nothing."),
+    # -- the cluster's own record (see _import_record below) --
+    from_yarn: bool = typer.Option(
+        False, "--from-yarn", help="Import the YARN RM's finished apps.", rich_help_panel="Record"
+    ),
+    from_spark_history: str | None = typer.Option(
+        None,
+        "--from-spark-history",
+        metavar="URL",
+        help="Import the apps of a Spark History Server.",
+        rich_help_panel="Record",
+    ),
+    from_event_logs: bool = typer.Option(
+        False,
+        "--from-event-logs",
+        help="Import Spark event logs (the PATHs: files, rolling-log or log directories; "
+        "plain, zstd, lz4, snappy).",
+        rich_help_panel="Record",
+    ),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        help="Only apps finished since then: 30d, 12h, or an ISO date/time (default 30d).",
+        rich_help_panel="Record",
+    ),
+    vcores_per_container: float = typer.Option(
+        1.0,
+        "--vcores-per-container",
+        min=0.001,
+        help="YARN: vcores of one executor container, to turn vcore-seconds into executors.",
+        rich_help_panel="Record",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the import summary as JSON.", rich_help_panel="Record"
+    ),
+    download_logs: bool = typer.Option(
+        True,
+        "--download-logs/--no-download-logs",
+        help="With --from-spark-history: keep each app's event log next to the history "
+        "(event-logs/), for the what-if.",
+        rich_help_panel="Record",
+    ),
+    timeline_url: str | None = typer.Option(
+        None,
+        "--timeline-url",
+        metavar="URL",
+        help="With --from-yarn: the Timeline Server v1, for exact containers.",
+        rich_help_panel="Record",
+    ),
+    rm_url: RmUrlOpt = None,
+    ca_bundle: CaBundleOpt = None,
 ) -> None:
-    """Import runs from cobell's CSV/JSON or Bell's Nodes,Runtime CSV, all or nothing.
+    """Import runs from cobell's CSV/JSON or Bell's Nodes,Runtime CSV, all or nothing;
+    or from the cluster's record: YARN's finished apps, a Spark History Server, event logs.
 
     Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd --runtime-unit ms
+
+    Example: cobell history import --from-yarn --since 30d --dry-run
+
+    Example: cobell history import --from-spark-history http://shs:18080 --since 90d --json
+
+    Example: cobell history import --from-event-logs /var/log/spark-events
     """
+    if from_yarn or from_spark_history or from_event_logs:
+        _import_record(
+            ctx,
+            RecordImport(
+                from_yarn=from_yarn,
+                from_spark_history=from_spark_history,
+                event_logs=list(files or []) if from_event_logs else None,
+                since=since,
+                job=job,
+                dry_run=dry_run,
+                as_json=as_json,
+                vcores_per_container=vcores_per_container,
+                rm_url=rm_url,
+                ca_bundle=ca_bundle,
+                timeline_url=timeline_url,
+                download_logs=download_logs,
+            ),
+        )
+        return
+    file = _one_file(files)
     from cobell_cli.errors import ImportFileError
     from cobell_cli.store import interchange
 
@@ -343,3 +429,203 @@ def remove(
             typer.confirm(f"Remove {len(run_ids)} run(s) from {history.path}?", abort=True)
         removed = history.delete_runs(run_ids)
     info(f"removed {removed} run(s)")
+
+
+# -- import from the cluster's record (issue 14): YARN, Spark History Server, event logs ---------
+
+
+@dataclass
+class RecordImport:
+    """The options of `history import` that read the cluster's record."""
+
+    from_yarn: bool
+    from_spark_history: str | None
+    event_logs: list[Path] | None
+    since: str | None
+    job: str | None
+    dry_run: bool
+    as_json: bool
+    vcores_per_container: float
+    rm_url: list[str] | None
+    ca_bundle: str | None
+    timeline_url: str | None = None
+    download_logs: bool = True
+
+
+def _one_file(files: list[Path] | None) -> Path:
+    from cobell_cli.errors import UsageError
+
+    if not files or len(files) != 1:
+        raise UsageError(
+            "history import takes one FILE (or -)",
+            hint="or import the cluster's record with --from-yarn, --from-spark-history URL "
+            "or --from-event-logs PATH...",
+        )
+    return files[0]
+
+
+def _import_record(ctx: typer.Context, opts: RecordImport) -> None:
+    """Run one record import and print its summary (a line, or JSON on stdout)."""
+    import time
+
+    from cobell_cli import output
+    from cobell_cli.errors import UsageError
+
+    chosen = [opts.from_yarn, opts.from_spark_history is not None, opts.event_logs is not None]
+    if sum(chosen) != 1 and not (opts.from_yarn and sum(chosen) == 2 and opts.event_logs is None):
+        raise UsageError(
+            "choose one of --from-yarn, --from-spark-history, --from-event-logs "
+            "(or --from-yarn with --from-spark-history for exact executors)",
+            hint="run one import per source; each is idempotent",
+        )
+    now = time.time()
+    since = parse_since(opts.since or "30d", now)
+    with (
+        _progress(opts.as_json) as on_page,
+        open_history(ctx, read_only=opts.dry_run) as history,
+    ):
+        if opts.from_yarn:
+            summary = _from_yarn(ctx, history, opts, since, now, on_page)
+        else:
+            summary = _from_spark(ctx, history, opts, since, on_page)
+    for message in summary.warnings:
+        warn(message)
+    if opts.as_json:
+        typer.echo(output.to_json(summary.to_dict()))
+    else:
+        info(summary.line() + ("; nothing written (--dry-run)" if opts.dry_run else ""))
+
+
+def _from_yarn(
+    ctx: typer.Context,
+    history: Any,
+    opts: RecordImport,
+    since: float,
+    now: float,
+    on_page: Any,
+) -> Any:
+    from cobell_cli.cli.common import cluster_flags, connect_cluster, settings
+    from cobell_cli.sources.yarn_apps import import_from_yarn
+
+    resolved = settings(ctx, **cluster_flags("yarn", opts.rm_url, None, opts.ca_bundle))
+    cluster = connect_cluster(resolved, history.job_names())
+    server = _history_server(ctx, opts) if opts.from_spark_history else None
+    timeline = _timeline_server(ctx, opts) if opts.timeline_url else None
+    return import_from_yarn(
+        history,
+        cluster,
+        since=since,
+        until=now,
+        dry_run=opts.dry_run,
+        default_job=opts.job,
+        vcores_per_container=opts.vcores_per_container,
+        on_page=on_page,
+        spark_history=server,
+        timeline=timeline,
+    )
+
+
+def _client(ctx: typer.Context, opts: RecordImport, what: str, fix: str) -> Any:
+    """A JsonClient with the cluster's auth, TLS, timeout and retries (no user.name query)."""
+    from cobell_cli.cli.common import settings
+    from cobell_cli.cluster.http import JsonClient
+
+    resolved = settings(ctx, ca_bundle=opts.ca_bundle)
+    return JsonClient(
+        what=what,
+        auth="none" if resolved.auth == "simple" else resolved.auth,
+        ca_bundle=resolved.ca_bundle,
+        timeout_s=resolved.timeout_s,
+        retries=resolved.retries,
+        fix=fix,
+    )
+
+
+def _history_server(ctx: typer.Context, opts: RecordImport) -> Any:
+    from cobell_cli.sources.spark_history import FIX, HistoryServer
+
+    assert opts.from_spark_history is not None
+    client = _client(ctx, opts, "Spark History Server", FIX)
+    return HistoryServer(opts.from_spark_history, client)
+
+
+def _timeline_server(ctx: typer.Context, opts: RecordImport) -> Any:
+    from cobell_cli.sources.timeline import FIX, TimelineServer
+
+    assert opts.timeline_url is not None
+    return TimelineServer(opts.timeline_url, _client(ctx, opts, "Timeline Server", FIX))
+
+
+def _from_spark(
+    ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
+) -> Any:
+    from cobell_cli.cli.common import settings
+    from cobell_cli.cluster.jobs import compile_patterns
+    from cobell_cli.sources.spark_history import import_from_spark_history
+
+    if opts.from_spark_history is None:
+        return _from_event_logs(ctx, history, opts, since, on_page)
+    resolved = settings(ctx, ca_bundle=opts.ca_bundle)
+    return import_from_spark_history(
+        history,
+        _history_server(ctx, opts),
+        since=since,
+        dry_run=opts.dry_run,
+        patterns=compile_patterns(resolved.job_patterns or {}),
+        default_job=opts.job,
+        on_app=on_page,
+        logs_into=history.path.parent / "event-logs" if opts.download_logs else None,
+    )
+
+
+def _from_event_logs(
+    ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
+) -> Any:
+    """Event logs read directly: every log under the paths (or those finished since --since)."""
+    from cobell_cli.cli.common import settings
+    from cobell_cli.cluster.jobs import compile_patterns
+    from cobell_cli.errors import UsageError
+    from cobell_cli.sources.event_apps import import_from_event_logs
+
+    try:
+        from cobell_cli.sources.eventlog import discover
+    except ImportError:
+        raise UsageError(
+            "--from-event-logs needs the event-log reader (cobell_cli/sources/eventlog.py)",
+            hint="use --from-spark-history",
+        ) from None
+    if not opts.event_logs:
+        raise UsageError(
+            "--from-event-logs needs at least one PATH",
+            hint="give spark.eventLog.dir, a rolling log directory or a log file",
+        )
+    resolved = settings(ctx)
+    return import_from_event_logs(
+        history,
+        discover(opts.event_logs),
+        where=", ".join(map(str, opts.event_logs)),
+        dry_run=opts.dry_run,
+        since=since if opts.since else None,
+        patterns=compile_patterns(resolved.job_patterns or {}),
+        default_job=opts.job,
+        on_app=on_page,
+    )
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A progress count on stderr when it is a terminal (a long import says it is alive)."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description} {task.completed} apps"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("reading", total=None)
+        yield lambda n: bar.advance(task, n)

@@ -173,7 +173,15 @@ def execute(
         with History.open(history_path, reap_lost=False) as history:
             history.add_colocations(run_id, rows)
     outcome.co_runners = rows
+    outcome.warnings += _learn_co_runners(history_path, cluster, result, own)
     return outcome
+
+
+def _learn_co_runners(history_path: Path, cluster: Any, result: Any, own: set[str]) -> list[str]:
+    """Co-runners that finished during the run become imported runs (issue 14, item 2)."""
+    from cobell_cli.sources.co_runners import learn_co_runners
+
+    return learn_co_runners(history_path, cluster, result.started_at, result.finished_at, own)
 
 
 def _user() -> str | None:

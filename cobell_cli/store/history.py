@@ -191,6 +191,10 @@ class History(RunQueries):
 
     # -- writes ----------------------------------------------------------------------------
 
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction for a caller that writes several tables (an import)."""
+        return self._write()
+
     def start_run(self, **fields: Any) -> int:
         """Insert a run as `running` (unless a status is given) and return its id."""
         row = _clean_run({"status": "running", **fields})

@@ -1,0 +1,372 @@
+"""Finished Spark applications from a Spark History Server's REST API, as imported runs.
+
+Per application (`/api/v1/applications?status=completed&minEndDate=...`), its last attempt:
+
+- times: the attempt's `startTimeEpoch`/`endTimeEpoch` (ms); runtime = end - start; an
+  attempt that is not `completed` (still running, or crashed without an end event) is skipped;
+- scale-out: `allexecutors` lists every executor with `addTime` and (once gone) `removeTime`;
+  `scale_out` is the PEAK number of live executors (what `--num-executors` asks for) and
+  `mean_scale_out` their time-weighted mean over the app's runtime; both exact, and they
+  differ under dynamic allocation (`scale_out_how` = "executors");
+- job: `spark.yarn.tags` (a `cobell-job:` tag) and `spark.app.name` from `environment`, then
+  `job_patterns`, `--job`, the app name;
+- status: `failed` when one of its Spark jobs failed (`jobs`), else `succeeded` (the REST API
+  has no exit status; a killed app reads as whatever its jobs did);
+- input size: the `inputBytes` of its stages (bytes read from storage, not shuffles).
+
+Errors: the History Server failing (down, slow beyond the timeout, not a History Server,
+garbage) is one ClusterError naming the URL, and nothing is written: a half-read import is
+never stored. Each request is bounded by the cluster timeout and retries. An app whose details
+answer 404 (evicted meanwhile) is a counted skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from cobell_cli.cluster.fields import number_or_none, text_or_none
+from cobell_cli.cluster.http import normalize_url
+from cobell_cli.cluster.jobs import split_tags
+from cobell_cli.errors import ClusterError
+from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of
+
+API = "/api/v1"
+FIX = "check --from-spark-history URL (the History Server's web address, e.g. http://shs:18080)"
+
+
+def spark_time(value: Any) -> float | None:
+    """Epoch seconds from Spark's "2026-11-22T23:25:17.123GMT" (or epoch ms); None if not one."""
+    number = number_or_none(value)
+    if number is not None:
+        return number / 1000.0 if number > 0 else None
+    text = text_or_none(value)
+    if text is None:
+        return None
+    try:
+        moment = datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return None
+    return moment.timestamp()
+
+
+def executor_counts(
+    executors: Sequence[Mapping[str, Any]], start: float, end: float
+) -> tuple[int, float] | None:
+    """(peak live executors, time-weighted mean) over [start, end]; the driver is not one."""
+    events: list[tuple[float, int]] = []
+    live_s = 0.0
+    for ex in executors:
+        if str(ex.get("id")) == "driver":
+            continue
+        added = spark_time(ex.get("addTime"))
+        if added is None:
+            continue
+        removed = spark_time(ex.get("removeTime"))
+        lo, hi = max(added, start), min(removed if removed is not None else end, end)
+        if hi <= lo:
+            continue
+        live_s += hi - lo
+        events += [(lo, 1), (hi, -1)]
+    if not events or end <= start:
+        return None
+    peak = live = 0
+    for _, step in sorted(events):  # a removal sorts before an addition at the same instant
+        live += step
+        peak = max(peak, live)
+    return peak, live_s / (end - start)
+
+
+@dataclass(frozen=True)
+class AppDetails:
+    """What the History Server says about one application attempt."""
+
+    info: Mapping[str, Any]
+    attempt: Mapping[str, Any]
+    executors: list[Mapping[str, Any]]
+    properties: dict[str, str]
+    jobs: list[Mapping[str, Any]]
+    stages: list[Mapping[str, Any]]
+
+
+def parse_app(
+    details: AppDetails,
+    *,
+    patterns: Mapping[str, Any] | None = None,
+    default_job: str | None = None,
+    known_jobs: tuple[str, ...] = (),
+) -> ImportedApp | str:
+    """One application as an ImportedApp, or the reason it is skipped (module doc)."""
+    info, attempt = details.info, details.attempt
+    app_id = text_or_none(info.get("id"))
+    if app_id is None:
+        return "no application id"
+    if not attempt.get("completed"):
+        return "no end event (running or crashed)"
+    start = spark_time(attempt.get("startTimeEpoch")) or spark_time(attempt.get("startTime"))
+    end = spark_time(attempt.get("endTimeEpoch")) or spark_time(attempt.get("endTime"))
+    if start is None or end is None or end <= start:
+        return "no start or end time"
+    failed = any(str(j.get("status", "")).upper() == "FAILED" for j in details.jobs)
+    counts = executor_counts(details.executors, start, end)
+    if counts is None and not failed:
+        return "no executors"
+    name = details.properties.get("spark.app.name") or text_or_none(info.get("name")) or ""
+    tags = split_tags(details.properties.get("spark.yarn.tags"))
+    read = [number_or_none(s.get("inputBytes")) for s in details.stages]
+    input_bytes = int(sum(b for b in read if b)) or None
+    return ImportedApp(
+        app_id=app_id,
+        name=name,
+        job=job_of(name, tags, known_jobs, patterns, default_job),
+        status="failed" if failed else "succeeded",
+        started_at=start,
+        finished_at=end,
+        source="spark-history",
+        scale_out=counts[0] if counts else None,
+        mean_scale_out=round(counts[1], 3) if counts else None,
+        scale_out_how="executors" if counts else "",
+        user=text_or_none(attempt.get("sparkUser")),
+        input_bytes=input_bytes,
+        backend="spark",
+    )
+
+
+class HistoryServer:
+    """The REST API of one Spark History Server, through cobell's JsonClient."""
+
+    def __init__(self, url: str, client: Any) -> None:
+        self.url = normalize_url(url)
+        self.client = client
+
+    def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        answer = self.client.get([self.url], API + path, params, missing_ok=True)
+        if answer is None:
+            raise _Gone(path)
+        return answer.data
+
+    def completed_apps(self, since: float) -> list[Mapping[str, Any]]:
+        day = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%S.000GMT")
+        try:
+            data = self._get("/applications", {"status": "completed", "minEndDate": day})
+        except _Gone:
+            data = None
+        if not isinstance(data, list):
+            raise ClusterError(
+                f"the Spark History Server at {self.url} answered an application list that is "
+                "not a list; nothing was imported",
+                hint=FIX,
+            )
+        return [a for a in data if isinstance(a, Mapping)]
+
+    def running_apps(self) -> list[Mapping[str, Any]]:
+        """Apps without an end event: still running, or crashed before writing one."""
+        try:
+            data = self._get("/applications", {"status": "running"})
+        except _Gone:
+            return []
+        return _objects(data)
+
+    def executors(self, app_id: str) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
+        """One app's latest attempt and its executors (for YARN apps: the same id); _Gone."""
+        info = self._get(f"/applications/{quote(app_id, safe='')}")
+        attempts = info.get("attempts") if isinstance(info, Mapping) else None
+        attempt = attempts[0] if isinstance(attempts, list) and attempts else {}
+        attempt = attempt if isinstance(attempt, Mapping) else {}
+        base = f"/applications/{quote(app_id, safe='')}"
+        if attempt.get("attemptId"):
+            base += f"/{quote(str(attempt['attemptId']), safe='')}"
+        return attempt, _objects(self._get(f"{base}/allexecutors"))
+
+    def download_log(self, app_id: str, into: Path) -> str | None:
+        """The app's event log (`/logs`, a zip) extracted under `into/<app id>/`: the path of
+        the single log file or rolling-log directory in it, None when the server has none.
+
+        For the what-if, which reads the stage graph the REST API does not give. Bounded by
+        the cluster timeout; a failure costs the log, never the import.
+        """
+        import io
+        import zipfile
+
+        import requests
+
+        url = f"{self.url}{API}/applications/{quote(app_id, safe='')}/logs"
+        try:
+            resp = self.client.session.get(
+                url, timeout=self.client.timeout_s, verify=self.client.ca_bundle or True
+            )
+        except requests.RequestException:  # no log; the run is imported all the same
+            return None
+        if resp.status_code != 200:
+            return None
+        target = into / _safe_name(app_id)
+        try:
+            with zipfile.ZipFile(io.BytesIO(resp.content)) as archive:
+                names = [n for n in archive.namelist() if _inside(n)]
+                if not names:
+                    return None
+                target.mkdir(parents=True, exist_ok=True)
+                for name in names:
+                    archive.extract(name, target)
+        except (zipfile.BadZipFile, OSError):
+            return None
+        top = {n.split("/", 1)[0] for n in names}
+        return str(target / top.pop()) if len(top) == 1 else str(target)
+
+    def details(self, info: Mapping[str, Any]) -> AppDetails:
+        """The attempt's executors, environment, jobs and stages; _Gone on a 404."""
+        attempts = [a for a in info.get("attempts") or () if isinstance(a, Mapping)]
+        attempt = attempts[0] if attempts else {}  # the History Server lists the latest first
+        base = f"/applications/{quote(str(info.get('id')), safe='')}"
+        if attempt.get("attemptId"):
+            base += f"/{quote(str(attempt['attemptId']), safe='')}"
+        env = self._get(f"{base}/environment")
+        properties = env.get("sparkProperties") if isinstance(env, Mapping) else None
+        return AppDetails(
+            info=info,
+            attempt=attempt,
+            executors=_objects(self._get(f"{base}/allexecutors")),
+            properties={str(p[0]): str(p[1]) for p in properties or () if len(p) == 2},
+            jobs=_objects(self._get(f"{base}/jobs")),
+            stages=_objects(self._get(f"{base}/stages", {"details": "false"})),
+        )
+
+
+def exact_executors(
+    server: HistoryServer, summary: ImportSummary
+) -> Callable[[ImportedApp], ImportedApp]:
+    """Refine a YARN app's estimated scale-out with the History Server's executors.
+
+    An app the server does not know keeps its estimate; a server that fails is asked no more
+    (one warning in the summary), so an unreachable server costs one timeout, not one per app.
+    """
+    failed: list[str] = []
+
+    def refine(app: ImportedApp) -> ImportedApp:
+        if failed:
+            return app
+        try:
+            attempt, executors = server.executors(app.app_id)
+        except _Gone:
+            return app
+        except ClusterError as exc:
+            failed.append(exc.line())
+            summary.warnings.append(f"estimated scale-outs kept: {exc.line()}")
+            return app
+        start = spark_time(attempt.get("startTimeEpoch")) or app.started_at
+        end = spark_time(attempt.get("endTimeEpoch")) or app.finished_at
+        counts = executor_counts(executors, start, end)  # over the attempt's own life
+        if counts is None:
+            return app
+        return replace(
+            app,
+            scale_out=counts[0],
+            mean_scale_out=round(counts[1], 3),
+            scale_out_how="executors (Spark History Server)",
+        )
+
+    return refine
+
+
+def _safe_name(app_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in app_id)
+
+
+def _inside(name: str) -> bool:
+    """A zip member that stays inside the target directory (no absolute or .. paths)."""
+    parts = name.replace("\\", "/").split("/")
+    return bool(name) and not name.startswith("/") and ".." not in parts and not name.endswith("/")
+
+
+class _Gone(Exception):
+    """The History Server answered 404: the app was evicted (or never had this part)."""
+
+
+def _objects(data: Any) -> list[Mapping[str, Any]]:
+    return [x for x in data if isinstance(x, Mapping)] if isinstance(data, list) else []
+
+
+def read_apps(
+    server: HistoryServer,
+    since: float,
+    summary: ImportSummary,
+    *,
+    patterns: Mapping[str, Any] | None = None,
+    default_job: str | None = None,
+    known_jobs: tuple[str, ...] = (),
+    skip_ids: frozenset[str] = frozenset(),
+    on_app: Callable[[int], None] | None = None,
+    logs_into: Path | None = None,
+) -> list[ImportedApp]:
+    """The server's completed apps ended since `since`; skips counted in `summary`."""
+    apps = []
+    for info in server.running_apps():
+        summary.seen += 1
+        summary.skip("no end event (running or crashed)", text_or_none(info.get("id")))
+    for info in server.completed_apps(since):
+        summary.seen += 1
+        app_id = text_or_none(info.get("id"))
+        if app_id in skip_ids:
+            summary.skip("already in the history", app_id)
+            continue
+        try:
+            parsed = parse_app(
+                server.details(info),
+                patterns=patterns,
+                default_job=default_job,
+                known_jobs=known_jobs,
+            )
+        except _Gone:
+            summary.skip("gone from the History Server (HTTP 404)", app_id)
+            continue
+        finally:
+            if on_app is not None:
+                on_app(1)
+        if isinstance(parsed, str):
+            summary.skip(parsed, app_id)
+            continue
+        if logs_into is not None:
+            parsed = replace(parsed, event_log=server.download_log(parsed.app_id, logs_into))
+        summary.note_finished(parsed.finished_at)
+        apps.append(parsed)
+    return apps
+
+
+def import_from_spark_history(
+    history: Any,
+    server: HistoryServer,
+    *,
+    since: float,
+    dry_run: bool = False,
+    patterns: Mapping[str, Any] | None = None,
+    default_job: str | None = None,
+    on_app: Callable[[int], None] | None = None,
+    logs_into: Path | None = None,
+) -> ImportSummary:
+    """Read the server's apps (not asking again for those already imported), store them all.
+
+    With `logs_into`, each app's event log is downloaded there and its path stored in the
+    run's `event_log`, for the what-if."""
+    from cobell_cli.sources.record import store_imported
+
+    summary = ImportSummary(source="spark-history", where=f"Spark History Server {server.url}")
+    known = frozenset(
+        r[0] for r in history.conn.execute("SELECT app_id FROM runs WHERE app_id IS NOT NULL")
+    )
+    apps = read_apps(
+        server,
+        since,
+        summary,
+        patterns=patterns,
+        default_job=default_job,
+        known_jobs=tuple(history.job_names()),
+        skip_ids=known,
+        on_app=on_app,
+        logs_into=None if dry_run else logs_into,
+    )
+    store_imported(history, apps, summary, dry_run=dry_run)
+    return summary
