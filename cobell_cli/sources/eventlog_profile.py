@@ -1,0 +1,178 @@
+"""Fold a Spark event log, streamed, into an AppProfile (core/profile.py): what the what-if needs.
+
+Only a few numbers per task are kept (its launch and duration), so memory grows with the number
+of tasks, not with the log's size.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cobell_cli.core.profile import AppProfile, ExecutorSpan, JobProfile, StageProfile
+from cobell_cli.sources.eventlog import EventLogError, iter_events
+
+JOB_TAG_PREFIX = "cobell-job:"
+
+
+class _Fold:
+    """Event handlers over raw epoch milliseconds; `profile()` makes them relative to the start."""
+
+    def __init__(self) -> None:
+        self.app: dict[str, Any] = {}
+        self.props: dict[str, str] = {}
+        self.executors: dict[str, list[Any]] = {}  # id -> [cores, add_ms, remove_ms]
+        self.driver_cores = 1
+        self.jobs: dict[int, list[Any]] = {}  # id -> [submit_ms, end_ms, stage ids]
+        self.stages: dict[int, dict[str, Any]] = {}
+        self.last_ms = 0
+
+    def feed(self, event: dict[str, Any]) -> None:
+        handler = getattr(self, "_" + event["Event"].removeprefix("SparkListener"), None)
+        if handler is not None:
+            handler(event)
+
+    def _seen(self, ms: Any) -> int:
+        ms = int(ms or 0)
+        self.last_ms = max(self.last_ms, ms)
+        return ms
+
+    def _ApplicationStart(self, e: dict[str, Any]) -> None:
+        self.app.update(app_id=e.get("App ID") or "", name=e.get("App Name") or "")
+        self.app["start_ms"] = self._seen(e["Timestamp"])
+
+    def _ApplicationEnd(self, e: dict[str, Any]) -> None:
+        self.app["end_ms"] = self._seen(e["Timestamp"])
+
+    def _EnvironmentUpdate(self, e: dict[str, Any]) -> None:
+        self.props.update(e.get("Spark Properties") or {})
+
+    def _ExecutorAdded(self, e: dict[str, Any]) -> None:
+        cores = int((e.get("Executor Info") or {}).get("Total Cores") or 1)
+        if e["Executor ID"] == "driver":
+            self.driver_cores = cores
+            return
+        self.executors[e["Executor ID"]] = [cores, self._seen(e["Timestamp"]), None]
+
+    def _ExecutorRemoved(self, e: dict[str, Any]) -> None:
+        if e["Executor ID"] in self.executors:
+            self.executors[e["Executor ID"]][2] = self._seen(e["Timestamp"])
+
+    def _JobStart(self, e: dict[str, Any]) -> None:
+        job = e["Job ID"]
+        infos = e.get("Stage Infos") or []
+        self.jobs[job] = [self._seen(e["Submission Time"]), None, [s["Stage ID"] for s in infos]]
+        for info in infos:
+            self._stage(info["Stage ID"], job, info.get("Parent IDs") or [])
+
+    def _stage(self, stage_id: int, job: int, parents: list[int]) -> dict[str, Any]:
+        return self.stages.setdefault(
+            stage_id,
+            {
+                "job": job,
+                "parents": list(parents),
+                "submit": None,
+                "end": None,
+                "tasks": [],
+                "input": 0,
+            },
+        )
+
+    def _JobEnd(self, e: dict[str, Any]) -> None:
+        if e["Job ID"] in self.jobs:
+            self.jobs[e["Job ID"]][1] = self._seen(e["Completion Time"])
+
+    def _StageSubmitted(self, e: dict[str, Any]) -> None:
+        info = e["Stage Info"]
+        stage = self._stage(info["Stage ID"], -1, info.get("Parent IDs") or [])
+        if stage["submit"] is None and info.get("Submission Time"):
+            stage["submit"] = self._seen(info["Submission Time"])
+
+    def _StageCompleted(self, e: dict[str, Any]) -> None:
+        info = e["Stage Info"]
+        stage = self._stage(info["Stage ID"], -1, info.get("Parent IDs") or [])
+        if info.get("Completion Time"):
+            stage["end"] = self._seen(info["Completion Time"])
+
+    def _TaskEnd(self, e: dict[str, Any]) -> None:
+        info = e.get("Task Info") or {}
+        launch, finish = int(info.get("Launch Time") or 0), self._seen(info.get("Finish Time"))
+        stage = self._stage(e["Stage ID"], -1, [])
+        if launch and finish >= launch:
+            stage["tasks"].append((launch, finish - launch))
+        metrics = (e.get("Task Metrics") or {}).get("Input Metrics") or {}
+        stage["input"] += int(metrics.get("Bytes Read") or 0)
+
+    def profile(self, path: Path) -> AppProfile:
+        if "start_ms" not in self.app:
+            raise EventLogError(
+                f"event log {path} has no application start event",
+                hint="pass a complete Spark event log",
+            )
+        start = self.app["start_ms"]
+        tags = [t.strip() for t in self.props.get("spark.yarn.tags", "").split(",") if t.strip()]
+        job_tag = next(
+            (t[len(JOB_TAG_PREFIX) :] for t in tags if t.startswith(JOB_TAG_PREFIX)), None
+        )
+        executors, local = self._executor_spans(start)
+        return AppProfile(
+            app_id=self.app["app_id"] or self.props.get("spark.app.id", ""),
+            app_name=self.app["name"],
+            start_ms=start,
+            end_ms=self.app.get("end_ms"),
+            last_event_s=max(0.0, (self.last_ms - start) / 1000.0),
+            tags=tags,
+            job_tag=job_tag,
+            cores_per_executor=self._cores_per_executor(executors),
+            executors=executors,
+            jobs=[
+                JobProfile(j, _rel(v[0], start) or 0.0, _rel(v[1], start), v[2])
+                for j, v in sorted(self.jobs.items())
+            ],
+            stages=[self._stage_profile(i, s, start) for i, s in sorted(self.stages.items())],
+            local_mode=local,
+        )
+
+    def _executor_spans(self, start: int) -> tuple[list[ExecutorSpan], bool]:
+        if not self.executors:  # local mode: the driver runs the tasks
+            return [ExecutorSpan("driver", self.driver_cores, 0.0, None)], True
+        spans = [
+            ExecutorSpan(i, v[0], _rel(v[1], start) or 0.0, _rel(v[2], start))
+            for i, v in self.executors.items()
+        ]
+        return spans, False
+
+    def _cores_per_executor(self, executors: list[ExecutorSpan]) -> int:
+        if self.props.get("spark.executor.cores", "").isdigit():
+            return int(self.props["spark.executor.cores"])
+        return Counter(e.cores for e in executors).most_common(1)[0][0]
+
+    def _stage_profile(self, stage_id: int, s: dict[str, Any], start: int) -> StageProfile:
+        tasks = sorted(s["tasks"])
+        job = s["job"] if s["job"] >= 0 else self._job_of(stage_id)
+        return StageProfile(
+            stage_id=stage_id,
+            job_id=job,
+            parent_ids=sorted(s["parents"]),
+            submit_s=_rel(s["submit"], start),
+            end_s=_rel(s["end"], start),
+            task_s=[d / 1000.0 for _, d in tasks],
+            launch_s=[(t - start) / 1000.0 for t, _ in tasks],
+            input_bytes=s["input"],
+        )
+
+    def _job_of(self, stage_id: int) -> int:
+        return next((j for j, v in self.jobs.items() if stage_id in v[2]), -1)
+
+
+def _rel(ms: int | None, start: int) -> float | None:
+    return None if ms is None else (ms - start) / 1000.0
+
+
+def summarize(path: str | Path) -> AppProfile:
+    """The profile of one log file or rolling log directory, read once, streamed."""
+    fold = _Fold()
+    for event in iter_events(path):
+        fold.feed(event)
+    return fold.profile(Path(path))
