@@ -128,6 +128,14 @@ def _urls(value: Any) -> list[str]:
     return [_url(part) for part in _str_list(value)]
 
 
+def _url_list_text(value: Any) -> str:
+    """Comma-separated URLs kept as one text (standalone HA masters), each part checked."""
+    text = _text(value).strip()
+    for part in text.split(","):
+        _url(part)
+    return text
+
+
 def _fraction(value: Any) -> float:
     number = _finite(value)
     if not 0 < number < 1:
@@ -201,7 +209,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("rm_url", _urls, [], "YARN ResourceManager web URL(s), comma-separated for HA"),
     Setting(
-        "standalone_url", _url, None, "Spark standalone master web UI URL, e.g. http://host:8080"
+        "standalone_url", _url_list_text, None, "Spark standalone master web UI URL, e.g. http://host:8080"
     ),
     Setting(
         "auth", _choice("simple", "kerberos", "none"), "simple", "how to authenticate to the RM"
