@@ -20,6 +20,7 @@ MAX_SECONDS = 3600.0  # no cluster request is worth waiting an hour for
 MAX_SCALE_OUT = 100_000  # executors; a larger range would take minutes just to enumerate
 MAX_RETRIES = 10
 MAX_RUNS = 1_000_000_000
+CLUSTER_BUDGET_S = 15.0  # a dead or hanging cluster costs a query at most this (cluster/http.py)
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -216,7 +217,20 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("rm_user", _text, None, "user.name sent to the RM with simple auth (default: $USER)"),
     Setting("ca_bundle", _text, None, "CA bundle used to verify the RM's TLS certificate"),
-    Setting("timeout_s", _seconds, 10.0, "timeout of one request to the cluster, seconds"),
+    Setting(
+        "timeout_s",
+        _seconds,
+        10.0,
+        "longest wait for the cluster to connect or send the next bytes of an answer, "
+        "seconds (within cluster_budget_s)",
+    ),
+    Setting(
+        "cluster_budget_s",
+        _seconds,
+        CLUSTER_BUDGET_S,
+        "total time one cluster query may take, seconds: every retry, HA RM, redirect and "
+        "the answer's download included",
+    ),
     Setting(
         "retries",
         _int_range(0, MAX_RETRIES),

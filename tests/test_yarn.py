@@ -406,24 +406,6 @@ def test_standin_context_manager_frees_its_port() -> None:
         yarn([url]).running_apps()
 
 
-@pytest.fixture
-def self_signed(tmp_path: Path) -> tuple[str, str]:
-    """A real self-signed certificate for 127.0.0.1, made by the openssl command."""
-    import shutil
-    import subprocess
-
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed, so no certificate can be made")
-    cert, key = tmp_path / "rm.pem", tmp_path / "rm.key"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return str(cert), str(key)
-
-
 def test_tls_is_verified_by_default_and_ca_bundle_trusts_the_rm(
     self_signed: tuple[str, str],
 ) -> None:

@@ -39,6 +39,12 @@ Awkward corners, switched on through attributes of ``StandinRM``:
 - ``fail_next = n`` (next n requests answer 500), ``fail_status`` (the code used),
   ``garbage = True`` (an HTML page with status 200), ``delay_s`` (sleep before answering:
   a slow RM), ``require_user = True`` (401 without ``user.name``);
+- faults that cost time: ``hang = True`` (the connection is accepted and never answered,
+  until the stand-in stops), ``trickle = "body"`` (the headers at once, then the body one
+  byte every ``trickle_every_s`` seconds, default 1) or ``trickle = "all"`` (the status
+  line and headers too, byte by byte);
+- ``info_doc``: served verbatim (as JSON) by ``/ws/v1/cluster/info`` instead of the
+  documented ``clusterInfo`` (a wrong shape, for ``cobell cluster check``);
 - ``dead_url()``: a loopback URL on which nothing listens (a dead RM).
 
 Test-only endpoints, so that other tests (e.g. a fake ``spark-submit`` in the ``cobell
@@ -66,10 +72,11 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -78,7 +85,8 @@ import pytest
 DEFAULT_NOW_S = 1_700_000_000.0
 CLUSTER_TS = 1_699_990_000_000  # the RM's start, ms; the middle part of application ids
 
-Reply = tuple[int, dict[str, str], bytes]
+Reply = tuple[int, dict[str, str], "bytes | Iterable[bytes]"]
+RAW = 0  # a Reply status meaning: the body is the whole HTTP response, written as it comes
 
 
 def _json(status: int, value: Any, headers: dict[str, str] | None = None) -> Reply:
@@ -117,12 +125,24 @@ class LoopbackServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 status, headers, payload = handle(method, parts.path, parse_qs(parts.query), body)
-                self.send_response(status)
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                if isinstance(payload, bytes):
+                    self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if status != RAW:  # headers at once, then the body as it comes
+                    self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                self.wfile.flush()
+                for chunk in payload:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                self.close_connection = True
 
             def do_GET(self) -> None:
                 self._serve("GET")
@@ -189,6 +209,10 @@ class StandinRM:
     garbage: bool = False
     delay_s: float = 0.0
     require_user: bool = False
+    hang: bool = False
+    trickle: str | None = None
+    trickle_every_s: float = 1.0
+    info_doc: Any = None
     usage: str = "classic"
     timeline: bool = False
     max_completed: int | None = None
@@ -197,6 +221,7 @@ class StandinRM:
     url: str = ""
     _seq: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _released: threading.Event = field(default_factory=threading.Event)
 
     # -- Python API ---------------------------------------------------------------------
     def add_app(
@@ -333,7 +358,13 @@ class StandinRM:
             del doc["applicationTags"]
         return doc
 
-    def cluster_info(self) -> dict[str, Any]:
+    def release(self) -> None:
+        """End every hanging or trickling answer (the stand-in is stopping)."""
+        self._released.set()
+
+    def cluster_info(self) -> Any:
+        if self.info_doc is not None:
+            return self.info_doc
         return {
             "clusterInfo": {
                 "id": CLUSTER_TS,
@@ -360,6 +391,33 @@ class StandinRM:
             return self._control(method, path, body)
         if self.delay_s:
             time.sleep(self.delay_s)
+        if self.hang:
+            self._released.wait()
+            return 503, {}, b""
+        if self.trickle:
+            return self._trickled(self._answer(method, path, query))
+        return self._answer(method, path, query)
+
+    def _trickled(self, reply: Reply) -> Reply:
+        """The reply one byte at a time (module doc: ``trickle``)."""
+        status, headers, payload = reply
+        assert isinstance(payload, bytes)
+        head = {**headers, "Content-Length": str(len(payload))}
+        wire = payload
+        if self.trickle == "all":
+            lines = [f"HTTP/1.1 {status} Trickle"] + [f"{k}: {v}" for k, v in head.items()]
+            wire = ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+            status = RAW
+
+        def drip() -> Iterator[bytes]:
+            for k in range(len(wire)):
+                if k and self._released.wait(self.trickle_every_s):
+                    return
+                yield wire[k : k + 1]
+
+        return status, head, drip()
+
+    def _answer(self, method: str, path: str, query: dict[str, list[str]]) -> Reply:
         with self._lock:
             if self.fail_next > 0:
                 self.fail_next -= 1
@@ -586,6 +644,7 @@ def running_standin(tls: tuple[str, str] | None = None, **switches: Any) -> Iter
     try:
         yield rm
     finally:
+        rm.release()
         server.stop()
 
 
@@ -618,6 +677,24 @@ def yarn_rm_factory_fixture() -> Iterator[Callable[..., StandinRM]]:
     yield make
     for ctx in reversed(stack):
         ctx.__exit__(None, None, None)
+
+
+@pytest.fixture(name="self_signed")
+def self_signed_fixture(tmp_path: Path) -> tuple[str, str]:
+    """A real self-signed certificate for 127.0.0.1, made by the openssl command."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed, so no certificate can be made")
+    cert, key = tmp_path / "rm.pem", tmp_path / "rm.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return str(cert), str(key)
 
 
 @pytest.fixture(name="dead_rm_url")

@@ -537,6 +537,7 @@ def _client(ctx: typer.Context, opts: RecordImport, what: str, fix: str) -> Any:
         ca_bundle=resolved.ca_bundle,
         timeout_s=resolved.timeout_s,
         retries=resolved.retries,
+        budget_s=resolved.cluster_budget_s,
         fix=fix,
     )
 

@@ -9,7 +9,9 @@
 - `auto`: yarn if an RM URL is configured or a yarn-site.xml is found, else standalone if a
   master URL is set, else none.
 
-Creating the adapter does no network I/O; the first request does.
+Creating the adapter does no network I/O; the first request does. Each query an adapter
+answers (running apps, finished apps, check) ends within `cluster_budget_s` however the
+cluster fails (cluster/http.py); `adapter.query()` shares one budget across several calls.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def connect(
             ca_bundle=settings.ca_bundle,
             timeout_s=settings.timeout_s,
             retries=settings.retries,
+            budget_s=settings.cluster_budget_s,
             backoff_s=DEFAULT_BACKOFF_S if backoff_s is None else backoff_s,
             fix=fix,
             **extra,

@@ -1,25 +1,48 @@
-"""JSON over HTTP for the cluster backends: retries, HA failover, auth, TLS, one-line errors.
+"""JSON over HTTP for the cluster backends: one time budget, retries, HA failover, auth, TLS.
 
 Every failure becomes a ClusterError (exit 4) whose single line names the URL(s) tried and
 what to do about it, so `cobell` never shows a requests traceback.
 
+Time: one `get` (or every `get` inside one `query()`) is one cluster query and ends by its
+Deadline, `budget_s` after it began (setting `cluster_budget_s`): every retry, every RM of an
+HA list, every redirect and the body read count against it. Within a round each RM not yet
+asked gets an equal share of what is left (a hanging RM leaves its HA partner time).
+`timeout_s` stays what it was, the longest wait for a connection or for the next bytes of
+an answer, cut to the request's share. The body is streamed in small reads with the deadline
+checked between them, and `deadline.cut_at` shuts the socket down at the deadline whatever
+requests is waiting for (a status line trickled byte by byte, say), so an RM trickling one
+byte per second costs the budget, not the length of its answer in seconds.
+
 Retry policy: a *round* asks each base URL in order and returns the first usable answer; a
 dead or failing server makes the round move on to the next one at once. Only when a whole
 round fails (connection refused, timeout, HTTP 5xx) is it retried, up to `retries` more
-times, sleeping `backoff_s * 2**round` in between. Answers that another attempt would not
-change (401/403, other 4xx, non-JSON, TLS verification) fail at once.
+times, sleeping `backoff_s * 2**round` in between, and only while the budget lasts. Answers
+that another attempt would not change (401/403, other 4xx, non-JSON, TLS verification) fail
+at once. Redirects (an HA standby's 307 to the active RM) are followed, at most
+MAX_REDIRECTS hops, with the same auth and TLS settings.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
+from cobell_cli.cluster.deadline import Deadline, cut_at, deadline_session
+from cobell_cli.config import CLUSTER_BUDGET_S as DEFAULT_BUDGET_S
 from cobell_cli.errors import ClusterError, ConfigError
+
+__all__ = ["DEFAULT_BUDGET_S", "Answer", "Deadline", "JsonClient", "base_of", "normalize_url"]
+
+MAX_REDIRECTS = 5  # hops one request may follow (a standby's 307 needs one)
+READ_BYTES = 64 * 1024  # one streamed read of a body; the deadline is checked between reads
+MIN_REQUEST_S = 0.01  # less budget than this left: do not start another request
 
 
 @dataclass(frozen=True)
@@ -72,12 +95,11 @@ class JsonClient:
         timeout_s: float = 10.0,
         retries: int = 2,
         backoff_s: float = 0.5,
+        budget_s: float = DEFAULT_BUDGET_S,
         fix: str = "",
         sleep: Callable[[float], None] = time.sleep,
         session: Any = None,
     ) -> None:
-        import requests
-
         if auth not in {"simple", "kerberos", "none"}:
             raise ConfigError(f"unknown auth mode {auth!r}", hint="use simple, kerberos or none")
         self.what = what
@@ -87,9 +109,12 @@ class JsonClient:
         self.timeout_s = timeout_s
         self.retries = max(0, int(retries))
         self.backoff_s = backoff_s
+        self.budget_s = budget_s
         self.fix = fix
         self._sleep = sleep
-        self.session = session or requests.Session()
+        self._deadline: Deadline | None = None
+        self.session = session or deadline_session()
+        self.session.max_redirects = MAX_REDIRECTS
         self.session.headers.setdefault("Accept", "application/json")
         if auth == "kerberos":
             self.session.auth = _spnego_auth(what)
@@ -102,6 +127,26 @@ class JsonClient:
     def attempts(self) -> int:
         return self.retries + 1
 
+    @property
+    def deadline(self) -> Deadline | None:
+        """The Deadline of the query in progress (inside `query()`), else None."""
+        return self._deadline
+
+    @contextmanager
+    def query(self) -> Iterator[Deadline]:
+        """One cluster query: every `get` inside shares one Deadline, `budget_s` from now.
+
+        Re-entrant: a query opened inside another one is part of it (same Deadline).
+        """
+        if self._deadline is not None:
+            yield self._deadline
+            return
+        self._deadline = Deadline(self.budget_s)
+        try:
+            yield self._deadline
+        finally:
+            self._deadline = None
+
     def get(
         self,
         bases: Sequence[str],
@@ -110,68 +155,147 @@ class JsonClient:
         *,
         missing_ok: bool = False,
         accept: Callable[[Answer], str | None] | None = None,
+        redirect_probe: str | None = None,
     ) -> Answer | None:
         """GET path from the first base that answers; None for a 404 when missing_ok.
 
         `accept` may turn down a good answer with a reason (an HA standby); the next base is
-        asked, and a round in which every base was turned down counts as failed.
+        asked, and a round in which every base was turned down counts as failed, unless
+        `redirect_probe` is given: a path the turned-down server redirects to the right one
+        (an HA standby's 307 to the active RM), whose target is then asked for `path`.
         """
         if not bases:
             raise ClusterError(f"no {self.what} URL configured", hint=self.fix or None)
         query = dict(params or {})
         if self.auth == "simple" and self.user:
             query.setdefault("user.name", self.user)
+        with self.query() as deadline:
+            return self._rounds(bases, path, query, deadline, missing_ok, accept, redirect_probe)
+
+    def _rounds(
+        self,
+        bases: Sequence[str],
+        path: str,
+        query: Mapping[str, Any],
+        deadline: Deadline,
+        missing_ok: bool,
+        accept: Callable[[Answer], str | None] | None,
+        redirect_probe: str | None,
+    ) -> Answer | None:
         errors: dict[str, str] = {}
+        rounds = 0
         for round_no in range(self.attempts):
+            rounds += 1
             errors = {}
-            for base in bases:
+            turned_down: list[str] = []
+            for k, base in enumerate(bases):
+                # An HA RM that hangs must leave the next one time to answer: each base of the
+                # round gets at most an equal share of what is left.
+                share_s = deadline.remaining_s() / (len(bases) - k)
                 try:
-                    answer = self._once(base, path, query, missing_ok=missing_ok)
+                    answer = self._once(
+                        base, path, query, deadline, missing_ok=missing_ok, share_s=share_s
+                    )
                 except _Transient as exc:
                     errors[base] = str(exc)
                     continue
                 why = accept(answer) if (accept and answer is not None) else None
                 if why is None:
-                    if answer is not None and errors:
-                        answer = replace(answer, skipped=tuple(errors.items()))
-                    return answer
+                    return _with_skipped(answer, errors)
                 errors[base] = why
-            if round_no + 1 < self.attempts:
-                self._sleep(self.backoff_s * 2**round_no)
+                turned_down.append(base)
+            for base in turned_down if redirect_probe else ():
+                found = self._behind(base, redirect_probe or "", path, query, deadline, accept)
+                if isinstance(found, Answer):
+                    return _with_skipped(found, {b: e for b, e in errors.items() if b != base})
+                if found:
+                    errors[base] += f", then {found}"
+            pause = self.backoff_s * 2**round_no
+            if round_no + 1 < self.attempts and pause + MIN_REQUEST_S < deadline.remaining_s():
+                self._sleep(pause)
+            elif round_no + 1 < self.attempts:
+                break
+        raise self._failure(rounds, deadline, errors)
+
+    def _failure(self, rounds: int, deadline: Deadline, errors: Mapping[str, str]) -> ClusterError:
         tried = "; ".join(f"{b}: {e}" for b, e in errors.items())
-        raise ClusterError(
-            f"cannot get an answer from the {self.what} after {self.attempts} attempt(s) ({tried})",
+        spent = rounds < self.attempts or deadline.expired
+        within = f" within the {deadline.budget_s:g} s budget (cluster_budget_s)" if spent else ""
+        return ClusterError(
+            f"cannot get an answer from the {self.what} after {rounds} attempt(s){within} "
+            f"({tried})",
             hint=self.fix or None,
         )
 
-    def _once(
-        self, base: str, path: str, query: Mapping[str, Any], *, missing_ok: bool
-    ) -> Answer | None:
+    def _behind(
+        self,
+        base: str,
+        probe: str,
+        path: str,
+        query: Mapping[str, Any],
+        deadline: Deadline,
+        accept: Callable[[Answer], str | None] | None,
+    ) -> Answer | str | None:
+        """The answer of the server `base` redirects `probe` to, or why there is none."""
+        try:
+            target = self._redirect_target(base, probe, query, deadline)
+            if target is None or target == base:
+                return None
+            answer = self._once(target, path, query, deadline, missing_ok=False)
+        except _Transient as exc:
+            return str(exc)
+        assert answer is not None
+        why = accept(answer) if accept else None
+        if why is not None:
+            return f"its redirect to {target}: {why}"
+        return replace(answer, asked_url=base, redirected=True)
+
+    def _window(self, deadline: Deadline, share_s: float) -> tuple[Deadline, float]:
+        """One request's deadline (its share of the budget) and its per-read timeout."""
+        request = deadline.sooner(share_s)
+        window_s = request.remaining_s()
+        if window_s < MIN_REQUEST_S:
+            raise _Transient("not asked: the budget was spent")
+        return request, min(self.timeout_s, window_s)
+
+    def _redirect_target(
+        self, base: str, probe: str, query: Mapping[str, Any], deadline: Deadline
+    ) -> str | None:
+        """Where `base` redirects `probe` (scheme://host:port), None if it does not."""
         import requests
 
-        url = base + path
-        verify: bool | str = self.ca_bundle or True
+        request, timeout = self._window(deadline, math.inf)
+        with cut_at(request):
+            try:
+                resp = self.session.get(
+                    base + probe,
+                    params=query,
+                    timeout=timeout,
+                    verify=self.ca_bundle or True,
+                    allow_redirects=False,
+                    stream=True,
+                )
+            except requests.exceptions.RequestException:
+                return None
+            resp.close()
+        location = resp.headers.get("Location") if resp.is_redirect else None
+        return base_of(urljoin(base + probe, location)) if location else None
+
+    def _once(
+        self,
+        base: str,
+        path: str,
+        query: Mapping[str, Any],
+        deadline: Deadline,
+        *,
+        missing_ok: bool,
+        share_s: float = math.inf,
+    ) -> Answer | None:
+        """One request (redirects followed), its body read by the request's deadline."""
         started = time.monotonic()
-        try:
-            resp = self.session.get(url, params=query, timeout=self.timeout_s, verify=verify)
-        except requests.exceptions.SSLError as exc:
-            raise ClusterError(
-                f"TLS verification of the {self.what} at {base} failed ({_short(exc)})",
-                hint="pass --ca-bundle FILE with the cluster's CA certificate(s)",
-            ) from None
-        except requests.exceptions.Timeout:
-            raise _Transient(f"no answer within {self.timeout_s:g} s") from None
-        except requests.exceptions.TooManyRedirects:
-            raise ClusterError(
-                f"the {self.what} at {base} redirects in a loop",
-                hint="check the HA configuration; pass the active RM with --rm-url",
-            ) from None
-        except requests.exceptions.ConnectionError as exc:
-            raise _Transient(_connection_reason(exc)) from None
-        except requests.exceptions.RequestException as exc:
-            raise ClusterError(f"cannot ask the {self.what} at {base}: {_short(exc)}") from None
+        resp, body = self._fetch(base, path, query, *self._window(deadline, share_s))
         latency_s = time.monotonic() - started
-        answered = base_of(resp.url or url)
+        answered = base_of(resp.url or base + path)
         if resp.status_code >= 500:
             raise _Transient(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
         if resp.status_code in (401, 403):
@@ -186,23 +310,120 @@ class JsonClient:
                 f"the {self.what} at {answered} answered HTTP {resp.status_code} for {path}",
                 hint=self.fix or None,
             )
-        try:
-            data = resp.json()
-        except ValueError:
-            snippet = resp.text[:40].replace("\n", " ")
-            raise ClusterError(
-                f"the {self.what} at {answered} answered something that is not JSON "
-                f"({snippet!r}) for {path}",
-                hint="check that the URL points at its web address" + _fix_suffix(self.fix),
-            ) from None
         return Answer(
-            data=data,
+            data=self._decode(body, answered, path),
             base_url=answered,
             asked_url=base,
             redirected=bool(resp.history),
             latency_s=latency_s,
             status=resp.status_code,
         )
+
+    def _fetch(
+        self,
+        base: str,
+        path: str,
+        query: Mapping[str, Any],
+        request: Deadline,
+        timeout_s: float,
+    ) -> tuple[Any, bytes]:
+        """The response and its body (empty for errors); requests' errors as ours.
+
+        `timeout_s` bounds each connect and read (requests' timeout); `request` the whole of
+        it: the socket is shut down then (cut_at), and the body read stops.
+        """
+        import requests
+
+        window_s = request.remaining_s()
+        with cut_at(request) as cutter:
+            try:
+                resp = self.session.get(
+                    base + path,
+                    params=query,
+                    timeout=timeout_s,
+                    verify=self.ca_bundle or True,
+                    stream=True,
+                )
+                try:
+                    ok = resp.status_code < 400
+                    return resp, _read_body(resp, request, window_s) if ok else b""
+                finally:
+                    resp.close()
+            except requests.exceptions.Timeout:
+                raise _Transient(_no_answer(timeout_s)) from None
+            except requests.exceptions.TooManyRedirects:
+                raise ClusterError(
+                    f"the {self.what} at {base} redirects in a loop (more than "
+                    f"{MAX_REDIRECTS} hops)",
+                    hint="check the HA configuration; pass the active RM with --rm-url",
+                ) from None
+            except requests.exceptions.RequestException as exc:
+                if cutter.fired:
+                    raise _Transient(f"no complete answer within {_secs(window_s)}") from None
+                if isinstance(exc, requests.exceptions.SSLError):
+                    raise ClusterError(
+                        f"TLS verification of the {self.what} at {base} failed ({_short(exc)})",
+                        hint="pass --ca-bundle FILE with the cluster's CA certificate(s)",
+                    ) from None
+                if isinstance(exc, requests.exceptions.ConnectionError):
+                    raise _Transient(_connection_reason(exc)) from None
+                raise ClusterError(f"cannot ask the {self.what} at {base}: {_short(exc)}") from None
+
+    def _decode(self, body: bytes, answered: str, path: str) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError:
+            snippet = body[:40].decode("utf-8", "replace").replace("\n", " ")
+            raise ClusterError(
+                f"the {self.what} at {answered} answered something that is not JSON "
+                f"({snippet!r}) for {path}",
+                hint="check that the URL points at its web address" + _fix_suffix(self.fix),
+            ) from None
+        except RecursionError:
+            raise ClusterError(
+                f"the {self.what} at {answered} answered JSON nested too deeply for {path}",
+                hint="check that the URL points at its web address" + _fix_suffix(self.fix),
+            ) from None
+
+
+def _with_skipped(answer: Answer | None, errors: Mapping[str, str]) -> Answer | None:
+    if answer is not None and errors:
+        return replace(answer, skipped=tuple(errors.items()))
+    return answer
+
+
+def _read_body(resp: Any, request: Deadline, window_s: float) -> bytes:
+    """The whole body, read piece by piece until `request` passes (then _Transient)."""
+    from urllib3.exceptions import HTTPError as Urllib3Error
+
+    raw = resp.raw
+    read = getattr(raw, "read1", None) or raw.read  # read1: what has arrived, never more
+    parts: list[bytes] = []
+    received = 0
+    while True:
+        if request.expired:
+            raise _Transient(
+                f"the answer did not arrive within {_secs(window_s)} "
+                f"({received} bytes of it did)"
+            )
+        try:
+            chunk = read(READ_BYTES, decode_content=True)
+        except Urllib3Error as exc:
+            if request.expired:
+                continue  # the cutter shut the socket: say so above
+            raise _Transient(f"the answer broke off ({_short(exc)})") from None
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+        received += len(chunk)
+
+
+def _secs(seconds: float) -> str:
+    return f"{round(seconds, 1):g} s"
+
+
+def _no_answer(timeout_s: float) -> str:
+    return f"no answer within {_secs(timeout_s)}"
 
 
 def _fix_suffix(fix: str) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
+from cobell_cli.cluster.deadline import UNBOUNDED, Deadline
 
 WARNING = (
     "NO CLUSTER INFORMATION: co-runners are not read (cluster = none), so predictions "
@@ -19,6 +21,10 @@ class NoCluster:
 
     def __init__(self, reason: str = "cluster = none") -> None:
         self.reason = reason
+
+    def query(self) -> AbstractContextManager[Deadline]:
+        """Nothing is asked, so nothing waits: an unbounded Deadline."""
+        return nullcontext(UNBOUNDED)
 
     def running_apps(self) -> list[RunningApp]:
         return []

@@ -13,11 +13,14 @@ Rules:
   (like YARN's ACCEPTED) and do not interfere. The master reports no progress: None.
 - Several master URLs (standalone HA through ZooKeeper) may be given comma-separated; the
   one whose `status` is ALIVE answers, a STANDBY master is skipped.
+- Time: each public method is one cluster query within `cluster_budget_s` (JsonClient);
+  `query()` opens one around several calls, and its Deadline says how much is left.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
@@ -25,7 +28,7 @@ from cobell_cli.cluster.fields import app_identity
 from cobell_cli.cluster.fields import epoch_ms_to_s as _epoch_s
 from cobell_cli.cluster.fields import number_or_none as _number
 from cobell_cli.cluster.fields import text_or_none as _text
-from cobell_cli.cluster.http import Answer, JsonClient, normalize_url
+from cobell_cli.cluster.http import Answer, Deadline, JsonClient, normalize_url
 from cobell_cli.cluster.jobs import map_job
 from cobell_cli.errors import ClusterError
 
@@ -100,6 +103,10 @@ class StandaloneCluster:
         self.answered_url: str | None = None
         self.status: str | None = None
         self._last: Answer | None = None
+
+    def query(self) -> AbstractContextManager[Deadline]:
+        """One cluster query around several calls: they share one budget."""
+        return self.client.query()
 
     def _state(self, *, configured_order: bool = False) -> tuple[Answer, Mapping[str, Any]]:
         bases = list(self.master_urls)

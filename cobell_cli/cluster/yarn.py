@@ -19,14 +19,24 @@ Rules, in one place because the planner's numbers depend on them:
   `{"apps":{}}`, `{"apps":{"app":null}}`; anything else is a ClusterError naming the RM.
 
 HA: with several RM URLs, the active one is found through `/ws/v1/cluster/info` (`haState`);
-a standby that answers with a 307 redirect is followed. Later requests go to the RM that
-answered first, then to the others.
+a standby that answers with a 307 redirect is followed. A standby answers `info` itself (the
+RM's web filter does not redirect it) but redirects every other REST path to the active RM
+(Hadoop "ResourceManager High Availability", Web Services), so when no configured RM is
+active, the one a standby redirects `/ws/v1/cluster/metrics` to is asked: a list holding
+only a standby works. Later requests go to the RM that answered first, then to the others.
+An `info` answer that is not `{"clusterInfo": {...}}` is a ClusterError naming the URL: it
+is not a ResourceManager.
+
+Time: each public method is one cluster query (JsonClient.query): the HA lookup, retries,
+redirects and body reads of it share one budget (`cluster_budget_s`); `query()` opens one
+around several calls, and its Deadline says how much is left.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
@@ -34,11 +44,13 @@ from cobell_cli.cluster.fields import app_identity
 from cobell_cli.cluster.fields import epoch_ms_to_s as _epoch_s
 from cobell_cli.cluster.fields import number_or_none as _number
 from cobell_cli.cluster.fields import text_or_none as _text
-from cobell_cli.cluster.http import Answer, JsonClient, normalize_url
+from cobell_cli.cluster.http import Answer, Deadline, JsonClient, normalize_url
 from cobell_cli.cluster.jobs import map_job, split_tags
 from cobell_cli.errors import ClusterError, UsageError
 
 API = "/ws/v1/cluster"
+REDIRECT_PROBE = f"{API}/metrics"  # a path a standby redirects to the active RM (module doc)
+INFO_KEYS = ("id", "state", "haState", "resourceManagerVersion", "startedOn")
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
 _APP_ID = re.compile(r"^application_\d+_\d+$")
 
@@ -114,10 +126,21 @@ def parse_apps(
     return [app for app in parsed if app is not None]
 
 
-def _ha_state(answer: Answer) -> str | None:
+def cluster_info(answer: Answer) -> Mapping[str, Any]:
+    """The `clusterInfo` object of an info answer; a ClusterError for any other shape."""
     data = answer.data
     info = data.get("clusterInfo") if isinstance(data, Mapping) else None
-    return _text(info.get("haState")) if isinstance(info, Mapping) else None
+    if not isinstance(info, Mapping) or not any(key in info for key in INFO_KEYS):
+        raise ClusterError(
+            f"the server at {answer.base_url} answered {API}/info with JSON that is not a "
+            'ResourceManager\'s cluster info (expected {"clusterInfo": {"state": ..., ...}})',
+            hint="check that the URL points at the ResourceManager web address (port 8088)",
+        )
+    return info
+
+
+def _ha_state(answer: Answer) -> str | None:
+    return _text(cluster_info(answer).get("haState"))
 
 
 def _reject_standby(answer: Answer) -> str | None:
@@ -164,9 +187,15 @@ class YarnCluster:
         rest = [u for u in self.rm_urls if u != self.answered_url]
         return [self.answered_url, *rest]
 
+    def query(self) -> AbstractContextManager[Deadline]:
+        """One cluster query around several calls: they share one budget (module doc)."""
+        return self.client.query()
+
     def _resolve_active(self, bases: Sequence[str] | None = None) -> Answer:
         bases = self._bases() if bases is None else bases
-        answer = self.client.get(bases, f"{API}/info", accept=_reject_standby)
+        answer = self.client.get(
+            bases, f"{API}/info", accept=_reject_standby, redirect_probe=REDIRECT_PROBE
+        )
         assert answer is not None  # missing_ok is off
         self.answered_url = answer.base_url
         state = _ha_state(answer)
@@ -174,9 +203,10 @@ class YarnCluster:
         return answer
 
     def _get(self, path: str, params: Mapping[str, Any] | None = None, **kw: Any) -> Answer | None:
-        if self.answered_url is None and len(self.rm_urls) > 1:
-            self._resolve_active()
-        answer = self.client.get(self._bases(), path, params, **kw)
+        with self.client.query():
+            if self.answered_url is None and len(self.rm_urls) > 1:
+                self._resolve_active()
+            answer = self.client.get(self._bases(), path, params, **kw)
         if answer is not None:
             if answer.redirected:  # a standby sent us to the active RM
                 self.ha_state = "ACTIVE"
@@ -226,8 +256,7 @@ class YarnCluster:
     def check(self) -> dict[str, Any]:
         """Ask every configured RM in order, so the report shows the standbys and dead ones."""
         answer = self._resolve_active(self.rm_urls)
-        info = answer.data.get("clusterInfo") if isinstance(answer.data, Mapping) else None
-        info = info if isinstance(info, Mapping) else {}
+        info = cluster_info(answer)
         return {
             "backend": "yarn",
             "url": answer.base_url,
