@@ -330,40 +330,106 @@ def import_file(
         )
         return
     file = _one_file(files)
-    from cobell_cli.errors import ImportFileError
-    from cobell_cli.store import interchange
+    from cobell_cli.store.interchange import HistoryFile
 
     name = "<stdin>" if str(file) == "-" else str(file)
-    try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ImportFileError(f"{name}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFileError(f"{name}: cannot read it ({exc})") from None
-    try:
-        parsed = interchange.parse(
-            file, text, job=job, runtime_unit=runtime_unit.value if runtime_unit else None
-        )
-    except ImportFileError as exc:
-        raise ImportFileError(f"{name}: {exc}", hint=exc.hint) from None
-    if parsed.problems and not skip_invalid:
-        first = parsed.problems[0]
-        more = len(parsed.problems) - 1
-        raise ImportFileError(
-            f"{name}: {first}" + (f" (and {more} more invalid rows)" if more else ""),
+    options = {"job": job, "runtime_unit": runtime_unit.value if runtime_unit else None}
+    source = HistoryFile(file, _stdin_copy(), **options) if name == "<stdin>" else None
+    source = source or HistoryFile.at(file, **options)
+    valid, problems, invalid = _validate(source, name)
+    if invalid and not skip_invalid:
+        more = invalid - 1
+        raise _import_error(
+            name,
+            f"{problems[0]}" + (f" (and {more} more invalid rows)" if more else ""),
             hint="nothing was imported; fix the file or pass --skip-invalid",
         )
-    for problem in parsed.problems:
+    for problem in problems:
         warn(f"skipped {name}: {problem}")
+    if invalid > len(problems):
+        warn(f"skipped {name}: {invalid - len(problems)} more invalid rows")
     if dry_run:
-        info(
-            f"{name}: {len(parsed.records)} valid runs ({parsed.kind}); nothing written (--dry-run)"
-        )
+        info(f"{name}: {valid} valid runs ({source.kind}); nothing written (--dry-run)")
         return
     with open_history(ctx) as history:
-        ids = history.insert_runs(parsed.records, keep_ids=not new_ids)
-    skipped = f", skipped {len(parsed.problems)} invalid" if parsed.problems else ""
+        ids = history.insert_runs(_valid_runs(source, name, skip_invalid), keep_ids=not new_ids)
+    skipped = f", skipped {invalid} invalid" if invalid else ""
     info(f"imported {len(ids)} runs from {name} into {history.path}{skipped}")
+
+
+SHOWN_PROBLEMS = 100  # invalid rows named one by one; the rest are counted
+
+
+def _stdin_copy() -> Callable[[], Any]:
+    """Standard input copied to a temporary file, so that it can be read twice (validate,
+    then insert) without holding it in memory; each call opens a text stream on its start."""
+    import os
+    import shutil
+    import tempfile
+
+    copy = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the import: reopened
+    shutil.copyfileobj(sys.stdin.buffer, copy)
+    copy.flush()
+
+    def open_text() -> Any:
+        fd = os.dup(copy.fileno())
+        os.lseek(fd, 0, os.SEEK_SET)
+        return open(fd, encoding="utf-8-sig", newline="")
+
+    return open_text
+
+
+def _import_error(name: str, message: str, hint: str | None = None) -> Exception:
+    from cobell_cli.errors import ImportFileError
+
+    return ImportFileError(f"{name}: {message}", hint=hint)
+
+
+@contextlib.contextmanager
+def _reading(name: str) -> Iterator[None]:
+    """A file that cannot be read, or is not a history, as one line naming it."""
+    from cobell_cli.errors import ImportFileError
+
+    try:
+        yield
+    except ImportFileError as exc:
+        raise _import_error(name, str(exc), exc.hint) from None
+    except FileNotFoundError:
+        raise _import_error(name, "no such file") from None
+    except OSError as exc:
+        raise _import_error(name, f"cannot read it ({exc.strerror or exc})") from None
+
+
+def _validate(source: Any, name: str) -> tuple[int, list[Any], int]:
+    """The first pass: valid runs counted, invalid ones counted and the first few kept."""
+    from cobell_cli.store.interchange import Problem
+
+    valid = invalid = 0
+    problems: list[Problem] = []
+    with _reading(name):
+        for item in source.check():
+            if isinstance(item, Problem):
+                invalid += 1
+                if len(problems) < SHOWN_PROBLEMS:
+                    problems.append(item)
+            else:
+                valid += 1
+    return valid, problems, invalid
+
+
+def _valid_runs(source: Any, name: str, skip_invalid: bool) -> Iterator[dict[str, Any]]:
+    """The second pass, inside the insert's transaction: a run that is no longer valid (the
+    file changed since the first pass) raises, and the transaction rolls back."""
+    from cobell_cli.store.interchange import Problem
+
+    with _reading(name):
+        for item in source:
+            if not isinstance(item, Problem):
+                yield item
+            elif not skip_invalid:
+                raise _import_error(
+                    name, f"{item} (the file changed while it was imported)", "nothing was imported"
+                )
 
 
 @app.command("export")
@@ -385,21 +451,33 @@ def export(
     from cobell_cli.errors import CobellError
     from cobell_cli.store import interchange
 
+    def write(history: Any, out: Any) -> int:
+        runs = history.iter_runs(job=job)
+        if fmt is ExportFormat.csv:
+            return interchange.write_csv(runs, out)
+        count = interchange.write_json(runs, out)
+        out.write("\n")
+        return count
+
     with open_history(ctx, create=False, read_only=True) as history:
-        runs = history.runs(job=job, newest_first=False, with_colocations=True)
-    text = interchange.to_csv(runs) if fmt is ExportFormat.csv else interchange.to_json(runs) + "\n"
-    if output_file is None:
-        typer.echo(text, nl=False)
-        return
-    target = output_file.resolve()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise CobellError(f"cannot write {output_file}: {exc.strerror}") from None
-    info(f"exported {len(runs)} runs to {output_file}")
+        if output_file is None:
+            write(history, sys.stdout)
+            sys.stdout.flush()
+            return
+        target = output_file.resolve()
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                    count = write(history, fh)
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError as exc:
+            raise CobellError(f"cannot write {output_file}: {exc.strerror}") from None
+    info(f"exported {count} runs to {output_file}")
 
 
 @app.command("rm")

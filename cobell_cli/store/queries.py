@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.store.schema import RECENCY, TRAINING_COLUMNS
@@ -71,6 +71,43 @@ class RunQueries:
             for row in rows:
                 row["colocations"] = by_run.get(row["id"], [])
         return rows
+
+    def iter_runs(self, *, job: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every run (of `job`), oldest first as `runs()` orders them, each with its
+        `colocations`, one at a time: an export of a million runs holds one in memory.
+
+        One query joins the co-runners in, so a run's rows come together (SQLite sorts on
+        disk beyond its cache, not in our memory).
+        """
+        run_columns = [r[1] for r in self.conn.execute("PRAGMA table_info(runs)")]
+        co_columns = [
+            r[1]
+            for r in self.conn.execute("PRAGMA table_info(colocations)")
+            if r[1] not in ("id", "run_id")
+        ]
+        picked = [f"r.[{c}]" for c in run_columns] + [f"c.[{c}]" for c in co_columns]
+        sql = (
+            f"SELECT {', '.join(picked)}, c.id FROM runs r "
+            "LEFT JOIN colocations c ON c.run_id = r.id"
+        )
+        params: list[Any] = []
+        if job is not None:
+            sql += " WHERE r.job = ?"
+            params.append(job)
+        sql += " ORDER BY coalesce(r.submitted_at, r.started_at), r.id, c.id"
+        width = len(run_columns)
+        current: dict[str, Any] | None = None
+        for row in self.conn.execute(sql, params):
+            if current is None or current["id"] != row[0]:
+                if current is not None:
+                    yield self._as_seen(current)
+                current = dict(zip(run_columns, row[:width], strict=True))
+                current["colocations"] = []
+            if row[-1] is not None:
+                co = dict(zip(co_columns, row[width:-1], strict=True))
+                current["colocations"].append(co)
+        if current is not None:
+            yield self._as_seen(current)
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
