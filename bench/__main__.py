@@ -2,14 +2,28 @@
 
 --quick is the CI smoke run: small configurations that print their reports and write nothing.
 Without it, each benchmark writes its results under bench/results/ (minutes on one core).
+history_memory and cluster_faults always run in their quick form here: their full runs take
+half an hour and compare against another checkout (`python -m bench.history_memory --before
+PATH`, `python -m bench.cluster_faults --before PATH`; see their results files).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from types import ModuleType
 
-BENCHMARKS = ("accuracy", "sparse_limits", "colocation", "coverage", "latency", "import_speed")
+BENCHMARKS = (
+    "accuracy",
+    "sparse_limits",
+    "colocation",
+    "coverage",
+    "latency",
+    "import_speed",
+    "history_memory",
+    "cluster_faults",
+)
+QUICK_ONLY = {"history_memory", "cluster_faults"}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,18 +32,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=BENCHMARKS, action="append",
                         help="run only this benchmark (repeatable)")
     args = parser.parse_args(argv)
-    from bench import accuracy, colocation, coverage, import_speed, latency, sparse_limits
+    from bench import (
+        accuracy,
+        cluster_faults,
+        colocation,
+        coverage,
+        history_memory,
+        import_speed,
+        latency,
+        sparse_limits,
+    )
 
+    modules: dict[str, ModuleType] = {
+        "accuracy": accuracy, "sparse_limits": sparse_limits, "colocation": colocation,
+        "coverage": coverage, "latency": latency, "import_speed": import_speed,
+        "history_memory": history_memory, "cluster_faults": cluster_faults,
+    }  # fmt: skip
     chosen = args.only or list(BENCHMARKS)
-    flags = ["--quick"] if args.quick else []
-    for name, module in (("accuracy", accuracy), ("sparse_limits", sparse_limits),
-                         ("colocation", colocation), ("coverage", coverage),
-                         ("latency", latency), ("import_speed", import_speed)):
+    for name in BENCHMARKS:
         if name not in chosen:
             continue
+        flags = ["--quick"] if args.quick or name in QUICK_ONLY else []
         started = time.perf_counter()
         print(f"== bench.{name} {' '.join(flags)}".rstrip(), flush=True)
-        module.main(flags)
+        modules[name].main(flags)
         print(f"== bench.{name}: {time.perf_counter() - started:.1f} s", flush=True)
 
 

@@ -257,3 +257,14 @@ def test_cluster_check_fails_on_an_info_document_of_the_wrong_shape(info_doc: An
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and rm.url in lines[0] and "/ws/v1/cluster/info" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_cluster_faults_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import cluster_faults
+
+    assert cluster_faults.main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "| hanging RM |" in line)
+    predict, started, exited = (cell.strip() for cell in row.split("|")[3:6])
+    assert predict.endswith("(4)") and "killed" not in row
+    assert float(started) < BUDGET_S + MARGIN_S and exited.endswith("(0)")
