@@ -246,7 +246,7 @@ complete -c cobell -n '__cobell_at \'cobell history import\'' -l rm-url -x -d 'Y
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l ca-bundle -r -F -d 'CA bundle to verify the RM\'s TLS certificate. [env: COBELL_CA_BUNDLE]'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s f -l format -x -a 'csv json' -d 'File format'
-complete -c cobell -n '__cobell_at \'cobell history export\'' -s o -l output -r -F -d 'Write to this file (atomically) instead of standard output'
+complete -c cobell -n '__cobell_at \'cobell history export\'' -s o -l output -r -F -d 'Write to this file (atomically) instead of standard output (also: -)'
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Only runs of this job'
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history rm\'' -s y -l yes -d 'Do not ask for confirmation'

@@ -149,8 +149,11 @@ def parse_size(text: str) -> int:
         raise UsageError(
             f"--input-size {text!r} is not a size", hint="use bytes or e.g. 512M, 10G, 1.5T"
         ) from None
-    if value < 0:
-        raise UsageError(f"--input-size must be >= 0, got {text!r}")
+    if not 0 <= value < 2**63:  # also NaN and inf: a size the history can store
+        raise UsageError(
+            f"--input-size must be >= 0 and below 8 EiB, got {text!r}",
+            hint="use bytes or e.g. 512M, 10G, 1.5T",
+        )
     return int(value)
 
 

@@ -76,6 +76,11 @@ def parse_since(text: str, now: float) -> float:
     return moment.timestamp()
 
 
+def _storable(number: int) -> bool:
+    """A number SQLite can hold (a signed 64-bit integer): no run id or count is larger."""
+    return -(2**63) <= number < 2**63
+
+
 def _screen_row(run: dict[str, Any]) -> dict[str, Any]:
     from cobell_cli.output import iso
 
@@ -124,7 +129,7 @@ def list_runs(
             job=job,
             status=status or None,
             since=since_ts,
-            limit=limit,
+            limit=limit if limit is None or _storable(limit) else None,  # beyond 2^63: all
             with_colocations=True,
         )
     _print_runs(runs, fmt)
@@ -158,7 +163,7 @@ def show(
     from cobell_cli.errors import UsageError
 
     with open_history(ctx, create=False, read_only=True) as history:
-        run = history.run(run_id)
+        run = history.run(run_id) if _storable(run_id) else None
     if run is None:
         raise UsageError(f"no run with id {run_id}", hint="see `cobell history list`")
     if as_json:
@@ -437,7 +442,10 @@ def export(
     ctx: typer.Context,
     fmt: ExportFormat = typer.Option(ExportFormat.csv, "--format", "-f", help="File format."),
     output_file: Path | None = typer.Option(
-        None, "--output", "-o", help="Write to this file (atomically) instead of standard output."
+        None,
+        "--output",
+        "-o",
+        help="Write to this file (atomically) instead of standard output (also: -).",
     ),
     job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
 ) -> None:
@@ -460,7 +468,7 @@ def export(
         return count
 
     with open_history(ctx, create=False, read_only=True) as history:
-        if output_file is None:
+        if output_file is None or str(output_file) == "-":
             write(history, sys.stdout)
             sys.stdout.flush()
             return
@@ -493,7 +501,7 @@ def remove(
     from cobell_cli.errors import UsageError
 
     with open_history(ctx, create=False) as history:
-        missing = [i for i in run_ids if history.run(i) is None]
+        missing = [i for i in run_ids if not _storable(i) or history.run(i) is None]
         if missing:
             raise UsageError(
                 f"no run with id {', '.join(map(str, missing))}",

@@ -175,7 +175,7 @@ def eval_cmd(
         Protocol.loso, "--protocol", "-p",
         help="loso: leave each interior scale-out out; extrap: train on the smaller half of "
         "the scale-outs, test on the rest; sparse3: five draws of one run at 3 scale-outs."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sparse3 draws."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the sparse3 draws."),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
 ) -> None:
     """Cross-validated errors of cobell's model next to Ernest and Bell on the same splits.

@@ -65,7 +65,13 @@ def normalize_url(url: str) -> str:
         raise ConfigError("empty cluster URL", hint="give a URL such as http://rm1:8088")
     if "://" not in text:
         text = "http://" + text
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not one
+    except ValueError as exc:
+        raise ConfigError(
+            f"{url!r} is not a valid URL ({exc})", hint="give a URL such as http://rm1:8088"
+        ) from None
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise ConfigError(
             f"{url!r} is not an http(s) URL", hint="give a URL such as http://rm1:8088"

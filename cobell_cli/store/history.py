@@ -323,6 +323,8 @@ def _coerce(value: Any, kind: type, column: str) -> Any:
     if kind is float:
         return _real(value, column)
     if column == "command" and not isinstance(value, str):
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"command: expected a list of arguments, got {str(value)[:40]!r}")
         return json.dumps(list(value))
     return str(value)
 

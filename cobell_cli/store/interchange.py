@@ -112,7 +112,7 @@ class HistoryFile:
             return
         lines = _text_lines(fh)
         reader = csv.reader(lines)
-        header = _csv_header(reader, self.path)
+        header = _csv_header(reader)
         if header == BELL_HEADER:
             self.kind = "bell-csv"
             job = self.job or default_job_name(self.path)
@@ -125,7 +125,7 @@ class HistoryFile:
     def _check_unit(self) -> None:
         if self.runtime_unit not in (None, "s"):
             raise ImportFileError(
-                f"{self.path}: --runtime-unit applies to Bell's Nodes,Runtime files only",
+                "--runtime-unit applies to Bell's Nodes,Runtime files only",
                 hint="cobell's own files store runtime_s in seconds",
             )
 
@@ -175,7 +175,7 @@ def _csv_error(exc: csv.Error, line: int) -> ImportFileError:
     )
 
 
-def _csv_header(reader: Any, path: Path) -> list[str]:
+def _csv_header(reader: Any) -> list[str]:
     try:
         header = [h.strip() for h in next(reader, [])]
     except csv.Error as exc:  # a field over the csv module's limit
@@ -183,9 +183,9 @@ def _csv_header(reader: Any, path: Path) -> list[str]:
     if header == BELL_HEADER or "job" in header or "scale_out" in header:
         return header
     if not header:
-        raise ImportFileError(f"{path} is empty", hint="give a CSV or JSON history file")
+        raise ImportFileError("the file is empty", hint="give a CSV or JSON history file")
     raise ImportFileError(
-        f"{path}: line 1: unrecognised header {','.join(header)[:200]!r}",
+        f"line 1: unrecognised header {','.join(header)[:200]!r}",
         hint="expected cobell's CSV (see history/README.md), JSON, or Bell's Nodes,Runtime",
     )
 

@@ -194,3 +194,11 @@ def test_history_memory_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
     for step in ("import csv", "export csv", "export json", "import json"):
         assert f"| 2,000 | 1 | {step} | " in out
     assert "failed" not in out
+
+
+def test_export_to_dash_is_standard_output(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    assert cobell("--db", db, "history", "import", "-", input=GOOD_CSV).exit_code == 0
+    result = cobell("--db", db, "history", "export", "-o", "-")
+    assert result.exit_code == 0 and result.stdout.startswith("id,job,")
+    assert not (Path.cwd() / "-").exists()
