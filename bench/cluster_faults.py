@@ -33,6 +33,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.checkouts import command_line, publish, python_of
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "cluster_faults.md"
 EXAMPLE = ROOT / "history" / "example.csv"
@@ -55,16 +57,12 @@ class Timing:
 @contextmanager
 def sick_rms(switches: Sequence[dict[str, object]]) -> Iterator[list[str]]:
     """Stand-in RMs with the given fault switches; their URLs."""
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:  # the stand-in lives in the repository's tests/
+        sys.path.insert(0, str(ROOT))
     from tests.yarn_standin import running_standin
 
     with ExitStack() as stack:
         yield [stack.enter_context(running_standin(**s)).url for s in switches]  # type: ignore[arg-type]
-
-
-def python_of(checkout: Path) -> str:
-    venv = checkout / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else sys.executable
 
 
 def run_cobell(
@@ -189,13 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             with sick_rms(switches) as urls:
                 rows.append((label, fault, measure(checkout, urls, args.kill_after_s, budget_s)))
             print(f"{label}: {fault} done", file=sys.stderr, flush=True)
-    command = "python -m bench.cluster_faults" + (
-        " --quick" if args.quick else f" --before {args.before}" if args.before else ""
-    )
-    report = render(rows, args, command)
-    print(report)
-    if args.output is not None:
-        args.output.write_text(report)
+    command = command_line("bench.cluster_faults", quick=args.quick, before=args.before)
+    publish(render(rows, args, command), args.output)
     return 0
 
 

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.checkouts import command_line, publish, python_of
 from cobell_cli.store.interchange import EXPORT_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,11 +92,6 @@ def write_history(path: Path, rows: int, seed: int = 1) -> None:
                 command, 0, "cobell", "", round(rng.uniform(0.5, 1.0), 6), 0.97, "",
                 colocations,
             ])  # fmt: skip
-
-
-def python_of(checkout: Path) -> str:
-    venv = checkout / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else sys.executable
 
 
 def run_step(
@@ -231,13 +227,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{rows} rows, {label}: done", file=sys.stderr, flush=True)
             results.append((rows, mb, by_label))
             source.unlink()
-    command = "python -m bench.history_memory" + (
-        " --quick" if args.quick else f" --before {args.before}" if args.before else ""
-    )
-    report = render(results, [c[0] for c in checkouts], command, args.before_limit_mb)
-    print(report)
-    if args.output is not None:
-        args.output.write_text(report)
+    command = command_line("bench.history_memory", quick=args.quick, before=args.before)
+    labels = [c[0] for c in checkouts]
+    publish(render(results, labels, command, args.before_limit_mb), args.output)
     return 0
 
 

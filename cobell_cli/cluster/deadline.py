@@ -16,6 +16,7 @@ what is left of it.
 
 from __future__ import annotations
 
+import functools
 import math
 import socket
 import threading
@@ -104,6 +105,7 @@ def cut_at(deadline: Deadline) -> Iterator[_Cutter]:
             timer.cancel()
 
 
+@functools.cache
 def _watched(connection_cls: type) -> type:
     """`connection_cls` whose connections join the current request's cutter."""
 
@@ -120,6 +122,22 @@ def _watched(connection_cls: type) -> type:
     return Watched
 
 
+@functools.cache
+def _watched_pool(pool_cls: type) -> type:
+    """`pool_cls` (plain, TLS or SOCKS) making watched connections of its own kind."""
+    watched = _watched(pool_cls.ConnectionCls)
+    return type(f"Watched{pool_cls.__name__}", (pool_cls,), {"ConnectionCls": watched})
+
+
+def _watch(manager: Any) -> Any:
+    """A urllib3 pool manager whose pools make watched connections."""
+    manager.pool_classes_by_scheme = {
+        scheme: _watched_pool(pool_cls)
+        for scheme, pool_cls in manager.pool_classes_by_scheme.items()
+    }
+    return manager
+
+
 def _join(connection: Any) -> None:
     cutter = getattr(_CURRENT, "cutter", None)
     if cutter is not None:
@@ -127,28 +145,20 @@ def _join(connection: Any) -> None:
 
 
 def deadline_session() -> Any:
-    """A requests.Session whose connections `cut_at` can shut down."""
+    """A requests.Session whose connections (direct or through a proxy) `cut_at` can shut
+    down."""
     import requests
     from requests.adapters import HTTPAdapter
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    class Http(HTTPConnectionPool):
-        ConnectionCls = _watched(HTTPConnectionPool.ConnectionCls)
-
-    class Https(HTTPSConnectionPool):
-        ConnectionCls = _watched(HTTPSConnectionPool.ConnectionCls)
-
-    pools = {"http": Http, "https": Https}
 
     class Adapter(HTTPAdapter):
         def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
             super().init_poolmanager(*args, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = pools
+            _watch(self.poolmanager)
 
         def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            known = proxy in self.proxy_manager
             manager = super().proxy_manager_for(proxy, **kwargs)
-            manager.pool_classes_by_scheme = pools
-            return manager
+            return manager if known else _watch(manager)
 
     session = requests.Session()
     adapter = Adapter()

@@ -273,19 +273,25 @@ class JsonClient:
         request, timeout = self._window(deadline, math.inf)
         with cut_at(request):
             try:
-                resp = self.session.get(
-                    base + probe,
-                    params=query,
-                    timeout=timeout,
-                    verify=self.ca_bundle or True,
-                    allow_redirects=False,
-                    stream=True,
-                )
+                resp = self._send(base + probe, query, timeout, follow=False)
             except requests.exceptions.RequestException:
                 return None
             resp.close()
         location = resp.headers.get("Location") if resp.is_redirect else None
         return base_of(urljoin(base + probe, location)) if location else None
+
+    def _send(
+        self, url: str, query: Mapping[str, Any], timeout_s: float, *, follow: bool = True
+    ) -> Any:
+        """One GET with this client's TLS settings; the body is left to be streamed."""
+        return self.session.get(
+            url,
+            params=query,
+            timeout=timeout_s,
+            verify=self.ca_bundle or True,
+            allow_redirects=follow,
+            stream=True,
+        )
 
     def _once(
         self,
@@ -343,13 +349,7 @@ class JsonClient:
         window_s = request.remaining_s()
         with cut_at(request) as cutter:
             try:
-                resp = self.session.get(
-                    base + path,
-                    params=query,
-                    timeout=timeout_s,
-                    verify=self.ca_bundle or True,
-                    stream=True,
-                )
+                resp = self._send(base + path, query, timeout_s)
                 try:
                     ok = resp.status_code < 400
                     return resp, _read_body(resp, request, window_s) if ok else b""

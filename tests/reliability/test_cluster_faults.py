@@ -268,3 +268,19 @@ def test_cluster_faults_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
     predict, started, exited = (cell.strip() for cell in row.split("|")[3:6])
     assert predict.endswith("(4)") and "killed" not in row
     assert float(started) < BUDGET_S + MARGIN_S and exited.endswith("(0)")
+
+
+def test_through_a_proxy_the_budget_holds_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RM behind an HTTP proxy (HTTP_PROXY): the stand-in plays the proxy, as it serves
+    the path of an absolute request URL; a hanging proxy is cut at the deadline."""
+    behind = "http://rm.invalid:8088"  # never resolved: every request goes to the proxy
+    with running_standin() as proxy, running_standin(hang=True) as stuck:
+        app_id = proxy.add_app("via the proxy")
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "")
+        assert [a.app_id for a in yarn_cluster([behind]).running_apps()] == [app_id]
+        monkeypatch.setenv("HTTP_PROXY", stuck.url)
+        started = time.monotonic()
+        with pytest.raises(ClusterError, match="answer within 1 s"):
+            yarn_cluster([behind], retries=0).running_apps()
+        assert time.monotonic() - started < 1.0 + MARGIN_S
