@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -260,8 +261,11 @@ def main(argv: list[str] | None = None) -> None:
     vs = variants(args.weights, args.powers)
     started = time.perf_counter()
     results = run(cfg, args.data, vs, progress=lambda m: print(m, flush=True))
-    command = " ".join(["python -m bench.progress", *(argv if argv is not None else
-                                                      __import__("sys").argv[1:])])
+    given = list(argv if argv is not None else sys.argv[1:])
+    if "--output" in given:  # where the report went is not part of how it was made
+        at = given.index("--output")
+        del given[at:at + 2]
+    command = " ".join(["python -m bench.progress", *given])
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     text = render(results, vs, cfg, command, time.perf_counter() - started, load)
     print(text)

@@ -32,13 +32,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin
 
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.cluster.fields import number_or_none, text_or_none
 from cobell_cli.core.remaining import DriverProgress, stage_fraction
+from cobell_cli.sources.spark_history import spark_time
 
 MAX_THREADS = 16  # co-runners read at once; more wait for a free thread within the budget
 _DETAIL_UI = re.compile(r"<a\s[^>]*href=\"([^\"]+)\"[^>]*>\s*Application Detail UI\s*</a>", re.I)
@@ -78,67 +78,70 @@ def _count(value: Any) -> int:
     return int(number)
 
 
-def _epoch_s(text: Any) -> float | None:
-    """Spark's REST dates ("2026-11-25T02:14:37.249GMT") as epoch seconds; None otherwise."""
-    value = text_or_none(text)
-    if value is None:
-        return None
-    try:
-        moment = datetime.strptime(value.replace("GMT", ""), "%Y-%m-%dT%H:%M:%S.%f")
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC).timestamp()
-
-
 def parse_progress(jobs: Any, active_stages: Any) -> DriverProgress:
     """The driver's jobs and active stages as a DriverProgress; ProgressError if not Spark's."""
     if not isinstance(jobs, list) or not isinstance(active_stages, list):
         raise ProgressError("not a Spark REST answer (expected JSON lists)")
     if any(not isinstance(j, Mapping) or "jobId" not in j for j in jobs):
         raise ProgressError("not a Spark REST answer (jobs without jobId)")
+    counts = _job_counts(jobs)
+    active = _active_fractions(active_stages)
+    known = counts.pop("stages_known")
+    complete = min(counts.pop("stages_complete"), max(known - len(active), 0))
+    try:
+        return DriverProgress(
+            jobs_known=len(jobs),
+            stages_known=known,
+            stages_complete=complete,
+            active_fractions=tuple(active[: max(known - complete, 0)]),
+            first_job_at=_first_submission(jobs),
+            **counts,
+        )
+    except ValueError as exc:
+        raise ProgressError(f"inconsistent counts ({exc})") from None
+
+
+def _job_counts(jobs: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Done jobs, distinct stage ids, completed stages, tasks that run and completed tasks."""
     stage_ids: set[int] = set()
-    complete = jobs_done = tasks_known = tasks_done = 0
-    submitted: list[float] = []
+    out = {"jobs_done": 0, "stages_complete": 0, "tasks_known": 0, "tasks_done": 0}
     for job in jobs:
         ids = job.get("stageIds")
         if isinstance(ids, list):
             stage_ids.update(int(i) for i in ids if number_or_none(i) is not None)
-        complete += _count(job.get("numCompletedStages"))
-        jobs_done += (text_or_none(job.get("status")) or "").upper() in {"SUCCEEDED", "FAILED"}
-        tasks_known += max(_count(job.get("numTasks")) - _count(job.get("numSkippedTasks")), 0)
-        tasks_done += _count(job.get("numCompletedTasks"))
-        at = _epoch_s(job.get("submissionTime"))
-        if at is not None:
-            submitted.append(at)
-    active = []
-    for stage in sorted(
-        (s for s in active_stages if isinstance(s, Mapping)),
+        out["stages_complete"] += _count(job.get("numCompletedStages"))
+        out["jobs_done"] += (text_or_none(job.get("status")) or "").upper() in {
+            "SUCCEEDED",
+            "FAILED",
+        }
+        out["tasks_known"] += max(
+            _count(job.get("numTasks")) - _count(job.get("numSkippedTasks")), 0
+        )
+        out["tasks_done"] += _count(job.get("numCompletedTasks"))
+    out["tasks_done"] = min(out["tasks_done"], out["tasks_known"])
+    return {**out, "stages_known": len(stage_ids)}
+
+
+def _active_fractions(stages: Sequence[Any]) -> list[float]:
+    """How far each ACTIVE stage is, in stage-id (submission) order."""
+    active = sorted(
+        (s for s in stages if isinstance(s, Mapping)
+         and (text_or_none(s.get("status")) or "ACTIVE").upper() == "ACTIVE"),
         key=lambda s: _count(s.get("stageId")),
-    ):
-        if (text_or_none(stage.get("status")) or "ACTIVE").upper() != "ACTIVE":
-            continue
-        active.append(
-            stage_fraction(
-                _count(stage.get("numCompleteTasks")),
-                _count(stage.get("numActiveTasks")),
-                _count(stage.get("numTasks")),
-            )
+    )
+    return [
+        stage_fraction(
+            _count(s.get("numCompleteTasks")),
+            _count(s.get("numActiveTasks")),
+            _count(s.get("numTasks")),
         )
-    known = len(stage_ids)
-    complete = min(complete, max(known - len(active), 0))
-    try:
-        return DriverProgress(
-            jobs_known=len(jobs),
-            jobs_done=jobs_done,
-            stages_known=known,
-            stages_complete=complete,
-            active_fractions=tuple(active[: max(known - complete, 0)]),
-            tasks_known=tasks_known,
-            tasks_done=min(tasks_done, tasks_known),
-            first_job_at=min(submitted) if submitted else None,
-        )
-    except ValueError as exc:
-        raise ProgressError(f"inconsistent counts ({exc})") from None
+        for s in active
+    ]
+
+
+def _first_submission(jobs: Sequence[Mapping[str, Any]]) -> float | None:
+    times = [t for t in (spark_time(j.get("submissionTime")) for j in jobs) if t is not None]
+    return min(times) if times else None
 
 
 # --- where each driver's UI is -----------------------------------------------------------
