@@ -59,11 +59,12 @@ class ProgressReport:
     failures: dict[str, str] = field(default_factory=dict)  # app id -> why
 
     def to_dict(self) -> dict[str, Any]:
+        """What `predict --json` shows; the elapsed time is left out so that equal plans print
+        equal JSON."""
         return {
             "asked": self.asked,
             "answered": self.answered,
             "budget_s": round(self.budget_s, 3),
-            "elapsed_s": round(self.elapsed_s, 3),
             "failures": dict(self.failures),
         }
 
