@@ -140,6 +140,28 @@ class RunQueries:
             run["overlaps"] = overlaps.get(run["id"], {})
         return runs
 
+    def stage_task_seconds(self, run_ids: Sequence[int]) -> dict[int, list[float]]:
+        """Task seconds of each executed stage, in submission order, of the runs that have an
+        event-log profile (`run_profiles`): what a run's stage structure weighs. Summed in
+        SQLite, so the profiles' task lists are never loaded into Python."""
+        ids = [int(i) for i in run_ids][:1000]
+        if not ids:
+            return {}
+        out: dict[int, list[float]] = {}
+        rows = self.conn.execute(
+            "SELECT p.run_id, (SELECT total(t.value) FROM json_each(s.value, '$.task_s') AS t) "
+            "FROM (SELECT run_id, summary FROM run_profiles "
+            f"WHERE run_id IN ({', '.join('?' for _ in ids)}) AND json_valid(summary)) AS p, "
+            "json_each(p.summary, '$.stages') AS s "
+            "WHERE json_extract(s.value, '$.submit_s') IS NOT NULL "
+            "ORDER BY p.run_id, json_extract(s.value, '$.submit_s'), "
+            "json_extract(s.value, '$.stage_id')",
+            ids,
+        )
+        for run_id, task_s in rows:
+            out.setdefault(run_id, []).append(float(task_s))
+        return out
+
     def jobs(self) -> list[dict[str, Any]]:
         """One summary row per job: runs, distinct scale-outs, last run, median runtime."""
         import statistics
