@@ -13,17 +13,20 @@ API for `cobell submit`::
     result.exit_code, result.started_at, result.finished_at, result.runtime_s,
     result.app_id, result.interrupted, result.signal_received
 
-Callbacks run in the calling thread (never in the output reader threads), so they may use
-a SQLite connection opened there; `on_app_id` fires within ~0.1 s of the line being printed.
+Callbacks run in the calling thread (never in the output reader threads); `on_app_id` fires
+within ~0.1 s of the line being printed. They must return quickly: output keeps streaming in
+the reader threads, but the child's exit is noticed only between callbacks.
 
 Decisions:
 - argv is executed directly, never through a shell; stdin is /dev/null (batch jobs never
   prompt, and a child that read the terminal from its own process group would be stopped).
-- The child runs in its own process group. SIGINT and SIGTERM that reach cobell are forwarded
-  to that group exactly once per signal (a terminal's Ctrl-C therefore reaches spark-submit and
-  the Python driver it spawned once, as it would without cobell), and cobell keeps waiting for
-  the child to finish its own shutdown. Forwarding needs the main thread (Python's rule for
-  signal handlers); elsewhere `run` still works but does not forward.
+- The child runs in its own process group. SIGINT, SIGTERM and SIGHUP that reach cobell are
+  forwarded to that group exactly once per signal (a terminal's Ctrl-C therefore reaches
+  spark-submit and the Python driver it spawned once, as it would without cobell; a closed
+  terminal ends the job as it would end it without cobell), and cobell keeps waiting for the
+  child to finish its own shutdown (cobell_cli/interrupts.py). A signal that came before the
+  child exists means it is never started (`Interrupted`, 128+N). Forwarding needs the main
+  thread (Python's rule for signal handlers); elsewhere `run` still works but does not forward.
 - Output is forwarded in chunks as it arrives (progress bars drawn with `\\r` keep working);
   the log file gets whole lines, so the two streams never interleave within a line there.
 - Exit code: the child's; death by signal N (Popen's -N) becomes 128+N, as a shell reports it.
@@ -46,11 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from cobell_cli import interrupts
 from cobell_cli.errors import CobellError
 from cobell_cli.run.launch import parse_app_id
 from cobell_cli.threads import user_environ
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CHUNK = 65536
 _DRAIN_TIMEOUT_S = 5.0  # grandchildren may keep our pipes open after the child has exited
 _POLL_S = 0.1  # how soon a captured app id reaches on_app_id (in the calling thread)
@@ -178,33 +181,43 @@ def run(
             raise CobellError(f"cannot open log file {log_file}: {exc.strerror}") from None
 
     try:
-        try:
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                env=env if env is not None else user_environ(),
-                cwd=cwd,
-                process_group=0,
-            )
-        except FileNotFoundError:
-            raise CommandNotFound(
-                f"command not found: {argv[0]}",
-                hint="check the command after `--` (is it on PATH?)",
-            ) from None
-        except PermissionError:
-            raise CommandNotExecutable(
-                f"permission denied: {argv[0]}", hint="is it an executable file?"
-            ) from None
-        started_at = clock()
-        return _supervise(
-            proc, started_at, out, err, log, on_start, on_app_id, on_tick, tick_s, clock
-        )
+        with interrupts.forwarding() as signals:
+            signals.before_start()
+            proc = _start(argv, env, cwd)
+            started_at = clock()
+            signals.started(proc.pid)
+            return _supervise(
+                proc, started_at, out, err, log, on_start, on_app_id, on_tick, tick_s, clock,
+                signals,
+            )  # fmt: skip
     finally:
         if log is not None:
             log.close()
+
+
+def _start(
+    argv: Sequence[str], env: dict[str, str] | None, cwd: str | Path | None
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            env=env if env is not None else user_environ(),
+            cwd=cwd,
+            process_group=0,
+        )
+    except FileNotFoundError:
+        raise CommandNotFound(
+            f"command not found: {argv[0]}",
+            hint="check the command after `--` (is it on PATH?)",
+        ) from None
+    except PermissionError:
+        raise CommandNotExecutable(
+            f"permission denied: {argv[0]}", hint="is it an executable file?"
+        ) from None
 
 
 def _supervise(
@@ -218,6 +231,7 @@ def _supervise(
     on_tick: Callable[[float], None] | None,
     tick_s: float,
     clock: Callable[[], float],
+    signals: interrupts.Forwarding,
 ) -> ChildResult:
     catcher = _AppIdCatcher()
     log_lock = threading.Lock()
@@ -231,17 +245,6 @@ def _supervise(
         )
         for name, pipe, term in (("stdout", proc.stdout, out), ("stderr", proc.stderr, err))
     ]
-    received: list[int] = []
-
-    def forward(signum: int, _frame: object) -> None:
-        received.append(signum)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
-
-    previous: dict[int, object] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in FORWARDED_SIGNALS:
-            previous[sig] = signal.signal(sig, forward)
     try:
         for pump in pumps:
             pump.start()
@@ -271,8 +274,6 @@ def _supervise(
             pump.join(_DRAIN_TIMEOUT_S)
         deliver_app_id()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
         if proc.poll() is None:  # cobell itself failed (e.g. a callback raised): do not orphan
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -281,12 +282,13 @@ def _supervise(
             if not pump.is_alive():  # a live pump still reads its fd: closing could reuse it
                 with contextlib.suppress(OSError):
                     pipe.close()
+    forwarded = signals.forwarded
     return ChildResult(
         exit_code=shell_exit_code(proc.returncode),
         started_at=started_at,
         finished_at=finished_at,
         app_id=catcher.app_id,
-        interrupted=bool(received),
-        signal_received=received[0] if received else None,
+        interrupted=bool(forwarded),
+        signal_received=forwarded[0] if forwarded else None,
         pid=proc.pid,
     )
