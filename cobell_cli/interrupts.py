@@ -12,8 +12,9 @@ One handler per signal, installed by the CLI entry for the whole command, acts b
   would send it (SIGHUP included: a closed terminal ends the job, as it would without cobell);
   cobell keeps waiting for the job to finish its own shutdown.
 - `defer` (cobell installs its handlers or exits; the run's row is being inserted, `hold()`;
-  the job has ended and its completion is being recorded): latched only. A pending write stops waiting for a lock (`deferred()`):
-  before the job, the job is then not started; after it, the completion goes to the journal.
+  the job has ended and its completion is being recorded): latched only. A pending write
+  stops waiting for a lock (`deferred()`): before the job, the job is then not started; after
+  it, the completion goes to the journal.
 - `abandon` (after the completion is safe: co-runners, the model warm-up): `Abandoned` is
   raised, the rest of cobell's own work is dropped, and the job's exit code stands.
 

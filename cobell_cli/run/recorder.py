@@ -43,6 +43,8 @@ class RunRecorder:
         self.run_id = run_id
         self.row = dict(row)
         self.journalled: Path | None = None  # where the completion went, if not the history
+        # room for the completion's journal line on a disk that fills up while the job runs
+        self._reservation = journal.reserve(history_path, row["host"], row["pid"])
         self._unwritten: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -129,10 +131,16 @@ class RunRecorder:
             return self._journal(why_not_written(exc), rows)
         return None
 
+    def close(self) -> None:
+        """Give the reserved space back (the run is recorded, or journalled)."""
+        journal.release(self._reservation)
+        self._reservation = None
+
     def _journal(
         self, why: str, colocations: Sequence[Mapping[str, Any]] | None = None
     ) -> str | None:
         """Append the whole row (and co-runners) to the journal; the line to tell the user."""
+        self.close()  # the reserved space is the journal's now
         run = f"run {self.run_id} ({self.row.get('status')}, exit {self.row.get('exit_code')})"
         what = run if colocations is None else f"the co-runners of {run}"
         record = journal.entry(self.run_id, self.row, why, colocations)

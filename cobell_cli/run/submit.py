@@ -103,13 +103,16 @@ def execute(
     plan = prediction.plan
     row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
     recorder = _insert_run(history_path, row)
-    result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
-    outcome = _record_completion(recorder, plan, result)
     try:
-        with interrupts.abandonable():
-            _record_co_runners(recorder, cluster, result, outcome)
-    except interrupts.Abandoned as exc:
-        outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
+        result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
+        outcome = _record_completion(recorder, plan, result)
+        try:
+            with interrupts.abandonable():
+                _record_co_runners(recorder, cluster, result, outcome)
+        except interrupts.Abandoned as exc:
+            outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
+    finally:
+        recorder.close()
     return outcome
 
 

@@ -407,7 +407,18 @@ def _translate(
             hint="check the permissions of the file and of its directory (SQLite creates "
             f"{path.name}-wal and {path.name}-shm beside it), or pass another --db",
         )
+    if ("disk" in text or "I/O" in text) and _nearly_full(path.parent):
+        return HistoryError(f"history {path}: {text}: no space left on the device")
     return HistoryError(f"history {path}: {text}")
+
+
+def _nearly_full(directory: Path) -> bool:
+    """SQLite reports a full disk as `disk I/O error` when it cannot grow its -shm index."""
+    try:
+        stats = os.statvfs(directory)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 65536
 
 
 INT64 = 2**63  # SQLite's INTEGER is a signed 64-bit number

@@ -15,7 +15,10 @@ cobell's. Such a completion goes to `HISTORY.pending`, in the history's director
   leaves a journal whose re-application changes nothing: each completion takes effect once;
 - lines that cannot be applied (damaged, or whose run is no longer in the history) are moved
   to `HISTORY.pending.rejected`, never silently dropped;
-- read-only commands only read it, to show those runs as `pending`.
+- read-only commands only read it, to show those runs as `pending`;
+- while a job runs, RESERVE_BYTES are set aside beside the history (`reserve`): SQLite takes
+  whatever space is left when its write fails, so on a disk that filled up during the job the
+  reservation is freed just before the completion is journalled, and the line fits.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 FORMAT = 1
 _MAX_REOPEN = 5  # an applier may remove the file between our open and our lock
+RESERVE_BYTES = 16384  # a completion's line is 1-3 kB with a typical spark-submit command
 
 
 def journal_path(history_path: Path) -> Path:
@@ -221,3 +225,47 @@ def _save_rejected(path: Path, lines: Sequence[bytes]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# -- space set aside while a job runs ----------------------------------------------------------
+
+
+def reserve(history_path: Path, host: str, pid: int) -> Path | None:
+    """Set RESERVE_BYTES aside for this run's completion; None if even that is not possible
+    (then a full disk may cost the journal too). Stale ones of this host are removed first."""
+    _remove_stale_reservations(history_path, host)
+    path = history_path.with_name(f".{history_path.name}.reserve.{host}.{pid}")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except OSError:
+        release(path)
+        return None
+    finally:
+        os.close(fd)
+    return path
+
+
+def release(reservation: Path | None) -> None:
+    if reservation is not None:
+        with contextlib.suppress(OSError):
+            reservation.unlink()
+
+
+def _remove_stale_reservations(history_path: Path, host: str) -> None:
+    """Reservations left by killed cobells on this host (their pid is gone)."""
+    from cobell_cli.store.history import pid_alive
+
+    prefix = f".{history_path.name}.reserve.{host}."
+    with contextlib.suppress(OSError):
+        for path in history_path.parent.glob(f"{_glob_escape(prefix)}*"):
+            pid = path.name.removeprefix(prefix)
+            if pid.isdigit() and not pid_alive(int(pid)):
+                release(path)
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from cobell_cli.store import journal
 from cobell_cli.store.history import BUSY_TIMEOUT_S, History
 from tests.cli_support import cobell, cobell_process
 from tests.reliability.faults import (
@@ -31,6 +30,11 @@ from tests.reliability.faults import (
 )
 
 APP_ID = "application_1700000000000_0042"
+
+
+def pending_file(db: Path) -> Path:
+    """Where a completion the history cannot take goes (README: What cobell guarantees)."""
+    return db.with_name(db.name + ".pending")
 
 
 def stored(db: Path) -> dict:
@@ -71,7 +75,7 @@ def test_a_lock_held_past_the_busy_timeout_at_completion_costs_nothing(tmp_path:
     assert held_s > BUSY_TIMEOUT_S
     assert proc.returncode == 0, err
     assert "job done" in out
-    pending = journal.journal_path(db)
+    pending = pending_file(db)
     (line,) = [x for x in err.splitlines() if "journal" in x]
     assert line.startswith("cobell: warning: ")
     assert str(pending) in line and "run 1 (succeeded, exit 0)" in line and "locked" in line
@@ -155,7 +159,7 @@ def test_a_lock_held_when_the_job_prints_its_app_id_never_costs_the_job(tmp_path
     row = stored(db)
     assert row["status"] == "succeeded" and row["app_id"] == APP_ID and row["exit_code"] == 0
     assert row["runtime_s"] > BUSY_TIMEOUT_S
-    assert not journal.journal_path(db).exists()
+    assert not pending_file(db).exists()
 
 
 def test_a_signal_while_waiting_for_the_lock_after_the_job_journals_at_once(
@@ -183,7 +187,7 @@ def test_a_signal_while_waiting_for_the_lock_after_the_job_journals_at_once(
         out, err = proc.communicate(timeout=BUSY_TIMEOUT_S)
         assert time.monotonic() - sent < 5
     assert proc.returncode == 0, err  # the job's code, not 130
-    assert str(journal.journal_path(db)) in err
+    assert str(pending_file(db)) in err
     assert json.loads(out.strip().splitlines()[-1])["status"] == "succeeded"
     (run,) = json.loads(cobell("--db", db, "history", "list", "--format", "json").stdout)
     assert run["status"] == "pending"
@@ -216,9 +220,18 @@ def test_a_signal_while_waiting_for_the_lock_before_the_job_starts_starts_nothin
 # -- the journal itself: exactly once, concurrent appenders, damaged lines -------------------
 
 
+@pytest.fixture
+def journal():
+    from cobell_cli.store import journal
+
+    return journal
+
+
 def _journalled_run(db: Path, *, colocations: int = 2) -> int:
     """A `running` row of a dead process and its completion in the journal, as cobell leaves
     them when the history could not take the completion."""
+    from cobell_cli.store import journal
+
     with History.open(db) as history:
         run_id = history.start_run(job="toy", scale_out=4, host=os.uname().nodename, pid=2**22 + 9)
     row = {"job": "toy", "scale_out": 4, "status": "succeeded", "runtime_s": 7.5,
@@ -245,20 +258,20 @@ History.open(sys.argv[1])
 
 @pytest.mark.parametrize("where", ["before-commit", "after-commit"])
 def test_an_applier_killed_mid_apply_leaves_the_run_applied_exactly_once(
-    tmp_path: Path, where: str
+    tmp_path: Path, journal, where: str
 ) -> None:
     db = tmp_path / "h.db"
     run_id = _journalled_run(db)
     killed = subprocess.run([PY, "-c", APPLY_AND_DIE, str(db), where], timeout=60)
     assert killed.returncode == -signal.SIGKILL
-    assert journal.journal_path(db).exists()  # not removed: the next writer applies it
+    assert pending_file(db).exists()  # not removed: the next writer applies it
     expected_now = "running" if where == "before-commit" else "succeeded"
     assert stored(db)["status"] == expected_now
     with History.open(db) as history:
         run = history.run(run_id)
     assert run["status"] == "succeeded" and run["runtime_s"] == 7.5
     assert colocation_count(db) == 2  # applied once, not twice
-    assert not journal.journal_path(db).exists()
+    assert not pending_file(db).exists()
     with History.open(db):
         pass
     assert colocation_count(db) == 2
@@ -285,7 +298,7 @@ while time.monotonic() < deadline:
 """
 
 
-def test_appenders_racing_an_applier_lose_no_entry(tmp_path: Path) -> None:
+def test_appenders_racing_an_applier_lose_no_entry(tmp_path: Path, journal) -> None:
     db = tmp_path / "h.db"
     with History.open(db) as history:
         ids = [history.start_run(job=f"j{i}") for i in range(6)]
@@ -296,14 +309,14 @@ def test_appenders_racing_an_applier_lose_no_entry(tmp_path: Path) -> None:
     with History.open(db) as history:
         statuses = {r["id"]: r["status"] for r in history.runs()}
     assert statuses == dict.fromkeys(ids, "succeeded")
-    assert not journal.journal_path(db).exists()
+    assert not pending_file(db).exists()
     assert not journal.rejected_path(db).exists()
 
 
-def test_damaged_lines_are_set_aside_and_good_ones_applied(tmp_path: Path) -> None:
+def test_damaged_lines_are_set_aside_and_good_ones_applied(tmp_path: Path, journal) -> None:
     db = tmp_path / "h.db"
     run_id = _journalled_run(db, colocations=0)
-    pending = journal.journal_path(db)
+    pending = pending_file(db)
     good = pending.read_bytes()
     flipped = good.replace(b'"runtime_s":7.5', b'"runtime_s":9.5')  # CRC no longer matches
     pending.write_bytes(flipped + good + b'{"format":1,"entry":"torn')
@@ -315,7 +328,7 @@ def test_damaged_lines_are_set_aside_and_good_ones_applied(tmp_path: Path) -> No
     assert stat.S_IMODE(journal.rejected_path(db).stat().st_mode) == 0o600
 
 
-def test_a_completion_whose_run_was_removed_is_set_aside(tmp_path: Path) -> None:
+def test_a_completion_whose_run_was_removed_is_set_aside(tmp_path: Path, journal) -> None:
     db = tmp_path / "h.db"
     run_id = _journalled_run(db)
     raw = sqlite3.connect(db)
@@ -324,14 +337,14 @@ def test_a_completion_whose_run_was_removed_is_set_aside(tmp_path: Path) -> None
     raw.close()
     with History.open(db) as history:
         assert history.count() == 0
-    assert not journal.journal_path(db).exists()
+    assert not pending_file(db).exists()
     (line,) = journal.rejected_path(db).read_bytes().splitlines()
     assert journal.decode(line)["run_id"] == run_id
 
 
-def test_an_append_after_a_torn_line_is_kept_whole(tmp_path: Path) -> None:
+def test_an_append_after_a_torn_line_is_kept_whole(tmp_path: Path, journal) -> None:
     db = tmp_path / "h.db"
-    journal.journal_path(db).write_bytes(b'{"format":1,"entry":"torn')
+    pending_file(db).write_bytes(b'{"format":1,"entry":"torn')
     journal.append(db, journal.entry(3, {"status": "failed"}, "test"))
     (record,) = journal.read(db)
     assert record["run_id"] == 3 and record["run"] == {"status": "failed"}

@@ -4,6 +4,7 @@ is closed under a running submit."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -222,19 +223,20 @@ def _exit_code(pid: int, timeout_s: float = 60) -> int:
 def test_closing_the_terminal_ends_the_job_and_records_it_killed(tmp_path: Path) -> None:
     db, started, alive = tmp_path / "h.db", tmp_path / "started", tmp_path / "alive"
     script = f"""
-        import pathlib, time
-        pathlib.Path({str(started)!r}).touch()
+        import os, pathlib, time
+        pathlib.Path({str(started)!r}).write_text(str(os.getpid()))
         for _ in range(600):  # dies of the SIGHUP it has no handler for
             pathlib.Path({str(alive)!r}).write_text(str(time.time()))
             time.sleep(0.1)
     """
     pid, master = _submit_on_a_terminal(db, script)
     try:
-        wait_for(started.exists, what="the job started")
+        wait_for(lambda: started.exists() and started.read_text(), what="the job started")
         os.close(master)  # the terminal goes away: the kernel sends SIGHUP to cobell
         code = _exit_code(pid)
     finally:
-        subprocess.run(["pkill", "-f", str(started)], check=False)
+        with contextlib.suppress(ProcessLookupError):  # an orphaned job must not outlive us
+            os.kill(int(started.read_text()), signal.SIGKILL)
     assert code == 128 + signal.SIGHUP  # the job's own end, as a shell reports it
     last_beat = float(alive.read_text())
     time.sleep(0.5)
