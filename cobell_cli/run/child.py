@@ -11,7 +11,7 @@ API for `cobell submit`::
         stdout=sys.stdout.buffer, stderr=sys.stderr.buffer,  # where the child's output goes
     )
     result.exit_code, result.started_at, result.finished_at, result.runtime_s,
-    result.app_id, result.interrupted, result.signal_received
+    result.app_id, result.interrupted, result.signal_received, result.log_error
 
 Callbacks run in the calling thread (never in the output reader threads); `on_app_id` fires
 within ~0.1 s of the line being printed. They must return quickly: output keeps streaming in
@@ -74,8 +74,9 @@ class ChildResult:
     finished_at: float
     app_id: str | None
     interrupted: bool
-    signal_received: int | None  # the first SIGINT/SIGTERM cobell received and forwarded
+    signal_received: int | None  # the first signal cobell received and forwarded
     pid: int
+    log_error: str | None = None  # why the --log-file copy stopped (a full disk), if it did
 
     @property
     def runtime_s(self) -> float:
@@ -112,11 +113,31 @@ def _scrubbed(line: bytes) -> bytes:
     return scrub(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
+class _Log:
+    """The --log-file copy both pumps write whole lines to. A write that fails (a full disk)
+    stops the copy, never the job's output: a pump that died would stop draining the job's
+    pipe, and the job would block."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.lock = threading.Lock()
+        self.error: str | None = None
+
+    def write(self, lines: Sequence[bytes]) -> None:
+        if not lines or self.error is not None:
+            return
+        with self.lock:
+            try:
+                self.file.write(b"".join(_scrubbed(line) + b"\n" for line in lines))
+                self.file.flush()
+            except OSError as exc:
+                self.error = exc.strerror or str(exc)
+
+
 def _pump(
     pipe: BinaryIO,
     terminal: BinaryIO | None,
-    log: BinaryIO | None,
-    log_lock: threading.Lock,
+    log: _Log | None,
     catcher: _AppIdCatcher,
 ) -> None:
     partial = b""
@@ -138,16 +159,12 @@ def _pump(
         *lines, partial = partial.split(b"\n")
         for line in lines:
             catcher.feed(line)
-        if log is not None and lines:
-            with log_lock:
-                log.write(b"".join(_scrubbed(line) + b"\n" for line in lines))
-                log.flush()
+        if log is not None:
+            log.write(lines)
     if partial:
         catcher.feed(partial)
         if log is not None:
-            with log_lock:
-                log.write(_scrubbed(partial) + b"\n")
-                log.flush()
+            log.write([partial])
 
 
 def _default_stream(stream: object) -> BinaryIO | None:
@@ -173,10 +190,10 @@ def run(
         raise CommandNotFound("no command to run")
     out = stdout if stdout is not None else _default_stream(sys.stdout)
     err = stderr if stderr is not None else _default_stream(sys.stderr)
-    log: BinaryIO | None = None
+    log: _Log | None = None
     if log_file is not None:
         try:
-            log = open(log_file, "ab")  # noqa: SIM115 - closed in finally below
+            log = _Log(open(log_file, "ab"))  # noqa: SIM115 - closed in finally below
         except OSError as exc:
             raise CobellError(f"cannot open log file {log_file}: {exc.strerror}") from None
 
@@ -192,7 +209,8 @@ def run(
             )  # fmt: skip
     finally:
         if log is not None:
-            log.close()
+            with contextlib.suppress(OSError):  # what could not be written is in log.error
+                log.file.close()
 
 
 def _start(
@@ -225,7 +243,7 @@ def _supervise(
     started_at: float,
     out: BinaryIO | None,
     err: BinaryIO | None,
-    log: BinaryIO | None,
+    log: _Log | None,
     on_start: Callable[[int, float], None] | None,
     on_app_id: Callable[[str], None] | None,
     on_tick: Callable[[float], None] | None,
@@ -234,12 +252,11 @@ def _supervise(
     signals: interrupts.Forwarding,
 ) -> ChildResult:
     catcher = _AppIdCatcher()
-    log_lock = threading.Lock()
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
         threading.Thread(
             target=_pump,
-            args=(pipe, term, log, log_lock, catcher),
+            args=(pipe, term, log, catcher),
             daemon=True,
             name=f"cobell-child-{name}",
         )
@@ -291,4 +308,5 @@ def _supervise(
         interrupted=bool(forwarded),
         signal_received=forwarded[0] if forwarded else None,
         pid=proc.pid,
+        log_error=log.error if log is not None else None,
     )

@@ -21,13 +21,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cobell_cli import interrupts
 from cobell_cli.api import Prediction, measured_overlaps
 from cobell_cli.errors import ClusterError, CobellError
 from cobell_cli.run.recorder import WRITE_ERRORS, RunRecorder, why_not_written
 from cobell_cli.store.history import this_host
+
+if TYPE_CHECKING:
+    from cobell_cli.run.child import ChildResult
 
 BACKENDS = {
     "spark-yarn": "yarn",
@@ -122,9 +125,9 @@ def _insert_run(history_path: Path, row: dict[str, Any]) -> RunRecorder:
     try:
         return RunRecorder.start(history_path, row, give_up=_signalled)
     except WRITE_ERRORS:
-        interrupts.check()
-        if interrupts.deferred() is not None:
-            raise interrupts.Interrupted(interrupts.deferred() or 2) from None
+        signum = interrupts.received() or interrupts.deferred()
+        if signum:  # it stopped waiting for the lock because of the signal
+            raise interrupts.Interrupted(signum) from None
         raise
 
 
@@ -165,7 +168,7 @@ def _run_job(
     stdout: BinaryIO | None,
     stderr: BinaryIO | None,
     on_tick: Callable[[float], None] | None,
-) -> Any:
+) -> ChildResult:
     """The child, its start time and app id recorded in the background; a job that could not
     be started is recorded as such (the error is raised on)."""
     from cobell_cli.run import child
@@ -189,7 +192,7 @@ def _run_job(
         raise
 
 
-def _record_completion(recorder: RunRecorder, plan: Any, result: Any) -> Outcome:
+def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) -> Outcome:
     status = status_of(result.exit_code, result.interrupted)
     warning = recorder.finish(
         _signalled,
@@ -213,11 +216,19 @@ def _record_completion(recorder: RunRecorder, plan: Any, result: Any) -> Outcome
         meet_probability=plan.meet_probability,
         confidence=plan.confidence,
         recorded_in=str(recorder.journalled) if recorder.journalled else "history",
-        warnings=[warning] if warning else [],
+        warnings=[w for w in (warning, _log_warning(result)) if w],
     )
 
 
-def _record_co_runners(recorder: RunRecorder, cluster: Any, result: Any, outcome: Outcome) -> None:
+def _log_warning(result: ChildResult) -> str | None:
+    if result.log_error is None:
+        return None
+    return f"the --log-file copy of the job's output stopped: {result.log_error}"
+
+
+def _record_co_runners(
+    recorder: RunRecorder, cluster: Any, result: ChildResult, outcome: Outcome
+) -> None:
     """The co-runners that overlapped the run, then those that finished during it (imported)."""
     try:
         apps = [
@@ -242,7 +253,9 @@ def _record_co_runners(recorder: RunRecorder, cluster: Any, result: Any, outcome
     outcome.warnings += _learn_co_runners(recorder.history_path, cluster, result, own)
 
 
-def _learn_co_runners(history_path: Path, cluster: Any, result: Any, own: set[str]) -> list[str]:
+def _learn_co_runners(
+    history_path: Path, cluster: Any, result: ChildResult, own: set[str]
+) -> list[str]:
     """Co-runners that finished during the run become imported runs (issue 14, item 2)."""
     from cobell_cli.sources.co_runners import learn_co_runners
 

@@ -61,6 +61,7 @@ __all__ = [
 
 BUSY_TIMEOUT_S = 30.0
 RETRY_ATTEMPT_S = 0.25  # one attempt of write_retrying: how soon a signal is noticed
+JOURNAL_APPLY_WAIT_S = 1.0  # for the lock to apply the pending journal, before the own write
 T = TypeVar("T")
 
 
@@ -229,7 +230,8 @@ class History(RunQueries):
         if not journal.exists(self.path):
             return
         try:
-            self._begin()
+            with self._busy_timeout(min(JOURNAL_APPLY_WAIT_S, self.busy_timeout_s)):
+                self._begin()  # a lock held elsewhere: leave it to a later writer, do not wait
         except HistoryError:
             return
         try:
@@ -242,6 +244,14 @@ class History(RunQueries):
                     claim.remove(journal.rejected_path(self.path))
         except (sqlite3.Error, OSError):
             self._rollback()
+
+    @contextlib.contextmanager
+    def _busy_timeout(self, seconds: float) -> Iterator[None]:
+        self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
 
     def _apply_entry(self, record: Mapping[str, Any]) -> bool:
         """Set the run's row and replace its co-runners; False if the run is not here."""

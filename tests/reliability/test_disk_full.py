@@ -6,6 +6,8 @@ job itself."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -94,7 +96,7 @@ def test_a_disk_too_full_even_for_the_journal_says_so_and_keeps_the_exit_code(
 ) -> None:
     db, filler = small_disk / "h.db", small_disk / "filler"
     # a command longer than the 16 KiB cobell sets aside for the completion's journal line
-    code, out, err = _submit_filling(db, filler, "x" * 65536)
+    code, out, err = _submit_filling(db, filler, "word " * 8192)
     assert code == 0, err
     assert "Traceback" not in err
     (line,) = [x for x in err.splitlines() if "NOT recorded" in x]
@@ -107,3 +109,32 @@ def test_a_disk_too_full_even_for_the_journal_says_so_and_keeps_the_exit_code(
     with History.open(db) as history:
         (run,) = history.runs()
     assert run["status"] == "lost"  # the process is gone: never fitted, never `running`
+
+
+def test_a_log_file_on_the_full_disk_stops_the_copy_never_the_job(small_disk: Path) -> None:
+    db, filler, log = small_disk / "h.db", small_disk / "filler", small_disk / "job.log"
+    pid_file = small_disk.parent / "job.pid"
+    chatty = FILL.format(filler=str(filler)) + (
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "for i in range(4000):  # 400 kB: far more than a pipe holds\n"
+        "    print(f'line {i:05d} ' + 'y' * 88, flush=True)\n"
+    )
+    with History.open(db):
+        pass
+    proc = start_submit(db, job(chatty), "--log-file", str(log), "--json")
+    try:
+        out, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        raise AssertionError("the job blocked: its output was no longer drained") from None
+    assert proc.returncode == 0, err
+    printed = [x for x in out.splitlines() if x.startswith("line ")]
+    assert len(printed) == 4000  # every line reached the terminal
+    assert "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if "--log-file" in x]
+    assert "No space left on device" in line
+    filler.unlink()
+    with History.open(db) as history:
+        (run,) = history.runs()
+    assert run["status"] == "succeeded"
