@@ -27,8 +27,10 @@ class RunQueries:
     pending: Mapping[int, Mapping[str, Any]] = MappingProxyType({})
 
     def _as_seen(self, row: dict[str, Any], *, show_pending: bool = True) -> dict[str, Any]:
-        record = self.pending.get(row["id"]) if show_pending else None
-        if record is not None:
+        record = self.pending.get(row["id"])
+        if record is not None:  # recorded after all: never presumed lost
+            if not show_pending:
+                return row
             from cobell_cli.store.journal import journal_path
 
             return _pending_view(row, record, journal_path(self.path))

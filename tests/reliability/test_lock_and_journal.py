@@ -112,6 +112,22 @@ def test_a_lock_held_past_the_busy_timeout_at_completion_costs_nothing(tmp_path:
         assert [r["id"] for r in history.training_runs("toy")] == [1]
 
 
+def test_a_history_turned_read_only_during_the_run_costs_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    proc = start_submit(db, job(f"import os; os.chmod({str(db)!r}, 0o444)"), "--json")
+    out, err = proc.communicate(timeout=120)
+    assert json.loads(out.splitlines()[-1])["recorded_in"] == str(pending_file(db))
+    assert proc.returncode == 0, err
+    (line,) = [x for x in err.splitlines() if "journal" in x]
+    assert "read-only" in line and str(pending_file(db)) in line
+    (run,) = json.loads(cobell("--db", db, "history", "list", "--format", "json").stdout)
+    assert run["status"] == "pending"
+    db.chmod(0o600)
+    with History.open(db) as history:
+        assert history.run(1)["status"] == "succeeded"
+    assert not pending_file(db).exists()
+
+
 def _lines_with_times(stream, into: list[tuple[float, str]]) -> threading.Thread:
     def read() -> None:
         for line in stream:
@@ -239,6 +255,26 @@ def _journalled_run(db: Path, *, colocations: int = 2) -> int:
     co = [{"co_runner_job": f"co{i}", "overlap_ratio": 0.5} for i in range(colocations)]
     journal.append(db, journal.entry(run_id, row, "history locked", co))
     return run_id
+
+
+def test_read_only_commands_show_a_journalled_run_as_pending_and_write_nothing(
+    tmp_path: Path, journal
+) -> None:
+    db = tmp_path / "h.db"
+    run_id = _journalled_run(db)
+    before = directory_state(tmp_path)
+    listed = cobell("--db", db, "history", "list", "--format", "json")
+    (run,) = json.loads(listed.stdout)
+    assert run["status"] == "pending" and run["runtime_s"] == 7.5
+    assert [c["co_runner_job"] for c in run["colocations"]] == ["co0", "co1"]
+    shown = json.loads(cobell("--db", db, "history", "show", str(run_id), "--json").stdout)
+    assert shown["status"] == "pending" and len(shown["colocations"]) == 2
+    exported = cobell("--db", db, "history", "export", "--format", "json")
+    (stored_run,) = json.loads(exported.stdout)["runs"]
+    assert stored_run["status"] == "running"  # what the file holds: not presumed lost
+    assert directory_state(tmp_path) == before
+    with History.open(db) as history:  # the next writer applies it
+        assert history.run(run_id)["status"] == "succeeded"
 
 
 APPLY_AND_DIE = """
