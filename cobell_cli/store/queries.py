@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.store.schema import RECENCY, TRAINING_COLUMNS
@@ -17,10 +19,21 @@ class RunQueries:
     """The read side of a history; History adds opening and writing."""
 
     conn: sqlite3.Connection
+    path: Path
     # `running` rows whose process is gone, shown as `lost` by a reader that may not write.
     presumed_lost: frozenset[int] = frozenset()
+    # Completions waiting in the pending journal (store/journal.py), by run id: a reader that
+    # may not write shows them as `pending`; the next writer applies them.
+    pending: Mapping[int, Mapping[str, Any]] = MappingProxyType({})
 
-    def _as_seen(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _as_seen(self, row: dict[str, Any], *, show_pending: bool = True) -> dict[str, Any]:
+        record = self.pending.get(row["id"])
+        if record is not None:  # recorded after all: never presumed lost
+            if not show_pending:
+                return row
+            from cobell_cli.store.journal import journal_path
+
+            return _pending_view(row, record, journal_path(self.path))
         if row["id"] in self.presumed_lost and row["status"] == "running":
             row["status"] = "lost"
             row["reason"] = "; ".join(
@@ -45,15 +58,21 @@ class RunQueries:
         limit: int | None = None,
         newest_first: bool = True,
         with_colocations: bool = False,
+        show_pending: bool = False,
     ) -> list[dict[str, Any]]:
-        where, params = [], []
+        """Runs as stored; with `show_pending`, journalled completions as `pending` runs (and
+        `status` may then ask for `pending`)."""
+        where: list[str] = []
+        params: list[Any] = []
         if job is not None:
             where.append("job = ?")
             params.append(job)
         if status is not None:
             statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
-            params.extend(statuses)
+            pending_ids = list(self.pending) if show_pending else []
+            clause, values = _status_clause(statuses, pending_ids)
+            where.append(clause)
+            params.extend(values)
         if since is not None:
             where.append("coalesce(submitted_at, started_at) >= ?")
             params.append(since)
@@ -65,11 +84,15 @@ class RunQueries:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        rows = [self._as_seen(row) for row in self.db.query(sql, params)]
+        rows = [
+            self._as_seen(row, show_pending=show_pending) for row in self.db.query(sql, params)
+        ]
         if with_colocations:
             by_run = self.colocations([r["id"] for r in rows])
             for row in rows:
-                row["colocations"] = by_run.get(row["id"], [])
+                row["colocations"] = self._colocations_seen(
+                    row["id"], by_run.get(row["id"], []), show_pending
+                )
         return rows
 
     def run(self, run_id: int) -> dict[str, Any] | None:
@@ -77,8 +100,17 @@ class RunQueries:
         if not rows:
             return None
         row = self._as_seen(rows[0])
-        row["colocations"] = self.colocations([run_id]).get(run_id, [])
+        stored = self.colocations([run_id]).get(run_id, [])
+        row["colocations"] = self._colocations_seen(run_id, stored, True)
         return row
+
+    def _colocations_seen(
+        self, run_id: int, stored: list[dict[str, Any]], show_pending: bool
+    ) -> list[dict[str, Any]]:
+        record = self.pending.get(run_id) if show_pending else None
+        if record is None or "colocations" not in record:
+            return stored
+        return [dict(c) for c in record["colocations"]]
 
     def colocations(self, run_ids: Sequence[int] | None = None) -> dict[int, list[dict[str, Any]]]:
         sql = "SELECT * FROM colocations"
@@ -215,3 +247,41 @@ class RunQueries:
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _status_clause(statuses: Sequence[str], pending_ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """WHERE for a status filter when journalled runs show as `pending` whatever their row says."""
+    stored = [s for s in statuses if s != "pending"]
+    clause = f"status IN ({', '.join('?' for _ in stored)})" if stored else "0"
+    values: list[Any] = list(stored)
+    if not pending_ids:
+        return clause, values
+    ids = ", ".join("?" for _ in pending_ids)
+    clause = f"(({clause}) AND id NOT IN ({ids}))"
+    values += pending_ids
+    if "pending" in statuses:
+        clause = f"({clause} OR id IN ({ids}))"
+        values += pending_ids
+    return clause, values
+
+
+def _pending_view(row: dict[str, Any], record: Mapping[str, Any], where: Path) -> dict[str, Any]:
+    """A stored row as its journalled completion will leave it, marked `pending`."""
+    seen = {**row, **{k: v for k, v in record["run"].items() if k in row and k != "id"}}
+    outcome = seen.get("status") or "finished"
+    code = seen.get("exit_code")
+    seen["status"] = "pending"
+    seen["reason"] = "; ".join(
+        filter(
+            None,
+            [
+                seen.get("reason"),
+                f"pending: {outcome}"
+                + (f" (exit {code})" if code is not None else "")
+                + f", journalled in {where} because "
+                f"{record.get('why') or 'the history could not be written'}; the next cobell "
+                "that writes the history applies it",
+            ],
+        )
+    )
+    return seen
