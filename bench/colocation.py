@@ -19,6 +19,12 @@ decides). The strategies:
 * cobell default: what `cobell predict`/`submit` do without flags: `plan()` at the default of
   the `confidence` setting (`cli_default_confidence`; None, the point decision, is the same as
   no argument). Where that equals another row's level, the runs are that row's (same call).
+* cobell default + live progress: the default, with each running co-runner's driver answering
+  what its Spark REST API would (`simulator.driver_progress`: jobs and stages submitted so
+  far) and its past runs' stage shares known (their event-log profiles), as `cobell
+  predict` reads them on a cluster;
+  beside "cobell default" (no driver answers) it gives the overlap-ratio error with and
+  without live progress.
 * cobell 0.9 / 0.97: `plan(confidence=...)`, as `--confidence`.
 * oracle: the smallest scale-out that meets the target in the simulated run.
 
@@ -40,7 +46,15 @@ import numpy as np
 
 from bench import nodesim
 from bench import simulator as profile_sim
-from bench.simulator import Contention, Curve, SimJob, load_curves
+from bench.simulator import (
+    Contention,
+    Curve,
+    SimJob,
+    driver_progress,
+    executed_stages,
+    load_curves,
+    stage_shares,
+)
 from cobell_cli.api import measured_overlaps
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import outcome_calibration
@@ -59,9 +73,11 @@ INTERFERERS = ("grep", "pagerank", "tpchq10", "wordcount")
 INTERFERER_SCALE_OUTS = (12, 16, 20, 24, 28, 32)
 SEED_SCALE_OUTS = (8, 16, 24, 32, 40, 48)  # co-runner jobs' earlier solo runs
 MIN_SCALE_OUT, MAX_SCALE_OUT = 4, 60
-STRATEGIES = ("bell", "bell90", "bell97", "paper", "default", "cobell90", "cobell97", "oracle")
+STRATEGIES = ("bell", "bell90", "bell97", "paper", "default", "progress", "cobell90", "cobell97",
+              "oracle")
 LABELS = {"bell": "Bell", "bell90": "Bell + conformal 0.9", "bell97": "Bell + conformal 0.97",
           "paper": "CoBell (paper)", "default": "cobell default",
+          "progress": "cobell default + live progress",
           "cobell90": "cobell --confidence 0.9", "cobell97": "cobell --confidence 0.97",
           "oracle": "oracle"}
 DEFAULT = object()  # plan() called without a confidence argument
@@ -69,8 +85,9 @@ POINT = None  # plan(confidence=None): the point prediction decides
 # strategy -> (plan's interference, plan's confidence or DEFAULT); the oracle does not plan
 PLANNERS: dict[str, tuple[str, Any]] = {
     "bell": ("none", POINT), "bell90": ("none", POINT), "bell97": ("none", POINT),
-    "paper": ("paper", POINT), "default": ("joint", DEFAULT), "cobell90": ("joint", 0.9),
-    "cobell97": ("joint", 0.97)}
+    "paper": ("paper", POINT), "default": ("joint", DEFAULT), "progress": ("joint", DEFAULT),
+    "cobell90": ("joint", 0.9), "cobell97": ("joint", 0.97)}
+LIVE_PROGRESS = ("progress",)  # strategies whose co-runners' drivers answer
 MARGINS = {"bell90": 0.9, "bell97": 0.97}  # Bell + split-conformal margin at this level
 PAIRS = (("bell90", "cobell90"), ("bell97", "cobell97"))  # equal confidence, compared
 VARIANTS = {"single": 1, "pair": 2, "triple": 3}
@@ -187,9 +204,11 @@ class World:
     fit_cache: dict[tuple, Any] = field(default_factory=dict)
 
     def add(self, job: str, **run: Any) -> None:
-        self.histories.setdefault(job, []).append({"id": self.next_id, "job": job,
-                                                  "status": "succeeded", "input_bytes": None,
-                                                  **run})
+        """A finished run; like a run with an event-log profile it knows its stages."""
+        self.histories.setdefault(job, []).append({
+            "id": self.next_id, "job": job, "status": "succeeded", "input_bytes": None,
+            "stages": executed_stages(job),
+            "stage_shares": stage_shares(job, f"history-{self.next_id}"), **run})
         self.next_id += 1
 
     def fit(self, runs: Sequence[Mapping[str, Any]]) -> Any:
@@ -281,6 +300,12 @@ def _app(job: SimJob, progress: float | None, finished_s: float | None) -> Runni
                       progress=progress, backend="simulator")
 
 
+def with_drivers(apps: Sequence[RunningApp], jobs: Sequence[SimJob]) -> list[RunningApp]:
+    """The apps as a cluster whose Spark drivers answer shows them: with their live progress."""
+    by_key = {j.key: j for j in jobs}
+    return [replace(a, driver=driver_progress(by_key[a.app_id])) for a in apps]
+
+
 def _by_job(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Colocation rows -> {co_runner_job: summed ratio}, as History.training_runs builds it."""
     out: dict[str, float] = {}
@@ -333,6 +358,8 @@ def play(strategy: str, memory: World, setup: RunSetup, curves: Mapping[str, Cur
         before = world.simulate(_jobs(setup, curves, target, None), setup.noise,
                                 until_s=setup.submit_s)
         apps = [_app(j, j.done_s / j.work_s, None) for j in before if j.finish_s is None]
+        if strategy in LIVE_PROGRESS:
+            apps = with_drivers(apps, before)
         chosen = decide(strategy, memory, setup, target_s, apps)
         x, phase, predicted = chosen.scale_out, chosen.phase, chosen.predicted_s
     done = world.simulate(_jobs(setup, curves, target, x), setup.noise)
@@ -377,7 +404,8 @@ def run_experiment(cfg: Config, data_dir: Path = DEFAULT_DATA,
                 per: dict[str, list[RunRecord]] = {}
                 done: dict[Any, str] = {}  # planner key -> the strategy that ran it
                 for strategy in STRATEGIES:
-                    key = planner_key(strategy) if strategy != "oracle" else strategy
+                    key = ((planner_key(strategy), strategy in LIVE_PROGRESS)
+                           if strategy != "oracle" else strategy)
                     if key in done:  # the very same plan() calls: the same runs
                         per[strategy] = [replace(r, strategy=strategy) for r in per[done[key]]]
                         continue
@@ -512,7 +540,7 @@ def worst_rows(results: Results, strategy: str = "default") -> list[str]:
 
 def _default_label() -> str:
     level = cli_default_confidence()
-    same = [s for s in STRATEGIES[:-1] if s != "default"
+    same = [s for s in STRATEGIES[:-1] if s != "default" and s not in LIVE_PROGRESS
             and planner_key(s) == planner_key("default")]
     what = "the point prediction" if level is None else f"P(meet the target) >= {level}"
     return what + (f" (the same plan() calls as {LABELS[same[0]]}: the same runs)"
@@ -550,7 +578,10 @@ def render(results: Results, cfg: Config, command: str, elapsed_s: float,
         " Over: share of runs over the target. Overshoot: max(0, runtime/target - 1)."
         " Node-s / oracle: the strategy's node-seconds over the oracle's on the same runs."
         " Overlap MAE: mean |predicted - measured| overlap ratio per co-runner the plan"
-        " predicted (Bell predicts none). Goal (issue 13, default flags): >="
+        " predicted (Bell predicts none); \"+ live progress\": the co-runners' Spark drivers"
+        " answer (jobs and stages so far, `simulator.driver_progress`) and their past runs'"
+        " event-log profiles give their stages' shares (bench/results/progress.md)."
+        " Goal (issue 13, default flags): >="
         f" {GOAL_MEET:.0f} % within the target, max overshoot <= {GOAL_OVERSHOOT_PCT:.0f} %,"
         f" node-s <= {GOAL_NODE_S:.2f}x oracle, in every cell.",
         "",
@@ -597,6 +628,7 @@ def render(results: Results, cfg: Config, command: str, elapsed_s: float,
 
 
 MARKERS = {"bell": "x", "bell90": "+", "bell97": "1", "paper": "^", "default": "o",
+           "progress": "*",
            "cobell90": "s", "cobell97": "D", "oracle": "."}
 
 

@@ -44,6 +44,10 @@ job does, not fitted to any outcome:
 * tpchq10   (0.50, 0.70, 0.60): scans of four tables joined by shuffles: disk and network.
 * wordcount (0.60, 0.60, 0.55): reads, tokenises and shuffles counts: all three moderately.
 
+What a running app's Spark driver would say at a decision (`driver_progress`): the same
+Spark structures as the first world (`bench.simulator.SHAPES`), read from how much of its
+isolated work the app has done here: the completed and known jobs, stages and tasks.
+
 Pure and deterministic given the noise (drawn from a seeded generator) apart from
 `load_curves` (re-exported from bench.simulator; reads the CSVs).
 """
@@ -56,7 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.simulator import JOB_FILES, Curve, SimJob, load_curves
+from bench.simulator import JOB_FILES, Curve, SimJob, driver_progress, load_curves
 
 RESOURCES = ("cpu", "disk", "network")
 
@@ -171,14 +175,16 @@ def simulate(jobs: Sequence[SimJob], noise: NodeNoise, cluster: Cluster | None =
         if t + dt >= horizon:
             for j in active:
                 j.done_s += rates[j.key] * (horizon - t)
+                j.trace.append((horizon, j.done_s))
             break
         t += dt
         for j in active:
             j.done_s = min(j.work_s, j.done_s + rates[j.key] * dt)
             if j.work_s - j.done_s <= 1e-9 * j.work_s:
                 j.done_s, j.finish_s = j.work_s, t
+            j.trace.append((t, j.done_s))
     return state
 
 
-__all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Cluster", "NodeNoise", "executor_rates",
-           "fair_shares", "job_rates", "load_curves", "nodes_of", "simulate"]
+__all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Cluster", "NodeNoise", "driver_progress",
+           "executor_rates", "fair_shares", "job_rates", "load_curves", "nodes_of", "simulate"]

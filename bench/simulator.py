@@ -19,6 +19,15 @@ Deliberately NOT cobell's model, so the benchmark can expose model error:
   pair of jobs (`RunNoise`), drawn once per experiment run so that every strategy faces the
   very same run.
 
+* What a running app's Spark driver would say (`driver_progress`): each job has a Spark
+  structure (`SHAPES`, below): driver start-up, then Spark jobs one after another, each a
+  chain of stages with a share of the work and a task count. The driver knows a Spark job
+  only once it is submitted, so later jobs are not yet known. Work shares and the start-up
+  share are jittered per run (`run_shape`); a stage's tasks finish in waves over the app's
+  executors (one core each), each task somewhat before the end of its wave. A finished run's
+  stage shares (`stage_shares`) are what its event-log profile would say. Both worlds report
+  through these functions: they read only how much of its isolated work an app has done.
+
 Pure apart from `load_curves` (reads the CSVs).
 """
 
@@ -26,11 +35,14 @@ from __future__ import annotations
 
 import csv
 import math
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from cobell_cli.core.remaining import DriverProgress, stage_fraction
 
 RESOURCES = ("cpu", "memory_bandwidth", "disk", "network")
 
@@ -146,6 +158,16 @@ class SimJob:
     work_s: float
     finish_s: float | None = None
     done_s: float = field(default=0.0)  # isolated seconds of work done so far
+    trace: list[tuple[float, float]] = field(default_factory=list)  # (t, done_s) at each event
+
+    def time_at(self, done_s: float) -> float:
+        """When the job had done `done_s` isolated seconds (rates are constant between events)."""
+        t0, d0 = self.start_s, 0.0
+        for t1, d1 in self.trace:
+            if d1 >= done_s:
+                return t0 if d1 <= d0 else t0 + (t1 - t0) * (done_s - d0) / (d1 - d0)
+            t0, d0 = t1, d1
+        return t0
 
 
 def pair_slowdown(victim: SimJob, other: SimJob, noise: RunNoise, c: Contention) -> float:
@@ -181,14 +203,144 @@ def simulate(jobs: Sequence[SimJob], noise: RunNoise, contention: Contention,
         if t + dt >= horizon:
             for j in active:
                 j.done_s += rates[j.key] * (horizon - t)
+                j.trace.append((horizon, j.done_s))
             break
         t += dt
         for j in active:
             j.done_s = min(j.work_s, j.done_s + rates[j.key] * dt)
             if j.work_s - j.done_s <= 1e-9 * j.work_s:
                 j.done_s, j.finish_s = j.work_s, t
+            j.trace.append((t, j.done_s))
     return state
 
 
-__all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Contention", "Curve", "RunNoise", "SimJob",
-           "load_curves", "pair_slowdown", "simulate", "slowdown"]
+# --- what a running app's Spark driver would report ----------------------------------------
+
+
+@dataclass(frozen=True)
+class SparkShape:
+    """A job's Spark structure: start-up share, then Spark jobs in order, each a chain of
+    stages given as (share of the work, tasks). Shares are relative; they are scaled to fill
+    what start-up leaves."""
+
+    startup_share: float
+    jobs: tuple[tuple[tuple[float, int], ...], ...]
+
+    @property
+    def stages(self) -> int:
+        return sum(len(stages) for stages in self.jobs)
+
+
+def _iterations(load: tuple[tuple[float, int], ...], step: tuple[tuple[float, int], ...],
+                n: int, tail: tuple[tuple[float, int], ...] = ()) -> tuple:
+    return (load, *([step] * n), *((tail,) if tail else ()))
+
+
+# Spark structures assumed for the Bell jobs (executed stages only; skipped ones, whose output
+# an earlier job left, are left out, as the progress reader leaves them out). Start-up (driver,
+# executors registering) takes 3-8 % of a run. Iteration counts are fixed per job, as in the
+# Bell experiments, so every run of a job executes the same number of stages.
+SHAPES: dict[str, SparkShape] = {
+    # textFile -> filter -> save: one job, one stage over the input splits
+    "grep": SparkShape(0.05, ((( 1.0, 400),),)),
+    # textFile -> flatMap -> reduceByKey -> save: one job, a map and a reduce stage
+    "wordcount": SparkShape(0.05, (((0.65, 400), (0.35, 200)),)),
+    # Spark SQL with adaptive execution: one job per query stage, submitted as the previous
+    # finishes: nation broadcast, lineitem/orders/customer scans to shuffle, join+aggregate,
+    # sort+limit
+    "tpchq10": SparkShape(0.04, (((0.02, 1),), ((0.40, 300),), ((0.20, 120),), ((0.08, 40),),
+                                 ((0.25, 200),), ((0.05, 200),))),
+    # load links (read, group) in one job, then one job per iteration (join + reduceByKey;
+    # earlier stages skipped), then save the ranks
+    "pagerank": SparkShape(0.04, _iterations(((0.12, 200), (0.08, 200)), ((0.075, 200),), 10,
+                                             ((0.05, 200),))),
+    # load and cache, then one treeAggregate job (two stages) per iteration
+    "sgd": SparkShape(0.06, _iterations(((0.15, 200),), ((0.035, 200), (0.007, 8)), 20)),
+    # load and cache, then one job per iteration (assign points, sum per centroid)
+    "kmeans": SparkShape(0.05, _iterations(((0.10, 200),), ((0.06, 200), (0.015, 8)), 12)),
+}
+SHAPE_SIGMA = 0.3  # log-normal jitter of every stage's work share and of start-up, per run
+TASK_JITTER = 0.5  # a task ends within the last half of its wave, uniformly
+
+
+def executed_stages(job: str) -> int:
+    """Stages one run of `job` executes (the same in every run: fixed iterations)."""
+    return SHAPES[job].stages
+
+
+def run_shape(job: str, key: str, seed: int = 0) -> tuple[float, list[list[float]]]:
+    """(start-up share, work share of each stage per Spark job) of one run, jittered per run.
+
+    Deterministic per (seed, job, key) and drawn from a stream of its own, so the driver's
+    reports change no draw of the run noise.
+    """
+    shape = SHAPES[job]
+    rng = np.random.default_rng([seed, zlib.crc32(f"{job}/{key}".encode()), 0])
+    startup = min(shape.startup_share * float(rng.lognormal(0.0, SHAPE_SIGMA)), 0.5)
+    shares = [[w * float(rng.lognormal(0.0, SHAPE_SIGMA)) for w, _ in stages]
+              for stages in shape.jobs]
+    scale = (1.0 - startup) / sum(sum(s) for s in shares)
+    return startup, [[w * scale for w in s] for s in shares]
+
+
+def stage_shares(job: str, key: str, seed: int = 0) -> list[float]:
+    """Each executed stage's share of one run's stage work: what its event-log profile says
+    (task time per stage, in submission order)."""
+    startup, shares = run_shape(job, key, seed)
+    return [w / (1.0 - startup) for stages in shares for w in stages]
+
+
+def driver_progress(job: SimJob, seed: int = 0) -> DriverProgress:
+    """What `job`'s Spark driver would answer now: jobs submitted so far and their stages.
+
+    `job.done_s` is how much isolated work it has done; its trace gives when start-up ended
+    (the first job's submission time the REST API reports).
+    """
+    shape = SHAPES[job.job]
+    startup, shares = run_shape(job.job, job.key, seed)
+    rng = np.random.default_rng([seed, zlib.crc32(f"{job.job}/{job.key}".encode()), 1])
+    done = min(max(job.done_s / job.work_s, 0.0), 1.0)
+    slots = max(int(job.scale_out), 1)
+    counts = {"jobs_known": 0, "jobs_done": 0, "stages_known": 0, "stages_complete": 0,
+              "tasks_known": 0, "tasks_done": 0}
+    active: list[float] = []
+    t = startup
+    for stages, job_shares in zip(shape.jobs, shares, strict=True):
+        if done < t:  # not submitted yet: the driver does not know it
+            break
+        counts["jobs_known"] += 1
+        counts["stages_known"] += len(stages)
+        finished = True
+        for (_, tasks), span in zip(stages, job_shares, strict=True):
+            phase = (done - t) / span if span > 0 else 1.0
+            completed, running = _tasks(rng, tasks, slots, phase)
+            counts["tasks_known"] += tasks
+            counts["tasks_done"] += completed
+            if completed == tasks:
+                counts["stages_complete"] += 1
+            elif phase > 0:
+                active.append(stage_fraction(completed, running, tasks))
+            finished = finished and completed == tasks
+            t += span
+        counts["jobs_done"] += finished
+    first_job_at = job.time_at(startup * job.work_s) if counts["jobs_known"] else None
+    return DriverProgress(active_fractions=tuple(active), first_job_at=first_job_at, **counts)
+
+
+def _tasks(rng: np.random.Generator, tasks: int, slots: int, phase: float) -> tuple[int, int]:
+    """(completed, running) tasks of a stage `phase` (0..1) of the way through its work.
+
+    Tasks run in waves of `slots`; each ends in the last TASK_JITTER of its wave's span.
+    The draws are made whatever the phase, so every stage consumes the same numbers.
+    """
+    waves = -(-tasks // slots)
+    ends = (np.arange(tasks) // slots + 1.0 - TASK_JITTER * rng.random(tasks)) / waves
+    if phase <= 0:
+        return 0, 0
+    completed = int(np.count_nonzero(ends <= phase)) if phase < 1 else tasks
+    return completed, min(slots, tasks - completed)
+
+
+__all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "SHAPES", "Contention", "Curve", "RunNoise",
+           "SimJob", "SparkShape", "driver_progress", "executed_stages", "load_curves",
+           "pair_slowdown", "run_shape", "simulate", "slowdown", "stage_shares"]

@@ -14,6 +14,7 @@ from cobell_cli.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
     from cobell_cli.cluster.base import RunningApp
+    from cobell_cli.cluster.progress import ProgressReport
     from cobell_cli.config import Settings
     from cobell_cli.core.plan import Plan
     from cobell_cli.store.history import History
@@ -29,6 +30,7 @@ class Prediction:
     co_runners: list[RunningApp] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     model_cache: dict[str, int] | None = None  # hits and misses; None when the cache is off
+    live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +39,7 @@ class Prediction:
             "cluster_ok": self.cluster_ok,
             "warnings": [*self.plan.warnings, *self.warnings],
             "model_cache": self.model_cache,
+            "live_progress": self.live_progress.to_dict() if self.live_progress else None,
         }
 
 
@@ -95,9 +98,15 @@ def predict(
             f"no runs of job {job!r} in the history {history.path}",
             hint="`cobell history jobs` lists the known jobs; `cobell submit` starts a new job",
         )
-    apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
-    co_jobs = sorted({a.job for a in apps if a.job})
-    co_histories = {name: history.training_runs(name, window=window) for name in co_jobs}
+    from cobell_cli.cluster import query
+
+    with query(cluster) as deadline:  # the apps and their drivers' progress: one budget
+        apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
+        co_jobs = sorted({a.job for a in apps if a.job})
+        co_histories = {name: history.training_runs(name, window=window) for name in co_jobs}
+        apps, co_histories, progress = live_progress(
+            history, cluster, settings, apps, co_histories, left_s=deadline.remaining_s()
+        )
     cache = None
     if settings.model_cache:
         from cobell_cli.config import cache_dir
@@ -124,7 +133,38 @@ def predict(
         fit=cache.fit if cache is not None else None,
     )
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
-    return Prediction(chosen, description, ok, apps, warnings, counts)
+    return Prediction(chosen, description, ok, apps, warnings, counts, progress)
+
+
+def live_progress(
+    history: History,
+    cluster: Any,
+    settings: Settings,
+    apps: list[RunningApp],
+    co_histories: dict[str, list[dict[str, Any]]],
+    left_s: float = float("inf"),
+) -> tuple[list[RunningApp], dict[str, list[dict[str, Any]]], ProgressReport | None]:
+    """Ask the drivers of co-runners whose job has runs how far they are (cluster/progress.py),
+    and give those jobs' runs the stage weights of their event-log profiles. The drivers get
+    `timeout_s`, or what is left of the cluster query's budget (`left_s`) if that is less.
+
+    Only co-runners with history are asked: without a model the planner has nothing to
+    combine the progress with. Failures only leave an app without progress.
+    """
+    from cobell_cli.cluster.progress import read_progress
+
+    asked = [a for a in apps if a.job and co_histories.get(a.job)]
+    if not asked or getattr(cluster, "name", "none") == "none":
+        return apps, co_histories, None
+    read, report = read_progress(cluster, asked, budget_s=min(settings.timeout_s, left_s))
+    answered = {a.app_id: a for a in read}
+    apps = [answered.get(a.app_id, a) for a in apps]
+    for job in {a.job for a in read if a.driver is not None and a.job}:
+        runs = co_histories[job]
+        shares = history.stage_task_seconds([r["id"] for r in runs])
+        co_histories[job] = [{**r, "stage_shares": shares[r["id"]]} if r["id"] in shares else r
+                             for r in runs]
+    return apps, co_histories, report
 
 
 def warm_model_cache(

@@ -9,7 +9,7 @@ EXIT_USAGE = 2  # bad flags, bad arguments, bad config or import file: fix the i
 EXIT_NO_FEASIBLE = 3  # --strict and no scale-out meets the target
 EXIT_CLUSTER = 4  # the cluster (RM / master) could not be asked
 EXIT_HISTORY = 5  # the history database cannot be used (locked, newer schema, not SQLite)
-EXIT_INTERRUPTED = 130  # interrupted by SIGINT before a child ran
+EXIT_INTERRUPTED = 130  # interrupted by SIGINT before a job ran (SIGHUP 129, SIGTERM 143)
 
 
 class CobellError(Exception):

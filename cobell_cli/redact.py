@@ -34,7 +34,11 @@ def is_secret_key(key: str) -> bool:
 
 # Application options: the issue of record is any option *containing* one of these.
 _SECRET_OPTION_PARTS = ("pass", "secret", "token", "credential", "key")
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/@:\s]*):(?P<secret>[^@/\s]+)@")
+# The scheme starts where a run of scheme characters starts (the look-behind): without it, a
+# long run of letters is re-scanned from every position, which is quadratic in its length.
+_USERINFO = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/@:\s]*):(?P<secret>[^@/\s]+)@"
+)
 _URL_PASSWORD = re.compile(r"(?i)(?P<head>[;?&](?:password|passwd|pwd)=)(?P<secret>[^;&\s]*)")
 _EMBEDDED_PROPERTY = re.compile(r"(?P<head>-D(?P<key>[^\s=]+)=)(?P<secret>\S*)")
 

@@ -219,7 +219,7 @@ complete -c cobell -n '__cobell_at \'cobell history\'' -a export -d 'Export runs
 complete -c cobell -n '__cobell_at \'cobell history\'' -a rm -d 'Remove runs (and their co-runner records) from the history'
 complete -c cobell -n '__cobell_at \'cobell history\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Only runs of this job'
-complete -c cobell -n '__cobell_at \'cobell history list\'' -l status -x -d 'Only runs with this status (repeatable): running, succeeded, failed, killed, lost'
+complete -c cobell -n '__cobell_at \'cobell history list\'' -l status -x -d 'Only runs with this status (repeatable): running, succeeded, failed, killed, lost, pending (finished, waiting in the journal beside the history)'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l since -x -d 'Only runs submitted since then: 7d, 12h, or an ISO date/time'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s n -l limit -x -d 'At most this many runs'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s f -l format -x -a 'table json csv' -d 'Output format'

@@ -47,6 +47,16 @@ Awkward corners, switched on through attributes of ``StandinRM``:
   documented ``clusterInfo`` (a wrong shape, for ``cobell cluster check``);
 - ``dead_url()``: a loopback URL on which nothing listens (a dead RM).
 
+The web application proxy, as a real RM runs it (``/proxy/<app-id>/...``):
+
+- ``proxy_targets[app_id] = <url>``: requests under ``/proxy/<app-id>/`` are forwarded to
+  that URL (a real Spark driver's web UI) with the rest of the path and the query, and its
+  answer (status, content type, body) is passed back; an app whose target is not set answers
+  what a non-Spark ApplicationMaster's web UI would (an HTML page, status 200); an unknown or
+  finished app answers 404 (a real RM sends finished apps to their history, which a live
+  progress read cannot use either). ``proxy_timeout_s`` bounds the forwarding (like the
+  proxy's own connection timeout); a target that does not answer in time gives a 502.
+
 Test-only endpoints, so that other tests (e.g. a fake ``spark-submit`` in the ``cobell
 submit`` tests) can make apps appear on the cluster over plain HTTP:
 
@@ -217,6 +227,8 @@ class StandinRM:
     timeline: bool = False
     max_completed: int | None = None
     apps: dict[str, StandinApp] = field(default_factory=dict)
+    proxy_targets: dict[str, str] = field(default_factory=dict)  # app id -> its AM web UI
+    proxy_timeout_s: float = 60.0
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
     _seq: int = 0
@@ -389,6 +401,8 @@ class StandinRM:
             self.requests.append({"method": method, "path": path, "query": query})
         if path.startswith("/_standin/"):
             return self._control(method, path, body)
+        if path.startswith("/proxy/"):
+            return self._proxy(path, query)
         if self.delay_s:
             time.sleep(self.delay_s)
         if self.hang:
@@ -461,6 +475,33 @@ class StandinRM:
                 )
             return _json(200, {"app": doc})
         return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+
+    def _proxy(self, path: str, query: dict[str, list[str]]) -> Reply:
+        """The web application proxy: forward to the app's web UI (module doc)."""
+        import urllib.error
+        import urllib.request
+        from urllib.parse import urlencode
+
+        app_id, _, rest = path[len("/proxy/") :].partition("/")
+        with self._lock:
+            app = self.apps.get(app_id)
+            doc = self.render(app) if app else None
+            target = self.proxy_targets.get(app_id)
+        if doc is None or doc["state"] != "RUNNING":
+            return 404, {"Content-Type": "text/html"}, b"<html>Application not found</html>"
+        if target is None:  # e.g. a MapReduce AM: its web UI answers HTML to anything
+            return 200, {"Content-Type": "text/html"}, b"<html><body>MapReduce Job</body></html>"
+        qs = urlencode([(k, v) for k, vs in query.items() for v in vs])
+        url = f"{target.rstrip('/')}/{rest}" + (f"?{qs}" if qs else "")
+        try:
+            with urllib.request.urlopen(url, timeout=self.proxy_timeout_s) as resp:
+                kind = resp.headers.get("Content-Type", "application/octet-stream")
+                return resp.status, {"Content-Type": kind}, resp.read()
+        except urllib.error.HTTPError as exc:
+            kind = exc.headers.get("Content-Type", "text/html") if exc.headers else "text/html"
+            return exc.code, {"Content-Type": kind}, exc.read()
+        except (urllib.error.URLError, OSError) as exc:
+            return 502, {"Content-Type": "text/plain"}, f"proxy error: {exc}".encode()
 
     def _visible(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -72,28 +72,43 @@ app.command("demo", short_help="Try cobell on a local Spark cluster.")(demo.demo
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: map every expected failure to one stderr line and an exit code."""
-    from cobell_cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, CobellError
+    from cobell_cli import interrupts
 
     limit_blas_threads()  # before any command imports numpy (cobell_cli/threads.py)
     args = sys.argv[1:] if argv is None else argv
+    with interrupts.handled(exiting=argv is None):  # SIGINT, SIGTERM, SIGHUP by phase
+        code = _run(args)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _run(args: list[str]) -> int | None:
+    from cobell_cli import interrupts
+    from cobell_cli.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, CobellError
+
     debug = "--debug" in args
     try:
-        code = app(args=args, prog_name="cobell", standalone_mode=False)
+        with interrupts.raising():
+            return app(args=args, prog_name="cobell", standalone_mode=False)
+    except interrupts.Interrupted as exc:
+        return _interrupted(exc.signum)
     except typer.Abort:
         typer.echo("cobell: aborted", err=True)
-        code = EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     except CobellError as exc:
         if debug:
             raise
         typer.echo(f"cobell: error: {exc.line()}", err=True)
-        code = exc.exit_code
+        return exc.exit_code
     except KeyboardInterrupt:
-        typer.echo("cobell: interrupted", err=True)
-        code = EXIT_INTERRUPTED
+        return _interrupted(2)
     except BrokenPipeError:
         sys.stderr.close()
-        code = EXIT_RUNTIME
+        return EXIT_RUNTIME
     except Exception as exc:  # the last line of defence: one line, not a traceback
+        if interrupts.received() is not None and not debug:
+            # a signal turned into another error inside a library (numpy's import makes it
+            # an ImportError): it is still the signal
+            return _interrupted(interrupts.received() or 2)
         if hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int):
             # click's own errors (typer vendors click, so match by shape): one line plus a pointer
             ctx = getattr(exc, "ctx", None)
@@ -102,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
             if where.endswith(" submit") and message.startswith("No such option"):
                 message += "; the job's command goes after `--`: cobell submit -j JOB -t S -- CMD"
             typer.echo(f"cobell: error: {message}; see `{where} --help`", err=True)
-            sys.exit(exc.exit_code)
+            return exc.exit_code
         if debug:
             raise
         typer.echo(
@@ -110,5 +125,13 @@ def main(argv: list[str] | None = None) -> None:
             "traceback, and please report it)",
             err=True,
         )
-        code = EXIT_RUNTIME
-    sys.exit(code if isinstance(code, int) else 0)
+        return EXIT_RUNTIME
+
+
+def _interrupted(signum: int) -> int:
+    import contextlib
+    import signal
+
+    with contextlib.suppress(OSError):  # a terminal that hung up takes no more lines
+        typer.echo(f"cobell: interrupted by {signal.Signals(signum).name}", err=True)
+    return 128 + signum

@@ -101,7 +101,8 @@ def list_runs(
     status: list[str] | None = typer.Option(
         None,
         "--status",
-        help="Only runs with this status (repeatable): running, succeeded, failed, killed, lost.",
+        help="Only runs with this status (repeatable): running, succeeded, failed, killed, lost, "
+        "pending (finished, waiting in the journal beside the history).",
     ),
     since: str | None = typer.Option(
         None, "--since", help="Only runs submitted since then: 7d, 12h, or an ISO date/time."
@@ -111,6 +112,9 @@ def list_runs(
 ) -> None:
     """List recorded runs, newest first.
 
+    A run whose completion could not be written (history locked, disk full) is listed as
+    `pending` until the next cobell that writes the history applies it from the journal.
+
     Example: cobell history list --job sgd --since 7d --format csv
     """
     import time
@@ -118,11 +122,10 @@ def list_runs(
     from cobell_cli.errors import UsageError
     from cobell_cli.store.history import STATUSES
 
+    shown = (*STATUSES, "pending")
     for value in status or ():
-        if value not in STATUSES:
-            raise UsageError(
-                f"--status {value!r} is not a status", hint=f"use {', '.join(STATUSES)}"
-            )
+        if value not in shown:
+            raise UsageError(f"--status {value!r} is not a status", hint=f"use {', '.join(shown)}")
     since_ts = parse_since(since, time.time()) if since else None
     with open_history(ctx, create=False, read_only=True) as history:
         runs = history.runs(
@@ -131,6 +134,7 @@ def list_runs(
             since=since_ts,
             limit=limit if limit is None or _storable(limit) else None,  # beyond 2^63: all
             with_colocations=True,
+            show_pending=True,
         )
     _print_runs(runs, fmt)
 

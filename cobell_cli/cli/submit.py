@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import typer
 
@@ -30,6 +31,9 @@ from cobell_cli.cli.common import (
     settings,
     warn,
 )
+
+if TYPE_CHECKING:
+    from cobell_cli.run.submit import Outcome
 
 
 class LiveLine:
@@ -114,6 +118,13 @@ def submit(
     """Run a job at the smallest scale-out predicted to meet the target, and record the run.
 
     The exit code is the job's own once it ran; before that, cobell's (see EXIT STATUS).
+    Nothing about the history changes that: a completion the history cannot take (locked,
+    disk full) is journalled beside it and recorded by the next cobell that writes it.
+
+    SIGINT, SIGTERM and SIGHUP (a closed terminal) are forwarded to the job, which ends as it
+    would without cobell; the run is then recorded `killed` and never fitted. Before the job
+    starts they end cobell (128+N); after it ended they only cut cobell's own work short.
+    Under `nohup`, SIGHUP stays ignored by cobell and the job.
 
     Risk-aware by default: the smallest scale-out whose estimated probability of meeting
     the target is at least 0.97; every finished run's actual/predicted ratio is recorded and
@@ -206,6 +217,38 @@ def submit(
     finally:
         if live is not None:
             live.clear()
+    _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _after_the_job(
+    ctx: typer.Context,
+    outcome: Outcome,
+    as_json: bool,
+    flags: dict,
+    job: str,
+    target_s: float,
+    input_bytes: int | None,
+) -> None:
+    """The summary, then the model warm-up; a signal abandons the rest (the job's exit code
+    stands), and a terminal that has gone (SIGHUP) just gets nothing more."""
+    from cobell_cli import interrupts
+
+    try:
+        _report(outcome, as_json)
+        with interrupts.abandonable():
+            if outcome.status == "succeeded":
+                prepare_next_run(ctx, flags, job, target_s, input_bytes)
+    except interrupts.Abandoned as exc:
+        with contextlib.suppress(OSError):
+            warn(f"{exc.line()} after the job ended: cobell's own remaining work was dropped")
+    except OSError:
+        pass
+
+
+def _report(outcome: Outcome, as_json: bool) -> None:
+    from cobell_cli.output import to_json
+
     for message in outcome.warnings:
         warn(message)
     if as_json:
@@ -219,9 +262,6 @@ def submit(
             f"{len(outcome.co_runners)} co-runner(s) recorded"
             + (f"; app {outcome.app_id}" if outcome.app_id else "")
         )
-    if outcome.status == "succeeded":
-        prepare_next_run(ctx, flags, job, target_runtime, size)
-    raise typer.Exit(outcome.exit_code)
 
 
 def prepare_next_run(
@@ -249,5 +289,3 @@ def prepare_next_run(
             )
     except (CobellError, ValueError, OSError) as exc:
         warn(f"model cache not warmed for the next run: {exc}")
-    except KeyboardInterrupt:  # the job is done; its exit code stands
-        warn("model cache not warmed for the next run: interrupted")

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.base import Cluster, RunningApp
+from cobell_cli.cluster.deadline import UNBOUNDED, Deadline
 from cobell_cli.cluster.jobs import job_app_name, job_tag, map_job
 from cobell_cli.errors import ConfigError
 
@@ -30,11 +32,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Cluster",
+    "Deadline",
     "RunningApp",
     "connect",
     "job_app_name",
     "job_tag",
     "map_job",
+    "query",
 ]
 
 DEFAULT_BACKOFF_S = 0.5
@@ -47,6 +51,13 @@ STANDALONE_FIX = (
     "check --standalone-url / COBELL_STANDALONE_URL (the master web UI, e.g. "
     "http://master:8080), or run with --cluster none"
 )
+
+
+def query(cluster: Any) -> AbstractContextManager[Deadline]:
+    """One cluster query around several calls of any adapter: they share one budget, and the
+    Deadline it yields says what is left of it (unbounded for an adapter without budgets)."""
+    opener = getattr(cluster, "query", None)
+    return opener() if opener is not None else nullcontext(UNBOUNDED)
 
 
 def connect(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from cobell_cli.core.remaining import DriverProgress
+
 
 @dataclass(frozen=True)
 class RunningApp:
@@ -12,6 +14,9 @@ class RunningApp:
 
     `job` is the recurring job the app maps to (cobell tag, configured pattern, or a name equal
     to a known job), or None for an unknown co-runner, which still counts as interference.
+    `progress` is the backend's own figure (YARN's; Spark's ApplicationMaster always says 10 %),
+    `driver` what the app's Spark driver said of its jobs and stages (cluster/progress.py), None
+    when it was not asked or did not answer.
     """
 
     app_id: str
@@ -26,6 +31,8 @@ class RunningApp:
     progress: float | None = None  # 0..1, None where the backend does not know
     tags: tuple[str, ...] = field(default_factory=tuple)
     backend: str = "none"
+    ui_url: str | None = None  # where the backend says its web UI is (YARN: the RM's proxy)
+    driver: DriverProgress | None = None
 
     @property
     def running(self) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -75,6 +74,8 @@ class _Cutter:
                 self.connections.append(connection)
 
     def fire(self) -> None:
+        import socket
+
         with self._lock:
             self.fired = True
             sockets = [getattr(c, "sock", None) for c in self.connections]

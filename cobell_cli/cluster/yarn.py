@@ -98,6 +98,7 @@ def parse_app(
         progress=progress_fraction(raw.get("progress")),
         tags=tags,
         backend="yarn",
+        ui_url=_text(raw.get("trackingUrl")),
     )
 
 

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
+
+from cobell_cli.core.remaining import DriverProgress, StagePlan, remaining_work
 
 RuntimeFn = Callable[[float, float], float]
 """f(x, ov) -> seconds: a co-runner's runtime at scale-out x with overlap ratio ov (Algorithm 1)."""
@@ -154,6 +156,8 @@ class CoRunnerInput:
     `base_runtime_s` is the co-runner's own no-interference runtime f_k(x_k) from its job's
     model at its scale-out, and `interference` that model's (a, b) per interfering job; both
     None when the co-runner has no usable history (unknown job, too few runs, no scale-out).
+    `driver` is what its Spark driver reported (None: it did not answer) and `stage_plan`
+    what its job's past runs executed (None: no past run knows its stages).
     """
 
     app_id: str
@@ -163,6 +167,8 @@ class CoRunnerInput:
     base_runtime_s: float | None = None
     scale_out: float | None = None
     interference: InterferenceFn | None = None
+    driver: DriverProgress | None = None
+    stage_plan: StagePlan | None = None
 
     @property
     def has_model(self) -> bool:
@@ -287,8 +293,9 @@ def predict_overlaps(
     if mode not in ("joint", "paper"):
         raise ValueError(f"unknown overlap mode {mode!r}")
 
+    started = tuple(now if c.started_at is None else min(c.started_at, now) for c in co_runners)
+    co_runners, live, notes = with_live_progress(co_runners, now, tol_s)
     modelled = [c.has_model for c in co_runners]
-    notes: list[str | None] = [None] * len(co_runners)
     # Each pass can only move co-runners from the model to a fallback, so K+1 passes suffice.
     for _ in range(len(co_runners) + 1):
         if mode == "paper":
@@ -296,18 +303,100 @@ def predict_overlaps(
                             float(target_s or 0.0), tol_s, max_iter)
         else:
             result = _joint(xs, base, interference, job, co_runners, now, modelled, notes,
-                            tol_s, max_iter)
+                            tol_s, max_iter, started)
         overdue = [
             k
             for k, c in enumerate(result.co_runners)
-            if c.source == "model" and any(end <= now for end in c.end_at)
+            if c.source == "model" and not live[k] and any(end <= now for end in c.end_at)
         ]
         if not overdue:
-            return result
+            return _mark_live(result, live)
         for k in overdue:
             modelled[k] = False
             notes[k] = "its model predicts it has already finished; it is still running"
-    return result  # unreachable in practice: every pass removes at least one co-runner
+    return _mark_live(result, live)  # unreachable: every pass removes at least one co-runner
+
+
+def with_live_progress(
+    co_runners: Sequence[CoRunnerInput], now: float, tol_s: float = TOL_S
+) -> tuple[list[CoRunnerInput], list[bool], list[str | None]]:
+    """Co-runners whose driver answered, restated as what is left of them from `now` on.
+
+    A modelled co-runner with driver progress becomes one that starts now with its remaining
+    isolated work (`remaining.remaining_work`) as its runtime alone, so the fix-point slows
+    only the rest of it, by the new job and the other co-runners alike. One whose progress
+    carries no weight keeps its model exactly (Algorithm 1). Returns the
+    inputs, which of them are live, and a note per co-runner.
+    """
+    out: list[CoRunnerInput] = []
+    live: list[bool] = []
+    notes: list[str | None] = []
+    for k, app in enumerate(co_runners):
+        rest = _remaining(k, app, co_runners, now)
+        if rest is None:
+            out.append(app)
+            live.append(False)
+            notes.append(None)
+            continue
+        work, note = rest
+        out.append(replace(app, started_at=now, base_runtime_s=max(work, tol_s)))
+        live.append(True)
+        notes.append(note)
+    return out, live, notes
+
+
+def _remaining(
+    k: int, app: CoRunnerInput, co_runners: Sequence[CoRunnerInput], now: float
+) -> tuple[float, str] | None:
+    """(remaining isolated seconds, note) of co-runner k from its live progress, else None."""
+    if app.driver is None or not app.has_model or app.started_at is None:
+        return None
+    elapsed_s = now - app.started_at
+    if elapsed_s <= 0:
+        return None
+    assert app.interference is not None and app.base_runtime_s is not None
+    x_k = float(app.scale_out or 1.0)
+    slowed_s = 0.0  # alpha-weighted seconds other running co-runners shared with it so far
+    for other, o in enumerate(co_runners):
+        if other == k:
+            continue
+        a, b = _slow_down(app.interference, o.job)
+        since = max(app.started_at, now if o.started_at is None else o.started_at)
+        slowed_s += (a + b / x_k) * max(now - since, 0.0)
+    elapsed_iso_s = elapsed_s * elapsed_s / (elapsed_s + slowed_s)
+    startup_iso_s = None
+    if app.driver.first_job_at is not None:
+        startup_iso_s = (app.driver.first_job_at - app.started_at) * elapsed_iso_s / elapsed_s
+    est = remaining_work(
+        app.driver,
+        elapsed_iso_s,
+        float(app.base_runtime_s),
+        app.stage_plan,
+        startup_iso_s=startup_iso_s,
+    )
+    if est.weight == 0:
+        return None  # the progress changes nothing: Algorithm 1 as it stands
+    model_left_s = max(float(app.base_runtime_s) - elapsed_iso_s, 0.0)
+    d, plan = app.driver, app.stage_plan
+    assert plan is not None
+    note = (
+        f"live progress: {d.stages_done:.1f} of {d.stages_known} known stages done, "
+        f"{plan.stages:g} expected{' (shares known)' if plan.shares else ''}; weight "
+        f"{est.weight:.2f}: {est.remaining_s:.0f} s of work left alone (model: "
+        f"{model_left_s:.0f} s)"
+    )
+    return est.remaining_s, note
+
+
+def _mark_live(result: OverlapPrediction, live: Sequence[bool]) -> OverlapPrediction:
+    """Co-runners restated from live progress are reported with source "progress"."""
+    if not any(live):
+        return result
+    marked = tuple(
+        replace(c, source="progress") if live[k] and c.source == "model" else c
+        for k, c in enumerate(result.co_runners)
+    )
+    return replace(result, co_runners=marked)
 
 
 def _fallback(app: CoRunnerInput, now: float) -> tuple[Source, float]:
@@ -488,8 +577,13 @@ def _joint(
     notes: list[str | None],
     tol_s: float,
     max_iter: int,
+    started: Sequence[float],
 ) -> OverlapPrediction:
-    """Per candidate, the fix-point of the new job's runtime and the modelled co-runners' ends."""
+    """Per candidate, the fix-point of the new job's runtime and the modelled co-runners' ends.
+
+    `started` holds when each co-runner really started: a co-runner restated from live
+    progress starts its remainder now, but slowed the others since its real start.
+    """
     sources: list[Source] = []
     starts: list[float] = []
     fixed_end: list[float] = []
@@ -503,7 +597,7 @@ def _joint(
             sources.append(source)
             fixed_end.append(end)
     solved = tuple(
-        _modelled_co_runner(k, app, starts, job, co_runners)
+        _modelled_co_runner(k, app, starts, started, job, co_runners)
         for k, app in enumerate(co_runners)
         if modelled[k]
     )
@@ -559,6 +653,7 @@ def _modelled_co_runner(
     k: int,
     app: CoRunnerInput,
     starts: Sequence[float],
+    started: Sequence[float],
     job: str | None,
     co_runners: Sequence[CoRunnerInput],
 ) -> _ModelledCoRunner:
@@ -575,7 +670,7 @@ def _modelled_co_runner(
         return a + b / x_k
 
     slowed_by = [
-        (other, alpha(c.job), max(starts[k], starts[other]))
+        (other, alpha(c.job), max(starts[k], started[other]))
         for other, c in enumerate(co_runners)
         if other != k
     ]

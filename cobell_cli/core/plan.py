@@ -51,6 +51,7 @@ from cobell_cli.core.overlap import (
     OverlapPrediction,
     predict_overlaps,
 )
+from cobell_cli.core.remaining import stage_plan
 from cobell_cli.errors import UsageError
 from cobell_cli.output import jsonable
 
@@ -124,6 +125,8 @@ class CoRunnerView:
     overlap_s: float | None
     overlap_ratio: float | None
     note: str | None = None
+    driver: Mapping[str, Any] | None = None  # its Spark driver's jobs and stages, if it answered
+    stage_plan: Mapping[str, Any] | None = None  # what its job's past runs executed
 
 
 @dataclass(frozen=True)
@@ -415,6 +418,7 @@ def _ignored_views(apps: Sequence[RunningApp], note: str) -> tuple[CoRunnerView,
             overlap_s=None,
             overlap_ratio=None,
             note=note,
+            driver=a.driver.to_dict() if a.driver is not None else None,
         )
         for a in apps
     )
@@ -519,6 +523,8 @@ def _co_runner_inputs(
                 base_runtime_s=base,
                 scale_out=x,
                 interference=m.interference if m is not None else None,
+                driver=app.driver,
+                stage_plan=stage_plan(runs) if app.driver is not None else None,
             )
         )
         notes.append(note)
@@ -698,6 +704,8 @@ def _co_runner_views(
             overlap_s=by_app[a.app_id].overlap_s[i],
             overlap_ratio=by_app[a.app_id].overlap_ratio[i],
             note="; ".join(x for x in (note, by_app[a.app_id].note) if x) or None,
+            driver=a.driver.to_dict() if a.driver is not None else None,
+            stage_plan=inp.stage_plan.to_dict() if inp.stage_plan is not None else None,
         )
         for a, inp, note in zip(apps, ov.inputs, ov.notes, strict=True)
     )

@@ -11,19 +11,22 @@ API for `cobell submit`::
         stdout=sys.stdout.buffer, stderr=sys.stderr.buffer,  # where the child's output goes
     )
     result.exit_code, result.started_at, result.finished_at, result.runtime_s,
-    result.app_id, result.interrupted, result.signal_received
+    result.app_id, result.interrupted, result.signal_received, result.log_error
 
-Callbacks run in the calling thread (never in the output reader threads), so they may use
-a SQLite connection opened there; `on_app_id` fires within ~0.1 s of the line being printed.
+Callbacks run in the calling thread (never in the output reader threads); `on_app_id` fires
+within ~0.1 s of the line being printed. They must return quickly: output keeps streaming in
+the reader threads, but the child's exit is noticed only between callbacks.
 
 Decisions:
 - argv is executed directly, never through a shell; stdin is /dev/null (batch jobs never
   prompt, and a child that read the terminal from its own process group would be stopped).
-- The child runs in its own process group. SIGINT and SIGTERM that reach cobell are forwarded
-  to that group exactly once per signal (a terminal's Ctrl-C therefore reaches spark-submit and
-  the Python driver it spawned once, as it would without cobell), and cobell keeps waiting for
-  the child to finish its own shutdown. Forwarding needs the main thread (Python's rule for
-  signal handlers); elsewhere `run` still works but does not forward.
+- The child runs in its own process group. SIGINT, SIGTERM and SIGHUP that reach cobell are
+  forwarded to that group exactly once per signal (a terminal's Ctrl-C therefore reaches
+  spark-submit and the Python driver it spawned once, as it would without cobell; a closed
+  terminal ends the job as it would end it without cobell), and cobell keeps waiting for the
+  child to finish its own shutdown (cobell_cli/interrupts.py). A signal that came before the
+  child exists means it is never started (`Interrupted`, 128+N). Forwarding needs the main
+  thread (Python's rule for signal handlers); elsewhere `run` still works but does not forward.
 - Output is forwarded in chunks as it arrives (progress bars drawn with `\\r` keep working);
   the log file gets whole lines, so the two streams never interleave within a line there.
 - Exit code: the child's; death by signal N (Popen's -N) becomes 128+N, as a shell reports it.
@@ -46,11 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from cobell_cli import interrupts
 from cobell_cli.errors import CobellError
 from cobell_cli.run.launch import parse_app_id
 from cobell_cli.threads import user_environ
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CHUNK = 65536
 _DRAIN_TIMEOUT_S = 5.0  # grandchildren may keep our pipes open after the child has exited
 _POLL_S = 0.1  # how soon a captured app id reaches on_app_id (in the calling thread)
@@ -71,8 +74,9 @@ class ChildResult:
     finished_at: float
     app_id: str | None
     interrupted: bool
-    signal_received: int | None  # the first SIGINT/SIGTERM cobell received and forwarded
+    signal_received: int | None  # the first signal cobell received and forwarded
     pid: int
+    log_error: str | None = None  # why the --log-file copy stopped (a full disk), if it did
 
     @property
     def runtime_s(self) -> float:
@@ -109,11 +113,31 @@ def _scrubbed(line: bytes) -> bytes:
     return scrub(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
+class _Log:
+    """The --log-file copy both pumps write whole lines to. A write that fails (a full disk)
+    stops the copy, never the job's output: a pump that died would stop draining the job's
+    pipe, and the job would block."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.lock = threading.Lock()
+        self.error: str | None = None
+
+    def write(self, lines: Sequence[bytes]) -> None:
+        if not lines or self.error is not None:
+            return
+        with self.lock:
+            try:
+                self.file.write(b"".join(_scrubbed(line) + b"\n" for line in lines))
+                self.file.flush()
+            except OSError as exc:
+                self.error = exc.strerror or str(exc)
+
+
 def _pump(
     pipe: BinaryIO,
     terminal: BinaryIO | None,
-    log: BinaryIO | None,
-    log_lock: threading.Lock,
+    log: _Log | None,
     catcher: _AppIdCatcher,
 ) -> None:
     partial = b""
@@ -135,16 +159,12 @@ def _pump(
         *lines, partial = partial.split(b"\n")
         for line in lines:
             catcher.feed(line)
-        if log is not None and lines:
-            with log_lock:
-                log.write(b"".join(_scrubbed(line) + b"\n" for line in lines))
-                log.flush()
+        if log is not None:
+            log.write(lines)
     if partial:
         catcher.feed(partial)
         if log is not None:
-            with log_lock:
-                log.write(_scrubbed(partial) + b"\n")
-                log.flush()
+            log.write([partial])
 
 
 def _default_stream(stream: object) -> BinaryIO | None:
@@ -170,41 +190,52 @@ def run(
         raise CommandNotFound("no command to run")
     out = stdout if stdout is not None else _default_stream(sys.stdout)
     err = stderr if stderr is not None else _default_stream(sys.stderr)
-    log: BinaryIO | None = None
+    log: _Log | None = None
     if log_file is not None:
         try:
-            log = open(log_file, "ab")  # noqa: SIM115 - closed in finally below
+            log = _Log(open(log_file, "ab"))  # noqa: SIM115 - closed in finally below
         except OSError as exc:
             raise CobellError(f"cannot open log file {log_file}: {exc.strerror}") from None
 
     try:
-        try:
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                env=env if env is not None else user_environ(),
-                cwd=cwd,
-                process_group=0,
-            )
-        except FileNotFoundError:
-            raise CommandNotFound(
-                f"command not found: {argv[0]}",
-                hint="check the command after `--` (is it on PATH?)",
-            ) from None
-        except PermissionError:
-            raise CommandNotExecutable(
-                f"permission denied: {argv[0]}", hint="is it an executable file?"
-            ) from None
-        started_at = clock()
-        return _supervise(
-            proc, started_at, out, err, log, on_start, on_app_id, on_tick, tick_s, clock
-        )
+        with interrupts.forwarding() as signals:
+            signals.before_start()
+            proc = _start(argv, env, cwd)
+            started_at = clock()
+            signals.started(proc.pid)
+            return _supervise(
+                proc, started_at, out, err, log, on_start, on_app_id, on_tick, tick_s, clock,
+                signals,
+            )  # fmt: skip
     finally:
         if log is not None:
-            log.close()
+            with contextlib.suppress(OSError):  # what could not be written is in log.error
+                log.file.close()
+
+
+def _start(
+    argv: Sequence[str], env: dict[str, str] | None, cwd: str | Path | None
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            env=env if env is not None else user_environ(),
+            cwd=cwd,
+            process_group=0,
+        )
+    except FileNotFoundError:
+        raise CommandNotFound(
+            f"command not found: {argv[0]}",
+            hint="check the command after `--` (is it on PATH?)",
+        ) from None
+    except PermissionError:
+        raise CommandNotExecutable(
+            f"permission denied: {argv[0]}", hint="is it an executable file?"
+        ) from None
 
 
 def _supervise(
@@ -212,36 +243,25 @@ def _supervise(
     started_at: float,
     out: BinaryIO | None,
     err: BinaryIO | None,
-    log: BinaryIO | None,
+    log: _Log | None,
     on_start: Callable[[int, float], None] | None,
     on_app_id: Callable[[str], None] | None,
     on_tick: Callable[[float], None] | None,
     tick_s: float,
     clock: Callable[[], float],
+    signals: interrupts.Forwarding,
 ) -> ChildResult:
     catcher = _AppIdCatcher()
-    log_lock = threading.Lock()
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [
         threading.Thread(
             target=_pump,
-            args=(pipe, term, log, log_lock, catcher),
+            args=(pipe, term, log, catcher),
             daemon=True,
             name=f"cobell-child-{name}",
         )
         for name, pipe, term in (("stdout", proc.stdout, out), ("stderr", proc.stderr, err))
     ]
-    received: list[int] = []
-
-    def forward(signum: int, _frame: object) -> None:
-        received.append(signum)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
-
-    previous: dict[int, object] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in FORWARDED_SIGNALS:
-            previous[sig] = signal.signal(sig, forward)
     try:
         for pump in pumps:
             pump.start()
@@ -271,8 +291,6 @@ def _supervise(
             pump.join(_DRAIN_TIMEOUT_S)
         deliver_app_id()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
         if proc.poll() is None:  # cobell itself failed (e.g. a callback raised): do not orphan
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -281,12 +299,14 @@ def _supervise(
             if not pump.is_alive():  # a live pump still reads its fd: closing could reuse it
                 with contextlib.suppress(OSError):
                     pipe.close()
+    forwarded = signals.forwarded
     return ChildResult(
         exit_code=shell_exit_code(proc.returncode),
         started_at=started_at,
         finished_at=finished_at,
         app_id=catcher.app_id,
-        interrupted=bool(received),
-        signal_received=received[0] if received else None,
+        interrupted=bool(forwarded),
+        signal_received=forwarded[0] if forwarded else None,
         pid=proc.pid,
+        log_error=log.error if log is not None else None,
     )

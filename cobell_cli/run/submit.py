@@ -1,14 +1,18 @@
 """Run a planned job and record what happened: the edge between plan, child process and history.
 
-Recording rules (the history must stay consistent whatever happens to this process):
+Recording rules (the history must stay consistent whatever happens to this process, and once
+the job has started nothing about the history may change its fate or its exit code):
 - the run is inserted as `running` (with host and our pid) before the child starts, and every
   later update is its own short transaction: no lock is held while the job runs;
-- the app id is written as soon as the child prints it, so a killed cobell still leaves a
-  traceable row, which the next `History.open` on this host marks `lost`;
+- the app id is written as soon as the child prints it, in the background (run/recorder.py), so
+  a killed cobell still leaves a traceable row, which the next `History.open` on this host marks
+  `lost`, and a locked history never holds the job up;
+- a completion the history cannot take is journalled beside it (store/journal.py);
+- once cobell has forwarded a signal to the job the run is `killed`, whatever the job's exit
+  status: only uninterrupted successful runs are ever fitted;
 - co-runners are read from the cluster after the run and stored with the measured overlap;
-  a cluster that does not answer then costs the colocations, never the run.
+  a cluster that does not answer, or a signal, then costs the colocations, never the run.
 """
-
 from __future__ import annotations
 
 import getpass
@@ -17,11 +21,17 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from cobell_cli import interrupts
 from cobell_cli.api import Prediction, measured_overlaps
-from cobell_cli.errors import ClusterError
-from cobell_cli.store.history import History, this_host
+from cobell_cli.cluster import query
+from cobell_cli.errors import ClusterError, CobellError
+from cobell_cli.run.recorder import WRITE_ERRORS, RunRecorder, why_not_written
+from cobell_cli.store.history import this_host
+
+if TYPE_CHECKING:
+    from cobell_cli.run.child import ChildResult
 
 BACKENDS = {
     "spark-yarn": "yarn",
@@ -44,6 +54,7 @@ class Outcome:
     target_s: float
     meet_probability: float | None = None  # estimated at planning; None: unknown
     confidence: float | None = None  # the level planned at; None: the point decision
+    recorded_in: str = "history"  # or the pending journal's path (run/recorder.py)
     co_runners: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -66,16 +77,15 @@ class Outcome:
             "confidence": self.confidence,
             "exit_code": self.exit_code,
             "co_runners": len(self.co_runners),
+            "recorded_in": self.recorded_in,
             "warnings": self.warnings,
         }
 
 
 def status_of(exit_code: int, interrupted: bool) -> str:
-    if exit_code == 0:
-        return "succeeded"
-    if interrupted or exit_code in (130, 143):  # SIGINT / SIGTERM, as a shell reports them
+    if interrupted or exit_code in (129, 130, 143):  # signalled, or SIGHUP/INT/TERM as a shell says
         return "killed"
-    return "failed"
+    return "succeeded" if exit_code == 0 else "failed"
 
 
 def execute(
@@ -94,58 +104,108 @@ def execute(
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it."""
+    plan = prediction.plan
+    row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+    recorder = _insert_run(history_path, row)
+    try:
+        result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
+        outcome = _record_completion(recorder, plan, result)
+        try:
+            with interrupts.abandonable(), query(cluster):  # after the run: one cluster budget
+                _record_co_runners(recorder, cluster, result, outcome)
+        except interrupts.Abandoned as exc:
+            outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
+    finally:
+        recorder.close()
+    return outcome
+
+
+def _insert_run(history_path: Path, row: dict[str, Any]) -> RunRecorder:
+    """The `running` row; a signal from here on never leaves it behind (interrupts.hold)."""
+    interrupts.hold()
+    try:
+        return RunRecorder.start(history_path, row, give_up=_signalled)
+    except WRITE_ERRORS:
+        signum = interrupts.received() or interrupts.deferred()
+        if signum:  # it stopped waiting for the lock because of the signal
+            raise interrupts.Interrupted(signum) from None
+        raise
+
+
+def _signalled() -> bool:
+    return interrupts.deferred() is not None or interrupts.received() is not None
+
+
+def _planned_row(
+    plan: Any,
+    launcher: str,
+    input_bytes: int | None,
+    submitted_at: float,
+    stored_command: Sequence[str],
+) -> dict[str, Any]:
+    return {
+        "job": plan.job,
+        "input_bytes": input_bytes,
+        "scale_out": plan.scale_out,
+        "backend": BACKENDS.get(launcher, launcher),
+        "user": _user(),
+        "host": this_host(),
+        "pid": os.getpid(),
+        "submitted_at": submitted_at,
+        "target_s": plan.target_s,
+        "predicted_s": plan.predicted_s,
+        "meet_probability": plan.meet_probability,
+        "confidence": plan.confidence,
+        "model": plan.phase,
+        "reason": plan.reason,
+        "command": json.dumps(list(stored_command)),
+    }
+
+
+def _run_job(
+    recorder: RunRecorder,
+    argv: Sequence[str],
+    log_file: Path | None,
+    stdout: BinaryIO | None,
+    stderr: BinaryIO | None,
+    on_tick: Callable[[float], None] | None,
+) -> ChildResult:
+    """The child, its start time and app id recorded in the background; a job that could not
+    be started is recorded as such (the error is raised on)."""
     from cobell_cli.run import child
 
-    plan = prediction.plan
-    with History.open(history_path, reap_lost=False) as history:
-        run_id = history.start_run(
-            job=plan.job,
-            input_bytes=input_bytes,
-            scale_out=plan.scale_out,
-            backend=BACKENDS.get(launcher, launcher),
-            user=_user(),
-            host=this_host(),
-            pid=os.getpid(),
-            submitted_at=submitted_at,
-            target_s=plan.target_s,
-            predicted_s=plan.predicted_s,
-            meet_probability=plan.meet_probability,
-            confidence=plan.confidence,
-            model=plan.phase,
-            reason=plan.reason,
-            command=json.dumps(list(stored_command)),
-        )
-
-    def update(**fields: Any) -> None:
-        # Called from the child's reader threads too: a connection of its own each time.
-        with History.open(history_path, reap_lost=False) as h:
-            h.finish_run(run_id, **fields)
-
     try:
-        result = child.run(
+        return child.run(
             argv,
             log_file=log_file,
-            on_start=lambda _pid, t: update(started_at=t),
-            on_app_id=lambda app_id: update(app_id=app_id),
+            on_start=lambda _pid, t: recorder.update(started_at=t),
+            on_app_id=lambda app_id: recorder.update(app_id=app_id),
             on_tick=on_tick,
             stdout=stdout,
             stderr=stderr,
         )
     except BaseException as exc:
         code = getattr(exc, "exit_code", 1)
-        update(status="failed", exit_code=code, reason=f"{plan.reason} | not started: {exc}")
+        status = "killed" if isinstance(exc, interrupts.Interrupted) else "failed"
+        why = exc.line() if isinstance(exc, CobellError | interrupts.Interrupted) else str(exc)
+        reason = f"{recorder.row['reason']} | not started: {why}"
+        recorder.finish(_signalled, status=status, exit_code=code, reason=reason)
         raise
 
+
+def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) -> Outcome:
     status = status_of(result.exit_code, result.interrupted)
-    update(
+    warning = recorder.finish(
+        _signalled,
         status=status,
         started_at=result.started_at,
         finished_at=result.finished_at,
         runtime_s=result.runtime_s,
         exit_code=result.exit_code,
+        app_id=result.app_id,
     )
-    outcome = Outcome(
-        run_id=run_id,
+    return Outcome(
+        run_id=recorder.run_id,
         job=plan.job,
         app_id=result.app_id,
         scale_out=plan.scale_out,
@@ -156,7 +216,21 @@ def execute(
         target_s=plan.target_s,
         meet_probability=plan.meet_probability,
         confidence=plan.confidence,
+        recorded_in=str(recorder.journalled) if recorder.journalled else "history",
+        warnings=[w for w in (warning, _log_warning(result)) if w],
     )
+
+
+def _log_warning(result: ChildResult) -> str | None:
+    if result.log_error is None:
+        return None
+    return f"the --log-file copy of the job's output stopped: {result.log_error}"
+
+
+def _record_co_runners(
+    recorder: RunRecorder, cluster: Any, result: ChildResult, outcome: Outcome
+) -> None:
+    """The co-runners that overlapped the run, then those that finished during it (imported)."""
     try:
         apps = [
             *cluster.running_apps(),
@@ -164,24 +238,34 @@ def execute(
         ]
     except ClusterError as exc:
         outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
-        return outcome
+        return
     own = {result.app_id} if result.app_id else set()
     rows = measured_overlaps(
         result.started_at, result.finished_at, [a for a in apps if a.app_id not in own]
     )
     if rows:
-        with History.open(history_path, reap_lost=False) as history:
-            history.add_colocations(run_id, rows)
+        warning = recorder.add_colocations(rows)
+        outcome.warnings += [warning] if warning else []
     outcome.co_runners = rows
-    outcome.warnings += _learn_co_runners(history_path, cluster, result, own)
-    return outcome
+    if recorder.journalled is not None:  # the history cannot be written now
+        if getattr(cluster, "name", "none") != "none":
+            outcome.warnings.append("finished co-runners not learned: see the journal above")
+        return
+    outcome.warnings += _learn_co_runners(recorder.history_path, cluster, result, own)
 
 
-def _learn_co_runners(history_path: Path, cluster: Any, result: Any, own: set[str]) -> list[str]:
+def _learn_co_runners(
+    history_path: Path, cluster: Any, result: ChildResult, own: set[str]
+) -> list[str]:
     """Co-runners that finished during the run become imported runs (issue 14, item 2)."""
     from cobell_cli.sources.co_runners import learn_co_runners
 
-    return learn_co_runners(history_path, cluster, result.started_at, result.finished_at, own)
+    try:
+        return learn_co_runners(
+            history_path, cluster, result.started_at, result.finished_at, own
+        )
+    except WRITE_ERRORS as exc:
+        return [f"finished co-runners not recorded: {why_not_written(exc)}"]
 
 
 def _user() -> str | None:

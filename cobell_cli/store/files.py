@@ -90,8 +90,11 @@ def snapshot(conn: sqlite3.Connection) -> tuple[int, int, bool]:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         has_tables = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
-    finally:
-        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):  # keep the read's error (disk full, I/O)
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
     return int(version), int(app_id), has_tables
 
 

@@ -7,7 +7,9 @@ Consistency rules, because cron jobs, terminals and killed processes all write h
 - the schema version lives in `PRAGMA user_version`; older files are migrated forward inside a
   transaction, newer ones are refused untouched; read-only opens never change the file;
 - a `running` row whose process is gone (same host, pid dead) becomes `lost` when the history is
-  next opened for writing; `lost` runs never train a model.
+  next opened for writing; `lost` runs never train a model;
+- a completion that could not be written (store/journal.py) is applied when the history is next
+  opened for writing, before anything else; read-only opens show it as `pending`.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import json
 import math
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cobell_cli.errors import HistoryError, UsageError
-from cobell_cli.store import files
+from cobell_cli.store import files, journal
 from cobell_cli.store.queries import RunQueries
 from cobell_cli.store.schema import (
     APPLICATION_ID,
@@ -48,13 +51,18 @@ __all__ = [
     "STATUSES",
     "TRAINING_COLUMNS",
     "History",
+    "HistoryLocked",
     "_migration_1",
     "pid_alive",
     "this_host",
     "validate_run",
+    "write_retrying",
 ]
 
 BUSY_TIMEOUT_S = 30.0
+RETRY_ATTEMPT_S = 0.25  # one attempt of write_retrying: how soon a signal is noticed
+JOURNAL_APPLY_WAIT_S = 1.0  # for the lock to apply the pending journal, before the own write
+T = TypeVar("T")
 
 
 def this_host() -> str:
@@ -73,9 +81,13 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _locked(path: Path) -> HistoryError:
-    return HistoryError(
-        f"history {path} is locked by another process (waited {BUSY_TIMEOUT_S:.0f} s)",
+class HistoryLocked(HistoryError):
+    """Another process held the write lock for longer than we waited."""
+
+
+def _locked(path: Path, waited_s: float = BUSY_TIMEOUT_S) -> HistoryLocked:
+    return HistoryLocked(
+        f"history {path} is locked by another process (waited {waited_s:.0f} s)",
         hint="retry later, or find the holder with `fuser` on the file",
     )
 
@@ -83,10 +95,18 @@ def _locked(path: Path) -> HistoryError:
 class History(RunQueries):
     """A cobell history file; construct with History.open()."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        *,
+        read_only: bool = False,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> None:
         self.path = path
         self.conn = conn
         self.read_only = read_only
+        self.busy_timeout_s = busy_timeout_s
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -100,12 +120,15 @@ class History(RunQueries):
         reap_lost: bool = True,
         host: str | None = None,
         alive: Callable[[int], bool] = pid_alive,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> History:
         """Open for writing (creating the file if `create`), or `read_only`: then the file is
-        never changed, and a missing one reads as empty when `create` is set."""
+        never changed, and a missing one reads as empty when `create` is set. `busy_timeout_s`:
+        how long one write waits for another process's lock."""
         path = Path(path).expanduser()
         if read_only:
             history = cls._open_read_only(path, missing_ok=create)
+            history.pending = journal.pending_runs(path)
             if reap_lost:
                 history.presumed_lost = frozenset(history.dead_runs(host or this_host(), alive))
             return history
@@ -117,12 +140,13 @@ class History(RunQueries):
             raise HistoryError(f"history path {path} is a directory", hint="pass a file to --db")
         files.check_writable(path)
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+            conn = sqlite3.connect(path, timeout=busy_timeout_s)
         except sqlite3.Error as exc:
             raise HistoryError(f"cannot open history {path}: {exc}") from None
-        history = cls(path, conn)
+        history = cls(path, conn, busy_timeout_s=busy_timeout_s)
         try:
             history._prepare()
+            history._apply_journal()
             if reap_lost:
                 history.mark_lost(host or this_host(), alive)
         except sqlite3.DatabaseError as exc:
@@ -167,27 +191,89 @@ class History(RunQueries):
             self.conn.execute(f"PRAGMA journal_mode = {wanted}")
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc):
-                raise _locked(self.path) from None
+                raise _locked(self.path, self.busy_timeout_s) from None
             raise
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[None]:
-        """One short write transaction, taken with the write lock up front."""
+        """One short write transaction, taken with the write lock up front. SQLite's errors
+        (locked, disk full, read-only, I/O) leave as one HistoryError; nothing is half-written."""
+        self._begin()
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, sqlite3.Error):
+                raise _translate(exc, self.path, self.busy_timeout_s) from None
+            raise
+
+    def _begin(self) -> None:
         if self.read_only:
             raise files.read_only_error(self.path, "opened read-only by this command")
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise _locked(self.path) from None
-            raise
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.path, self.busy_timeout_s) from None
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
+            self.conn.execute("ROLLBACK")
+
+    # -- the pending journal (store/journal.py) -------------------------------------------
+
+    def _apply_journal(self) -> None:
+        """Apply the completions other processes could not write, in one transaction, and
+        remove them while the journal is still locked. Best effort: a history still locked or
+        full keeps them for the next writer. The history's lock is taken first, so appenders
+        wait for the journal's only while it is applied."""
+        if not journal.exists(self.path):
+            return
+        try:
+            with self._busy_timeout(min(JOURNAL_APPLY_WAIT_S, self.busy_timeout_s)):
+                self._begin()  # a lock held elsewhere: leave it to a later writer, do not wait
+        except HistoryError:
+            return
+        try:
+            with journal.taken(self.path) as claim:
+                for record in claim.entries if claim else ():
+                    if not self._apply_entry(record):
+                        claim.reject(record)  # type: ignore[union-attr]
+                self.conn.execute("COMMIT")
+                if claim is not None:
+                    claim.remove(journal.rejected_path(self.path))
+        except (sqlite3.Error, OSError):
+            self._rollback()
+
+    @contextlib.contextmanager
+    def _busy_timeout(self, seconds: float) -> Iterator[None]:
+        self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
-            self.conn.execute("COMMIT")
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+
+    def _apply_entry(self, record: Mapping[str, Any]) -> bool:
+        """Set the run's row and replace its co-runners; False if the run is not here."""
+        run_id = record["run_id"]
+        try:
+            row = _clean_run(record["run"], partial=True)
+            colocations = [_clean_colocation(c) for c in record.get("colocations") or ()]
+        except (ValueError, TypeError):
+            return False
+        row.pop("id", None)
+        if not self._exists(run_id):
+            return False
+        if row:
+            assignments = ", ".join(f"[{k}] = ?" for k in row)
+            self.conn.execute(
+                f"UPDATE runs SET {assignments} WHERE id = ?", [*row.values(), run_id]
+            )
+        if "colocations" in record:
+            self.conn.execute("DELETE FROM colocations WHERE run_id = ?", (run_id,))
+            for colocation in colocations:
+                self._insert("colocations", {"run_id": run_id, **colocation})
+        return True
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -290,7 +376,31 @@ class History(RunQueries):
         )
 
 
-def _translate(exc: sqlite3.DatabaseError, path: Path) -> HistoryError:
+def write_retrying(
+    path: Path,
+    write: Callable[[History], T],
+    *,
+    wait_s: float | None = BUSY_TIMEOUT_S,
+    give_up: Callable[[], bool] = lambda: False,
+    attempt_s: float = RETRY_ATTEMPT_S,
+) -> T:
+    """`write(history)` on the history at `path` (opened for writing, without reaping), waiting
+    for another process's lock for up to `wait_s` (None: until `give_up()`), in short attempts
+    so that `give_up` is asked between them. Any other error is raised at once."""
+    started = time.monotonic()
+    while True:
+        try:
+            with History.open(path, reap_lost=False, busy_timeout_s=attempt_s) as history:
+                return write(history)
+        except HistoryLocked:
+            waited_s = time.monotonic() - started
+            if give_up() or (wait_s is not None and waited_s >= wait_s):
+                raise _locked(Path(path).expanduser(), waited_s) from None
+
+
+def _translate(
+    exc: sqlite3.Error, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S
+) -> HistoryError:
     text = str(exc)
     if "not a database" in text or "file is encrypted" in text:
         return HistoryError(
@@ -298,7 +408,7 @@ def _translate(exc: sqlite3.DatabaseError, path: Path) -> HistoryError:
             hint="pass another file to --db or move this one away",
         )
     if "locked" in text or "busy" in text:
-        return _locked(path)
+        return _locked(path, busy_timeout_s)
     if "readonly" in text:
         return files.read_only_error(path, f"read-only ({text})")
     if "unable to open" in text:
@@ -307,7 +417,18 @@ def _translate(exc: sqlite3.DatabaseError, path: Path) -> HistoryError:
             hint="check the permissions of the file and of its directory (SQLite creates "
             f"{path.name}-wal and {path.name}-shm beside it), or pass another --db",
         )
+    if ("disk" in text or "I/O" in text) and _nearly_full(path.parent):
+        return HistoryError(f"history {path}: {text}: no space left on the device")
     return HistoryError(f"history {path}: {text}")
+
+
+def _nearly_full(directory: Path) -> bool:
+    """SQLite reports a full disk as `disk I/O error` when it cannot grow its -shm index."""
+    try:
+        stats = os.statvfs(directory)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 65536
 
 
 INT64 = 2**63  # SQLite's INTEGER is a signed 64-bit number

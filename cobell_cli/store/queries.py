@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.store.schema import RECENCY, TRAINING_COLUMNS
@@ -17,10 +19,21 @@ class RunQueries:
     """The read side of a history; History adds opening and writing."""
 
     conn: sqlite3.Connection
+    path: Path
     # `running` rows whose process is gone, shown as `lost` by a reader that may not write.
     presumed_lost: frozenset[int] = frozenset()
+    # Completions waiting in the pending journal (store/journal.py), by run id: a reader that
+    # may not write shows them as `pending`; the next writer applies them.
+    pending: Mapping[int, Mapping[str, Any]] = MappingProxyType({})
 
-    def _as_seen(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _as_seen(self, row: dict[str, Any], *, show_pending: bool = True) -> dict[str, Any]:
+        record = self.pending.get(row["id"])
+        if record is not None:  # recorded after all: never presumed lost
+            if not show_pending:
+                return row
+            from cobell_cli.store.journal import journal_path
+
+            return _pending_view(row, record, journal_path(self.path))
         if row["id"] in self.presumed_lost and row["status"] == "running":
             row["status"] = "lost"
             row["reason"] = "; ".join(
@@ -45,15 +58,21 @@ class RunQueries:
         limit: int | None = None,
         newest_first: bool = True,
         with_colocations: bool = False,
+        show_pending: bool = False,
     ) -> list[dict[str, Any]]:
-        where, params = [], []
+        """Runs as stored; with `show_pending`, journalled completions as `pending` runs (and
+        `status` may then ask for `pending`)."""
+        where: list[str] = []
+        params: list[Any] = []
         if job is not None:
             where.append("job = ?")
             params.append(job)
         if status is not None:
             statuses = [status] if isinstance(status, str) else list(status)
-            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
-            params.extend(statuses)
+            pending_ids = list(self.pending) if show_pending else []
+            clause, values = _status_clause(statuses, pending_ids)
+            where.append(clause)
+            params.extend(values)
         if since is not None:
             where.append("coalesce(submitted_at, started_at) >= ?")
             params.append(since)
@@ -65,16 +84,23 @@ class RunQueries:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        rows = [self._as_seen(row) for row in self.db.query(sql, params)]
+        rows = [
+            self._as_seen(row, show_pending=show_pending) for row in self.db.query(sql, params)
+        ]
         if with_colocations:
             by_run = self.colocations([r["id"] for r in rows])
             for row in rows:
-                row["colocations"] = by_run.get(row["id"], [])
+                row["colocations"] = self._colocations_seen(
+                    row["id"], by_run.get(row["id"], []), show_pending
+                )
         return rows
 
-    def iter_runs(self, *, job: str | None = None) -> Iterator[dict[str, Any]]:
+    def iter_runs(
+        self, *, job: str | None = None, show_pending: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """Every run (of `job`), oldest first as `runs()` orders them, each with its
         `colocations`, one at a time: an export of a million runs holds one in memory.
+        `show_pending` as in `runs()`.
 
         One query joins the co-runners in, so a run's rows come together (SQLite sorts on
         disk beyond its cache, not in our memory).
@@ -100,22 +126,37 @@ class RunQueries:
         for row in self.conn.execute(sql, params):
             if current is None or current["id"] != row[0]:
                 if current is not None:
-                    yield self._as_seen(current)
+                    yield self._seen_with_colocations(current, show_pending)
                 current = dict(zip(run_columns, row[:width], strict=True))
                 current["colocations"] = []
             if row[-1] is not None:
                 co = dict(zip(co_columns, row[width:-1], strict=True))
                 current["colocations"].append(co)
         if current is not None:
-            yield self._as_seen(current)
+            yield self._seen_with_colocations(current, show_pending)
+
+    def _seen_with_colocations(self, run: dict[str, Any], show_pending: bool) -> dict[str, Any]:
+        stored = run["colocations"]
+        seen = self._as_seen(run, show_pending=show_pending)
+        seen["colocations"] = self._colocations_seen(run["id"], stored, show_pending)
+        return seen
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
         if not rows:
             return None
         row = self._as_seen(rows[0])
-        row["colocations"] = self.colocations([run_id]).get(run_id, [])
+        stored = self.colocations([run_id]).get(run_id, [])
+        row["colocations"] = self._colocations_seen(run_id, stored, True)
         return row
+
+    def _colocations_seen(
+        self, run_id: int, stored: list[dict[str, Any]], show_pending: bool
+    ) -> list[dict[str, Any]]:
+        record = self.pending.get(run_id) if show_pending else None
+        if record is None or "colocations" not in record:
+            return stored
+        return [dict(c) for c in record["colocations"]]
 
     def colocations(self, run_ids: Sequence[int] | None = None) -> dict[int, list[dict[str, Any]]]:
         sql = "SELECT * FROM colocations"
@@ -177,6 +218,28 @@ class RunQueries:
             run["overlaps"] = overlaps.get(run["id"], {})
         return runs
 
+    def stage_task_seconds(self, run_ids: Sequence[int]) -> dict[int, list[float]]:
+        """Task seconds of each executed stage, in submission order, of the runs that have an
+        event-log profile (`run_profiles`): what a run's stage structure weighs. Summed in
+        SQLite, so the profiles' task lists are never loaded into Python."""
+        ids = [int(i) for i in run_ids][:1000]
+        if not ids:
+            return {}
+        out: dict[int, list[float]] = {}
+        rows = self.conn.execute(
+            "SELECT p.run_id, (SELECT total(t.value) FROM json_each(s.value, '$.task_s') AS t) "
+            "FROM (SELECT run_id, summary FROM run_profiles "
+            f"WHERE run_id IN ({', '.join('?' for _ in ids)}) AND json_valid(summary)) AS p, "
+            "json_each(p.summary, '$.stages') AS s "
+            "WHERE json_extract(s.value, '$.submit_s') IS NOT NULL "
+            "ORDER BY p.run_id, json_extract(s.value, '$.submit_s'), "
+            "json_extract(s.value, '$.stage_id')",
+            ids,
+        )
+        for run_id, task_s in rows:
+            out.setdefault(run_id, []).append(float(task_s))
+        return out
+
     def jobs(self) -> list[dict[str, Any]]:
         """One summary row per job: runs, distinct scale-outs, last run, median runtime."""
         import statistics
@@ -230,3 +293,41 @@ class RunQueries:
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _status_clause(statuses: Sequence[str], pending_ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """WHERE for a status filter when journalled runs show as `pending` whatever their row says."""
+    stored = [s for s in statuses if s != "pending"]
+    clause = f"status IN ({', '.join('?' for _ in stored)})" if stored else "0"
+    values: list[Any] = list(stored)
+    if not pending_ids:
+        return clause, values
+    ids = ", ".join("?" for _ in pending_ids)
+    clause = f"(({clause}) AND id NOT IN ({ids}))"
+    values += pending_ids
+    if "pending" in statuses:
+        clause = f"({clause} OR id IN ({ids}))"
+        values += pending_ids
+    return clause, values
+
+
+def _pending_view(row: dict[str, Any], record: Mapping[str, Any], where: Path) -> dict[str, Any]:
+    """A stored row as its journalled completion will leave it, marked `pending`."""
+    seen = {**row, **{k: v for k, v in record["run"].items() if k in row and k != "id"}}
+    outcome = seen.get("status") or "finished"
+    code = seen.get("exit_code")
+    seen["status"] = "pending"
+    seen["reason"] = "; ".join(
+        filter(
+            None,
+            [
+                seen.get("reason"),
+                f"pending: {outcome}"
+                + (f" (exit {code})" if code is not None else "")
+                + f", journalled in {where} because "
+                f"{record.get('why') or 'the history could not be written'}; the next cobell "
+                "that writes the history applies it",
+            ],
+        )
+    )
+    return seen

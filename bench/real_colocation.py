@@ -1,0 +1,152 @@
+"""Leave-one-run-out accuracy on real co-location runs recorded on the local Spark cluster.
+
+    python -m bench.real_colocation [--history history/colocation-local.csv] [--quick]
+
+The history (recorded by history/record-colocation.py, every run through `cobell submit`) is
+imported into a fresh SQLite file by the CLI's own import and read back with the query
+planning uses (`History.training_runs`), so the runs and their measured overlaps are exactly
+what `cobell predict` would fit. For every run of the target job, each model is fitted on all
+the other runs of that job and predicts the left-out run at its scale-out and its *measured*
+overlap ratios (the model's accuracy, apart from the overlap prediction):
+
+* cobell: `fit_runtime_model` with its defaults (what predict/submit fit);
+* CoBell (paper's fit): the published form, additive a + b/x per co-runner separated from
+  Ernest's curve, unpooled (`RuntimeModel(combination="additive", scaled=True,
+  pooling=False, propagate=False, alone_curve="ernest")`);
+* Bell: Bell's model selection on every run, co-runners ignored (`fit_bell`).
+
+Goal (issue 13): cobell <= 4 % mean leave-one-run-out MAPE, and no worse than the paper's fit.
+Writes bench/results/real_colocation.md (nothing with --quick, which uses 12 runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cobell_cli.core.model import fit_runtime_model
+from cobell_cli.core.model.baselines import fit_bell
+
+ROOT = Path(__file__).resolve().parents[1]
+HISTORY = ROOT / "history" / "colocation-local.csv"
+RESULTS = ROOT / "bench" / "results" / "real_colocation.md"
+TARGET_JOB = "colo-target"
+PAPER_FIT = {"combination": "additive", "scaled": True, "pooling": False, "propagate": False,
+             "alone_curve": "ernest"}
+GOAL_MAPE = 4.0
+
+Runs = Sequence[Mapping[str, Any]]
+Predictor = Callable[[Runs, Mapping[str, Any]], float]
+
+
+def load_runs(csv_path: Path, job: str = TARGET_JOB) -> list[dict[str, Any]]:
+    """The job's training runs, read through the CLI's import and planning query."""
+    from cobell_cli.cli import main
+    from cobell_cli.store.history import History
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "history.db"
+        try:
+            main(["--db", str(db), "history", "import", str(csv_path)])
+        except SystemExit as exc:
+            if exc.code:
+                raise SystemExit(f"cannot import {csv_path} (exit {exc.code})") from None
+        with History.open(db, read_only=True) as history:
+            return list(history.training_runs(job))
+
+
+def _cobell(train: Runs, run: Mapping[str, Any]) -> float:
+    return float(fit_runtime_model(train).predict([run["scale_out"]], run["overlaps"])[0])
+
+
+def _paper(train: Runs, run: Mapping[str, Any]) -> float:
+    model = fit_runtime_model(train, **PAPER_FIT)
+    return float(model.predict([run["scale_out"]], run["overlaps"])[0])
+
+
+def _bell(train: Runs, run: Mapping[str, Any]) -> float:
+    return float(fit_bell(train).predict([run["scale_out"]])[0])
+
+
+PREDICTORS: dict[str, Predictor] = {"cobell": _cobell, "CoBell (paper's fit)": _paper,
+                                    "Bell (co-runners ignored)": _bell}
+
+
+def leave_one_out(runs: Runs, predictors: Mapping[str, Predictor] = PREDICTORS,
+                  ) -> dict[str, np.ndarray]:
+    """Absolute percentage error of each left-out run, per model."""
+    errors: dict[str, list[float]] = {name: [] for name in predictors}
+    for i, run in enumerate(runs):
+        train = [r for j, r in enumerate(runs) if j != i]
+        for name, predict in predictors.items():
+            errors[name].append(abs(predict(train, run) / run["runtime_s"] - 1.0) * 100.0)
+    return {name: np.asarray(e) for name, e in errors.items()}
+
+
+def _kind(run: Mapping[str, Any]) -> str:
+    names = sorted(k for k, v in run["overlaps"].items() if v > 0)
+    return "+".join(str(n) for n in names) or "alone"
+
+
+def report(runs: Runs, errors: Mapping[str, np.ndarray], elapsed_s: float, command: str) -> str:
+    kinds = [_kind(r) for r in runs]
+    lines = [
+        "# Real co-location runs: leave-one-run-out accuracy",
+        "",
+        f"Command: `{command}` ({elapsed_s:.0f} s). History: `history/colocation-local.csv`, "
+        "recorded by `history/record-colocation.py` on the local Spark standalone cluster "
+        "(2 workers, 2-core machine); every run through `cobell submit`.",
+        "",
+        f"{len(runs)} runs of `{TARGET_JOB}` at scale-outs "
+        f"{sorted({int(r['scale_out']) for r in runs})}. Each model is fitted on the other "
+        "runs and predicts the left-out one at its scale-out and measured overlap ratios. "
+        f"Goal: cobell <= {GOAL_MAPE:g} % mean, and no worse than the paper's fit.",
+        "",
+        "| model | mean APE % | median APE % | p90 APE % | max APE % |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, e in errors.items():
+        lines.append(f"| {name} | {e.mean():.2f} | {np.median(e):.2f} | "
+                     f"{np.percentile(e, 90):.2f} | {e.max():.2f} |")
+    lines += ["", "By co-runners (mean APE %):", "",
+              "| co-runners | runs | " + " | ".join(errors) + " |",
+              "|---|---:|" + "---:|" * len(errors)]
+    for kind in sorted(set(kinds), key=lambda k: (k != "alone", k)):
+        mask = np.array([k == kind for k in kinds])
+        cells = " | ".join(f"{e[mask].mean():.2f}" for e in errors.values())
+        lines.append(f"| {kind} | {int(mask.sum())} | {cells} |")
+    cob, paper = errors["cobell"].mean(), errors["CoBell (paper's fit)"].mean()
+    met = cob <= GOAL_MAPE and cob <= paper + 1e-9
+    lines += ["", f"**Goal: {'met' if met else 'not met'}** (cobell {cob:.2f} %, paper's fit "
+              f"{paper:.2f} %)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.real_colocation",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--history", type=Path, default=HISTORY)
+    parser.add_argument("--quick", action="store_true", help="12 runs, writes nothing")
+    args = parser.parse_args(argv)
+    if not args.history.is_file():
+        raise SystemExit(f"no history at {args.history}: run history/record-colocation.py")
+    started = time.perf_counter()
+    runs = load_runs(args.history)
+    if args.quick:
+        runs = runs[:12]
+    errors = leave_one_out(runs)
+    command = "python -m bench.real_colocation" + (" --quick" if args.quick else "")
+    text = report(runs, errors, time.perf_counter() - started, command)
+    print(text)
+    if not args.quick:
+        RESULTS.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

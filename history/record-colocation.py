@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Record history/colocation-local.csv: real co-location runs on a local Spark standalone cluster.
+
+A target job (colocation-jobs/target.py: map stage, shuffle, reduce) at scale-outs 1-4, alone
+or overlapping one or two co-runners of different kinds (colocation-jobs/shuffle.py,
+shuffle-heavy; colocation-jobs/scan.py, scan-heavy), each co-runner at scale-out 2, started
+at a random offset from the target (-15 to +30 s: negative starts the target first). Every
+run, target and co-runners, goes through `cobell submit`, which measures the runtime and the
+overlap with every co-runner, exactly as in production. The cells (scale-out x co-runners)
+are visited in a random order, `--reps` times each.
+
+    python history/record-colocation.py [--reps 3] [--seed 13] [--out history/colocation-local.csv]
+
+Takes about an hour on a 2-core machine (4 x 4 x 3 = 48 target runs). Runtimes depend on the
+machine and on what else it runs: record on a quiet machine; the load average before and
+after each run is kept in the run's `reason`-independent side file (`--meta`, JSON lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JOBS = ROOT / "history" / "colocation-jobs"
+TARGET_JOB = "colo-target"
+CO_RUNNERS = {
+    "colo-shuffle": ["shuffle.py", "--rounds", "3"],
+    "colo-scan": ["scan.py", "{scan_input}", "--rounds", "4"],
+}
+CONDITIONS = ((), ("colo-shuffle",), ("colo-scan",), ("colo-shuffle", "colo-scan"))
+SCALE_OUTS = (1, 2, 3, 4)
+CO_RUNNER_SCALE_OUT = 2
+OFFSET_S = (-15.0, 30.0)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cobell(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cobell_cli", *args], env=env, text=True,
+                          capture_output=True, cwd=ROOT)
+
+
+def write_scan_input(path: Path, mb: int) -> None:
+    rng = random.Random(7)
+    with path.open("w") as f:
+        while f.tell() < mb * 1_000_000:
+            f.write("".join(f"{rng.randrange(10**12):012d} {'ab' * rng.randrange(5, 60)}\n"
+                            for _ in range(10000)))
+
+
+class Recorder:
+    def __init__(self, work: Path, master: str, webui: str, submit: Path, scan_input: Path,
+                 target_args: list[str], env: dict[str, str]) -> None:
+        self.work, self.master, self.webui = work, master, webui
+        self.submit, self.scan_input, self.env = submit, scan_input, env
+        self.target_args = target_args
+
+    def start(self, job: str, scale_out: int, script: list[str]) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "cobell_cli", "submit", "-j", job, "-t", "3600",
+                "--confidence", "point", "--min-scale-out", str(scale_out),
+                "--max-scale-out", str(scale_out), "--cluster", "standalone",
+                "--standalone-url", self.webui, "--json", "--",
+                str(self.submit), "--master", self.master, "--executor-memory", "512m",
+                "--driver-memory", "512m",
+                str(JOBS / script[0]), *[a.format(scan_input=self.scan_input) for a in script[1:]]]
+        return subprocess.Popen(argv, env=self.env, cwd=ROOT, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def cell(self, scale_out: int, co_runners: tuple[str, ...], offset_s: float) -> dict:
+        load_before = os.getloadavg()[0]
+        procs: dict[str, subprocess.Popen[str]] = {}
+
+        def start_co_runners() -> None:
+            for name in co_runners:
+                procs[name] = self.start(name, CO_RUNNER_SCALE_OUT, CO_RUNNERS[name])
+
+        if co_runners and offset_s >= 0:
+            start_co_runners()
+            time.sleep(offset_s)
+        procs[TARGET_JOB] = self.start(TARGET_JOB, scale_out, ["target.py", *self.target_args])
+        if co_runners and offset_s < 0:
+            time.sleep(-offset_s)
+            start_co_runners()
+        results = {}
+        for name, proc in procs.items():
+            out, _ = proc.communicate()
+            lines = [line for line in out.splitlines() if line.startswith("{")]
+            results[name] = json.loads(lines[-1]) if lines else {"exit": proc.returncode}
+        return {"scale_out": scale_out, "co_runners": list(co_runners), "offset_s": offset_s,
+                "load_before": load_before, "load_after": os.getloadavg()[0],
+                "results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--out", type=Path, default=ROOT / "history" / "colocation-local.csv")
+    parser.add_argument("--meta", type=Path, default=None,
+                        help="JSON lines: one per cell (offsets, load average, summaries)")
+    parser.add_argument("--scan-mb", type=int, default=120)
+    parser.add_argument("--target-args", default="--tasks 24",
+                        help="arguments of target.py")
+    parser.add_argument("--cells", type=int, default=None, help="stop after this many cells")
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="cobell-colo-"))
+    env = {**os.environ, "XDG_DATA_HOME": str(work / "data"), "SPARK_LOCAL_IP": "127.0.0.1",
+           "COBELL_MODEL_CACHE": "off", "PYTHONPATH": str(ROOT)}
+    scan_input = work / "scan-input.txt"
+    write_scan_input(scan_input, args.scan_mb)
+    port, ui = free_port(), free_port()
+    started = cobell("local-cluster", "start", "--workers", "2", "--cores-per-worker", "5",
+                     "--memory-per-worker", "3g", "--port", str(port), "--webui-port", str(ui),
+                     "--timeout", "300", env=env)
+    if started.returncode != 0:
+        print(started.stderr, file=sys.stderr)
+        return 1
+    from cobell_cli.run.local_cluster import spark_submit_path
+
+    rec = Recorder(work, f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}",
+                   spark_submit_path(), scan_input, args.target_args.split(), env)
+    rng = random.Random(args.seed)
+    cells = [(x, c) for x in SCALE_OUTS for c in CONDITIONS] * args.reps
+    rng.shuffle(cells)
+    meta = args.meta.open("a") if args.meta else None
+    try:
+        for i, (x, co) in enumerate(cells[: args.cells]):
+            offset = round(rng.uniform(*OFFSET_S), 1)
+            row = rec.cell(x, co, offset)
+            print(f"[{i + 1}/{len(cells)}] x={x} co={'+'.join(co) or '-'} offset={offset} "
+                  f"target={row['results'][TARGET_JOB].get('runtime_s')} "
+                  f"load={row['load_before']:.1f}", file=sys.stderr, flush=True)
+            if meta:
+                meta.write(json.dumps(row) + "\n")
+                meta.flush()
+        exported = cobell("history", "export", "--format", "csv", env=env)
+        if exported.returncode != 0:
+            print(exported.stderr, file=sys.stderr)
+            return 1
+        args.out.write_text(exported.stdout)
+        print(f"wrote {args.out}", file=sys.stderr)
+    finally:
+        cobell("local-cluster", "stop", env=env)
+        if meta:
+            meta.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
