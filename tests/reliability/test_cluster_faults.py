@@ -113,6 +113,31 @@ def test_submit_allow_no_cluster_starts_the_job_within_the_budget(
     assert "Traceback" not in proc.stderr
 
 
+def test_the_queries_after_a_run_share_one_budget(history: list[str]) -> None:
+    """Each answer takes 1.5 s of a 2 s budget: the running apps after the job still come, the
+    apps finished since its start no longer (one budget for all, not one each)."""
+    with running_standin(delay_s=1.5) as rm:
+        proc, _ = run_cli(*history, "submit", "-j", "sgd", "-t", "300", *rm_flags(rm), "--json",
+                          "--", "true", "{scale_out}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "succeeded"
+    (warning,) = [w for w in summary["warnings"] if w.startswith("co-runners not recorded")]
+    assert f"within the {BUDGET_S:g} s budget" in warning
+
+
+def test_drivers_progress_gets_what_is_left_of_the_budget(history: list[str]) -> None:
+    """The running apps took 1 s of 3: their drivers get at most the 2 s left, not the 10 s of
+    timeout_s (and the stand-in RM's proxy has no Spark driver behind it: no progress)."""
+    with running_standin(delay_s=1.0) as rm:
+        rm.add_app("kmeans")  # a job of the history: its driver is asked
+        proc, _ = run_cli(*history, "predict", "-j", "sgd", "-t", "300", "--json", *rm_flags(rm),
+                          env={"COBELL_CLUSTER_BUDGET_S": "3"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)["live_progress"]
+    assert report is not None and 0 <= report["budget_s"] <= 2.0
+
+
 def test_cluster_check_and_apps_against_a_hanging_rm_end_within_the_budget() -> None:
     with running_standin(hang=True) as rm:
         for command in ("check", "apps"):
