@@ -223,6 +223,8 @@ def plot(
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from cobell_cli.output import printable
+
     runs = training_runs(ctx, job)
     model = fit(job, runs)
     if co_runner is None:
@@ -240,14 +242,14 @@ def plot(
     points = ax.scatter(x, y, c=ov, cmap="viridis", vmin=0, vmax=max(1.0, float(ov.max())),
                         s=18, edgecolors="none")
     fig.colorbar(points, ax=ax, label="overlap ratio (sum over co-runners)")
-    label = co_runner if co_runner else "any other job"
+    label = printable(co_runner) if co_runner else "any other job"
     for ratio, style in ((0.0, "-"), (0.5, "--"), (1.0, ":")):
         overlaps = {co_runner: ratio} if ratio else None
         ax.plot(grid, model.predict(grid, overlaps), style, color="black",
                 label=f"ov = {ratio:g}" + (f" ({label})" if ratio else ""))
     ax.set_xlabel("scale-out")
     ax.set_ylabel("runtime (s)")
-    ax.set_title(f"{job}: {model.n_runs_} runs")
+    ax.set_title(f"{printable(job)}: {model.n_runs_} runs")  # no control characters: no glyphs
     ax.legend()
     fig.tight_layout()
     try:
