@@ -3,18 +3,21 @@
     python -m bench.history_memory [--rows 100000 1000000] [--before /work/main]
                                    [--output FILE] [--quick]
 
-For each size a cobell CSV history of that many runs is written (seeded: 40 jobs, ~480 bytes
+For each size a cobell CSV history of that many runs is written (seeded: 40 jobs, ~550 bytes
 a row as real records are: a command, a reason, one or two co-runners on a third of them),
 then, each as a child process whose peak RSS comes from getrusage (`wait4`):
 
 1. `cobell history import runs.csv` into an empty history;
-2. `cobell history export --format csv -o out.csv` and `--format json -o out.json`;
-3. `cobell history import out.json` into a second empty history.
+2. `cobell history export --format csv -o out.csv` and `--format json -o out.json` of the
+   history this checkout imported;
+3. `cobell history import out.json` (this checkout's export) into an empty history.
 
-The exported CSV must equal what was imported, row for row (checked). `--before PATH` runs
-the same steps with another checkout (its `.venv`) in the same run, e.g. main before
-streaming; its children get an address-space limit (`--before-limit-mb`) so that a
-whole-file import cannot take the machine down: a step that hits it is reported as failed.
+`--before PATH` runs each step with another checkout (its `.venv`) too, in the same run, e.g.
+main before streaming, on the same inputs (this checkout's history and JSON export, so that
+its exports are measured even when its import fails); its children get an address-space
+limit (`--before-limit-mb`) so that a whole-file import cannot take the shared machine down:
+a step that hits it is reported as failed. Every exported CSV must hold the generated rows
+(checked).
 Goal (issue 15, item 15): 10^6 runs with peak RSS <= 200 MB. `--quick`: 2000 runs, this
 checkout only; prints, writes nothing.
 """
@@ -118,28 +121,42 @@ def run_step(
     return Step(wall_s, usage.ru_maxrss / 1024.0, code == 0, "" if code == 0 else message[-1:][0])
 
 
-def measure(checkout: Path, source: Path, limit_mb: int | None) -> dict[str, Step]:
+Checkout = tuple[str, Path, "int | None"]  # label, path, address-space limit (MB)
+
+
+def measure(checkouts: Sequence[Checkout], source: Path) -> dict[str, dict[str, Step]]:
+    """Every step for every checkout; the exports read, and the JSON import reads, what the
+    last checkout (this one) imported and exported, so that a checkout whose import fails
+    still has its exports measured."""
+    steps: dict[str, dict[str, Step]] = {label: {} for label, _, _ in checkouts}
     with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
         work = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("COBELL_")}
         env.update(XDG_DATA_HOME=tmp, XDG_CONFIG_HOME=tmp, XDG_CACHE_HOME=tmp)
-        first, second = ["--db", str(work / "a.db")], ["--db", str(work / "b.db")]
-        out_csv, out_json = work / "out.csv", work / "out.json"
-        steps = {
-            "import csv": run_step(checkout, [*first, "history", "import", str(source)], env,
-                                   limit_mb),
-            "export csv": run_step(checkout, [*first, "history", "export", "-o", str(out_csv)],
-                                   env, limit_mb),
-            "export json": run_step(checkout, [*first, "history", "export", "-f", "json", "-o",
-                                               str(out_json)], env, limit_mb),
-        }  # fmt: skip
-        steps["import json"] = (
-            run_step(checkout, [*second, "history", "import", str(out_json)], env, limit_mb)
-            if steps["export json"].ok
-            else Step(0.0, 0.0, False, "no JSON export to import")
-        )
-        if steps["export csv"].ok and not same_rows(source, out_csv):
-            raise SystemExit(f"{checkout}: the exported CSV differs from the imported one")
+
+        def step(k: int, name: str, args: list[str]) -> Step:
+            label, checkout, limit_mb = checkouts[k]
+            steps[label][name] = run_step(checkout, args, env, limit_mb)
+            return steps[label][name]
+
+        last = len(checkouts) - 1
+        for k in range(len(checkouts)):
+            step(k, "import csv", ["--db", str(work / f"{k}.db"), "history", "import", str(source)])
+        if not steps[checkouts[last][0]]["import csv"].ok:
+            raise SystemExit(f"{checkouts[last][1]}: the import failed")
+        history = ["--db", str(work / f"{last}.db"), "history", "export"]
+        for k in range(len(checkouts)):
+            out_csv, out_json = work / f"{k}.csv", work / f"{k}.json"
+            if step(k, "export csv", [*history, "-o", str(out_csv)]).ok and not same_rows(
+                source, out_csv
+            ):
+                raise SystemExit(f"{checkouts[k][1]}: the exported CSV differs from the source")
+            step(k, "export json", [*history, "-f", "json", "-o", str(out_json)])
+            out_csv.unlink(missing_ok=True)
+        exported = work / f"{last}.json"
+        for k in range(len(checkouts)):
+            step(k, "import json", ["--db", str(work / f"j{k}.db"), "history", "import",
+                                    str(exported)])  # fmt: skip
     return steps
 
 
@@ -211,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.output, args.before = [2000], None, None
-    checkouts = [("this branch", ROOT, None)]
+    checkouts: list[Checkout] = [("this branch", ROOT, None)]
     if args.before is not None:
         checkouts.insert(0, (f"before ({args.before.name})", args.before.resolve(),
                              args.before_limit_mb))  # fmt: skip
@@ -221,11 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             source = Path(tmp) / f"runs-{rows}.csv"
             write_history(source, rows)
             mb = source.stat().st_size / 1e6
-            by_label = {}
-            for label, checkout, limit_mb in checkouts:
-                by_label[label] = measure(checkout, source, limit_mb)
-                print(f"{rows} rows, {label}: done", file=sys.stderr, flush=True)
-            results.append((rows, mb, by_label))
+            results.append((rows, mb, measure(checkouts, source)))
+            print(f"{rows} rows: done", file=sys.stderr, flush=True)
             source.unlink()
     command = command_line("bench.history_memory", quick=args.quick, before=args.before)
     labels = [c[0] for c in checkouts]
