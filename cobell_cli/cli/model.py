@@ -220,6 +220,8 @@ def plot(
         raise CobellError("plotting needs matplotlib",
                           hint="pip install 'cobell[plot]'") from None
     matplotlib.use("Agg")
+    import warnings
+
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -249,11 +251,13 @@ def plot(
                 label=f"ov = {ratio:g}" + (f" ({label})" if ratio else ""))
     ax.set_xlabel("scale-out")
     ax.set_ylabel("runtime (s)")
-    ax.set_title(f"{printable(job)}: {model.n_runs_} runs")  # no control characters: no glyphs
+    ax.set_title(f"{printable(job)}: {model.n_runs_} runs")  # control characters as \xNN
     ax.legend()
-    fig.tight_layout()
     try:
-        fig.savefig(out)
+        with warnings.catch_warnings():  # a name the font lacks a glyph for is drawn as a box
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+            fig.tight_layout()
+            fig.savefig(out)
     except (OSError, ValueError) as exc:
         raise CobellError(f"cannot write {out}: {exc}") from None
     finally:

@@ -538,3 +538,19 @@ def test_an_unrecognised_file_is_named_once(tmp_path: Path) -> None:
     assert result.exit_code == 2 and result.stderr.count(str(source)) == 1
     piped = cobell("--db", tmp_path / "h.db", "history", "import", "-", input="a,b\n")
     assert "cobell: error: <stdin>: line 1: unrecognised header" in piped.stderr
+
+
+def test_a_plot_of_an_exotic_name_prints_no_python_warning(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="model plot needs the plot extra")
+    name = "a\x1d\U00104b44"  # a control character, and one no font has a glyph for
+    source = tmp_path / "runs.csv"
+    source.write_text("Nodes,Runtime\n4,100\n8,60\n16,40\n")
+    db = tmp_path / "h.db"
+    assert cobell("--db", db, "history", "import", source, "--job", name).exit_code == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "cobell_cli", "--db", str(db), "model", "plot", "--job", name,
+         "-o", str(tmp_path / "p.png")],
+        capture_output=True, text=True, timeout=CALL_LIMIT_S, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"wrote {tmp_path / 'p.png'}"]
