@@ -94,7 +94,7 @@ def execute(
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it."""
-    from cobell_cli.run import child
+    from cobell_cli.run import child, event_capture
 
     plan = prediction.plan
     with History.open(history_path, reap_lost=False) as history:
@@ -157,6 +157,7 @@ def execute(
         meet_probability=plan.meet_probability,
         confidence=plan.confidence,
     )
+    outcome.warnings += event_capture.collect(history_path, run_id, argv, launcher, result.app_id)
     try:
         apps = [
             *cluster.running_apps(),
