@@ -160,10 +160,14 @@ def test_paging_by_finish_time_windows_imports_every_app_once(db: Path, rm: Stan
 
 def test_empty_lists_in_all_documented_forms(db: Path, rm: StandinRM) -> None:
     rm.add_app("j", start_s=rm.now_s - HOUR, duration_s=10)
-    for shape in ("null", "empty", "app_null"):
+    # {"apps": null}, {"apps": {}}, {"apps": {"app": []}}, and {"apps": {"app": null}}
+    for shape in ("null", "empty", "app_empty", "app_null"):
         rm.apps_shape = shape
         summary = imported(db, rm)
         assert summary["imported"] == 0 and summary["seen"] == 0, shape
+    assert not db.exists() or rows(db, "SELECT count(*) FROM runs")[0][0] == 0
+    rm.apps_shape = "normal"  # the same RM with its app listed: imported
+    assert imported(db, rm)["imported"] == 1
 
 
 def test_resource_seconds_map_and_max_completed(db: Path, rm: StandinRM) -> None:
@@ -366,3 +370,34 @@ def test_learning_co_runners_skips_our_own_app(tmp_path: Path, rm: StandinRM) ->
     cluster = YarnCluster([rm.url], JsonClient(what="YARN RM"))
     assert learn_co_runners(tmp_path / "h.db", cluster, rm.now_s - 100, rm.now_s, {ours}) == []
     assert [r[0] for r in rows(tmp_path / "h.db", "SELECT app_id FROM runs")] == [theirs]
+
+
+def test_a_job_with_imported_runs_is_planned_by_its_model_from_its_first_submit(
+    db: Path, rm: StandinRM, tmp_path: Path
+) -> None:
+    import sys
+
+    start = rm.now_s - 20 * HOUR
+    for k, x in enumerate((2, 4, 8, 2, 4, 8)):
+        rm.add_app("sgd", executors=x, start_s=start + k * HOUR, duration_s=2400 / x + 100)
+    assert imported(db, rm)["imported"] == 6
+    marker = tmp_path / "ran-at"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('{{scale_out}}')"]
+    result = cobell(
+        "--db", db, "submit", "-j", "sgd", "-t", "700", "--cluster", "none",
+        "--max-scale-out", "16", "--json", "--", *command,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    with History.open(db) as history:
+        ours = history.run(outcome["run_id"])
+        calibration_runs = [r for r in history.runs(job="sgd") if r["model"] == "model"]
+    # the first submit of the job: planned by the model fitted on the imported runs, not by
+    # the bootstrap's binary search; the runtime model predicts 2400/x + 100 <= 700 at x >= 4
+    assert ours["model"] == "model" and ours["source"] == "cobell"
+    assert ours["predicted_s"] is not None and ours["scale_out"] >= 4
+    assert marker.read_text() == str(ours["scale_out"])
+    # the imported runs stay what they are: no target, prediction or model, never calibration
+    assert [r["id"] for r in calibration_runs] == [ours["id"]]
+    imported_rows = rows(db, "SELECT target_s, predicted_s, model FROM runs WHERE source='yarn'")
+    assert {tuple(r) for r in imported_rows} == {(None, None, None)}
