@@ -349,6 +349,11 @@ def test_import_speed_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
     report = capsys.readouterr().out
     assert "| first import | 300 | 0 |" in report
     assert "| again (all already imported) | 0 | 300 |" in report
+    # the event-log part: a 10 MiB generated log, plain and zstd, each one run and a profile
+    rows = [line for line in report.splitlines() if line.startswith(("| plain", "| zstd"))]
+    assert len(rows) == 2 and all("scale-out 16 (mean " in r for r in rows)
+    tasks = {int(r.rstrip(" |").rsplit("|", 1)[1]) for r in rows}
+    assert len(tasks) == 1 and tasks.pop() > 1000  # the same log, read whole either way
 
 
 def test_learning_co_runners_from_a_dead_rm_is_one_warning(
