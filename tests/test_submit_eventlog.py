@@ -142,7 +142,7 @@ print(f"INFO StandaloneSchedulerBackend: Connected to Spark cluster with app ID 
       file=sys.stderr, flush=True)
 dirs = [a.split("=", 1)[1] for a in sys.argv if a.startswith("spark.eventLog.dir=")]
 target = dirs[-1].removeprefix("file://") if dirs else ""
-if os.environ.get("FAKE_LOG") and "://" not in target:
+if os.environ.get("FAKE_LOG") and target and "://" not in target:
     name = app + os.environ.get("FAKE_SUFFIX", ".zstd")
     shutil.copyfile(os.environ["FAKE_LOG"], os.path.join(target, name))
 sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
@@ -159,12 +159,24 @@ def fake_spark(tmp_path: Path) -> Path:
     return fake
 
 
-def submit(db: Path, fake: Path, *extra: str, env: dict[str, str], conf: tuple = ()):
-    return cobell_process(
-        "--db", db, "submit", "-j", "etl", "-t", "60", "--cluster", "none", "--json", *extra,
-        "--", fake, "--master", "spark://127.0.0.1:7077", *conf, "app.py",
-        env={"FAKE_APP": ETL_APP, **env},
-    )  # fmt: skip
+def submit(db: Path, fake: Path, *extra: str, env: dict[str, str], conf: tuple = (), cwd=None):
+    """`cobell submit` of job etl through the stand-in spark-submit, as a process."""
+    import os
+    import subprocess
+
+    argv = [
+        PY, "-m", "cobell_cli", "--db", str(db), "submit", "-j", "etl", "-t", "60",
+        "--cluster", "none", "--json", *extra, "--", str(fake), "--master",
+        "spark://127.0.0.1:7077", *conf, "app.py",
+    ]  # fmt: skip
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FAKE_APP": ETL_APP, **env},
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def rows(db: Path, sql: str) -> list[sqlite3.Row]:
@@ -215,8 +227,9 @@ def test_a_broken_log_is_one_warning_and_the_exit_code_stands(
 def test_off_and_the_users_own_directory(tmp_path: Path, fake_spark: Path) -> None:
     db = tmp_path / "h.db"
     env = {"FAKE_LOG": str(ETL_LOG)}
-    off = submit(db, fake_spark, "--event-log-dir", "off", env=env)
+    off = submit(db, fake_spark, "--event-log-dir", "off", env=env, cwd=tmp_path)
     assert off.returncode == 0 and not (tmp_path / "event-logs").exists()
+    assert not list(tmp_path.glob("app-*"))  # no log written anywhere
     assert "eventLog" not in rows(db, "SELECT command FROM runs")[0][0]
     user = tmp_path / "user-logs"
     user.mkdir()
@@ -258,19 +271,26 @@ def test_the_setting_from_env_and_file(tmp_path: Path) -> None:
 # --- real Spark: `flock /tmp/cobell-spark.lock .venv/bin/python -m pytest -m spark ...` ------
 
 
-def spark_submit(db: Path, spark, *conf: str) -> dict:
-    """A real `cobell submit` of a small job (6 tasks of 0.3 s) at scale-out 1."""
+READ_JOB = """
+import sys, time
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+lines = spark.sparkContext.textFile(sys.argv[1], 4)
+print(lines.map(lambda l: (len(l) % 7, 1)).reduceByKey(lambda a, b: a + b).count())
+spark.stop()
+"""
+
+
+def spark_submit(db: Path, spark, job: Path, *args: str, conf: tuple = ()) -> dict:
+    """A real `cobell submit` of a small PySpark job at scale-out 1 on the local cluster."""
     import subprocess
 
-    import cobell_cli.examples as examples
     from tests.spark_support import driver_env
 
-    job = Path(examples.__file__).parent / "scaling_job.py"
     argv = [
         PY, "-m", "cobell_cli", "--db", str(db), "submit", "-j", "small", "-t", "300",
         "--min-scale-out", "1", "--max-scale-out", "1", "--cluster", "none", "--json", "--",
-        str(spark.spark_submit), "--master", spark.master_url, *conf, str(job),
-        "--tasks", "6", "--task-s", "0.3",
+        str(spark.spark_submit), "--master", spark.master_url, *conf, str(job), *args,
     ]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, env=driver_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -281,7 +301,10 @@ def spark_submit(db: Path, spark, *conf: str) -> dict:
 @pytest.mark.spark
 def test_a_real_submit_leaves_an_event_log_and_a_profile(local_spark, tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    outcome = spark_submit(db, local_spark)
+    job, data = tmp_path / "read.py", tmp_path / "input.txt"
+    job.write_text(READ_JOB)
+    data.write_text("".join(f"line {k} of the input, padded to be longer\n" for k in range(60_000)))
+    outcome = spark_submit(db, local_spark, job, str(data))
     app_id = outcome["app_id"]
     assert app_id.startswith("app-")
     (run,) = rows(db, "SELECT * FROM runs")
@@ -291,10 +314,21 @@ def test_a_real_submit_leaves_an_event_log_and_a_profile(local_spark, tmp_path: 
     summary = json.loads(profile["summary"])
     assert profile["run_id"] == run["id"] and summary["app_id"] == app_id
     assert summary["scale_out"] == 1 and summary["cores_per_executor"] == 1
-    tasks = sum(len(s["task_s"]) for s in summary["stages"])
-    assert tasks >= 6 and summary["end_ms"] is not None
-    # the profile's life of the app lies within the run cobell recorded around spark-submit
-    assert 0 < summary["runtime_s"] <= run["runtime_s"]
+    assert sum(len(s["task_s"]) for s in summary["stages"]) >= 8  # 4 read + 4 reduce tasks
+    assert summary["end_ms"] is not None and 0 < summary["runtime_s"] <= run["runtime_s"]
+    # the input is what the first stage read: the file (Hadoop reads whole lines at the
+    # split boundaries, so a little more than its size)
+    size = data.stat().st_size
+    assert size <= summary["input_bytes"] <= size * 1.05
+    # the same log, imported as a run of its own: the same figures from the other fold
+    imported = cobell_process(
+        "--db", tmp_path / "other.db", "history", "import", "--from-event-logs",
+        tmp_path / "event-logs", "--json",
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    (again,) = rows(tmp_path / "other.db", "SELECT * FROM runs")
+    assert again["app_id"] == app_id and again["job"] == "small" and again["scale_out"] == 1
+    assert again["input_bytes"] == summary["input_bytes"]
 
 
 @pytest.mark.spark
@@ -303,7 +337,10 @@ def test_a_real_submit_respects_the_users_event_log_dir(local_spark, tmp_path: P
     user = tmp_path / "user-events"
     user.mkdir()
     conf = ("--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={user}")
-    outcome = spark_submit(db, local_spark, *conf)
+    import cobell_cli.examples as examples
+
+    job = Path(examples.__file__).parent / "scaling_job.py"
+    outcome = spark_submit(db, local_spark, job, "--tasks", "2", "--task-s", "0.2", conf=conf)
     assert not (tmp_path / "event-logs").exists()
     (run,) = rows(db, "SELECT * FROM runs")
     assert run["command"].count("spark.eventLog.dir") == 1
