@@ -406,3 +406,38 @@ def test_a_job_with_imported_runs_is_planned_by_its_model_from_its_first_submit(
     assert [r["id"] for r in calibration_runs] == [ours["id"]]
     imported_rows = rows(db, "SELECT target_s, predicted_s, model FROM runs WHERE source='yarn'")
     assert {tuple(r) for r in imported_rows} == {(None, None, None)}
+
+
+def test_the_standin_serves_finished_apps_in_the_documented_shape(
+    rm: StandinRM, yarn_fixtures: Path
+) -> None:
+    import requests
+
+    documented = json.loads((yarn_fixtures / "apps.json").read_text())["apps"]["app"][0]
+    app = rm.add_app("x", start_s=rm.now_s - 100, duration_s=50)
+    rm.add_app("still running", start_s=rm.now_s - 10, duration_s=600)
+    answer = requests.get(
+        f"{rm.url}/ws/v1/cluster/apps", params={"states": "FINISHED,FAILED,KILLED"}, timeout=10
+    ).json()
+    (served,) = answer["apps"]["app"]
+    assert served["id"] == app and set(documented) <= set(served)
+    for key, value in documented.items():  # the same JSON kinds (numbers, texts, booleans)
+        assert isinstance(served[key], bool) == isinstance(value, bool), key
+        assert isinstance(served[key], str) == isinstance(value, str), key
+    assert (served["state"], served["finalStatus"]) == (documented["state"], "SUCCEEDED")
+    assert served["finishedTime"] == served["startedTime"] + served["elapsedTime"] > 0
+    assert served["runningContainers"] <= 0 and served["allocatedVCores"] <= 0  # none held
+    assert served["vcoreSeconds"] > 0  # what the import estimates the executors from
+
+
+def test_the_documented_apps_document_imports(db: Path, rm: StandinRM, yarn_fixtures: Path) -> None:
+    rm.raw_apps = (yarn_fixtures / "apps.json").read_bytes()  # Hadoop's own example, verbatim
+    summary = imported(db, rm, "--since", "2016-10-01")
+    assert summary["imported"] == 2 and summary["skipped"] == 0
+    assert summary["colocations"] == 2  # the two apps overlapped: one row on each
+    runs = {r["app_id"]: r for r in rows(db, "SELECT * FROM runs")}
+    word_count = runs["application_1476912658570_0002"]
+    assert word_count["job"] == "word count" and word_count["status"] == "succeeded"
+    assert word_count["runtime_s"] == pytest.approx(304.578)
+    # 201 vcore-seconds over 304.6 s is 0.66 containers: the AM alone, at least 1 executor
+    assert word_count["scale_out"] == 1 and word_count["mean_scale_out"] == 0.0
