@@ -153,6 +153,14 @@ def event_log_runs(size_mb: float, seed: int) -> list[dict[str, Any]]:
     return runs
 
 
+def verdict(ok_time: bool, ok_rss: bool) -> str:
+    return (
+        f"Goal: <= {GOAL_S:.0f} s or >= {GOAL_MBPS:.0f} MB/s: "
+        f"{'met' if ok_time else 'NOT met'}; peak RSS <= {GOAL_RSS_MB:.0f} MB: "
+        f"{'met' if ok_rss else 'NOT met'}."
+    )
+
+
 def render_event_logs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> str:
     load = os.getloadavg()
     first = runs[0]
@@ -184,14 +192,7 @@ def render_event_logs(args: argparse.Namespace, runs: list[dict[str, Any]]) -> s
         )
         ok_time &= run["wall_s"] <= GOAL_S or mb / run["wall_s"] >= GOAL_MBPS
         ok_rss &= run["rss_mb"] <= GOAL_RSS_MB
-    lines += [
-        "",
-        f"Goal: <= {GOAL_S:.0f} s or >= {GOAL_MBPS:.0f} MB/s: "
-        f"{'met' if ok_time else 'NOT met'}; peak RSS <= {GOAL_RSS_MB:.0f} MB: "
-        f"{'met' if ok_rss else 'NOT met'}.",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", verdict(ok_time, ok_rss), ""])
 
 
 def render(args: argparse.Namespace, volume: int, first: dict, again: dict) -> str:
@@ -223,14 +224,7 @@ def render(args: argparse.Namespace, volume: int, first: dict, again: dict) -> s
         )
     ok_time = first["wall_s"] <= GOAL_S or mb / first["wall_s"] >= GOAL_MBPS
     ok_rss = max(first["rss_mb"], again["rss_mb"]) <= GOAL_RSS_MB
-    lines += [
-        "",
-        f"Goal: <= {GOAL_S:.0f} s or >= {GOAL_MBPS:.0f} MB/s: "
-        f"{'met' if ok_time else 'NOT met'}; peak RSS <= {GOAL_RSS_MB:.0f} MB: "
-        f"{'met' if ok_rss else 'NOT met'}.",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", verdict(ok_time, ok_rss), ""])
 
 
 if __name__ == "__main__":

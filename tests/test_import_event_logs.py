@@ -167,26 +167,11 @@ def test_job_identity_order_for_event_logs(tmp_path: Path) -> None:
 
 
 def test_progress_on_a_terminal(tmp_path: Path) -> None:
-    import os
-    import pty
-    import subprocess
     import sys
 
+    from tests.test_import_yarn import stderr_on_a_terminal
+
     argv = [sys.executable, "-m", "cobell_cli", "--db", str(tmp_path / "h.db"), "history"]
-    argv += ["import", "--from-event-logs", str(LOGS)]
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    assert proc.wait(timeout=60) == 0
-    os.close(leader)
+    seen = stderr_on_a_terminal([*argv, "import", "--from-event-logs", str(LOGS)])
     assert b"reading" in seen and b"apps" in seen  # the progress count, on the terminal
     assert b"imported 4 of 5 apps" in seen and b"4 event-log profiles" in seen

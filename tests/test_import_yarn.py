@@ -82,6 +82,29 @@ def test_finished_apps_become_runs_with_colocations(db: Path, rm: StandinRM) -> 
     assert [tuple(r) for r in back] == [(a, "nightly")]
 
 
+def stderr_on_a_terminal(argv: list[str]) -> bytes:
+    """What a command that succeeds writes to stderr when stderr is a terminal (a pty)."""
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    return seen
+
+
 def test_import_is_idempotent_and_dry_run_writes_nothing(db: Path, rm: StandinRM) -> None:
     for k in range(3):
         rm.add_app("job", start_s=rm.now_s - HOUR * (k + 2), duration_s=600)
@@ -284,29 +307,12 @@ def test_unknown_to_the_timeline_server_keeps_the_estimate(db: Path, rm: Standin
 
 
 def test_progress_on_a_terminal_only(db: Path, rm: StandinRM) -> None:
-    import os
-    import pty
-    import subprocess
     import sys
 
     for k in range(30):
         rm.add_app(f"j{k}", start_s=rm.now_s - HOUR - k * 60, duration_s=30)
     argv = [sys.executable, "-m", "cobell_cli", "--db", str(db), "history", "import"]
-    argv += ["--from-yarn", "--rm-url", rm.url]
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    assert proc.wait(timeout=60) == 0
-    os.close(leader)
+    seen = stderr_on_a_terminal([*argv, "--from-yarn", "--rm-url", rm.url])
     assert b"reading" in seen and b"apps" in seen  # the progress count, drawn on the terminal
     assert b"imported 30 of 30 apps" in seen
     piped = cobell(

@@ -5,7 +5,6 @@ whole path through real processes. The real Spark runs are at the end of the fil
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from cobell_cli.run import event_capture
 from cobell_cli.run.launch import event_log_settings, inject, local_directory
 from tests.cli_support import cobell_process
+from tests.test_import_yarn import rows
 
 PY = sys.executable
 LOGS = Path(__file__).parent / "data" / "eventlogs" / "logs"
@@ -177,15 +177,6 @@ def submit(db: Path, fake: Path, *extra: str, env: dict[str, str], conf: tuple =
         cwd=cwd,
         timeout=120,
     )
-
-
-def rows(db: Path, sql: str) -> list[sqlite3.Row]:
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def test_a_run_leaves_its_log_and_profile(tmp_path: Path, fake_spark: Path) -> None:
