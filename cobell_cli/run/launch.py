@@ -30,6 +30,11 @@ Launchers are recognised from argv[0] (after an optional `env NAME=value ...` pr
 - `flink run` / `flink run-application`: `-p X`; on YARN targets also `-Dyarn.tags=...`.
 - anything else: every `{scale_out}` in argv is replaced; without one it is a UsageError.
 
+Event logs (for the what-if; run/event_capture.py decides and does the I/O):
+`event_log_settings(argv, inherited)` says what a spark-submit command will log and where
+(its `--conf`s over the properties file's), `with_event_log(argv, uri)` turns logging on among
+the launcher's options, `local_directory(dir)` is a spark.eventLog.dir's local path or None.
+
 `{scale_out}` placeholders are substituted for every launcher first, so
 `spark-submit --master local[{scale_out}] ...` works as a placeholder command. New flags go at
 the end of the launcher's options (before the application file); a flag the user already gave
