@@ -316,6 +316,7 @@ class DrippingServer:
         self.sock.close()
 
 
+@pytest.mark.timeout(60)  # a download that never gives up fails here, not at the suite's 600 s
 def test_a_dripping_log_download_gives_up_in_bounded_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -295,15 +295,22 @@ def _copy_within(resp: Any, out: Any, budget_s: float) -> bool:
     """Copy a streamed body to `out`; False if it took longer than `budget_s`.
 
     Each read is bounded by the request's timeout, but a server dripping bytes could make
-    one chunk last for ever: a timer closes the connection at the deadline, so the download
-    ends within the budget plus one timeout."""
+    one chunk last for ever: at the deadline a timer shuts the connection's socket down, which
+    ends the read at once. (Closing the response instead would wait for the reader's buffer
+    lock, which a dripping server never lets go.)"""
+    import socket
     import threading
 
     expired = threading.Event()
 
     def expire() -> None:
         expired.set()
-        resp.close()
+        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed: the read has ended anyway
+            pass
 
     timer = threading.Timer(budget_s, expire)
     timer.daemon = True
