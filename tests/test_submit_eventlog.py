@@ -307,10 +307,10 @@ def test_a_real_submit_leaves_an_event_log_and_a_profile(local_spark, tmp_path: 
     assert summary["scale_out"] == 1 and summary["cores_per_executor"] == 1
     assert sum(len(s["task_s"]) for s in summary["stages"]) >= 8  # 4 read + 4 reduce tasks
     assert summary["end_ms"] is not None and 0 < summary["runtime_s"] <= run["runtime_s"]
-    # the input is what the first stage read: the file (Hadoop reads whole lines at the
-    # split boundaries, so a little more than its size)
+    # the input is what the first stage read: the file, and a little more, since each of the
+    # 4 splits reads on past its end, in Hadoop's 64 KiB buffers, to finish its last line
     size = data.stat().st_size
-    assert size <= summary["input_bytes"] <= size * 1.05
+    assert size <= summary["input_bytes"] <= size + 4 * 2 * 64 * 1024
     # the same log, imported as a run of its own: the same figures from the other fold
     imported = cobell_process(
         "--db", tmp_path / "other.db", "history", "import", "--from-event-logs",
