@@ -28,7 +28,7 @@ from typing import Any
 from cobell_cli.cluster.fields import number_or_none, text_or_none
 from cobell_cli.cluster.jobs import split_tags
 from cobell_cli.errors import CobellError
-from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of
+from cobell_cli.sources.record import ImportedApp, ImportSummary, first_line, job_of
 from cobell_cli.sources.spark_history import executor_counts
 
 INPUT_BYTES = "internal.metrics.input.bytesRead"
@@ -180,7 +180,7 @@ def import_from_event_logs(
             if state.app_id is not None and state.end_ms is None:  # torn while running
                 summary.skip("no end event (running or crashed)", state.app_id)
             else:
-                summary.skip(f"unreadable ({_first_line(exc)})", name)
+                summary.skip(f"unreadable ({first_line(exc)})", name)
             continue
         finally:
             if on_app is not None:
@@ -226,11 +226,6 @@ class ProfileFeed:
             try:
                 return profile_json(self.fold.profile(Path(name)))
             except (CobellError, KeyError, TypeError, ValueError) as exc:
-                self.error = _first_line(exc)
+                self.error = first_line(exc)
         summary.unprofiled[f"event not understood ({self.error})"] += 1
         return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:120]

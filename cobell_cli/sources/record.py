@@ -138,6 +138,12 @@ class ImportSummary:
         return text
 
 
+def first_line(exc: BaseException, limit: int = 120) -> str:
+    """An error's first line, short enough for a skip reason in a summary."""
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:limit]
+
+
 def job_of(
     name: str,
     tags: Iterable[str],

@@ -40,7 +40,7 @@ from cobell_cli.cluster.fields import number_or_none, text_or_none
 from cobell_cli.cluster.http import normalize_url
 from cobell_cli.cluster.jobs import split_tags
 from cobell_cli.errors import ClusterError, CobellError
-from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of
+from cobell_cli.sources.record import ImportedApp, ImportSummary, first_line, job_of
 
 API = "/api/v1"
 FIX = "check --from-spark-history URL (the History Server's web address, e.g. http://shs:18080)"
@@ -371,7 +371,7 @@ class LogProfiles:
         try:
             profile = summarize(path)
         except (CobellError, KeyError, TypeError, ValueError) as exc:
-            self.summary.unprofiled[f"log not readable ({_first_line(exc)})"] += 1
+            self.summary.unprofiled[f"log not readable ({first_line(exc)})"] += 1
             return replace(app, event_log=path)
         return replace(
             app,
@@ -379,11 +379,6 @@ class LogProfiles:
             profile=profile_json(profile),
             input_bytes=profile.input_bytes or app.input_bytes,
         )
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return (lines[0] if lines else type(exc).__name__)[:80]
 
 
 def _safe_name(app_id: str) -> str:
