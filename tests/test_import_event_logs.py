@@ -133,6 +133,8 @@ def test_an_event_the_profile_cannot_fold_costs_the_profile_not_the_run(tmp_path
     (reason,) = summary["unprofiled_by_reason"]
     assert "Submission Time" in reason
     assert rows(db, "SELECT count(*) FROM run_profiles")[0][0] == 0
+    again = import_logs(db, log.parent)  # already imported: nothing to say about its profile
+    assert again["imported"] == 0 and again["unprofiled_by_reason"] == {}
 
 
 def test_since_as_a_date_or_a_duration(tmp_path: Path) -> None:

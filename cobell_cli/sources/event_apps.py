@@ -195,7 +195,8 @@ def import_from_event_logs(
             summary.skip("finished before --since", parsed.app_id)
             continue
         summary.note_finished(parsed.finished_at)
-        apps.append(replace(parsed, profile=shape.json(name, summary)))
+        profile, why = shape.json(name)
+        apps.append(replace(parsed, profile=profile, no_profile=why))
     store_imported(history, apps, summary, dry_run=dry_run)
     return summary
 
@@ -218,14 +219,13 @@ class ProfileFeed:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self.fold, self.error = None, f"{type(exc).__name__} {exc}"[:80]
 
-    def json(self, name: str, summary: ImportSummary) -> str | None:
-        """The profile's JSON text, or None with the reason counted in `summary.unprofiled`."""
+    def json(self, name: str) -> tuple[str | None, str]:
+        """The profile's JSON text, or None and why not."""
         from cobell_cli.store.history import profile_json
 
         if self.fold is not None:
             try:
-                return profile_json(self.fold.profile(Path(name)))
+                return profile_json(self.fold.profile(Path(name))), ""
             except (CobellError, KeyError, TypeError, ValueError) as exc:
                 self.error = first_line(exc)
-        summary.unprofiled[f"event not understood ({self.error})"] += 1
-        return None
+        return None, f"event not understood ({self.error})"

@@ -54,6 +54,7 @@ class ImportedApp:
     event_log: str | None = None
     backend: str | None = None
     profile: str | None = field(default=None, repr=False, compare=False)  # AppProfile JSON
+    no_profile: str = ""  # why a log that was read gave no profile (counted when imported)
 
     @property
     def runtime_s(self) -> float:
@@ -248,7 +249,10 @@ def store_imported(
             record["colocations"] = colocation_rows(app, [views[j] for j in pairs.get(i, [])])
             summary.colocations += len(record["colocations"])
             summary.scale_out_how[app.scale_out_how or "unknown"] += 1
-            summary.profiles += app.profile is not None
+            if app.profile is not None:
+                summary.profiles += 1
+            elif app.no_profile:
+                summary.unprofiled[app.no_profile] += 1
             if not dry_run:
                 run_id = _insert_run(history, record, summary.where)
                 summary.run_ids.append(run_id)

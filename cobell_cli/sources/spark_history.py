@@ -346,12 +346,13 @@ class LogProfiles:
     """Download each app's event log and fold it into the what-if's profile (the run keeps
     its REST figures; the profile adds the stage graph and the first stages' input bytes).
 
-    A log that cannot be had costs its profile only, counted by reason in the summary; after
+    A log that cannot be had costs its profile only (the reason is counted in the summary
+    when the run is imported); after
     a download fails on the server's side (down, timeout) no more are asked for, so a server
     that stops answering costs one timeout, not one per app."""
 
-    def __init__(self, server: HistoryServer, into: Path, summary: ImportSummary) -> None:
-        self.server, self.into, self.summary = server, into, summary
+    def __init__(self, server: HistoryServer, into: Path) -> None:
+        self.server, self.into = server, into
         self.stopped: str | None = None
 
     def __call__(self, app: ImportedApp) -> ImportedApp:
@@ -359,20 +360,17 @@ class LogProfiles:
         from cobell_cli.store.history import profile_json
 
         if self.stopped is not None:
-            self.summary.unprofiled[f"log not downloaded ({self.stopped})"] += 1
-            return app
+            return replace(app, no_profile=f"log not downloaded ({self.stopped})")
         try:
             path = self.server.download_log(app.app_id, self.into)
         except LogUnavailable as exc:
-            self.summary.unprofiled[f"log not downloaded ({exc})"] += 1
             if exc.server_failed:
                 self.stopped = f"the server failed: {exc}"
-            return app
+            return replace(app, no_profile=f"log not downloaded ({exc})")
         try:
             profile = summarize(path)
         except (CobellError, KeyError, TypeError, ValueError) as exc:
-            self.summary.unprofiled[f"log not readable ({first_line(exc)})"] += 1
-            return replace(app, event_log=path)
+            return replace(app, event_log=path, no_profile=f"log not readable ({first_line(exc)})")
         return replace(
             app,
             event_log=path,
@@ -413,7 +411,7 @@ def read_apps(
 ) -> list[ImportedApp]:
     """The server's completed apps ended since `since`; skips counted in `summary`.
     With `logs_into`, each app's event log is downloaded there and profiled (LogProfiles)."""
-    profiles = None if logs_into is None else LogProfiles(server, logs_into, summary)
+    profiles = None if logs_into is None else LogProfiles(server, logs_into)
     apps = []
     for info in server.running_apps():
         summary.seen += 1
