@@ -137,6 +137,26 @@ def _url_list_text(value: Any) -> str:
     return text
 
 
+EVENT_LOG_OFF = "off"
+
+
+def _event_log_dir(value: Any) -> str:
+    """A local directory for the event logs of the runs cobell launches, or 'off'.
+
+    Local because cobell reads the log after the run; a `file://` URL is taken as its path."""
+    text = _text(value).strip()
+    if text.lower() in {"off", "none", "false", "no", "0"}:
+        return EVENT_LOG_OFF
+    if text.startswith("file://"):
+        text = text.removeprefix("file://")
+    elif "://" in text or text.startswith(("hdfs:", "s3a:", "abfs:", "gs:", "viewfs:")):
+        raise ValueError(
+            f"expected a local directory (cobell reads the log after the run) or 'off', "
+            f"got {text!r}"
+        )
+    return str(Path(text).expanduser())
+
+
 def _fraction(value: Any) -> float:
     number = _finite(value)
     if not 0 < number < 1:
@@ -270,6 +290,14 @@ SETTINGS: tuple[Setting, ...] = (
         "reuse fitted models from $XDG_CACHE_HOME/cobell/models (keyed by the runs they were "
         "fitted on; safe to delete)",
     ),
+    Setting(
+        "event_log_dir",
+        _event_log_dir,
+        None,
+        "where `cobell submit` has Spark write the event logs of the runs it launches, read "
+        "after each run for the what-if (default: event-logs/ next to the history); 'off': "
+        "leave event logging alone",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -291,6 +319,14 @@ class Settings:
     @property
     def db_path(self) -> Path:
         return Path(self.values["db"]).expanduser() if self.values["db"] else default_db_path()
+
+    @property
+    def event_log_path(self) -> Path | None:
+        """The event-log directory of submitted runs; None when capture is off."""
+        value = self.values.get("event_log_dir")
+        if value == EVENT_LOG_OFF:
+            return None
+        return Path(value) if value else self.db_path.parent / "event-logs"
 
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:

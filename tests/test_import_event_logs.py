@@ -90,3 +90,90 @@ def test_a_missing_path_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     assert not db.exists() or rows(db, "SELECT count(*) FROM runs")[0][0] == 0
     none = cobell("--db", db, "history", "import", "--from-event-logs")
     assert none.exit_code == 2 and "at least one PATH" in none.stderr
+
+
+def test_each_imported_log_leaves_its_profile_in_the_same_transaction(tmp_path: Path) -> None:
+    from cobell_cli.core.profile import AppProfile
+    from cobell_cli.sources.eventlog_profile import summarize
+
+    db = tmp_path / "h.db"
+    dry = import_logs(db, LOGS, "--dry-run")
+    assert dry["profiles"] == 4 and not db.exists()
+    summary = import_logs(db, LOGS)
+    assert summary["profiles"] == 4 and summary["unprofiled_by_reason"] == {}
+    stored = rows(
+        db,
+        "SELECT r.app_id, r.event_log, p.format, p.summary FROM run_profiles p "
+        "JOIN runs r ON r.id = p.run_id",
+    )
+    assert len(stored) == 4
+    for row in stored:
+        profile = AppProfile.from_dict(json.loads(row["summary"]))
+        assert profile.app_id == row["app_id"] and row["format"] == 1
+        # folded in the import's single pass: the same as reading the log for a profile alone
+        assert json.loads(row["summary"]) == summarize(row["event_log"]).to_dict()
+    assert import_logs(db, LOGS)["profiles"] == 0  # nothing new: no second profile
+    assert rows(db, "SELECT count(*) FROM run_profiles")[0][0] == 4
+
+
+def test_an_event_the_profile_cannot_fold_costs_the_profile_not_the_run(tmp_path: Path) -> None:
+    events = [
+        {"Event": "SparkListenerApplicationStart", "App ID": "app-1", "App Name": "x",
+         "Timestamp": 1000},
+        {"Event": "SparkListenerExecutorAdded", "Executor ID": "1", "Timestamp": 1000},
+        {"Event": "SparkListenerJobStart", "Job ID": 0},  # no Submission Time
+        {"Event": "SparkListenerApplicationEnd", "Timestamp": 11000},
+    ]  # fmt: skip
+    log = tmp_path / "logs" / "app-1"
+    log.parent.mkdir()
+    log.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    db = tmp_path / "h.db"
+    summary = import_logs(db, log.parent)
+    assert summary["imported"] == 1 and summary["profiles"] == 0
+    (reason,) = summary["unprofiled_by_reason"]
+    assert "Submission Time" in reason
+    assert rows(db, "SELECT count(*) FROM run_profiles")[0][0] == 0
+    again = import_logs(db, log.parent)  # already imported: nothing to say about its profile
+    assert again["imported"] == 0 and again["unprofiled_by_reason"] == {}
+
+
+def test_since_as_a_date_or_a_duration(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    # the recorded apps ended on 2026-11-22 (UTC)
+    assert import_logs(db, LOGS, "--since", "2026-11-22", "--dry-run")["imported"] == 4
+    later = import_logs(db, LOGS, "--since", "2026-11-23T00:00:00Z", "--dry-run")
+    assert later["imported"] == 0
+    assert later["skipped_by_reason"]["finished before --since"] == 4
+    import time
+
+    from cobell_cli.cli.history import parse_since
+
+    ended = parse_since("2026-11-22T23:45:00Z", 0)
+    days = (time.time() - ended) / 86400
+    assert import_logs(db, LOGS, "--since", f"{days + 1:.0f}d", "--dry-run")["imported"] == 4
+    assert import_logs(db, LOGS, "--since", "1h", "--dry-run")["imported"] == 0
+
+
+def test_job_identity_order_for_event_logs(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('job_patterns = { report = "^adhoc" }\n')
+    result = cobell(
+        "--config", config, "--db", tmp_path / "h.db", "history", "import",
+        "--from-event-logs", LOGS, "--job", "misc", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    jobs = {r["app_id"]: r["job"] for r in rows(tmp_path / "h.db", "SELECT * FROM runs")}
+    # etl: its cobell-job: tag; adhoc report: the pattern; cobell:pi: cobell's own app name;
+    # broken: --job (no tag, no pattern)
+    assert sorted(jobs.values()) == ["etl", "misc", "pi", "report"]
+
+
+def test_progress_on_a_terminal(tmp_path: Path) -> None:
+    import sys
+
+    from tests.test_import_yarn import stderr_on_a_terminal
+
+    argv = [sys.executable, "-m", "cobell_cli", "--db", str(tmp_path / "h.db"), "history"]
+    seen = stderr_on_a_terminal([*argv, "import", "--from-event-logs", str(LOGS)])
+    assert b"reading" in seen and b"apps" in seen  # the progress count, on the terminal
+    assert b"imported 4 of 5 apps" in seen and b"4 event-log profiles" in seen

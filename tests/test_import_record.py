@@ -60,22 +60,27 @@ def test_standalone_completed_app() -> None:
 
 
 def test_a_bad_row_rolls_back_the_whole_import(tmp_path) -> None:
+    from dataclasses import replace
+
     import pytest
 
     from cobell_cli.errors import CobellError
     from cobell_cli.sources.record import ImportSummary, store_imported
     from cobell_cli.store.history import History
 
-    good = [app(f"a{k}", 100.0 * k, 100.0 * k + 150) for k in range(5)]
+    profile = '{"app_id": "a0", "stages": []}'
+    good = [replace(app(f"a{k}", 100.0 * k, 100.0 * k + 150), profile=profile) for k in range(5)]
     bad = ImportedApp("bad", "bad", "j", "succeeded", 10.0, 20.0, "yarn", scale_out=None)
+    count = lambda table: history.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: E731
     with History.open(tmp_path / "h.db") as history:
         with pytest.raises(CobellError, match=r"app bad cannot be stored \(scale_out"):
             store_imported(history, [*good, bad], ImportSummary("yarn", "t"))
         assert history.count() == 0
-        assert history.conn.execute("SELECT count(*) FROM colocations").fetchone()[0] == 0
+        assert count("colocations") == 0 and count("run_profiles") == 0
         summary = ImportSummary("yarn", "t")
         store_imported(history, good, summary)
         assert history.count() == 5 and summary.colocations == 8  # 4 neighbouring pairs
+        assert summary.profiles == 5 and count("run_profiles") == 5
 
 
 def test_any_json_app_is_parsed_or_skipped_never_raises() -> None:

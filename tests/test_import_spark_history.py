@@ -142,9 +142,19 @@ def test_history_server_apps_become_runs(tmp_path: Path, history_server: str) ->
     assert Path(runs["etl"]["event_log"]).is_file()  # a single-file log
     assert Path(runs["pi"]["event_log"]).is_dir()  # a rolling log directory
     assert any(Path(runs["pi"]["event_log"]).glob("events_1_*"))
+    # ... and folded into the what-if's profile, stored with the run in the same import
+    assert summary["profiles"] == APPS and summary["unprofiled_by_reason"] == {}
+    profiles = rows(
+        db, "SELECT r.app_id, p.summary FROM run_profiles p JOIN runs r ON r.id = p.run_id"
+    )
+    assert len(profiles) == APPS
+    for row in profiles:
+        profile = json.loads(row["summary"])
+        assert profile["app_id"] == row["app_id"] and profile["stages"]
     again = shs_import(db, history_server)
-    assert again["imported"] == 0
+    assert again["imported"] == 0 and again["profiles"] == 0
     assert again["skipped_by_reason"]["already in the history"] == APPS
+    assert rows(db, "SELECT count(*) FROM run_profiles")[0][0] == APPS
 
 
 @pytest.mark.spark
@@ -155,6 +165,7 @@ def test_dry_run_and_since(tmp_path: Path, history_server: str) -> None:
     assert not (tmp_path / "event-logs").exists()
     kept = shs_import(db, history_server, "--no-download-logs")
     assert kept["imported"] == APPS and not (tmp_path / "event-logs").exists()
+    assert kept["profiles"] == 0 and rows(db, "SELECT count(*) FROM run_profiles")[0][0] == 0
     assert {r[0] for r in rows(db, "SELECT event_log FROM runs")} == {None}
     future = cobell(
         "--db", db, "history", "import", "--from-spark-history", history_server,
@@ -260,3 +271,83 @@ def test_yarn_import_keeps_estimates_when_the_history_server_is_down(
     assert len(summary["warnings"]) == 1 and "connection refused" in summary["warnings"][0]
     assert result.stderr.count("estimated scale-outs kept") == 1
     assert time.monotonic() - started < 10
+
+
+class DrippingServer:
+    """Loopback HTTP that answers 200 with a long zip body, one byte every `every_s` (a slow
+    History Server whose every read arrives within the timeout); counts the requests."""
+
+    def __init__(self, every_s: float = 0.2) -> None:
+        import threading
+
+        self.every_s = every_s
+        self.requests = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.requests += 1
+            with conn:
+                try:
+                    conn.recv(65536)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                        b"Content-Length: 100000\r\n\r\n"
+                    )
+                    while not self.stop.wait(self.every_s):
+                        conn.sendall(b"P")
+                except OSError:  # the client gave up
+                    pass
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+@pytest.mark.timeout(60)  # a download that never gives up fails here, not at the suite's 600 s
+def test_a_dripping_log_download_gives_up_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cobell_cli.cluster.http import JsonClient
+    from cobell_cli.sources import spark_history
+    from cobell_cli.sources.record import ImportedApp, ImportSummary, store_imported
+    from cobell_cli.store.history import History
+
+    monkeypatch.setattr(spark_history, "DOWNLOAD_BUDGET_S", 1.0)
+    drip = DrippingServer()
+    try:
+        client = JsonClient(what="Spark History Server", timeout_s=2.0, retries=0)
+        server = spark_history.HistoryServer(drip.url, client)
+        summary = ImportSummary("spark-history", "test")
+        profiles = spark_history.LogProfiles(server, tmp_path / "logs")
+        apps = [
+            ImportedApp(f"app-{k}", "x", "x", "succeeded", 0.0, 10.0, "spark-history", 1)
+            for k in range(3)
+        ]
+        started = time.monotonic()
+        kept = [profiles(app) for app in apps]
+        elapsed = time.monotonic() - started
+    finally:
+        drip.close()
+    assert elapsed < 1.0 + 2.0 + 1.5  # the budget, one read's timeout, slack
+    assert all(a.profile is None and a.event_log is None for a in kept)
+    assert drip.requests == 1  # the server failed once: no more logs asked for
+    with History.open(tmp_path / "h.db") as history:  # the runs are imported all the same
+        store_imported(history, kept, summary)
+    assert summary.imported == 3 and summary.profiles == 0
+    assert dict(summary.unprofiled) == {
+        "log not downloaded (not downloaded within 1 s)": 1,
+        "log not downloaded (the server failed: not downloaded within 1 s)": 2,
+    }

@@ -82,6 +82,29 @@ def test_finished_apps_become_runs_with_colocations(db: Path, rm: StandinRM) -> 
     assert [tuple(r) for r in back] == [(a, "nightly")]
 
 
+def stderr_on_a_terminal(argv: list[str]) -> bytes:
+    """What a command that succeeds writes to stderr when stderr is a terminal (a pty)."""
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    return seen
+
+
 def test_import_is_idempotent_and_dry_run_writes_nothing(db: Path, rm: StandinRM) -> None:
     for k in range(3):
         rm.add_app("job", start_s=rm.now_s - HOUR * (k + 2), duration_s=600)
@@ -160,10 +183,14 @@ def test_paging_by_finish_time_windows_imports_every_app_once(db: Path, rm: Stan
 
 def test_empty_lists_in_all_documented_forms(db: Path, rm: StandinRM) -> None:
     rm.add_app("j", start_s=rm.now_s - HOUR, duration_s=10)
-    for shape in ("null", "empty", "app_null"):
+    # {"apps": null}, {"apps": {}}, {"apps": {"app": []}}, and {"apps": {"app": null}}
+    for shape in ("null", "empty", "app_empty", "app_null"):
         rm.apps_shape = shape
         summary = imported(db, rm)
         assert summary["imported"] == 0 and summary["seen"] == 0, shape
+    assert not db.exists() or rows(db, "SELECT count(*) FROM runs")[0][0] == 0
+    rm.apps_shape = "normal"  # the same RM with its app listed: imported
+    assert imported(db, rm)["imported"] == 1
 
 
 def test_resource_seconds_map_and_max_completed(db: Path, rm: StandinRM) -> None:
@@ -280,29 +307,12 @@ def test_unknown_to_the_timeline_server_keeps_the_estimate(db: Path, rm: Standin
 
 
 def test_progress_on_a_terminal_only(db: Path, rm: StandinRM) -> None:
-    import os
-    import pty
-    import subprocess
     import sys
 
     for k in range(30):
         rm.add_app(f"j{k}", start_s=rm.now_s - HOUR - k * 60, duration_s=30)
     argv = [sys.executable, "-m", "cobell_cli", "--db", str(db), "history", "import"]
-    argv += ["--from-yarn", "--rm-url", rm.url]
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    assert proc.wait(timeout=60) == 0
-    os.close(leader)
+    seen = stderr_on_a_terminal([*argv, "--from-yarn", "--rm-url", rm.url])
     assert b"reading" in seen and b"apps" in seen  # the progress count, drawn on the terminal
     assert b"imported 30 of 30 apps" in seen
     piped = cobell(
@@ -345,6 +355,11 @@ def test_import_speed_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
     report = capsys.readouterr().out
     assert "| first import | 300 | 0 |" in report
     assert "| again (all already imported) | 0 | 300 |" in report
+    # the event-log part: a 10 MiB generated log, plain and zstd, each one run and a profile
+    rows = [line for line in report.splitlines() if line.startswith(("| plain", "| zstd"))]
+    assert len(rows) == 2 and all("scale-out 16 (mean " in r for r in rows)
+    tasks = {int(r.rstrip(" |").rsplit("|", 1)[1]) for r in rows}
+    assert len(tasks) == 1 and tasks.pop() > 1000  # the same log, read whole either way
 
 
 def test_learning_co_runners_from_a_dead_rm_is_one_warning(
@@ -366,3 +381,69 @@ def test_learning_co_runners_skips_our_own_app(tmp_path: Path, rm: StandinRM) ->
     cluster = YarnCluster([rm.url], JsonClient(what="YARN RM"))
     assert learn_co_runners(tmp_path / "h.db", cluster, rm.now_s - 100, rm.now_s, {ours}) == []
     assert [r[0] for r in rows(tmp_path / "h.db", "SELECT app_id FROM runs")] == [theirs]
+
+
+def test_a_job_with_imported_runs_is_planned_by_its_model_from_its_first_submit(
+    db: Path, rm: StandinRM, tmp_path: Path
+) -> None:
+    import sys
+
+    start = rm.now_s - 20 * HOUR
+    for k, x in enumerate((2, 4, 8, 2, 4, 8)):
+        rm.add_app("sgd", executors=x, start_s=start + k * HOUR, duration_s=2400 / x + 100)
+    assert imported(db, rm)["imported"] == 6
+    marker = tmp_path / "ran-at"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('{{scale_out}}')"]
+    result = cobell(
+        "--db", db, "submit", "-j", "sgd", "-t", "700", "--cluster", "none",
+        "--max-scale-out", "16", "--json", "--", *command,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    with History.open(db) as history:
+        ours = history.run(outcome["run_id"])
+        calibration_runs = [r for r in history.runs(job="sgd") if r["model"] == "model"]
+    # the first submit of the job: planned by the model fitted on the imported runs, not by
+    # the bootstrap's binary search; the runtime model predicts 2400/x + 100 <= 700 at x >= 4
+    assert ours["model"] == "model" and ours["source"] == "cobell"
+    assert ours["predicted_s"] is not None and ours["scale_out"] >= 4
+    assert marker.read_text() == str(ours["scale_out"])
+    # the imported runs stay what they are: no target, prediction or model, never calibration
+    assert [r["id"] for r in calibration_runs] == [ours["id"]]
+    imported_rows = rows(db, "SELECT target_s, predicted_s, model FROM runs WHERE source='yarn'")
+    assert {tuple(r) for r in imported_rows} == {(None, None, None)}
+
+
+def test_the_standin_serves_finished_apps_in_the_documented_shape(
+    rm: StandinRM, yarn_fixtures: Path
+) -> None:
+    import requests
+
+    documented = json.loads((yarn_fixtures / "apps.json").read_text())["apps"]["app"][0]
+    app = rm.add_app("x", start_s=rm.now_s - 100, duration_s=50)
+    rm.add_app("still running", start_s=rm.now_s - 10, duration_s=600)
+    answer = requests.get(
+        f"{rm.url}/ws/v1/cluster/apps", params={"states": "FINISHED,FAILED,KILLED"}, timeout=10
+    ).json()
+    (served,) = answer["apps"]["app"]
+    assert served["id"] == app and set(documented) <= set(served)
+    for key, value in documented.items():  # the same JSON kinds (numbers, texts, booleans)
+        assert isinstance(served[key], bool) == isinstance(value, bool), key
+        assert isinstance(served[key], str) == isinstance(value, str), key
+    assert (served["state"], served["finalStatus"]) == (documented["state"], "SUCCEEDED")
+    assert served["finishedTime"] == served["startedTime"] + served["elapsedTime"] > 0
+    assert served["runningContainers"] <= 0 and served["allocatedVCores"] <= 0  # none held
+    assert served["vcoreSeconds"] > 0  # what the import estimates the executors from
+
+
+def test_the_documented_apps_document_imports(db: Path, rm: StandinRM, yarn_fixtures: Path) -> None:
+    rm.raw_apps = (yarn_fixtures / "apps.json").read_bytes()  # Hadoop's own example, verbatim
+    summary = imported(db, rm, "--since", "2016-10-01")
+    assert summary["imported"] == 2 and summary["skipped"] == 0
+    assert summary["colocations"] == 2  # the two apps overlapped: one row on each
+    runs = {r["app_id"]: r for r in rows(db, "SELECT * FROM runs")}
+    word_count = runs["application_1476912658570_0002"]
+    assert word_count["job"] == "word count" and word_count["status"] == "succeeded"
+    assert word_count["runtime_s"] == pytest.approx(304.578)
+    # 201 vcore-seconds over 304.6 s is 0.66 containers: the AM alone, at least 1 executor
+    assert word_count["scale_out"] == 1 and word_count["mean_scale_out"] == 0.0

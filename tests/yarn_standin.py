@@ -20,7 +20,8 @@ Awkward corners, switched on through attributes of ``StandinRM``:
 - ``ha_state = "STANDBY"`` with ``redirect_to = <active URL>``: app requests get a 307 with
   the same path and query on the active RM; without ``redirect_to`` a 503;
 - ``apps_shape``: ``"null"`` -> ``{"apps":null}``, ``"empty"`` -> ``{"apps":{}}``,
-  ``"app_null"`` -> ``{"apps":{"app":null}}``, ``"single"`` -> one object instead of a list,
+  ``"app_null"`` -> ``{"apps":{"app":null}}``, ``"app_empty"`` -> ``{"apps":{"app":[]}}``,
+  ``"single"`` -> one object instead of a list,
   ``"not_object"`` -> ``{"apps":[]}``; ``raw_apps`` (bytes) is served verbatim;
 - ``acl_hidden=True`` on an app: usage fields -1, progress null, tags missing, "N/A" texts;
 - finished apps (the documented shape, Hadoop 3): ``allocatedMB``, ``allocatedVCores`` and
@@ -520,6 +521,7 @@ class StandinRM:
             "null": {"apps": None},
             "empty": {"apps": {}},
             "app_null": {"apps": {"app": None}},
+            "app_empty": {"apps": {"app": []}},
             "not_object": {"apps": []},
         }
         if self.apps_shape in shapes:

@@ -109,6 +109,13 @@ def submit(
         None, "--log-file", metavar="FILE", help="Also append the job's output to this file."
     ),
     strict: StrictOpt = False,
+    event_log_dir: str | None = typer.Option(
+        None,
+        "--event-log-dir",
+        metavar="DIR|off",
+        help="Spark: where the run writes its event log, read afterwards for the what-if "
+        "(default: event-logs/ next to the history; off: leave event logging alone).",
+    ),
     cluster: ClusterOpt = None,
     rm_url: RmUrlOpt = None,
     standalone_url: StandaloneUrlOpt = None,
@@ -141,7 +148,7 @@ def submit(
     from cobell_cli.cli.predict import render, run_prediction
     from cobell_cli.errors import NoFeasibleScaleOut, UsageError
     from cobell_cli.output import to_json
-    from cobell_cli.run import launch
+    from cobell_cli.run import event_capture, launch
     from cobell_cli.run.submit import execute
     from cobell_cli.run.submit import input_size as measure
 
@@ -159,6 +166,7 @@ def submit(
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
+        "event_log_dir": event_log_dir,
     }
     prediction, cluster_adapter = run_prediction(
         ctx,
@@ -171,6 +179,9 @@ def submit(
     )
     plan = prediction.plan
     injected = launch.inject(command, plan.scale_out, job, cores_per_executor)
+    injected = event_capture.prepare(
+        injected, settings(ctx, **flags).event_log_path, create=not dry_run
+    )
     for message in injected.warnings:
         warn(message)
     shown = shlex.join(launch.redact(injected.argv))

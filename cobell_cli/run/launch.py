@@ -30,6 +30,11 @@ Launchers are recognised from argv[0] (after an optional `env NAME=value ...` pr
 - `flink run` / `flink run-application`: `-p X`; on YARN targets also `-Dyarn.tags=...`.
 - anything else: every `{scale_out}` in argv is replaced; without one it is a UsageError.
 
+Event logs (for the what-if; run/event_capture.py decides and does the I/O):
+`event_log_settings(argv, inherited)` says what a spark-submit command will log and where
+(its `--conf`s over the properties file's), `with_event_log(argv, uri)` turns logging on among
+the launcher's options, `local_directory(dir)` is a spark.eventLog.dir's local path or None.
+
 `{scale_out}` placeholders are substituted for every launcher first, so
 `spark-submit --master local[{scale_out}] ...` works as a placeholder command. New flags go at
 the end of the launcher's options (before the application file); a flag the user already gave
@@ -40,7 +45,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cobell_cli.errors import UsageError
@@ -412,3 +417,92 @@ def parse_app_id(line: str) -> str | None:
     """The first YARN or standalone application id in one line of launcher output."""
     match = _APP_ID.search(line)
     return match.group(1) if match else None
+
+
+# --- event logs (issue 14, item 2) ----------------------------------------------------------
+
+EVENT_LOG_PREFIX = "spark.eventLog."
+SPARK_DEFAULT_EVENT_LOG_DIR = "/tmp/spark-events"  # spark.eventLog.dir's default
+SPARK_LAUNCHERS = frozenset({"spark-yarn", "spark-standalone"})
+
+
+@dataclass(frozen=True)
+class SparkEventLog:
+    """What a spark-submit command (with the properties file it reads) says of its event log."""
+
+    user_set: bool  # the user set some spark.eventLog.* property: cobell leaves them alone
+    enabled: bool
+    directory: str  # spark.eventLog.dir as given (a path or a URL)
+    driver_here: bool  # client deploy mode: the driver, which writes the log, runs on this host
+
+
+def _spark_options(argv: Sequence[str]) -> tuple[list[_Opt], int]:
+    i = _launcher_index(argv)
+    return _parse_options(argv, i + 1, _SPARK_VALUE_OPTS)
+
+
+def spark_confs(argv: Sequence[str]) -> dict[str, str]:
+    """The `--conf key=value` properties of a spark-submit command; the last one wins."""
+    opts, _ = _spark_options(argv)
+    out: dict[str, str] = {}
+    for opt in opts:
+        if opt.name in _SPARK_CONF and opt.value and "=" in opt.value:
+            key, _, value = opt.value.partition("=")
+            out[key.strip()] = value
+    return out
+
+
+def properties_file(argv: Sequence[str]) -> str | None:
+    """The `--properties-file` of a spark-submit command (it replaces spark-defaults.conf)."""
+    opts, _ = _spark_options(argv)
+    given = [o.value for o in opts if o.name == "--properties-file" and o.value]
+    return given[-1] if given else None
+
+
+def _driver_on_cluster(opts: list[_Opt], confs: dict[str, str]) -> bool:
+    modes = [o.value for o in opts if o.name == "--deploy-mode" and o.value]
+    mode = modes[-1] if modes else confs.get("spark.submit.deployMode", "client")
+    master = (_spark_master(opts) or "").strip().lower()
+    return mode.strip().lower() == "cluster" or master == "yarn-cluster"
+
+
+def event_log_settings(argv: Sequence[str], inherited: Mapping[str, str]) -> SparkEventLog:
+    """The event log a spark-submit command will write; `inherited`: its properties file's
+    settings (spark-defaults.conf), which `--conf` overrides. A `-Dspark.eventLog...` inside
+    another option (e.g. --driver-java-options) also counts as set by the user."""
+    opts, _ = _spark_options(argv)
+    confs = spark_confs(argv)
+    merged = {**inherited, **confs}
+    mentioned = any(EVENT_LOG_PREFIX in (o.value or "") for o in opts if o.name not in _SPARK_CONF)
+    return SparkEventLog(
+        user_set=mentioned or any(k.startswith(EVENT_LOG_PREFIX) for k in merged),
+        enabled=merged.get("spark.eventLog.enabled", "false").strip().lower() == "true",
+        directory=merged.get("spark.eventLog.dir", SPARK_DEFAULT_EVENT_LOG_DIR).strip(),
+        driver_here=not _driver_on_cluster(opts, merged),
+    )
+
+
+def local_directory(directory: str) -> str | None:
+    """The local path of a spark.eventLog.dir, None when it is not local (hdfs://, s3a://...).
+
+    Spark resolves a value without a scheme as a local path (Utils.resolveURI)."""
+    from urllib.parse import unquote, urlsplit
+
+    if "://" not in directory and not directory.startswith("file:"):
+        return directory or None
+    parts = urlsplit(directory)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return None
+    return unquote(parts.path) or None
+
+
+def with_event_log(argv: Sequence[str], directory_uri: str) -> list[str]:
+    """The spark-submit command with event logging into `directory_uri`, among its options."""
+    _, end = _spark_options(argv)
+    extra = [
+        "--conf",
+        "spark.eventLog.enabled=true",
+        "--conf",
+        f"spark.eventLog.dir={directory_uri}",
+    ]
+    return [*argv[:end], *extra, *argv[end:]]

@@ -111,6 +111,8 @@ def execute(
         result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
         outcome = _record_completion(recorder, plan, result)
         try:
+            with interrupts.abandonable():
+                outcome.warnings += _collect_event_log(recorder, argv, launcher, result)
             with interrupts.abandonable(), query(cluster):  # after the run: one cluster budget
                 _record_co_runners(recorder, cluster, result, outcome)
         except interrupts.Abandoned as exc:
@@ -225,6 +227,19 @@ def _log_warning(result: ChildResult) -> str | None:
     if result.log_error is None:
         return None
     return f"the --log-file copy of the job's output stopped: {result.log_error}"
+
+
+def _collect_event_log(
+    recorder: RunRecorder, argv: Sequence[str], launcher: str, result: ChildResult
+) -> list[str]:
+    """The run's event-log profile (issue 14, item 2); skipped while the history is journalled."""
+    from cobell_cli.run import event_capture
+
+    if recorder.journalled is not None:
+        return []
+    return event_capture.collect(
+        recorder.history_path, recorder.run_id, argv, launcher, result.app_id
+    )
 
 
 def _record_co_runners(

@@ -12,17 +12,23 @@ the few numbers a run needs, so memory stays flat however long the log is:
   `ExitCode` 0 even when a Python driver fails), or when the end event's `ExitCode` is not 0;
 - `SparkListenerStageCompleted`: input size = `internal.metrics.input.bytesRead` of the
   stages without parents (the first stages, which read the input).
+
+Beside the run, the same pass folds the log into the what-if's profile (`ProfileFeed`, with
+sources/eventlog_profile.py): a few numbers per task, so memory grows with the tasks, not
+with the log's bytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from cobell_cli.cluster.fields import number_or_none, text_or_none
 from cobell_cli.cluster.jobs import split_tags
-from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of
+from cobell_cli.errors import CobellError
+from cobell_cli.sources.record import ImportedApp, ImportSummary, first_line, job_of
 from cobell_cli.sources.spark_history import executor_counts
 
 INPUT_BYTES = "internal.metrics.input.bytesRead"
@@ -155,9 +161,9 @@ def import_from_event_logs(
 
     A log the reader cannot read (corrupt, truncated mid-record, an unknown codec) is a
     skip counted with the reader's one-line reason; nothing is written until every log was
-    read, and then all in one transaction.
+    read, and then all in one transaction, with each run's profile for the what-if (folded
+    in the same single pass over the log).
     """
-    from cobell_cli.errors import CobellError
     from cobell_cli.sources.record import store_imported
 
     summary = ImportSummary(source="event-log", where=where)
@@ -165,15 +171,16 @@ def import_from_event_logs(
     apps = []
     for name, events in logs:
         summary.seen += 1
-        state = AppFold()
+        state, shape = AppFold(), ProfileFeed()
         try:
             for event in events():
                 state.feed(event)
+                shape.feed(event)
         except (CobellError, OSError, ValueError) as exc:
             if state.app_id is not None and state.end_ms is None:  # torn while running
                 summary.skip("no end event (running or crashed)", state.app_id)
             else:
-                summary.skip(f"unreadable ({_first_line(exc)})", name)
+                summary.skip(f"unreadable ({first_line(exc)})", name)
             continue
         finally:
             if on_app is not None:
@@ -188,11 +195,37 @@ def import_from_event_logs(
             summary.skip("finished before --since", parsed.app_id)
             continue
         summary.note_finished(parsed.finished_at)
-        apps.append(parsed)
+        profile, why = shape.json(name)
+        apps.append(replace(parsed, profile=profile, no_profile=why))
     store_imported(history, apps, summary, dry_run=dry_run)
     return summary
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:120]
+class ProfileFeed:
+    """The what-if's profile of a log (sources/eventlog_profile.py), folded in the same pass
+    as the run; an event it cannot fold costs the profile, never the run."""
+
+    def __init__(self) -> None:
+        from cobell_cli.sources.eventlog_profile import _Fold
+
+        self.fold: Any = _Fold()
+        self.error: str | None = None
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        if self.fold is None:
+            return
+        try:
+            self.fold.feed(event)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self.fold, self.error = None, f"{type(exc).__name__} {exc}"[:80]
+
+    def json(self, name: str) -> tuple[str | None, str]:
+        """The profile's JSON text, or None and why not."""
+        from cobell_cli.store.history import profile_json
+
+        if self.fold is not None:
+            try:
+                return profile_json(self.fold.profile(Path(name))), ""
+            except (CobellError, KeyError, TypeError, ValueError) as exc:
+                self.error = first_line(exc)
+        return None, f"event not understood ({self.error})"

@@ -11,7 +11,10 @@ Rules (the same for YARN, the Spark History Server and event logs):
 - every pair of imported apps that overlapped in time is a co-location, stored on both runs
   with the overlap relative to each run's own runtime (`api.measured_overlaps`, the same rule
   `cobell submit` records with), so imported co-runners get models too;
-- an application id is imported once; skips are counted by reason in `ImportSummary`.
+- an application id is imported once; skips are counted by reason in `ImportSummary`;
+- where the app's event log was read (event logs, the History Server's download), its
+  profile (core/profile.py, what the what-if replays) is stored in `run_profiles` in the same
+  transaction as the run.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class ImportedApp:
     input_bytes: int | None = None
     event_log: str | None = None
     backend: str | None = None
+    profile: str | None = field(default=None, repr=False, compare=False)  # AppProfile JSON
+    no_profile: str = ""  # why a log that was read gave no profile (counted when imported)
 
     @property
     def runtime_s(self) -> float:
@@ -79,6 +84,8 @@ class ImportSummary:
     seen: int = 0
     imported: int = 0
     colocations: int = 0
+    profiles: int = 0  # event-log profiles stored for the what-if (run_profiles)
+    unprofiled: Counter[str] = field(default_factory=Counter)  # logs without one, by reason
     skipped: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
     scale_out_how: Counter[str] = field(default_factory=Counter)
@@ -105,6 +112,8 @@ class ImportSummary:
             "seen": self.seen,
             "imported": self.imported,
             "colocations": self.colocations,
+            "profiles": self.profiles,
+            "unprofiled_by_reason": dict(sorted(self.unprofiled.items())),
             "skipped": sum(self.skipped.values()),
             "skipped_by_reason": dict(sorted(self.skipped.items())),
             "skipped_examples": {k: v for k, v in sorted(self.examples.items()) if v},
@@ -117,12 +126,23 @@ class ImportSummary:
         verb = "would import" if self.dry_run else "imported"
         text = (
             f"{verb} {self.imported} of {self.seen} apps from {self.where} "
-            f"({self.colocations} co-locations)"
+            f"({self.colocations} co-locations"
+            + (f", {self.profiles} event-log profiles" if self.profiles else "")
+            + ")"
         )
         if self.skipped:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
             text += f"; skipped {sum(self.skipped.values())}: {reasons}"
+        if self.unprofiled:
+            reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.unprofiled.items()))
+            text += f"; no event-log profile for {sum(self.unprofiled.values())}: {reasons}"
         return text
+
+
+def first_line(exc: BaseException, limit: int = 120) -> str:
+    """An error's first line, short enough for a skip reason in a summary."""
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:limit]
 
 
 def job_of(
@@ -229,8 +249,15 @@ def store_imported(
             record["colocations"] = colocation_rows(app, [views[j] for j in pairs.get(i, [])])
             summary.colocations += len(record["colocations"])
             summary.scale_out_how[app.scale_out_how or "unknown"] += 1
+            if app.profile is not None:
+                summary.profiles += 1
+            elif app.no_profile:
+                summary.unprofiled[app.no_profile] += 1
             if not dry_run:
-                summary.run_ids.append(_insert_run(history, record, summary.where))
+                run_id = _insert_run(history, record, summary.where)
+                summary.run_ids.append(run_id)
+                if app.profile is not None:
+                    history.save_profile(run_id, app.profile)
         backfill = _backfill(history, existing, len(fresh), views, pairs)
         summary.colocations += len(backfill)
         summary.imported = len(fresh)

@@ -14,6 +14,13 @@ Per application (`/api/v1/applications?status=completed&minEndDate=...`), its la
   has no exit status; a killed app reads as whatever its jobs did);
 - input size: the `inputBytes` of its stages (bytes read from storage, not shuffles).
 
+Event logs: with `--download-logs` (the default) each app's log (`/applications/<id>/logs`,
+a zip) is kept next to the history and folded into the what-if's profile (stage graph, task
+durations), stored with the run; the input size is then the first stages' bytes read, as for
+`--from-event-logs`. A log that cannot be had costs its profile only (counted by reason); a
+download is bounded by the timeout per read and DOWNLOAD_BUDGET_S in all, and after the
+server fails one no more are asked for.
+
 Errors: the History Server failing (down, slow beyond the timeout, not a History Server,
 garbage) is one ClusterError naming the URL, and nothing is written: a half-read import is
 never stored. Each request is bounded by the cluster timeout and retries. An app whose details
@@ -32,8 +39,8 @@ from urllib.parse import quote
 from cobell_cli.cluster.fields import number_or_none, text_or_none
 from cobell_cli.cluster.http import normalize_url
 from cobell_cli.cluster.jobs import split_tags
-from cobell_cli.errors import ClusterError
-from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of
+from cobell_cli.errors import ClusterError, CobellError
+from cobell_cli.sources.record import ImportedApp, ImportSummary, first_line, job_of
 
 API = "/api/v1"
 FIX = "check --from-spark-history URL (the History Server's web address, e.g. http://shs:18080)"
@@ -182,40 +189,41 @@ class HistoryServer:
             base += f"/{quote(str(attempt['attemptId']), safe='')}"
         return attempt, _objects(self._get(f"{base}/allexecutors"))
 
-    def download_log(self, app_id: str, into: Path) -> str | None:
+    def download_log(self, app_id: str, into: Path) -> str:
         """The app's event log (`/logs`, a zip) extracted under `into/<app id>/`: the path of
-        the single log file or rolling-log directory in it, None when the server has none.
+        the single log file or rolling-log directory in it.
 
-        For the what-if, which reads the stage graph the REST API does not give. Bounded by
-        the cluster timeout; a failure costs the log, never the import.
+        For the what-if, which reads the stage graph the REST API does not give. Streamed to
+        a temporary file (logs reach gigabytes), each read bounded by the cluster timeout and
+        the whole download by DOWNLOAD_BUDGET_S; raises LogUnavailable with the reason.
         """
-        import io
+        import tempfile
         import zipfile
 
         import requests
 
         url = f"{self.url}{API}/applications/{quote(app_id, safe='')}/logs"
+        budget = DOWNLOAD_BUDGET_S
         try:
-            resp = self.client.session.get(
-                url, timeout=self.client.timeout_s, verify=self.client.ca_bundle or True
-            )
-        except requests.RequestException:  # no log; the run is imported all the same
-            return None
-        if resp.status_code != 200:
-            return None
-        target = into / _safe_name(app_id)
-        try:
-            with zipfile.ZipFile(io.BytesIO(resp.content)) as archive:
-                names = [n for n in archive.namelist() if _inside(n)]
-                if not names:
-                    return None
-                target.mkdir(parents=True, exist_ok=True)
-                for name in names:
-                    archive.extract(name, target)
-        except (zipfile.BadZipFile, OSError):
-            return None
-        top = {n.split("/", 1)[0] for n in names}
-        return str(target / top.pop()) if len(top) == 1 else str(target)
+            with (
+                self.client.session.get(
+                    url,
+                    timeout=self.client.timeout_s,
+                    verify=self.client.ca_bundle or True,
+                    stream=True,
+                ) as resp,
+                tempfile.TemporaryFile() as spool,
+            ):
+                if resp.status_code != 200:
+                    raise LogUnavailable(f"HTTP {resp.status_code}", server_failed=False)
+                if not _copy_within(resp, spool, budget):
+                    raise LogUnavailable(f"not downloaded within {budget:g} s")
+                spool.seek(0)
+                return _extract(zipfile.ZipFile(spool), into / _safe_name(app_id))
+        except requests.RequestException as exc:
+            raise LogUnavailable(f"{type(exc).__name__} from {self.url}") from None
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise LogUnavailable(f"cannot be extracted ({exc})"[:80], server_failed=False) from None
 
     def details(self, info: Mapping[str, Any]) -> AppDetails:
         """The attempt's executors, environment, jobs and stages; _Gone on a 404."""
@@ -272,6 +280,105 @@ def exact_executors(
     return refine
 
 
+DOWNLOAD_BUDGET_S = 600.0  # one log's whole download; each read is bounded by the timeout
+
+
+class LogUnavailable(Exception):
+    """An app's event log could not be downloaded; `server_failed`: ask for no more logs."""
+
+    def __init__(self, reason: str, *, server_failed: bool = True) -> None:
+        super().__init__(reason)
+        self.server_failed = server_failed
+
+
+def _copy_within(resp: Any, out: Any, budget_s: float) -> bool:
+    """Copy a streamed body to `out`; False if it took longer than `budget_s`.
+
+    Each read is bounded by the request's timeout, but a server dripping bytes could make
+    one chunk last for ever: at the deadline a timer shuts the connection's socket down, which
+    ends the read at once. (Closing the response instead would wait for the reader's buffer
+    lock, which a dripping server never lets go.)"""
+    import socket
+    import threading
+
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
+        try:
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed: the read has ended anyway
+            pass
+
+    timer = threading.Timer(budget_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        for chunk in resp.iter_content(1 << 16):
+            out.write(chunk)
+            if expired.is_set():
+                return False
+    except Exception:  # the connection closed under the read: whatever the library raises
+        if expired.is_set():
+            return False
+        raise
+    finally:
+        timer.cancel()
+    return not expired.is_set()
+
+
+def _extract(archive: Any, target: Path) -> str:
+    """The zip's members under `target` (never outside it); the log file or directory."""
+    with archive:
+        names = [n for n in archive.namelist() if _inside(n)]
+        if not names:
+            raise LogUnavailable("an empty zip", server_failed=False)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            archive.extract(name, target)
+    top = {n.split("/", 1)[0] for n in names}
+    return str(target / top.pop()) if len(top) == 1 else str(target)
+
+
+class LogProfiles:
+    """Download each app's event log and fold it into the what-if's profile (the run keeps
+    its REST figures; the profile adds the stage graph and the first stages' input bytes).
+
+    A log that cannot be had costs its profile only (the reason is counted in the summary
+    when the run is imported); after
+    a download fails on the server's side (down, timeout) no more are asked for, so a server
+    that stops answering costs one timeout, not one per app."""
+
+    def __init__(self, server: HistoryServer, into: Path) -> None:
+        self.server, self.into = server, into
+        self.stopped: str | None = None
+
+    def __call__(self, app: ImportedApp) -> ImportedApp:
+        from cobell_cli.sources.eventlog_profile import summarize
+        from cobell_cli.store.history import profile_json
+
+        if self.stopped is not None:
+            return replace(app, no_profile=f"log not downloaded ({self.stopped})")
+        try:
+            path = self.server.download_log(app.app_id, self.into)
+        except LogUnavailable as exc:
+            if exc.server_failed:
+                self.stopped = f"the server failed: {exc}"
+            return replace(app, no_profile=f"log not downloaded ({exc})")
+        try:
+            profile = summarize(path)
+        except (CobellError, KeyError, TypeError, ValueError) as exc:
+            return replace(app, event_log=path, no_profile=f"log not readable ({first_line(exc)})")
+        return replace(
+            app,
+            event_log=path,
+            profile=profile_json(profile),
+            input_bytes=profile.input_bytes or app.input_bytes,
+        )
+
+
 def _safe_name(app_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in app_id)
 
@@ -302,7 +409,9 @@ def read_apps(
     on_app: Callable[[int], None] | None = None,
     logs_into: Path | None = None,
 ) -> list[ImportedApp]:
-    """The server's completed apps ended since `since`; skips counted in `summary`."""
+    """The server's completed apps ended since `since`; skips counted in `summary`.
+    With `logs_into`, each app's event log is downloaded there and profiled (LogProfiles)."""
+    profiles = None if logs_into is None else LogProfiles(server, logs_into)
     apps = []
     for info in server.running_apps():
         summary.seen += 1
@@ -329,8 +438,8 @@ def read_apps(
         if isinstance(parsed, str):
             summary.skip(parsed, app_id)
             continue
-        if logs_into is not None:
-            parsed = replace(parsed, event_log=server.download_log(parsed.app_id, logs_into))
+        if profiles is not None:
+            parsed = profiles(parsed)
         summary.note_finished(parsed.finished_at)
         apps.append(parsed)
     return apps

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cobell_cli.core.profile import PROFILE_FORMAT
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
 from cobell_cli.store.queries import RunQueries
@@ -54,6 +55,7 @@ __all__ = [
     "HistoryLocked",
     "_migration_1",
     "pid_alive",
+    "profile_json",
     "this_host",
     "validate_run",
     "write_retrying",
@@ -328,6 +330,24 @@ class History(RunQueries):
                     self._insert("colocations", {"run_id": run_id, **_clean_colocation(colocation)})
         return ids
 
+    def save_profile(self, run_id: int, profile: Any, *, event_log: str | None = None) -> None:
+        """Store a run's event-log profile (core/profile.py AppProfile, or its JSON text) and,
+        if given, the log's path in `runs.event_log`; replaces an earlier profile of the run.
+
+        Its own transaction, or part of the caller's when one is open (an import)."""
+        summary = profile if isinstance(profile, str) else profile_json(profile)
+        with contextlib.nullcontext() if self.conn.in_transaction else self._write():
+            if not self._exists(run_id):
+                raise HistoryError(f"run {run_id} is not in the history {self.path}")
+            self.conn.execute(
+                "INSERT OR REPLACE INTO run_profiles (run_id, format, summary) VALUES (?, ?, ?)",
+                (run_id, PROFILE_FORMAT, summary),
+            )
+            if event_log is not None:
+                self.conn.execute(
+                    "UPDATE runs SET event_log = ? WHERE id = ?", (str(event_log), run_id)
+                )
+
     def delete_runs(self, run_ids: Iterable[int]) -> int:
         ids = list(run_ids)
         with self._write():
@@ -374,6 +394,11 @@ class History(RunQueries):
         return (
             self.conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is not None
         )
+
+
+def profile_json(profile: Any) -> str:
+    """An AppProfile as the compact JSON text `run_profiles.summary` holds."""
+    return json.dumps(profile.to_dict(), separators=(",", ":"), allow_nan=False)
 
 
 def write_retrying(
