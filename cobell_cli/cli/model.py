@@ -257,3 +257,94 @@ def plot(
     finally:
         plt.close(fig)
     info(f"wrote {out}")
+
+
+def default_scale_outs(observed: int) -> list[int]:
+    """1, 2, 4, ... up to max(8, 4 x the observed count), and the observed count itself."""
+    top = max(8, 4 * observed)
+    xs = {observed}
+    x = 1
+    while x <= top:
+        xs.add(x)
+        x *= 2
+    return sorted(xs)
+
+
+def whatif_result(event_log: Path, scale_outs: list[int] | None,
+                  cluster_profiles: list[Any]) -> dict[str, Any]:
+    """The what-if of one event log: the run it saw and the predicted runtime per count."""
+    from cobell_cli.core.whatif import fit_whatif, workload
+    from cobell_cli.errors import UsageError
+    from cobell_cli.sources.eventlog_profile import summarize
+
+    profile = summarize(event_log)
+    try:
+        workload(profile)  # the reason a log cannot be replayed, in its own words
+        model = fit_whatif([profile], cluster_profiles=cluster_profiles)
+    except ValueError as exc:
+        raise UsageError(f"event log {event_log}: {exc}",
+                         hint="pass the log of a finished run that ran tasks") from None
+    xs = scale_outs or default_scale_outs(profile.scale_out)
+    predicted = model.predict(xs)
+    return {
+        "app_id": profile.app_id,
+        "app_name": profile.app_name,
+        "observed_scale_out": profile.scale_out,
+        "observed_runtime_s": profile.runtime_s,
+        "cores_per_executor": model.workloads_[0].cores_per_executor,
+        "startup_profiles": model.startup_.profiles,
+        "predictions": [{"scale_out": x, "runtime_s": y}
+                        for x, y in zip(xs, predicted, strict=True)],
+    }
+
+
+def history_profiles(ctx: typer.Context) -> list[Any]:
+    """Recent profiles of any job in the history (the cluster's start-up trends); none when
+    there is no history."""
+    from cobell_cli.errors import HistoryError
+
+    try:
+        with open_history(ctx, create=False, read_only=True) as history:
+            return history.profiles()
+    except HistoryError:
+        return []
+
+
+@app.command("whatif")
+def whatif_cmd(
+    ctx: typer.Context,
+    event_log: Path = typer.Option(
+        ..., "--event-log", "-e",
+        help="A Spark event log: one file (plain, .zstd, .lz4, .snappy) or a rolling log "
+        "directory (eventlog_v2_*)."),
+    scale_outs: list[int] | None = typer.Option(
+        None, "--scale-out", "-x", min=1,
+        help="Executor count to predict (repeatable); default 1, 2, 4, ... up to 4x the "
+        "observed count (at least 8), and the observed count."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Predict the run's runtime at other executor counts from its event log alone.
+
+    Replays the run's stages and task durations on N x cores slots in the order Spark's
+    FIFO scheduler runs them (stage dependencies from the log), the driver's time outside
+    jobs kept serial, executor start-up and cold tasks as the log shows them; the history's
+    profiles, when there are any, add how start-up grows with N on this cluster.
+
+    Example: cobell model whatif --event-log /tmp/spark-events/app-20250101-0001.zstd -x 2 -x 8
+    """
+    from cobell_cli import output
+
+    result = whatif_result(event_log, sorted(set(scale_outs or [])) or None,
+                           history_profiles(ctx))
+    if as_json:
+        typer.echo(output.to_json({k: result[k] for k in (
+            "app_id", "observed_scale_out", "observed_runtime_s", "predictions")}))
+        return
+    info(f"{result['app_id']} ({result['app_name']}): {result['observed_runtime_s']:.1f} s at "
+         f"{result['observed_scale_out']} executor(s) x {result['cores_per_executor']} core(s)"
+         + (f"; start-up trends from {result['startup_profiles']} profile(s) in the history"
+            if result["startup_profiles"] > 1 else ""))
+    rows = [{"scale_out": p["scale_out"], "runtime_s": f"{p['runtime_s']:.1f}",
+             "vs_observed": f"{p['runtime_s'] / result['observed_runtime_s']:.2f}x"}
+            for p in result["predictions"]]
+    typer.echo(output.table(rows, ["scale_out", "runtime_s", "vs_observed"]))
