@@ -65,17 +65,27 @@ def test_a_profile_without_tasks_falls_back_to_search_with_a_warning():
     assert any("what-if cannot use" in w for w in chosen.warnings)
 
 
-def test_three_runs_at_one_scale_out_extrapolate_along_the_whatif():
-    history = [run(i, 2, 14.0 * f) for i, f in ((1, 1.0), (2, 1.02), (3, 0.98))]
-    chosen = plan(job="etl", history=history, now=1e6, target_s=8.5, min_scale_out=1,
+def test_one_scale_out_the_model_extrapolates_along_the_whatif():
+    runs = [run(i, 2, 14.0 * f) for i, f in ((1, 1.0), (2, 1.02), (3, 0.98))]
+    model = fit_runtime_model(runs, whatif=fit_whatif([wide_profile(2)]))
+    assert model.describe()["extrapolation"]["kind"] == "what-if"
+    # through the runs' level (14 s at 2), then along 2 + ceil(24 / N)
+    assert model.predict([4])[0] == pytest.approx(8.0, rel=0.01)
+    assert fit_runtime_model(runs).describe()["extrapolation"]["kind"] != "what-if"
+
+
+def test_runs_4_to_6_take_the_whatif_when_it_predicts_held_out_runs_better():
+    history = [run(i, x, 1.1 * (2 + math.ceil(24 / x))) for i, x in enumerate((2, 3, 5), 1)]
+    chosen = plan(job="etl", history=history, now=1e6, target_s=8.0, min_scale_out=1,
                   max_scale_out=16, confidence=None, profiles=[wide_profile(2)])
-    assert chosen.phase == "bootstrap-parametric"
-    assert chosen.model["extrapolation"]["kind"] == "what-if"
-    assert chosen.scale_out == 4
-    assert "what-if replay" in chosen.reason
-    without = plan(job="etl", history=history, now=1e6, target_s=8.5, min_scale_out=1,
-                   max_scale_out=16, confidence=None)
-    assert without.model["extrapolation"]["kind"] != "what-if"
+    assert chosen.phase == "bootstrap-whatif"
+    assert "replaced the model without interference" in chosen.reason
+    assert chosen.scale_out == 5  # 1.1 x (2 + ceil(24 / 5)) = 7.7 s; at 4: 1.1 x 8 = 8.8
+    # Runs on a smooth Amdahl curve the waves cannot follow: the model keeps its place.
+    smooth = [run(i, x, 3.0 + 30.0 / x) for i, x in enumerate((1, 3, 5, 7), 1)]
+    kept = plan(job="etl", history=smooth, now=1e6, target_s=8.0, min_scale_out=1,
+                max_scale_out=16, confidence=None, profiles=[wide_profile(2)])
+    assert kept.phase == "bootstrap-parametric"
 
 
 def test_the_whatif_is_a_candidate_chosen_by_cross_validation():

@@ -417,8 +417,13 @@ def plan(
             model = own_fit(runs if with_interference else _without_overlaps(runs))
         except ValueError as exc:
             warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+    choice = None
+    if whatif is not None and phase == "bootstrap-parametric":
+        model, choice = _bootstrap_choice(model, whatif, runs, own_fit)
     if model is None and whatif is not None:
-        model, phase = whatif, "bootstrap-whatif"
+        model = whatif
+    if model is whatif:
+        phase = "bootstrap-whatif"
     if model is None:
         return _search_plan(runs, candidates, apps, warnings, common)
     chosen = _model_plan(
@@ -436,7 +441,45 @@ def plan(
         max_iter,
         own_fit,
     )
+    if choice is not None:
+        chosen = replace(chosen, reason=f"{chosen.reason} {choice}")
     return _note_whatif(chosen) if whatif is not None and phase != "bootstrap-whatif" else chosen
+
+
+def _bootstrap_choice(
+    model: RuntimeModel | None,
+    whatif: Any,
+    runs: Sequence[Mapping[str, Any]],
+    own_fit: FitFn,
+) -> tuple[Any, str | None]:
+    """Runs 4-6 with a what-if: the what-if (corrected by the runs) or the model without
+    interference, whichever predicts the held-out runs better (leave-one-out, mean
+    |log(runtime / predicted)|; the model is refitted without each run, the what-if's
+    correction too). A handful of runs, several with co-runners, can bend a fitted curve
+    anywhere; the replay keeps the job's shape."""
+    import math
+
+    if model is None:
+        return whatif, None
+    errors = []
+    for i, held in enumerate(runs):
+        try:
+            fold = own_fit(_without_overlaps([r for k, r in enumerate(runs) if k != i]))
+        except ValueError:
+            continue
+        predicted = _floats(fold.predict([float(held["scale_out"])], None))[0]
+        if predicted > 0:
+            errors.append(abs(math.log(float(held["runtime_s"]) / predicted)))
+    if not errors:
+        return whatif, None
+    own = sum(errors) / len(errors)
+    mine = whatif.loo_error_
+    if mine > own:
+        return model, None
+    return whatif, (
+        f"The what-if replaced the model without interference: leave-one-out error"
+        f" {100 * mine:.0f} % vs {100 * own:.0f} % (mean |log ratio|) on the {len(runs)} runs."
+    )
 
 
 def _note_whatif(chosen: Plan) -> Plan:

@@ -648,6 +648,11 @@ class WhatIfModel:
             upper.append(p * math.exp(z * sd))
         return lower, upper
 
+    @property
+    def loo_error_(self) -> float:
+        """Leave-one-out mean |log(runtime / predicted)| of the chosen correction."""
+        return self.cv_.get(self.correction_, 0.0)
+
     def interference(self, job: Any) -> tuple[float, float]:
         return 0.0, 0.0
 
