@@ -15,8 +15,9 @@ Bootstrap (Section IV-D of the paper), driven by the number n of usable similar 
 * n = 0..2 with at least one event-log profile of the job's runs, "bootstrap-whatif": the
   what-if curve (core/whatif.py: the profiles' stages replayed at every candidate, corrected
   by the runs the job has) decides like a model, on its upper bound at a confidence.
-  Co-runners are not considered (as in the rest of the bootstrap). With n >= 3 the what-if
-  is one more candidate curve of the runtime model, chosen by its cross-validation.
+  Co-runners are not considered (as in the rest of the bootstrap). At n = 3..5 the what-if
+  replaces the model without interference when its leave-one-out error on the runs is lower;
+  from n = 3 on it is also one more candidate curve in the runtime model's cross-validation.
 * n = 0..2 (runs 1-3) otherwise, "bootstrap-search": binary search over the candidates.
   State: the index bracket [lo, hi] of the candidates (initially all of them) that may be the
   smallest meeting the target. Each previous similar run, oldest first, at scale-out x:
@@ -457,8 +458,6 @@ def _bootstrap_choice(
     |log(runtime / predicted)|; the model is refitted without each run, the what-if's
     correction too). A handful of runs, several with co-runners, can bend a fitted curve
     anywhere; the replay keeps the job's shape."""
-    import math
-
     if model is None:
         return whatif, None
     errors = []
