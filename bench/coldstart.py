@@ -57,7 +57,6 @@ from bench.colocation import (
     Config,
     RunSetup,
     Truth,
-    World,
     _app,
     _by_job,
     _jobs,
@@ -69,7 +68,6 @@ from bench.colocation import (
 )
 from bench.simulator import Curve, load_curves
 from cobell_cli.api import measured_overlaps
-from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.plan import plan
 from cobell_cli.core.profile import AppProfile, ExecutorSpan, JobProfile, StageProfile
 
@@ -169,28 +167,6 @@ class Submit:
         return self.scale_out * self.runtime_s
 
 
-def fit_with_whatif(memory: World):
-    """The world's memoised fit, accepting the what-if the planner passes for the job."""
-
-    def fit(runs: Sequence[Mapping[str, Any]], whatif: Any = None) -> Any:
-        if whatif is None:
-            return memory.fit(runs)
-        key = ("whatif", whatif.cache_key(),
-               tuple((r["id"], tuple(sorted((str(k), v) for k, v in r["overlaps"].items())))
-                     for r in runs))
-        if key not in memory.fit_cache:
-            try:
-                memory.fit_cache[key] = fit_runtime_model(runs, whatif=whatif)
-            except ValueError as exc:
-                memory.fit_cache[key] = exc
-        out = memory.fit_cache[key]
-        if isinstance(out, ValueError):
-            raise out
-        return out
-
-    return fit
-
-
 def imported_run(target: str, x0: int, curves: Mapping[str, Curve], seed: int) -> float:
     """The imported run's runtime: a real Bell repetition at x0, drawn once per seed."""
     rng = np.random.default_rng([seed, 14, x0, sum(target.encode())])
@@ -208,7 +184,6 @@ def play_submits(strategy: str, target: str, x0: int, setups: Sequence[RunSetup]
     memory.add(target, scale_out=x0, runtime_s=runtime0, started_at=-2e7,
                finished_at=-2e7 + runtime0, target_s=None, overlaps={})
     profiles = [synthetic_profile(target, x0, runtime0)] if strategy == "whatif" else []
-    fit = fit_with_whatif(memory)
     out = []
     for setup in setups[:SUBMITS]:
         if strategy == "oracle":
@@ -222,7 +197,7 @@ def play_submits(strategy: str, target: str, x0: int, setups: Sequence[RunSetup]
                           max_scale_out=MAX_SCALE_OUT, co_runners=apps,
                           co_runner_histories={a.job: memory.histories.get(a.job, [])
                                                for a in apps if a.job},
-                          confidence=confidence, fit=fit, profiles=profiles)
+                          confidence=confidence, fit=memory.fit, profiles=profiles)
             x, phase = chosen.scale_out, chosen.phase
         done = world.simulate(_jobs(setup, curves, target, x), setup.noise)
         finished = {j.key: j.finish_s for j in done}
