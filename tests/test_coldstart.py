@@ -34,7 +34,7 @@ def test_a_tiny_cold_start(bell_dir):
         assert coldstart.misses(per["oracle"]) == 0
         phases = [s.phase for s in per["whatif"]]
         assert phases[0] == "bootstrap-whatif"  # the imported run and its profile: no search
-        assert [s.phase for s in per["search"]][0] == "bootstrap-search"
+        assert per["search"][0].phase == "bootstrap-search"
         assert all(4 <= s.scale_out <= 60 for s in per["whatif"])
     text = coldstart.render(results, cfg, (16,), "python -m bench.coldstart --quick", 1.0)
     assert "## Totals per world" in text and "what-if bootstrap" in text

@@ -115,7 +115,8 @@ def test_a_straggler_that_is_cold_keeps_its_length():
 
 
 def test_startup_trend_moves_registration_and_warmup_with_executors():
-    startup = Startup(first=Trend(0.5), spacing=Trend(0.0, 0.5), warmup=Trend(1.0))
+    startup = Startup(first=Trend.linear(0.5), spacing=Trend.linear(0.0, 0.5),
+                      warmup=Trend.linear(1.0))
     p = profile([stage(0, [3.0, 1.0, 1.0, 1.0], executors=["0"] * 4)], runtime_s=8.0,
                 added_s=[2.0])
     w = workload(p)
@@ -127,21 +128,36 @@ def test_startup_trend_moves_registration_and_warmup_with_executors():
     assert replay_s(w, 3, startup) == pytest.approx(9.0)
 
 
-def test_fit_startup_learns_slopes_within_an_app_name():
+def test_fit_startup_learns_trends_within_a_job():
     profiles = []
-    for name, base in (("a", 2.0), ("b", 10.0)):  # different levels, same slope
+    for tag, base in (("a", 2.0), ("b", 10.0)):  # different levels, the same trends
         for n in (1, 2, 4):
             added = [base + 0.5 * n + 0.2 * k for k in range(n)]
-            tasks = [1.0 + 0.3 * n] * n + [1.0] * 8
-            profiles.append(profile([stage(0, tasks, executors=[str(k) for k in range(n)]
-                                           + ["0"] * 8)],
-                                    runtime_s=30.0, executors=n, added_s=added, name=name))
+            tasks = [1.0 + 0.3 * n] * n + [1.0 + 0.1 * n] * 8
+            p = profile([stage(0, tasks, executors=[str(k) for k in range(n)] + ["0"] * 8)],
+                        runtime_s=30.0, executors=n, added_s=added, name=f"{tag}-x{n}")
+            p.job_tag = tag  # app names differ per run; the job is the tag
+            profiles.append(p)
     s = fit_startup(profiles)
-    assert s.first.slope == pytest.approx(0.5)
-    assert s.spacing.slope == pytest.approx(0.0, abs=1e-9)
-    assert s.spacing.level == pytest.approx(0.2)
-    assert s.warmup.slope == pytest.approx(0.3)
     assert s.profiles == 6
+    assert s.first.f(4) - s.first.f(1) == pytest.approx(1.5)
+    assert s.first.f(6) - s.first.f(4) == pytest.approx(1.0)  # the last segment continued
+    assert s.first.level == pytest.approx(6.5)  # mean of the jobs' levels at N = 1
+    assert s.spacing.f(4) - s.spacing.f(2) == pytest.approx(0.0, abs=1e-9)
+    assert s.spacing.level == pytest.approx(0.2)
+    assert s.warmup.f(4) - s.warmup.f(1) == pytest.approx(0.9 - 0.3, abs=1e-9)
+    assert s.task_log.f(4) - s.task_log.f(1) == pytest.approx(math.log(1.4 / 1.1))
+
+
+def test_trends_never_fall_with_more_executors():
+    p = [profile([stage(0, [1.0] * 4, executors=["0"] * 4)], runtime_s=9.0, executors=n,
+                 added_s=[t] * n, name=f"x{n}") for n, t in ((1, 5.0), (2, 3.0), (4, 8.0))]
+    for q in p:
+        q.job_tag = "j"
+    first = fit_startup(p).first
+    values = [first.f(n) for n in (1, 2, 3, 4, 8)]
+    assert values == sorted(values)
+    assert first.f(2) - first.f(1) == pytest.approx(0.0)  # 5 then 3: pooled to one level
 
 
 def test_unusable_profiles_are_value_errors():
