@@ -255,3 +255,32 @@ def test_never_below_the_critical_path_nor_above_serial_work(p, n):
     # without cold extras, N slots never take longer than one slot running all in turn
     warm = replace(w, warmup_s=None)
     assert replay_s(warm, n) <= p.runtime_s + 1e-3
+
+
+@st.composite
+def chains(draw):
+    n = draw(st.integers(1, 5))
+    stages = [stage(sid, draw(durations), parents=[sid - 1] if sid else []) for sid in range(n)]
+    executors = draw(st.integers(1, 4))
+    cold = draw(st.booleans())
+    for s in stages:  # cold tasks: every executor's first, when asked
+        s.task_executor = [str(k % executors) for k in range(len(s.task_s))] if cold else []
+    added = draw(st.lists(st.floats(0.0, 10.0), min_size=executors, max_size=executors))
+    runtime = 10.0 + sum(sum(s.task_s) for s in stages)
+    return profile(stages, runtime_s=runtime, executors=executors, added_s=added)
+
+
+@settings(max_examples=150, deadline=None)
+@given(chains(), st.integers(1, 12))
+def test_the_chain_fast_path_is_the_event_simulation(p, n):
+    import cobell_cli.core.whatif as whatif
+
+    w = workload(p)
+    fast = replay_s(w, n)
+    original = whatif._chain
+    whatif._chain = lambda stages: None
+    try:
+        slow = replay_s(w, n)
+    finally:
+        whatif._chain = original
+    assert fast == pytest.approx(slow, abs=1e-9)
