@@ -48,13 +48,18 @@ def test_one_run_with_a_profile_is_planned_from_the_whatif_not_by_search():
 
 def test_at_a_confidence_the_whatif_plans_on_its_upper_bound():
     history = [run(1, 2, 14.0)]
-    point = plan(job="etl", history=history, now=1e6, target_s=8.5, min_scale_out=1,
-                 max_scale_out=16, confidence=None, profiles=[wide_profile(2)])
-    careful = plan(job="etl", history=history, now=1e6, target_s=8.5, min_scale_out=1,
+    xs = list(range(1, 17))
+    _, upper = fit_whatif([wide_profile(2)], history).predict_interval(xs, confidence=0.97)
+    target = 20.0
+    expected = next(x for x, u in zip(xs, upper, strict=True) if u <= target)
+    careful = plan(job="etl", history=history, now=1e6, target_s=target, min_scale_out=1,
                    max_scale_out=16, confidence=0.97, profiles=[wide_profile(2)])
-    assert careful.phase == "bootstrap-whatif"
-    assert careful.scale_out > point.scale_out
-    assert careful.upper_s <= 8.5 < careful.predicted_s * 1.5
+    point = plan(job="etl", history=history, now=1e6, target_s=target, min_scale_out=1,
+                 max_scale_out=16, confidence=None, profiles=[wide_profile(2)])
+    assert careful.phase == point.phase == "bootstrap-whatif"
+    assert careful.scale_out == expected and careful.upper_s <= target
+    assert careful.upper_s > careful.predicted_s
+    assert point.scale_out <= careful.scale_out
 
 
 def test_a_profile_without_tasks_falls_back_to_search_with_a_warning():
@@ -79,7 +84,7 @@ def test_runs_4_to_6_take_the_whatif_when_it_predicts_held_out_runs_better():
     chosen = plan(job="etl", history=history, now=1e6, target_s=8.0, min_scale_out=1,
                   max_scale_out=16, confidence=None, profiles=[wide_profile(2)])
     assert chosen.phase == "bootstrap-whatif"
-    assert "replaced the model without interference" in chosen.reason
+    assert "The what-if replaced the runtime model" in chosen.reason
     assert chosen.scale_out == 5  # 1.1 x (2 + ceil(24 / 5)) = 7.7 s; at 4: 1.1 x 8 = 8.8
     # Runs on a smooth Amdahl curve the waves cannot follow: the model keeps its place.
     smooth = [run(i, x, 3.0 + 30.0 / x) for i, x in enumerate((1, 3, 5, 7), 1)]

@@ -419,8 +419,8 @@ def plan(
         except ValueError as exc:
             warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
     choice = None
-    if whatif is not None and phase == "bootstrap-parametric":
-        model, choice = _bootstrap_choice(model, whatif, runs, own_fit)
+    if whatif is not None:
+        model, choice = _whatif_or_model(model, whatif, runs, own_fit, phase == "model")
     if model is None and whatif is not None:
         model = whatif
     if model is whatif:
@@ -447,19 +447,51 @@ def plan(
     return _note_whatif(chosen) if whatif is not None and phase != "bootstrap-whatif" else chosen
 
 
-def _bootstrap_choice(
+def _whatif_or_model(
     model: RuntimeModel | None,
     whatif: Any,
     runs: Sequence[Mapping[str, Any]],
     own_fit: FitFn,
+    with_interference: bool,
 ) -> tuple[Any, str | None]:
-    """Runs 4-6 with a what-if: the what-if (corrected by the runs) or the model without
-    interference, whichever predicts the held-out runs better (leave-one-out, mean
-    |log(runtime / predicted)|; the model is refitted without each run, the what-if's
-    correction too). A handful of runs, several with co-runners, can bend a fitted curve
-    anywhere; the replay keeps the job's shape."""
+    """The what-if (corrected by the runs) or the fitted model, whichever predicts the
+    job's runs better, in mean |log(runtime / predicted)|: the what-if's leave-one-out
+    error against the larger of the model's own errors on its runs and its leave-one-out
+    errors (runs 4-6: refitted without each run; later: the model's leave-one-out ratios).
+    A handful of runs, some with co-runners, at clustered scale-outs can bend a fitted
+    curve anywhere (its cross-validation holds out only interior scale-outs, so an edge run
+    can be sacrificed and no fold notices); the replay keeps the job's shape."""
     if model is None:
         return whatif, None
+    fitted = []
+    for r in runs:
+        overlaps = (r.get("overlaps") or {}) if with_interference else None
+        predicted = _floats(model.predict([float(r["scale_out"])], overlaps))[0]
+        if predicted > 0:
+            fitted.append(abs(math.log(float(r["runtime_s"]) / predicted)))
+    held = _held_out_errors(model, runs, own_fit, with_interference)
+    if not fitted or not held:
+        return model, None
+    own = max(sum(fitted) / len(fitted), sum(held) / len(held))
+    mine = whatif.loo_error_
+    if mine >= own:
+        return model, None
+    return whatif, (
+        f"The what-if replaced the runtime model: its leave-one-out error on the {len(runs)}"
+        f" runs is {100 * mine:.0f} % (mean |log ratio|), the model's {100 * own:.0f} %."
+    )
+
+
+def _held_out_errors(
+    model: RuntimeModel,
+    runs: Sequence[Mapping[str, Any]],
+    own_fit: FitFn,
+    with_interference: bool,
+) -> list[float]:
+    """|log(runtime / predicted)| of each run by the model without it."""
+    ratios = getattr(model, "loo_ratios_", None)
+    if with_interference and ratios is not None and len(ratios) == len(runs):
+        return [abs(math.log(float(r))) for r in ratios if r > 0]
     errors = []
     for i, held in enumerate(runs):
         try:
@@ -469,16 +501,7 @@ def _bootstrap_choice(
         predicted = _floats(fold.predict([float(held["scale_out"])], None))[0]
         if predicted > 0:
             errors.append(abs(math.log(float(held["runtime_s"]) / predicted)))
-    if not errors:
-        return whatif, None
-    own = sum(errors) / len(errors)
-    mine = whatif.loo_error_
-    if mine > own:
-        return model, None
-    return whatif, (
-        f"The what-if replaced the model without interference: leave-one-out error"
-        f" {100 * mine:.0f} % vs {100 * own:.0f} % (mean |log ratio|) on the {len(runs)} runs."
-    )
+    return errors
 
 
 def _note_whatif(chosen: Plan) -> Plan:
