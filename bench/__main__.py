@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 
-BENCHMARKS = ("accuracy", "sparse_limits", "colocation", "coverage", "latency", "import_speed")
+BENCHMARKS = ("accuracy", "sparse_limits", "colocation", "coverage", "latency", "import_speed",
+              "whatif", "coldstart")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,13 +19,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=BENCHMARKS, action="append",
                         help="run only this benchmark (repeatable)")
     args = parser.parse_args(argv)
-    from bench import accuracy, colocation, coverage, import_speed, latency, sparse_limits
+    from bench import (
+        accuracy,
+        coldstart,
+        colocation,
+        coverage,
+        import_speed,
+        latency,
+        sparse_limits,
+        whatif,
+    )
 
     chosen = args.only or list(BENCHMARKS)
     flags = ["--quick"] if args.quick else []
     for name, module in (("accuracy", accuracy), ("sparse_limits", sparse_limits),
                          ("colocation", colocation), ("coverage", coverage),
-                         ("latency", latency), ("import_speed", import_speed)):
+                         ("latency", latency), ("import_speed", import_speed),
+                         ("whatif", whatif), ("coldstart", coldstart)):
         if name not in chosen:
             continue
         started = time.perf_counter()

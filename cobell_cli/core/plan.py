@@ -489,8 +489,8 @@ def _held_out_errors(
     with_interference: bool,
 ) -> list[float]:
     """|log(runtime / predicted)| of each run by the model without it."""
-    ratios = getattr(model, "loo_ratios_", None)
-    if with_interference and ratios is not None and len(ratios) == len(runs):
+    if with_interference:  # runs 7 on: no refits, the model's own leave-one-out ratios
+        ratios = getattr(model, "loo_ratios_", None) or []
         return [abs(math.log(float(r))) for r in ratios if r > 0]
     errors = []
     for i, held in enumerate(runs):

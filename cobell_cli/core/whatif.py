@@ -54,8 +54,8 @@ GRID_STEP = 1.15
 # Relative error of a single-run what-if, log scale, per unit of |log(N / N_observed)|, and
 # at the observed scale-out itself: the width of the interval before the job's own runs
 # say more. Measured by bench/whatif.py (bench/results/whatif.md).
-LOG_ERROR_AT_OBSERVED = 0.05
-LOG_ERROR_PER_LOG_SCALE_OUT = 0.10
+LOG_ERROR_AT_OBSERVED = 0.09
+LOG_ERROR_PER_LOG_SCALE_OUT = 0.34
 
 
 # --- what the replay needs of a profile ---------------------------------------------------
