@@ -198,3 +198,21 @@ def test_a_missing_event_log_is_a_warning_and_the_search_goes_on(tmp_path: Path)
                              now=1e6).to_dict()
     assert result["phase"] == "bootstrap-search"
     assert any("cannot read the job's event log" in w for w in result["warnings"])
+
+
+def test_model_show_fits_with_the_jobs_whatif(tmp_path: Path):
+    from tests.cli_support import cobell
+
+    path = tmp_path / "h.db"
+    xs = (1, 2, 3, 4, 5, 7, 9, 13)
+    with History.open(path) as history:
+        history.insert_runs([{"job": "etl", "status": "succeeded", "scale_out": x,
+                              "runtime_s": 1.1 * (2 + math.ceil(24 / x)),
+                              "started_at": float(i)} for i, x in enumerate(xs)],
+                            keep_ids=False)
+        store_profile(history, history.runs(job="etl")[-1]["id"], wide_profile(2))
+    r = cobell("--db", path, "model", "show", "--job", "etl")
+    assert r.exit_code == 0, r.stderr
+    assert "the what-if replay of the job's event-log profile" in r.stdout
+    shown = json.loads(cobell("--db", path, "model", "show", "--job", "etl", "--json").stdout)
+    assert shown["cv"]["interpolation"] == "whatif"

@@ -24,25 +24,45 @@ class Protocol(enum.StrEnum):
 
 def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
     """The job's succeeded runs, or a UsageError that says how to find a job that has some."""
+    return _runs_and_profiles(ctx, job)[0]
+
+
+def _runs_and_profiles(ctx: typer.Context, job: str) -> tuple[list[dict[str, Any]], Any]:
+    """The job's succeeded runs and, when it has event-log profiles, its what-if (the
+    candidate curve planning fits with)."""
     from cobell_cli.errors import UsageError
 
     window = settings(ctx).history_window  # the runs planning uses, so the model it uses
     with open_history(ctx, create=False, read_only=True) as history:
         runs = history.training_runs(job, window=window)
         known = history.job_names()
+        whatif = _job_whatif(history, job, runs)
     if not runs:
         why = "has no succeeded runs" if job in known else "is not in the history"
         raise UsageError(f"job {job!r} {why}",
                          hint="list the known jobs with `cobell history jobs`")
-    return runs
+    return runs, whatif
 
 
-def fit(job: str, runs: list[dict[str, Any]]) -> Any:
+def _job_whatif(history: Any, job: str, runs: list[dict[str, Any]]) -> Any:
+    from cobell_cli import api
+    from cobell_cli.core.whatif import fit_whatif
+
+    profiles, others = api.job_profiles(history, job, runs, [])
+    if not profiles:
+        return None
+    try:
+        return fit_whatif(profiles, runs, others)
+    except ValueError:
+        return None
+
+
+def fit(job: str, runs: list[dict[str, Any]], whatif: Any = None) -> Any:
     from cobell_cli.core.model import fit_runtime_model
     from cobell_cli.errors import UsageError
 
     try:
-        return fit_runtime_model(runs)
+        return fit_runtime_model(runs, whatif=whatif)
     except ValueError as exc:
         raise UsageError(f"job {job!r}: {exc}",
                          hint="list the known jobs with `cobell history jobs`") from None
@@ -123,6 +143,9 @@ def _curve_text(curve: dict[str, Any]) -> str:
         return "f(x) = " + (" + ".join(parts) if parts else "0")
     if curve["kind"] == "power":
         return f"f(x) = {curve['c']:.4g}·x^{curve['exponent']:.3f}"
+    if curve["kind"] == "what-if":
+        return (f"the what-if replay of the job's event-log profile"
+                f" x exp({curve['c0']:.3g} + {curve['c1_log_scale_out']:.3g}·log x)")
     label = "local linear" if curve["kind"] == "llr" else "local power law from the edge"
     return f"{label}, bandwidth {curve['bandwidth_log_scale_out']:.3g} (log scale-out)"
 
@@ -139,7 +162,8 @@ def show(
     """
     from cobell_cli import output
 
-    description = {"job": job, **fit(job, training_runs(ctx, job)).describe()}
+    runs, whatif = _runs_and_profiles(ctx, job)
+    description = {"job": job, **fit(job, runs, whatif).describe()}
     if as_json:
         typer.echo(output.to_json(description))
         return
