@@ -149,7 +149,8 @@ def _two_run_predictions(source: Run, mine: Sequence[Run],
         return []
     larger = [x for x in counts if x > source.executors]
     partner_x = larger[0] if larger else counts[-1]
-    partner = next(r for r in mine if r.executors == partner_x and r.rep == source.rep)
+    at_x = [r for r in mine if r.executors == partner_x]
+    partner = next((r for r in at_x if r.rep == source.rep), at_x[0])
     runs = [{"scale_out": r.executors, "runtime_s": r.runtime_s} for r in (source, partner)]
     model = fit_whatif([source.profile], runs, cluster_profiles=others)
     return [Prediction("two_runs", source.shape, source.name, source.executors,

@@ -668,7 +668,7 @@ class WhatIfModel:
 
     # -- replay, cached per scale-out
     def replay(self, executors: int) -> float:
-        """The geometric mean of the profiles' replays, each anchored on its own run.
+        """The geometric mean of the profiles' replays (`_replay_exact`).
 
         Exact up to EXACT_UP_TO executors and at the observed counts; beyond, on a
         geometric grid (GRID_STEP apart) interpolated in log-log, so tabulating hundreds of
@@ -687,11 +687,17 @@ class WhatIfModel:
         return math.exp((1 - f) * math.log(y0) + f * math.log(y1))
 
     def _replay_exact(self, executors: int) -> float:
+        """Each profile's replay, pinned to its measured runtime by the difference at its own
+        count, unless the cluster's typical start-up replaces the run's own: then that
+        difference is the run's start-up under the load of its moment, which another run
+        will not see, and the replay stands as it is."""
         if executors not in self._cache:
             logs = []
             for w in self.workloads_:
-                at_own = replay_s(w, w.scale_out, self.startup_)
-                y = replay_s(w, executors, self.startup_) + (w.runtime_s - at_own)
+                anchor = 0.0
+                if not self.startup_.pooled:
+                    anchor = w.runtime_s - replay_s(w, w.scale_out, self.startup_)
+                y = replay_s(w, executors, self.startup_) + anchor
                 logs.append(math.log(max(1e-3, y)))
             self._cache[executors] = math.exp(sum(logs) / len(logs))
         return self._cache[executors]
