@@ -284,3 +284,13 @@ def test_the_chain_fast_path_is_the_event_simulation(p, n):
     finally:
         whatif._chain = original
     assert fast == pytest.approx(slow, abs=1e-9)
+
+
+def test_the_hosts_contention_adds_the_typical_tasks_extra_to_a_straggler():
+    # a trend: warm tasks take 1.5x as long at 2 executors as at 1
+    startup = Startup(task_log=Trend.linear(math.log(1.5)))
+    p = profile([stage(0, [1.0, 1.0, 1.0, 10.0], executors=["0"] * 4)], runtime_s=13.0)
+    w = workload(p)
+    assert startup.task_factor(w, 2) == pytest.approx(1.5)
+    # every task 0.5 s longer (the median task's extra), the straggler too: 1.5 + 10.5
+    assert replay_s(w, 2, startup) == pytest.approx(12.0)
