@@ -490,8 +490,8 @@ def _held_out_errors(
 ) -> list[float]:
     """|log(runtime / predicted)| of each run by the model without it."""
     if with_interference:  # runs 7 on: no refits, the model's own leave-one-out ratios
-        ratios = getattr(model, "loo_ratios_", None) or []
-        return [abs(math.log(float(r))) for r in ratios if r > 0]
+        ratios = getattr(model, "loo_ratios_", None)
+        return [] if ratios is None else [abs(math.log(float(r))) for r in ratios if r > 0]
     errors = []
     for i, held in enumerate(runs):
         try:
