@@ -22,6 +22,8 @@ BENCHMARKS = (
     "import_speed",
     "history_memory",
     "cluster_faults",
+    "whatif",
+    "coldstart",
 )
 QUICK_ONLY = {"history_memory", "cluster_faults"}
 
@@ -35,18 +37,21 @@ def main(argv: list[str] | None = None) -> None:
     from bench import (
         accuracy,
         cluster_faults,
+        coldstart,
         colocation,
         coverage,
         history_memory,
         import_speed,
         latency,
         sparse_limits,
+        whatif,
     )
 
     modules: dict[str, ModuleType] = {
         "accuracy": accuracy, "sparse_limits": sparse_limits, "colocation": colocation,
         "coverage": coverage, "latency": latency, "import_speed": import_speed,
         "history_memory": history_memory, "cluster_faults": cluster_faults,
+        "whatif": whatif, "coldstart": coldstart,
     }  # fmt: skip
     chosen = args.only or list(BENCHMARKS)
     for name in BENCHMARKS:

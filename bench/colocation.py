@@ -211,13 +211,17 @@ class World:
             "stage_shares": stage_shares(job, f"history-{self.next_id}"), **run})
         self.next_id += 1
 
-    def fit(self, runs: Sequence[Mapping[str, Any]]) -> Any:
-        """Memoised fit_runtime_model: co-runner histories repeat between plans."""
+    def fit(self, runs: Sequence[Mapping[str, Any]], whatif: Any = None) -> Any:
+        """Memoised fit_runtime_model: co-runner histories repeat between plans. `whatif`:
+        the job's what-if, as plan() passes it when it has profiles (bench/coldstart.py)."""
         key = tuple((r["id"], tuple(sorted((str(k), v) for k, v in r["overlaps"].items())))
                     for r in runs)
+        if whatif is not None:
+            key = ("whatif", whatif.cache_key(), *key)
         if key not in self.fit_cache:
             try:
-                self.fit_cache[key] = fit_runtime_model(runs)
+                self.fit_cache[key] = (fit_runtime_model(runs) if whatif is None
+                                       else fit_runtime_model(runs, whatif=whatif))
             except ValueError as exc:
                 self.fit_cache[key] = exc
         out = self.fit_cache[key]

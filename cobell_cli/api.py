@@ -107,6 +107,7 @@ def predict(
         apps, co_histories, progress = live_progress(
             history, cluster, settings, apps, co_histories, left_s=deadline.remaining_s()
         )
+    profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
     cache = None
     if settings.model_cache:
         from cobell_cli.config import cache_dir
@@ -131,6 +132,8 @@ def predict(
         co_runners=apps,
         co_runner_histories=co_histories,
         fit=cache.fit if cache is not None else None,
+        profiles=profiles,
+        cluster_profiles=cluster_profiles,
     )
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
     return Prediction(chosen, description, ok, apps, warnings, counts, progress)
@@ -165,6 +168,43 @@ def live_progress(
         co_histories[job] = [{**r, "stage_shares": shares[r["id"]]} if r["id"] in shares else r
                              for r in runs]
     return apps, co_histories, report
+
+
+JOB_PROFILES = 3  # the job's newest profiles the what-if replays
+CLUSTER_PROFILES = 12  # other apps' profiles its executor start-up trends are learned from
+
+
+def job_profiles(
+    history: History, job: str, runs: Sequence[dict[str, Any]], warnings: list[str]
+) -> tuple[list[Any], list[Any]]:
+    """The job's event-log profiles for the what-if (newest first) and other apps' for the
+    cluster's start-up trends. A job without a stored profile but with a recorded event-log
+    path, and fewer runs than the bootstrap search needs, has that log read once (streamed)."""
+    from cobell_cli.core.plan import SEARCH_RUNS
+
+    profiles = history.profiles(job, limit=JOB_PROFILES)
+    if not profiles and len(runs) < SEARCH_RUNS:
+        profiles = _profiles_from_logs(history.event_log_paths(job), warnings)
+    if not profiles:
+        return [], []
+    own = {p.app_id for p in profiles}
+    others = [p for p in history.profiles(limit=CLUSTER_PROFILES + len(own))
+              if p.app_id not in own][:CLUSTER_PROFILES]
+    return profiles, others
+
+
+def _profiles_from_logs(paths: Sequence[str], warnings: list[str]) -> list[Any]:
+    from cobell_cli.sources.eventlog import EventLogError
+    from cobell_cli.sources.eventlog_profile import summarize
+
+    out = []
+    for path in paths:
+        try:
+            out.append(summarize(path))
+        except (EventLogError, OSError) as exc:
+            line = exc.line() if isinstance(exc, EventLogError) else str(exc)
+            warnings.append(f"the what-if cannot read the job's event log: {line}")
+    return out
 
 
 def warm_model_cache(

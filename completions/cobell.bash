@@ -106,7 +106,7 @@ _cobell() {
                 esac ;;
             "cobell model")
                 case "$w" in
-                    show|eval|plot) node="$node $w"; npos=0 ;;
+                    show|eval|plot|whatif) node="$node $w"; npos=0 ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -125,6 +125,12 @@ _cobell() {
             "cobell model plot")
                 case "$w" in
                     -j|--job|-o|--output|--co-runner) skip=1; opt=$w ;;
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
+                esac ;;
+            "cobell model whatif")
+                case "$w" in
+                    -e|--event-log|-x|--scale-out) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -288,6 +294,11 @@ _cobell() {
                     -o|--output) _cobell_complete_files ;;
                     --co-runner) COMPREPLY=() ;;
                 esac ;;
+            "cobell model whatif")
+                case "$opt" in
+                    -e|--event-log) _cobell_complete_files ;;
+                    -x|--scale-out) COMPREPLY=() ;;
+                esac ;;
             "cobell cluster apps")
                 case "$opt" in
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
@@ -362,7 +373,7 @@ _cobell() {
             "cobell model")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
-                else COMPREPLY=($(compgen -W 'show eval plot' -- "$cur")); fi ;;
+                else COMPREPLY=($(compgen -W 'show eval plot whatif' -- "$cur")); fi ;;
             "cobell model show")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-j --job --json -h --help' -- "$cur"))
@@ -374,6 +385,10 @@ _cobell() {
             "cobell model plot")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-j --job -o --output --co-runner -h --help' -- "$cur"))
+                else COMPREPLY=(); fi ;;
+            "cobell model whatif")
+                if [[ $cur == -* ]]; then
+                    COMPREPLY=($(compgen -W '-e --event-log -x --scale-out --json -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell cluster")
                 if [[ $cur == -* ]]; then

@@ -71,7 +71,7 @@ function __cobell_node
                 end
             case 'cobell model'
                 switch $w
-                    case show eval plot
+                    case show eval plot whatif
                         set node "$node $w"
                 end
             case 'cobell model show'
@@ -87,6 +87,11 @@ function __cobell_node
             case 'cobell model plot'
                 switch $w
                     case -j --job -o --output --co-runner
+                        set skip 1
+                end
+            case 'cobell model whatif'
+                switch $w
+                    case -e --event-log -x --scale-out
                         set skip 1
                 end
             case 'cobell cluster'
@@ -255,6 +260,7 @@ complete -c cobell -n '__cobell_at \'cobell history rm\'' -s h -l help -d 'Show 
 complete -c cobell -n '__cobell_at \'cobell model\'' -a show -d 'The chosen model, its parameters, per co-runner interference, CV errors, runs used'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a eval -d 'Cross-validated errors of cobell\'s model next to Ernest and Bell on the same splits'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a plot -d 'Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the `plot` extra)'
+complete -c cobell -n '__cobell_at \'cobell model\'' -a whatif -d 'Predict the run\'s runtime at other executor counts from its event log alone'
 complete -c cobell -n '__cobell_at \'cobell model\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell model show\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Recurring job whose history the model is fitted to'
 complete -c cobell -n '__cobell_at \'cobell model show\'' -l json -d 'Print the model description as JSON'
@@ -268,6 +274,10 @@ complete -c cobell -n '__cobell_at \'cobell model plot\'' -s j -l job -x -a '(__
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s o -l output -r -F -d 'Image file to write (png, svg, pdf)'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -l co-runner -x -d 'Co-runner for the curves (default: the most frequent one)'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s h -l help -d 'Show help and exit'
+complete -c cobell -n '__cobell_at \'cobell model whatif\'' -s e -l event-log -r -F -d 'A Spark event log: one file (plain, .zstd, .lz4, .snappy) or a rolling log directory (eventlog_v2_*)'
+complete -c cobell -n '__cobell_at \'cobell model whatif\'' -s x -l scale-out -x -d 'Executor count to predict (repeatable); default 1, 2, 4, ... up to 4x the observed count (at least 8), and the observed count'
+complete -c cobell -n '__cobell_at \'cobell model whatif\'' -l json -d 'Print one JSON object'
+complete -c cobell -n '__cobell_at \'cobell model whatif\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell cluster\'' -a apps -d 'List the running apps as cobell sees them, and the job each one maps to'
 complete -c cobell -n '__cobell_at \'cobell cluster\'' -a check -d 'Ask the cluster once: which RM/master answered, its HA state, auth mode and latency'
 complete -c cobell -n '__cobell_at \'cobell cluster\'' -s h -l help -d 'Show help and exit'

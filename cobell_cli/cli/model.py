@@ -24,25 +24,45 @@ class Protocol(enum.StrEnum):
 
 def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
     """The job's succeeded runs, or a UsageError that says how to find a job that has some."""
+    return _runs_and_profiles(ctx, job)[0]
+
+
+def _runs_and_profiles(ctx: typer.Context, job: str) -> tuple[list[dict[str, Any]], Any]:
+    """The job's succeeded runs and, when it has event-log profiles, its what-if (the
+    candidate curve planning fits with)."""
     from cobell_cli.errors import UsageError
 
     window = settings(ctx).history_window  # the runs planning uses, so the model it uses
     with open_history(ctx, create=False, read_only=True) as history:
         runs = history.training_runs(job, window=window)
         known = history.job_names()
+        whatif = _job_whatif(history, job, runs)
     if not runs:
         why = "has no succeeded runs" if job in known else "is not in the history"
         raise UsageError(f"job {job!r} {why}",
                          hint="list the known jobs with `cobell history jobs`")
-    return runs
+    return runs, whatif
 
 
-def fit(job: str, runs: list[dict[str, Any]]) -> Any:
+def _job_whatif(history: Any, job: str, runs: list[dict[str, Any]]) -> Any:
+    from cobell_cli import api
+    from cobell_cli.core.whatif import fit_whatif
+
+    profiles, others = api.job_profiles(history, job, runs, [])
+    if not profiles:
+        return None
+    try:
+        return fit_whatif(profiles, runs, others)
+    except ValueError:
+        return None
+
+
+def fit(job: str, runs: list[dict[str, Any]], whatif: Any = None) -> Any:
     from cobell_cli.core.model import fit_runtime_model
     from cobell_cli.errors import UsageError
 
     try:
-        return fit_runtime_model(runs)
+        return fit_runtime_model(runs, whatif=whatif)
     except ValueError as exc:
         raise UsageError(f"job {job!r}: {exc}",
                          hint="list the known jobs with `cobell history jobs`") from None
@@ -123,6 +143,9 @@ def _curve_text(curve: dict[str, Any]) -> str:
         return "f(x) = " + (" + ".join(parts) if parts else "0")
     if curve["kind"] == "power":
         return f"f(x) = {curve['c']:.4g}·x^{curve['exponent']:.3f}"
+    if curve["kind"] == "what-if":
+        return (f"the what-if replay of the job's event-log profile"
+                f" x exp({curve['c0']:.3g} + {curve['c1_log_scale_out']:.3g}·log x)")
     label = "local linear" if curve["kind"] == "llr" else "local power law from the edge"
     return f"{label}, bandwidth {curve['bandwidth_log_scale_out']:.3g} (log scale-out)"
 
@@ -139,7 +162,8 @@ def show(
     """
     from cobell_cli import output
 
-    description = {"job": job, **fit(job, training_runs(ctx, job)).describe()}
+    runs, whatif = _runs_and_profiles(ctx, job)
+    description = {"job": job, **fit(job, runs, whatif).describe()}
     if as_json:
         typer.echo(output.to_json(description))
         return
@@ -263,3 +287,94 @@ def plot(
     finally:
         plt.close(fig)
     info(f"wrote {out}")
+
+
+def default_scale_outs(observed: int) -> list[int]:
+    """1, 2, 4, ... up to max(8, 4 x the observed count), and the observed count itself."""
+    top = max(8, 4 * observed)
+    xs = {observed}
+    x = 1
+    while x <= top:
+        xs.add(x)
+        x *= 2
+    return sorted(xs)
+
+
+def whatif_result(event_log: Path, scale_outs: list[int] | None,
+                  cluster_profiles: list[Any]) -> dict[str, Any]:
+    """The what-if of one event log: the run it saw and the predicted runtime per count."""
+    from cobell_cli.core.whatif import fit_whatif, workload
+    from cobell_cli.errors import UsageError
+    from cobell_cli.sources.eventlog_profile import summarize
+
+    profile = summarize(event_log)
+    try:
+        workload(profile)  # the reason a log cannot be replayed, in its own words
+        model = fit_whatif([profile], cluster_profiles=cluster_profiles)
+    except ValueError as exc:
+        raise UsageError(f"event log {event_log}: {exc}",
+                         hint="pass the log of a finished run that ran tasks") from None
+    xs = scale_outs or default_scale_outs(profile.scale_out)
+    predicted = model.predict(xs)
+    return {
+        "app_id": profile.app_id,
+        "app_name": profile.app_name,
+        "observed_scale_out": profile.scale_out,
+        "observed_runtime_s": profile.runtime_s,
+        "cores_per_executor": model.workloads_[0].cores_per_executor,
+        "startup_profiles": model.startup_.profiles,
+        "predictions": [{"scale_out": x, "runtime_s": y}
+                        for x, y in zip(xs, predicted, strict=True)],
+    }
+
+
+def history_profiles(ctx: typer.Context) -> list[Any]:
+    """Recent profiles of any job in the history (the cluster's start-up trends); none when
+    there is no history."""
+    from cobell_cli.errors import HistoryError
+
+    try:
+        with open_history(ctx, create=False, read_only=True) as history:
+            return history.profiles()
+    except HistoryError:
+        return []
+
+
+@app.command("whatif")
+def whatif_cmd(
+    ctx: typer.Context,
+    event_log: Path = typer.Option(
+        ..., "--event-log", "-e",
+        help="A Spark event log: one file (plain, .zstd, .lz4, .snappy) or a rolling log "
+        "directory (eventlog_v2_*)."),
+    scale_outs: list[int] | None = typer.Option(
+        None, "--scale-out", "-x", min=1,
+        help="Executor count to predict (repeatable); default 1, 2, 4, ... up to 4x the "
+        "observed count (at least 8), and the observed count."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Predict the run's runtime at other executor counts from its event log alone.
+
+    Replays the run's stages and task durations on N x cores slots in the order Spark's
+    FIFO scheduler runs them (stage dependencies from the log), the driver's time outside
+    jobs kept serial, executor start-up and cold tasks as the log shows them; the history's
+    profiles, when there are any, add how start-up grows with N on this cluster.
+
+    Example: cobell model whatif --event-log /tmp/spark-events/app-20250101-0001.zstd -x 2 -x 8
+    """
+    from cobell_cli import output
+
+    result = whatif_result(event_log, sorted(set(scale_outs or [])) or None,
+                           history_profiles(ctx))
+    if as_json:
+        typer.echo(output.to_json({k: result[k] for k in (
+            "app_id", "observed_scale_out", "observed_runtime_s", "predictions")}))
+        return
+    info(f"{result['app_id']} ({result['app_name']}): {result['observed_runtime_s']:.1f} s at "
+         f"{result['observed_scale_out']} executor(s) x {result['cores_per_executor']} core(s)"
+         + (f"; start-up trends from {result['startup_profiles']} profile(s) in the history"
+            if result["startup_profiles"] > 1 else ""))
+    rows = [{"scale_out": p["scale_out"], "runtime_s": f"{p['runtime_s']:.1f}",
+             "vs_observed": f"{p['runtime_s'] / result['observed_runtime_s']:.2f}x"}
+            for p in result["predictions"]]
+    typer.echo(output.table(rows, ["scale_out", "runtime_s", "vs_observed"]))

@@ -12,7 +12,13 @@ code users run:
 
 Bootstrap (Section IV-D of the paper), driven by the number n of usable similar runs:
 
-* n = 0..2 (runs 1-3), "bootstrap-search": binary search over the candidate scale-outs.
+* n = 0..2 with at least one event-log profile of the job's runs, "bootstrap-whatif": the
+  what-if curve (core/whatif.py: the profiles' stages replayed at every candidate, corrected
+  by the runs the job has) decides like a model, on its upper bound at a confidence.
+  Co-runners are not considered (as in the rest of the bootstrap). At n = 3..5 the what-if
+  replaces the model without interference when its leave-one-out error on the runs is lower;
+  from n = 3 on it is also one more candidate curve in the runtime model's cross-validation.
+* n = 0..2 (runs 1-3) otherwise, "bootstrap-search": binary search over the candidates.
   State: the index bracket [lo, hi] of the candidates (initially all of them) that may be the
   smallest meeting the target. Each previous similar run, oldest first, at scale-out x:
   met the *current* target (runtime_s <= target_s) -> hi = the smallest candidate >= x (the
@@ -40,7 +46,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import DEFAULT_CONFIDENCE, calibrated_upper
@@ -55,8 +62,11 @@ from cobell_cli.core.remaining import stage_plan
 from cobell_cli.errors import UsageError
 from cobell_cli.output import jsonable
 
+if TYPE_CHECKING:
+    from cobell_cli.core.profile import AppProfile
+
 Strategy = Literal["joint", "paper", "none"]
-Phase = Literal["bootstrap-search", "bootstrap-parametric", "model"]
+Phase = Literal["bootstrap-search", "bootstrap-whatif", "bootstrap-parametric", "model"]
 STRATEGIES: tuple[str, ...] = ("joint", "paper", "none")
 
 SEARCH_RUNS = 3  # runs 1-3: binary search
@@ -88,10 +98,28 @@ class RuntimeModel(Protocol):
 FitFn = Callable[[Sequence[Mapping[str, Any]]], RuntimeModel]
 
 
-def _default_fit(runs: Sequence[Mapping[str, Any]]) -> RuntimeModel:
+def _default_fit(runs: Sequence[Mapping[str, Any]], **params: Any) -> RuntimeModel:
     from cobell_cli.core.model import fit_runtime_model
 
-    return fit_runtime_model(runs)
+    return fit_runtime_model(runs, **params)
+
+
+def _fit_whatif(
+    profiles: Sequence[AppProfile],
+    runs: Sequence[Mapping[str, Any]],
+    cluster_profiles: Sequence[AppProfile],
+    warnings: list[str],
+) -> Any:
+    """The job's what-if (core/whatif.py), or None with a warning when no profile replays."""
+    if not profiles:
+        return None
+    from cobell_cli.core.whatif import fit_whatif
+
+    try:
+        return fit_whatif(profiles, runs, cluster_profiles)
+    except ValueError as exc:
+        warnings.append(f"the what-if cannot use the job's event-log profiles ({exc})")
+        return None
 
 
 # --- records -------------------------------------------------------------------------------
@@ -333,6 +361,8 @@ def plan(
     fit: FitFn | None = None,
     tol_s: float = TOL_S,
     max_iter: int = MAX_ITER,
+    profiles: Sequence[AppProfile] = (),
+    cluster_profiles: Sequence[AppProfile] = (),
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -340,7 +370,10 @@ def plan(
     `co_runners` the apps on the cluster (finished ones are ignored), `co_runner_histories`
     the runs of their jobs. `fit` turns runs into a runtime model and raises ValueError when it
     cannot; it defaults to `cobell_cli.core.model.fit_runtime_model`. Callers planning many times
-    over the same history (the benchmark) may pass a memoising `fit`.
+    over the same history (the benchmark) may pass a memoising `fit`. `profiles`: event-log
+    profiles of the job's runs, newest first (the what-if; with them a custom `fit` must
+    accept a `whatif` keyword for the job's own model); `cluster_profiles`: other jobs'
+    profiles, for how executor start-up grows with the scale-out on this cluster.
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -378,17 +411,26 @@ def plan(
         run_number=n + 1,
     )
 
+    whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings)
+    own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
     model = None
+    phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
     if n >= SEARCH_RUNS:
         with_interference = n >= MODEL_FROM_USABLE and interference != "none"
         try:
-            model = fit_fn(runs if with_interference else _without_overlaps(runs))
+            model = own_fit(runs if with_interference else _without_overlaps(runs))
         except ValueError as exc:
             warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+    choice = None
+    if whatif is not None:
+        model, choice = _whatif_or_model(model, whatif, runs, own_fit, phase == "model")
+    if model is None and whatif is not None:
+        model = whatif
+    if model is whatif:
+        phase = "bootstrap-whatif"
     if model is None:
         return _search_plan(runs, candidates, apps, warnings, common)
-    phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
-    return _model_plan(
+    chosen = _model_plan(
         model,
         phase,
         runs,
@@ -401,6 +443,83 @@ def plan(
         confidence,
         tol_s,
         max_iter,
+        own_fit,
+    )
+    if choice is not None:
+        chosen = replace(chosen, reason=f"{chosen.reason} {choice}")
+    return _note_whatif(chosen) if whatif is not None and phase != "bootstrap-whatif" else chosen
+
+
+def _whatif_or_model(
+    model: RuntimeModel | None,
+    whatif: Any,
+    runs: Sequence[Mapping[str, Any]],
+    own_fit: FitFn,
+    with_interference: bool,
+) -> tuple[Any, str | None]:
+    """The what-if (corrected by the runs) or the fitted model, whichever predicts the
+    job's runs better, in mean |log(runtime / predicted)|: the what-if's leave-one-out
+    error against the larger of the model's own errors on its runs and its leave-one-out
+    errors (runs 4-6: refitted without each run; later: the model's leave-one-out ratios).
+    A handful of runs, some with co-runners, at clustered scale-outs can bend a fitted
+    curve anywhere (its cross-validation holds out only interior scale-outs, so an edge run
+    can be sacrificed and no fold notices); the replay keeps the job's shape."""
+    if model is None:
+        return whatif, None
+    fitted = []
+    for r in runs:
+        overlaps = (r.get("overlaps") or {}) if with_interference else None
+        predicted = _floats(model.predict([float(r["scale_out"])], overlaps))[0]
+        if predicted > 0:
+            fitted.append(abs(math.log(float(r["runtime_s"]) / predicted)))
+    held = _held_out_errors(model, runs, own_fit, with_interference)
+    if not fitted or not held:
+        return model, None
+    own = max(sum(fitted) / len(fitted), sum(held) / len(held))
+    mine = whatif.loo_error_
+    if mine >= own:
+        return model, None
+    return whatif, (
+        f"The what-if replaced the runtime model: its leave-one-out error on the {len(runs)}"
+        f" runs is {100 * mine:.0f} % (mean |log ratio|), the model's {100 * own:.0f} %."
+    )
+
+
+def _held_out_errors(
+    model: RuntimeModel,
+    runs: Sequence[Mapping[str, Any]],
+    own_fit: FitFn,
+    with_interference: bool,
+) -> list[float]:
+    """|log(runtime / predicted)| of each run by the model without it."""
+    if with_interference:  # runs 7 on: no refits, the model's own leave-one-out ratios
+        ratios = getattr(model, "loo_ratios_", None)
+        return [] if ratios is None else [abs(math.log(float(r))) for r in ratios if r > 0]
+    errors = []
+    for i, held in enumerate(runs):
+        try:
+            fold = own_fit(_without_overlaps([r for k, r in enumerate(runs) if k != i]))
+        except ValueError:
+            continue
+        predicted = _floats(fold.predict([float(held["scale_out"])], None))[0]
+        if predicted > 0:
+            errors.append(abs(math.log(float(held["runtime_s"]) / predicted)))
+    return errors
+
+
+def _note_whatif(chosen: Plan) -> Plan:
+    """Say so in the reason when cross-validation chose the what-if replay as a curve."""
+    roles = [
+        role
+        for role in ("interpolation", "extrapolation")
+        if ((chosen.model or {}).get(role) or {}).get("kind") == "what-if"
+    ]
+    if not roles:
+        return chosen
+    return replace(
+        chosen,
+        reason=f"{chosen.reason} The model's {' and '.join(roles)} curve is the what-if "
+        "replay of the job's event-log profile (chosen by cross-validation).",
     )
 
 
@@ -761,8 +880,10 @@ def _model_plan(
     confidence: float | None,
     tol_s: float,
     max_iter: int,
+    own_fit: FitFn | None = None,
 ) -> Plan:
-    """Plan with a fitted model: overlaps, bounds, the decision, and the record of why."""
+    """Plan with a fitted model: overlaps, bounds, the decision, and the record of why.
+    `own_fit` refits the job's own model (with its what-if), `fit_fn` the co-runners'."""
     target_s = common["target_s"]
     xs = [float(c) for c in candidates]
     ov = _Overlaps()
@@ -771,7 +892,8 @@ def _model_plan(
             model, xs, apps, co_runner_histories, fit_fn, runs, common, tol_s, max_iter
         )
     bounds = _runtime_bounds(
-        model, phase, xs, ov.per_candidate(), runs, candidates, fit_fn, confidence, target_s
+        model, phase, xs, ov.per_candidate(), runs, candidates, own_fit or fit_fn, confidence,
+        target_s,
     )
     if phase != "model" and apps:  # co-runners ignored: the errors do not cover them
         bounds = replace(bounds, meet_probability=None)
@@ -845,7 +967,12 @@ def _model_reason(
         bound += f"; estimated P(meet) {probability:.0%}"
         if confidence is not None and feasible:
             bound += f" >= {confidence:.0%}"
-    if phase == "bootstrap-parametric":
+    if phase == "bootstrap-whatif":
+        how = (
+            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the what-if replay of the"
+            " job's event-log profile, corrected by its runs,"
+        )
+    elif phase == "bootstrap-parametric":
         how = f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model without interference"
     elif n_co == 0:
         how = "the runtime model" + (

@@ -25,6 +25,9 @@ class StageProfile:
     task_s: list[float] = field(default_factory=list)  # launch to finish, in launch order
     launch_s: list[float] = field(default_factory=list)
     input_bytes: int = 0
+    # the executor each task ran on (aligned with task_s; empty in profiles written before
+    # it was kept): the what-if tells an executor's first, cold task from the warm ones
+    task_executor: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -100,7 +100,7 @@ class _Fold:
         launch, finish = int(info.get("Launch Time") or 0), self._seen(info.get("Finish Time"))
         stage = self._stage(e["Stage ID"], -1, [])
         if launch and finish >= launch:
-            stage["tasks"].append((launch, finish - launch))
+            stage["tasks"].append((launch, finish - launch, str(info.get("Executor ID", ""))))
         metrics = (e.get("Task Metrics") or {}).get("Input Metrics") or {}
         stage["input"] += int(metrics.get("Bytes Read") or 0)
 
@@ -157,9 +157,10 @@ class _Fold:
             parent_ids=sorted(s["parents"]),
             submit_s=_rel(s["submit"], start),
             end_s=_rel(s["end"], start),
-            task_s=[d / 1000.0 for _, d in tasks],
-            launch_s=[(t - start) / 1000.0 for t, _ in tasks],
+            task_s=[d / 1000.0 for _, d, _ in tasks],
+            launch_s=[(t - start) / 1000.0 for t, _, _ in tasks],
             input_bytes=s["input"],
+            task_executor=[e for _, _, e in tasks],
         )
 
     def _job_of(self, stage_id: int) -> int:

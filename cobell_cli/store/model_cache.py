@@ -35,15 +35,16 @@ GRID_MAX = 256
 FitFn = Callable[[Sequence[Mapping[str, Any]]], Any]
 
 
-def _default_fit(runs: Sequence[Mapping[str, Any]]) -> Any:
+def _default_fit(runs: Sequence[Mapping[str, Any]], **params: Any) -> Any:
     from cobell_cli.core.model import fit_runtime_model
 
-    return fit_runtime_model(runs)
+    return fit_runtime_model(runs, **params)
 
 
 # The code whose answers an entry stores: the model package, and what tabulates it.
 _CORE = Path(__file__).resolve().parent.parent / "core"
-MODEL_SOURCES = (_CORE / "model", _CORE / "model_table.py", _CORE / "calibration.py")
+MODEL_SOURCES = (_CORE / "model", _CORE / "model_table.py", _CORE / "calibration.py",
+                 _CORE / "whatif.py")
 
 
 @functools.cache
@@ -56,10 +57,13 @@ def model_source_digest() -> str:
     return digest.hexdigest()
 
 
-def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: float) -> str:
-    """Hash of what a fit depends on; float repr round-trips, so equal keys mean equal data."""
+def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: float,
+              salt: str = "") -> str:
+    """Hash of what a fit depends on; float repr round-trips, so equal keys mean equal data.
+    `salt` names anything else the fit reads (the what-if's profiles)."""
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(repr((__version__, model_source_digest(), grid_max, float(confidence))).encode())
+    digest.update(repr((__version__, model_source_digest(), grid_max, float(confidence),
+                        salt)).encode())
     for run in runs:
         overlaps = run.get("overlaps") or {}
         item = (run.get("status"), run.get("scale_out"), run.get("runtime_s"), *overlaps.items())
@@ -90,20 +94,24 @@ class ModelCache:
         self.hits = 0
         self.misses = 0
 
-    def fit(self, runs: Sequence[Mapping[str, Any]]) -> Any:
-        """The fitted model (or its table); raises ValueError when the runs cannot be fitted."""
+    def fit(self, runs: Sequence[Mapping[str, Any]], whatif: Any = None) -> Any:
+        """The fitted model (or its table); raises ValueError when the runs cannot be fitted.
+        `whatif`: the job's fitted what-if, a candidate curve (keyed by its `cache_key()`)."""
         runs = list(runs)
+        params = {} if whatif is None else {"whatif": whatif}
         grid_max = max([self.grid_max, *(int(r.get("scale_out") or 0) for r in runs)])
-        key = cache_key(runs, grid_max, self.confidence)
+        salt = whatif.cache_key() if whatif is not None else ""
+        key = cache_key(runs, grid_max, self.confidence, salt)
         entry = self._load(key)
         if entry is not None:
             self.hits += 1
             if "error" in entry:
                 raise ValueError(entry["error"])
-            return ModelTable.from_payload(entry["table"], fallback=lambda: self._fit(runs))
+            return ModelTable.from_payload(entry["table"],
+                                           fallback=lambda: self._fit(runs, **params))
         self.misses += 1
         try:
-            model = self._fit(runs)
+            model = self._fit(runs, **params)
         except ValueError as exc:
             self._store(key, {"error": str(exc)})
             raise

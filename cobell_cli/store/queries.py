@@ -14,6 +14,10 @@ from cobell_cli.store.schema import RECENCY, TRAINING_COLUMNS
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from cobell_cli.core.profile import AppProfile
+
+PROFILE_LIMIT = 20  # profiles read per plan: the newest say most, and each costs a parse
+
 
 class RunQueries:
     """The read side of a history; History adds opening and writing."""
@@ -239,6 +243,49 @@ class RunQueries:
         for run_id, task_s in rows:
             out.setdefault(run_id, []).append(float(task_s))
         return out
+
+    def profiles(
+        self, job: str | None = None, *, limit: int = PROFILE_LIMIT
+    ) -> list[AppProfile]:
+        """Event-log profiles of succeeded runs (of `job`, else of any job), newest first, at
+        most `limit`: what the what-if replays (of the job) and learns the cluster's executor
+        start-up from (of any job). A profile in another format, or one that does not parse,
+        is left out: it was written by another cobell and a plan never depends on it."""
+        import json
+
+        from cobell_cli.core.profile import PROFILE_FORMAT, AppProfile
+
+        where, params = "r.status = 'succeeded'", []
+        if job is not None:
+            where += " AND r.job = ?"
+            params.append(job)
+        rows = self.conn.execute(
+            f"SELECT p.format, p.summary FROM run_profiles p JOIN runs r ON r.id = p.run_id "
+            f"WHERE {where} ORDER BY coalesce(r.started_at, r.submitted_at) DESC, r.id DESC "
+            "LIMIT ?",
+            [*params, int(limit)],
+        )
+        out = []
+        for fmt, summary in rows:
+            if fmt != PROFILE_FORMAT:
+                continue
+            try:
+                out.append(AppProfile.from_dict(json.loads(summary)))
+            except (TypeError, ValueError, KeyError, AttributeError):
+                continue
+        return out
+
+    def event_log_paths(self, job: str, *, limit: int = 1) -> list[str]:
+        """Event-log paths recorded for the job's succeeded runs that have no profile yet,
+        newest first (the what-if reads such a log when the job has no profile)."""
+        rows = self.conn.execute(
+            "SELECT r.event_log FROM runs r LEFT JOIN run_profiles p ON p.run_id = r.id "
+            "WHERE r.job = ? AND r.status = 'succeeded' AND r.event_log IS NOT NULL "
+            "AND p.run_id IS NULL "
+            "ORDER BY coalesce(r.started_at, r.submitted_at) DESC, r.id DESC LIMIT ?",
+            [job, int(limit)],
+        )
+        return [r[0] for r in rows]
 
     def jobs(self) -> list[dict[str, Any]]:
         """One summary row per job: runs, distinct scale-outs, last run, median runtime."""

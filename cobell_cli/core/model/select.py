@@ -17,6 +17,9 @@
 5. Below the smallest observed scale-out, no fitted curve is trusted (a curve that rises with
    x, from noise or unrecorded co-runners, would promise a faster run on fewer nodes): the
    runtime there continues Amdahl's law from the lower edge, never below the edge's runtime.
+   With the job's event-log profiles, the what-if replay (core/whatif.py) times a
+   correction exp(c0 + c1·log x) fitted to the runs is one more candidate in both CVs; with
+   a single scale-out it replaces the 1/x guess as the prior (it knows the stages' waves).
 6. The CV residuals of the chosen models give a relative prediction interval; below the
    range it also spans "no speed-up" to "linear speed-up" from the smallest scale-out. With
    co-runners it widens by the pairs' posterior uncertainty (delta method), added to the
@@ -66,7 +69,13 @@ RULE_MARGIN = 0.01  # another form must beat the paper's CV error by 1 % to repl
 THIN_EVIDENCE_SD = 0.25 # own sd of a + b/x, relative to the pooled effect, that `model show`
 # calls thin evidence
 
+WHATIF_KEY = ("whatif",)  # the what-if candidate among the CV's feature subsets
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
+
+
+def _replays(replay: Any, x: np.ndarray) -> np.ndarray:
+    """The what-if's replayed runtime at each (whole) scale-out."""
+    return np.array([replay(max(1, round(float(v)))) for v in np.atleast_1d(x)], float)
 
 
 def _subsets(max_size: int) -> list[tuple[str, ...]]:
@@ -87,10 +96,13 @@ class _Curve:
     t: np.ndarray | None = None
     v: np.ndarray | None = None
     w: np.ndarray | None = None
+    replay: Any = None  # kind "whatif": scale-out -> the what-if's replayed seconds
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "parametric":
             return evaluate(self.theta, x)
+        if self.kind == "whatif":
+            return _replays(self.replay, x) * np.exp(self.theta[0] + self.theta[1] * np.log(x))
         if self.kind == "power":
             return np.exp(self.theta[0] + self.theta[1] * np.log(x))
         if self.kind == "powerlaw":
@@ -106,6 +118,9 @@ class _Curve:
         if self.kind == "power":
             return {"kind": "power", "c": float(np.exp(self.theta[0])),
                     "exponent": float(self.theta[1])}
+        if self.kind == "whatif":
+            return {"kind": "what-if", "c0": float(self.theta[0]),
+                    "c1_log_scale_out": float(self.theta[1])}
         return {"kind": self.kind, "bandwidth_log_scale_out": float(self.bandwidth)}
 
 
@@ -124,7 +139,8 @@ class RuntimeModel:
 
     def __init__(self, *, confidence_default: float = 0.9, combination: str = "auto",
                  scaled: bool | None = None, pooling: bool = True,
-                 propagate: bool = True, alone_curve: str = "auto") -> None:
+                 propagate: bool = True, alone_curve: str = "auto",
+                 whatif: Any = None) -> None:
         self.confidence_default = confidence_default
         self.combination = combination  # "auto" (CV) or one of combine.RULES
         self.scaled = scaled  # None: CV decides between a + b/x and a
@@ -133,6 +149,9 @@ class RuntimeModel:
         # f the pairs are separated from: "auto" (a broken line when every stretch of
         # scale-outs has runs, see interference.knots) or "ernest" (the paper's)
         self.alone_curve = alone_curve
+        # a fitted core.whatif.WhatIfModel (anything with replay(scale_out) -> seconds):
+        # its replay joins the candidate curves
+        self.whatif = whatif
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
@@ -244,12 +263,31 @@ class RuntimeModel:
         the interval's upper bound assumes no speed-up at all, so a planner that reads the
         upper bound does not over-promise from a single observation."""
         level = float(np.exp(np.average(np.log(y), weights=np.where(w > 0, w, 1e-9))))
+        self.interval_ = RelativeInterval.default(1, single_scale_out=float(x[0]))
+        if self.whatif is not None:
+            curve = self._whatif_curve(x, y, w)
+            self.interp_ = self.extrap_ = curve
+            self.cv_ = {"note": "one scale-out: the what-if replay through its level, "
+                                "interval without speed-up"}
+            return
         theta = np.zeros(len(FEATURES))
         theta[1] = level * float(x[0])
         curve = _Curve("parametric", theta, ("inv",))
         self.interp_ = self.extrap_ = curve
-        self.interval_ = RelativeInterval.default(1, single_scale_out=float(x[0]))
         self.cv_ = {"note": "one scale-out: runtime scaled by 1/x, interval without speed-up"}
+
+    def _whatif_curve(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Curve:
+        """The what-if replay times exp(c0 + c1·log x), weighted least squares on
+        log(y / replay); the constant alone (c1 = 0) with fewer than 3 scale-outs."""
+        t = np.log(x)
+        r = np.log(y / _replays(self.whatif.replay, x))
+        ww = np.where(w > 0, w, 1e-9)
+        if np.unique(x).size < 3:
+            return _Curve("whatif", np.array([np.average(r, weights=ww), 0.0]),
+                          replay=self.whatif.replay)
+        tm, rm = np.average(t, weights=ww), np.average(r, weights=ww)
+        slope = float(np.sum(ww * (t - tm) * (r - rm)) / np.sum(ww * (t - tm) ** 2))
+        return _Curve("whatif", np.array([rm - slope * tm, slope]), replay=self.whatif.replay)
 
     def _fit_pair(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         """Two scale-outs: between them the log-log line through both levels; outside,
@@ -278,9 +316,13 @@ class RuntimeModel:
             if kind == "amdahl":
                 theta = fit_theta(x[rows], y[rows], AMDAHL, sample_weight=w[rows], loss="l1")
                 return _Curve("parametric", theta, AMDAHL)
+            if kind == "whatif":
+                return self._whatif_curve(x[rows], y[rows], w[rows])
             return _Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
 
         resid: dict[str, list[np.ndarray]] = {"amdahl": [], "power": []}
+        if self.whatif is not None:
+            resid["whatif"] = []
         scores: dict[str, float] = {}
         for kind in resid:
             errs = []
@@ -322,6 +364,14 @@ class RuntimeModel:
                 err[feats].append(_split_error(pred, y[test], w[test]))
                 resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
         scores: dict[Any, float] = {feats: float(np.mean(e)) for feats, e in err.items()}
+        if self.whatif is not None and interior.size:
+            errs, res = [], []
+            for j in interior:
+                test = index == j
+                pred = self._whatif_curve(x[~test], y[~test], w[~test]).predict(x[test])
+                errs.append(_split_error(pred, y[test], w[test]))
+                res.append(np.log(y[test] / pred)[w[test] > 0])
+            scores[WHATIF_KEY], resid[WHATIF_KEY] = float(np.mean(errs)), res
         llr_best = None
         if d >= MIN_SCALE_OUTS_FOR_LLR:
             t = np.log(levels)
@@ -352,6 +402,10 @@ class RuntimeModel:
                 pred = evaluate(fit_param(train, feats), x[test])
                 fwd_err[feats].append(_split_error(pred, y[test], w[test]))
                 fwd_resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
+            if self.whatif is not None:
+                pred = self._whatif_curve(x[train], y[train], w[train]).predict(x[test])
+                fwd_err.setdefault(WHATIF_KEY, []).append(_split_error(pred, y[test], w[test]))
+                fwd_resid.setdefault(WHATIF_KEY, []).append(np.log(y[test] / pred)[w[test] > 0])
             fwd_dist.append(np.log(x[test] / levels[j - 1]))
         if d >= MIN_SCALE_OUTS_FOR_CV:
             grid = bandwidth_grid(np.log(levels))
@@ -378,12 +432,16 @@ class RuntimeModel:
         self.cv_["forward_mre"] = {_name(k): v for k, v in fwd_scores.items()
                                    if np.isfinite(v)}
         all_rows = np.ones_like(x, bool)
-        if extrap_key[0] == "powerlaw":
+        if extrap_key == WHATIF_KEY:
+            self.extrap_ = self._whatif_curve(x, y, w)
+        elif extrap_key[0] == "powerlaw":
             t, v, ws = _levels(x[param_rows], y[param_rows], w[param_rows])
             self.extrap_ = _Curve("powerlaw", bandwidth=extrap_key[1], t=t, v=v, w=ws)
         else:
             self.extrap_ = _Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
-        if isinstance(interp_key, tuple) and interp_key and interp_key[0] == "llr":
+        if interp_key == WHATIF_KEY:
+            self.interp_ = self._whatif_curve(x, y, w)
+        elif isinstance(interp_key, tuple) and interp_key and interp_key[0] == "llr":
             t = np.log(levels)
             _, v, ws = aggregate(x, np.log(y), w)
             self.interp_ = _Curve("llr", bandwidth=interp_key[1], t=t, v=v,

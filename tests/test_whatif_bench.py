@@ -1,0 +1,56 @@
+"""bench/whatif.py on the committed real event logs (bench/data/whatif/)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench import whatif as bench
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    if not (bench.DATA / "manifest.json").is_file():
+        pytest.skip("the recorded logs are not in bench/data/whatif (bench/whatif_record.py)")
+    return bench.load_runs(bench.DATA, bench.QUICK_EXECUTORS, (1,))
+
+
+def test_the_committed_logs_are_the_four_shapes_at_the_quick_counts(runs):
+    assert {r.shape for r in runs} == {"wide", "join", "straggler", "iterative"}
+    for shape in ("wide", "join", "straggler", "iterative"):
+        assert sorted(r.executors for r in runs if r.shape == shape) == [1, 2, 4, 8]
+    for r in runs:
+        assert r.profile.scale_out == r.executors and r.runtime_s > 0
+
+
+def test_every_method_predicts_every_other_run(runs):
+    preds = bench.predict_all(runs)
+    n = {shape: sum(r.shape == shape for r in runs) for shape in {r.shape for r in runs}}
+    for method in ("sparklens", "own", "whatif"):
+        for shape, k in n.items():
+            mine = [p for p in preds if p.method == method and p.shape == shape]
+            assert len(mine) == k * (k - 1)
+            assert all(p.predicted_s > 0 and math.isfinite(p.error_pct) for p in mine)
+    # two runs: the source and a partner; the other runs are predicted
+    assert all(len([p for p in preds if p.method == "two_runs" and p.source == r.name])
+               == n[r.shape] - 2 for r in runs)
+
+
+def test_the_whatif_is_anchored_on_its_source_run(runs):
+    from cobell_cli.core.whatif import fit_whatif
+
+    for r in runs:
+        assert fit_whatif([r.profile]).predict([r.executors])[0] == pytest.approx(r.runtime_s)
+
+
+def test_the_report_has_the_goal_table_and_the_baseline_row(runs):
+    preds = bench.predict_all(runs)
+    text = bench.render(runs, preds, "python -m bench.whatif --quick", 1.0)
+    goal = text.split("## Goal")[1].split("##")[0]
+    for shape in ("wide", "join", "straggler", "iterative"):
+        assert f"| {shape} | {bench.LABELS['sparklens']} |" in goal
+        assert f"| {shape} | {bench.LABELS['whatif']} |" in goal
+    assert "6-8 executors" in text and "Measured runtimes" in text
