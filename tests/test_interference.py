@@ -311,3 +311,69 @@ def test_short_histories_are_judged_on_refits() -> None:
     assert not np.allclose(held, m.loo_ratios_)
     long = fit_runtime_model(history(REFIT_MAX_RUNS + 20, pairs, rng))
     assert np.array_equal(long.held_out_ratios(), long.loo_ratios_)
+
+
+# --- co-runner sizes ---------------------------------------------------------------------------
+
+
+def _sized_history(n: int, rng: np.random.Generator, grows: bool) -> list[dict]:
+    """Co-runner jobs at a scale-out drawn per run; their effect grows with it (the share of
+    the cluster they press on) when `grows`."""
+    pairs = {"grep": 0.15, "pagerank": 0.3, "wordcount": 0.2}
+    runs = []
+    for _ in range(n):
+        x = int(rng.choice(SCALE_OUTS))
+        chosen = rng.choice(list(pairs), size=int(rng.integers(0, 3)), replace=False)
+        ov = {str(j): float(rng.uniform(0.3, 1.0)) for j in chosen}
+        size = {j: float(rng.choice([8, 16, 24, 32, 40])) for j in ov}
+        effect = sum(pairs[j] * r * (size[j] / 24 if grows else 1.0) for j, r in ov.items())
+        y = f_true(x) * (1 + effect) * float(np.exp(rng.normal(0, 0.02)))
+        runs.append({"scale_out": x, "runtime_s": y, "overlaps": ov,
+                     "co_runner_scale_outs": size})
+    return runs
+
+
+def test_cv_weighs_a_co_runners_overlap_by_its_size_only_when_that_explains_the_runs() -> None:
+    rng = np.random.default_rng(12)
+    sized = fit_runtime_model(_sized_history(200, rng, grows=True))
+    plain = fit_runtime_model(_sized_history(200, rng, grows=False))
+    assert sized.sized_ and not plain.sized_
+    assert sized.describe()["combination"]["sized"] is True
+    # The usual (overlap-weighted) scale-out of each job is ~24; twice it weighs twice.
+    ref = sized.size_reference_["pagerank"]
+    assert 20 < ref < 28
+    assert sized.size_weight("pagerank", 2 * ref) == pytest.approx(2.0)
+    assert plain.size_weight("pagerank", 40) == 1.0 and sized.size_weight("pagerank", None) == 1
+    # A pagerank at 40 nodes slows the job more than one at 8, as it did.
+    big, small = (float(sized.predict([16], {"pagerank": sized.size_weight("pagerank", s)})[0])
+                  for s in (40, 8))
+    truth = [f_true(16) * (1 + 0.3 * s / 24) for s in (40, 8)]
+    assert big == pytest.approx(truth[0], rel=0.05) and small == pytest.approx(truth[1], rel=0.05)
+    table = tabulate(sized, 64, 0.9)
+    assert table.size_weight("pagerank", 40) == sized.size_weight("pagerank", 40)
+    assert table.size_weight(None, 40) == sized.size_weight(None, 40)
+    # Without recorded sizes nothing changes.
+    unsized = [{k: v for k, v in r.items() if k != "co_runner_scale_outs"}
+               for r in _sized_history(200, rng, grows=True)]
+    assert not fit_runtime_model(unsized).sized_
+
+
+def test_a_plan_reserves_more_beside_a_larger_co_runner_when_size_matters() -> None:
+    from cobell_cli.cluster.base import RunningApp
+    from cobell_cli.core.plan import plan
+
+    rng = np.random.default_rng(13)
+    runs = [{**r, "id": i, "status": "succeeded", "started_at": float(i)}
+            for i, r in enumerate(_sized_history(200, rng, grows=True))]
+    model = fit_runtime_model(runs)
+    assert model.sized_
+
+    def chosen(size: int) -> int:
+        app = RunningApp("app-1", "pr", "pagerank", None, None, "RUNNING", 1e6, None, size)
+        p = plan(job="sgd", history=runs, now=1e6, target_s=f_true(16) * 1.2, min_scale_out=4,
+                 max_scale_out=60, co_runners=[app], co_runner_histories={"pagerank": []},
+                 confidence=0.9, fit=lambda _: model)
+        assert p.co_runners[0].overlap_ratio == pytest.approx(1.0)  # outlasts: no history
+        return p.scale_out
+
+    assert chosen(40) > chosen(8)

@@ -21,9 +21,11 @@ from typing import Any
 
 from cobell_cli.core.co_runner_effects import (
     MAX_CLASS,
+    POOLED,
     calibrated_interval,
     co_runner_class,
     factor_and_sd,
+    size_weight,
     widen,
 )
 from cobell_cli.output import jsonable
@@ -55,6 +57,7 @@ class ModelTable:
         default_cov: Sequence[float] = (0.0, 0.0, 0.0),
         curve_sd: Sequence[Sequence[float]] | None = None,
         class_quantiles: Quantiles | None = None,
+        size_reference: Mapping[str, float] | None = None,
     ) -> None:
         if not len(alone_s) == len(lower_s) == len(upper_s):
             raise ValueError("alone_s, lower_s and upper_s must cover the same scale-outs")
@@ -74,6 +77,8 @@ class ModelTable:
         self.curve_sd = [(float(a), float(b)) for a, b in curve_sd or []]
         self.class_quantiles = [None if q is None else (float(q[0]), float(q[1]))
                                 for q in class_quantiles or [None] * (MAX_CLASS + 1)]
+        # each co-runner job's usual scale-out when the model weighs sizes (else empty)
+        self.size_reference = {str(k): float(v) for k, v in (size_reference or {}).items()}
         # The model's held-out runtime / predicted ratios, for the planner's calibration.
         self.loo_ratios_ = None if loo_ratios is None else [float(v) for v in loo_ratios]
         self._fallback = fallback
@@ -119,6 +124,10 @@ class ModelTable:
         name = None if job is None else str(job).strip()
         return self.pairs.get(name, self.default_pair) if name is not None else self.default_pair
 
+    def size_weight(self, job: Any, scale_out: float | None) -> float:
+        name = POOLED if job is None else str(job).strip()
+        return size_weight(self.size_reference, name, scale_out)
+
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
         name = None if job is None else str(job).strip()
         return self.pair_cov.get(name, self.default_cov) if name is not None else self.default_cov
@@ -145,6 +154,7 @@ class ModelTable:
             "loo_ratios": self.loo_ratios_,
             "curve_sd": [list(v) for v in self.curve_sd],
             "class_quantiles": [None if q is None else list(q) for q in self.class_quantiles],
+            "size_reference": self.size_reference,
         }
 
     @classmethod
@@ -170,6 +180,7 @@ class ModelTable:
             default_cov=payload.get("default_cov", (0.0, 0.0, 0.0)),
             curve_sd=payload["curve_sd"],
             class_quantiles=payload["class_quantiles"],
+            size_reference=payload["size_reference"],
         )
 
     # -- internals --------------------------------------------------------------------------
@@ -241,6 +252,7 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         loo_ratios=_loo(model),
         curve_sd=curve_sd,
         class_quantiles=quantiles,
+        size_reference=model.size_reference_ if getattr(model, "sized_", False) else None,
     )
 
 

@@ -38,6 +38,7 @@ from cobell_cli.core.co_runner_effects import (
     calibrated_interval,
     co_runner_class,
     factor_and_sd,
+    size_weight,
     widen,
 )
 from cobell_cli.core.model.combine import RULES
@@ -133,7 +134,7 @@ class RuntimeModel:
     def __init__(self, *, confidence_default: float = 0.9, combination: str = "auto",
                  scaled: bool | None = None, pooling: bool = True,
                  propagate: bool = True, alone_curve: str = "auto",
-                 calibrate: bool = True) -> None:
+                 calibrate: bool = True, sized: bool | None = None) -> None:
         self.confidence_default = confidence_default
         self.combination = combination  # "auto" (CV) or one of combine.RULES
         self.scaled = scaled  # None: CV decides between a + b/x and a
@@ -144,23 +145,26 @@ class RuntimeModel:
         self.alone_curve = alone_curve
         # the interval calibrated on the model's held-out errors per run class (uncertainty.py)
         self.calibrate = calibrate
+        # a co-runner's effect in proportion to its scale-out (None: CV decides; see fit)
+        self.sized = sized
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
         raw = prepare_runs(runs)
-        data = _pool_rare(raw)
-        x, y = data.scale_out, data.runtime_s
-        self.n_runs_ = data.n
+        plain = _pool_rare(raw)
+        x, y = plain.scale_out, plain.runtime_s
+        self.n_runs_ = plain.n
         self.scale_out_range_ = (float(x.min()), float(x.max()))
         levels = np.unique(x)
         self.n_scale_outs_ = int(levels.size)
-        self.co_runners_ = data.co_runners
+        self.co_runners_ = plain.co_runners
+        self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
+                                   for i, k in enumerate(plain.co_runners)}
+        self.overlap_s_ = {k: float(plain.overlap[:, i] @ y)
+                           for i, k in enumerate(plain.co_runners)}
         base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
-        robust_w = self._fit_interference(data, base)
-        self.interference_runs_ = {k: int((data.overlap[:, i] > 0).sum())
-                                   for i, k in enumerate(data.co_runners)}
-        self.overlap_s_ = {k: float(data.overlap[:, i] @ y)
-                           for i, k in enumerate(data.co_runners)}
+        self.size_reference_ = _size_references(plain)
+        robust_w, data = self._fit_interference(plain, base)
         y_alone = y / slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
         w = repetition_weights(x, y_alone)
         self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
@@ -229,11 +233,15 @@ class RuntimeModel:
                 inner = RuntimeModel(
                     confidence_default=self.confidence_default, combination=self.combination_,
                     scaled=bool(self.scaled_), pooling=self.pooling, propagate=self.propagate,
-                    alone_curve=self.alone_curve, calibrate=False).fit(raw.subset(~test))
+                    alone_curve=self.alone_curve, calibrate=False, sized=self.sized_,
+                ).fit(raw.subset(~test))
             except ValueError:
                 continue
-            rows = [{c: float(v) for c, v in zip(raw.co_runners, r, strict=True) if v > 0}
-                    for r in raw.overlap[test]]
+            sizes = (raw.co_scale_out[test] if raw.co_scale_out is not None
+                     else np.zeros_like(raw.overlap[test]))
+            rows = [{c: float(v) * inner.size_weight(c, float(z) or None)
+                     for c, v, z in zip(raw.co_runners, r, zs, strict=True) if v > 0}
+                    for r, zs in zip(raw.overlap[test], sizes, strict=True)]
             out[test] = raw.runtime_s[test] / inner.predict(raw.scale_out[test], rows)
         return out
 
@@ -257,12 +265,18 @@ class RuntimeModel:
         classes = np.minimum((raw.overlap > 0).sum(axis=1), MAX_CLASS)
         return ConformalScale(scores_hi, scores_lo, classes)
 
-    def _fit_interference(self, data: RunData, base: Sequence[str]) -> np.ndarray:
-        """Rule and b/x by CV, the final fit, then partial pooling of the pairs; returns the
-        robust fit's weights per run."""
-        x, y, ov = data.scale_out, data.runtime_s, data.overlap
+    def _fit_interference(self, plain: RunData, base: Sequence[str],
+                          ) -> tuple[np.ndarray, RunData]:
+        """Sizes, rule and b/x by CV, the final fit, then partial pooling of the pairs;
+        returns the robust fit's weights per run and the runs as fitted (overlaps weighed by
+        the co-runners' sizes when the CV chose that)."""
+        x, y = plain.scale_out, plain.runtime_s
         self.interference_cv_: dict[str, float] = {}
-        best = self._choose_form(x, y, ov, base)
+        sized = _sized(plain, self.size_reference_)
+        rule, scaled, self.sized_ = self._choose_form(plain, sized, base)
+        data = sized if self.sized_ else plain
+        ov = data.overlap
+        best = (rule, scaled)
         self.combination_, self.scaled_ = best
         curve, a, b, w = fit_interference(x, y, ov, base, rule=best[0], scaled=best[1],
                                           at=self._knots(x))
@@ -275,42 +289,66 @@ class RuntimeModel:
         self.sampling_cov_ = pooled.sampling_cov
         self.reference_scale_out_ = float(x.min())  # where b/x matters most
         self.pool_mean_, self.pool_tau2_ = pooled.mean, pooled.tau2
-        return w
+        return w, data
+
+    def _size_options(self, plain: RunData, sized: RunData) -> list[bool]:
+        """Whether to weigh overlaps by co-runner size is a question only when some co-runner
+        job ran at different scale-outs (and the caller did not fix the answer)."""
+        if self.sized is not None:
+            return [bool(self.sized) and sized is not plain]
+        sizes = plain.co_scale_out
+        if sized is plain or sizes is None:
+            return [False]
+        varies = any(np.ptp(col[col > 0]) > 0 for col in sizes.T if np.any(col > 0))
+        return [False, True] if varies else [False]
+
+    def _choose_form(self, plain: RunData, sized: RunData, base: Sequence[str],
+                     ) -> tuple[str, bool, bool]:
+        """(rule, scaled, sized) by CV in two stages, to bound the cost: a + b/x against a,
+        each on the plain overlaps and, where co-runner jobs ran at different scale-outs, on
+        the overlaps weighed by the co-runner's scale-out over its usual one (the share of the
+        cluster it presses on), under the paper's additive rule; then the other rules with
+        the winner. The paper's form (plain overlaps) stays unless another beats its CV error
+        by RULE_MARGIN."""
+        x, y = plain.scale_out, plain.runtime_s
+        matrices = {False: plain.overlap, True: sized.overlap}
+        present = plain.overlap > 0
+        rules = [self.combination] if self.combination != "auto" else list(RULES)
+        if self.combination == "auto" and not np.any(present.sum(axis=1) >= 2):
+            rules = ["additive"]  # no run with two co-runners: every rule is the same
+        scaled = [True, False] if self.scaled is None else [bool(self.scaled)]
+        sizes = self._size_options(plain, sized)
+        if int(present.any(axis=1).sum()) < MIN_RUNS_FOR_RULE_CV:
+            return rules[0], scaled[0], sizes[0]
+        scores: dict[tuple[str, bool, bool], float] = {}
+
+        def pick(forms: list[tuple[str, bool, bool]], incumbent: tuple[str, bool, bool],
+                 ) -> tuple[str, bool, bool]:
+            for form in forms:
+                if form not in scores:
+                    scores[form] = _interference_cv(x, y, matrices[form[2]], base, form[:2],
+                                                    self.pooling, self.alone_curve == "auto")
+            best = min(forms, key=scores.get)
+            return incumbent if scores[incumbent] <= scores[best] * (1 + RULE_MARGIN) else best
+
+        first = [(rules[0], s, z) for z in sizes for s in scaled]
+        form = pick(first, first[0]) if len(first) > 1 else first[0]
+        if len(rules) > 1:
+            form = pick([(r, form[1], form[2]) for r in rules], form)
+        if len(scores) > 1:
+            self.interference_cv_ = {_form_name(f): v for f, v in scores.items()}
+        return form
+
+    def size_weight(self, job: Any, scale_out: float | None) -> float:
+        """The factor on an app's overlap ratio the model's pairs expect: its scale-out over
+        its job's usual one when the model weighs co-runner sizes, else 1."""
+        refs = self.size_reference_ if self.sized_ else None
+        return size_weight(refs, co_runner_key(job), scale_out)
 
     def _knots(self, x: np.ndarray) -> np.ndarray | None:
         if self.alone_curve not in ("auto", "ernest"):
             raise ValueError(f"alone_curve must be 'auto' or 'ernest', got {self.alone_curve!r}")
         return knots(x) if self.alone_curve == "auto" else None
-
-    def _choose_form(self, x: np.ndarray, y: np.ndarray, ov: np.ndarray,
-                     base: Sequence[str]) -> tuple[str, bool]:
-        """(rule, scaled) by CV in two stages, to bound the cost: a + b/x against a under the
-        paper's additive rule, then the other rules with the winner. The paper's form stays
-        unless another beats its CV error by RULE_MARGIN."""
-        present = ov > 0
-        rules = [self.combination] if self.combination != "auto" else list(RULES)
-        if self.combination == "auto" and not np.any(present.sum(axis=1) >= 2):
-            rules = ["additive"]  # no run with two co-runners: every rule is the same
-        scaled = [True, False] if self.scaled is None else [bool(self.scaled)]
-        if int(present.any(axis=1).sum()) < MIN_RUNS_FOR_RULE_CV:
-            return rules[0], scaled[0]
-        scores: dict[tuple[str, bool], float] = {}
-
-        def pick(forms: list[tuple[str, bool]], incumbent: tuple[str, bool]) -> tuple[str, bool]:
-            for form in forms:
-                if form not in scores:
-                    scores[form] = _interference_cv(x, y, ov, base, form, self.pooling,
-                                                    self.alone_curve == "auto")
-            best = min(forms, key=scores.get)
-            return incumbent if scores[incumbent] <= scores[best] * (1 + RULE_MARGIN) else best
-
-        first = [(rules[0], s) for s in scaled]
-        form = pick(first, first[0]) if len(first) > 1 else first[0]
-        if len(rules) > 1:
-            form = pick([(r, form[1]) for r in rules], form)
-        if len(scores) > 1:
-            self.interference_cv_ = {_form_name(f): v for f, v in scores.items()}
-        return form
 
     def _fit_single(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         """One scale-out: Amdahl with the whole runtime parallel (y·x0/x) as the point guess;
@@ -662,6 +700,8 @@ class RuntimeModel:
             "regime_scale_outs": list(self.regime_scale_outs_),
             "interference": {k: self._describe_pair(i, k) for i, k in enumerate(self.co_runners_)},
             "combination": {"rule": self.combination_, "scaled": bool(self.scaled_),
+                            "sized": bool(self.sized_),
+                            "size_reference": dict(self.size_reference_) if self.sized_ else {},
                             "separated_from": self.interference_curve_,
                             "cv_mean_abs_log_error": dict(self.interference_cv_),
                             "pooling": self._describe_pool()},
@@ -735,8 +775,9 @@ def _interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequenc
     return float(np.mean(np.concatenate(errs))) if errs else float("inf")
 
 
-def _form_name(form: tuple[str, bool]) -> str:
-    return f"{form[0]}, {'a + b/x' if form[1] else 'a'}"
+def _form_name(form: tuple[str, bool] | tuple[str, bool, bool]) -> str:
+    sized = ", x co-runner size" if len(form) > 2 and form[2] else ""
+    return f"{form[0]}, {'a + b/x' if form[1] else 'a'}{sized}"
 
 
 def _rows(overlaps: Overlaps, n: int) -> list[Mapping[Any, float] | None]:
@@ -796,11 +837,46 @@ def _pool_rare(data: RunData) -> RunData:
     rare = [i for i in range(len(data.co_runners)) if i not in keep]
     cols = [data.overlap[:, i] for i in keep]
     names = [data.co_runners[i] for i in keep]
+    sizes = data.co_scale_out
+    size_cols = [] if sizes is None else [sizes[:, i] for i in keep]
     if rare:
         cols.append(data.overlap[:, rare].sum(axis=1))
         names.append(POOLED)
+        if sizes is not None:  # the pooled apps' overlap-weighted mean scale-out
+            ov, z = data.overlap[:, rare], sizes[:, rare]
+            known = np.where(z > 0, ov, 0.0).sum(axis=1)
+            size_cols.append(np.divide((ov * z).sum(axis=1), known, out=np.zeros(data.n),
+                                       where=known > 0))
     overlap = np.column_stack(cols) if cols else np.zeros((data.n, 0))
-    return RunData(data.scale_out, data.runtime_s, overlap, tuple(names))
+    co_scale_out = (None if sizes is None else
+                    np.column_stack(size_cols) if size_cols else np.zeros((data.n, 0)))
+    return RunData(data.scale_out, data.runtime_s, overlap, tuple(names), co_scale_out)
+
+
+def _size_references(data: RunData) -> dict[str, float]:
+    """Each co-runner job's usual scale-out: the overlap-weighted mean of the known ones."""
+    sizes = data.co_scale_out
+    if sizes is None:
+        return {}
+    out = {}
+    for i, name in enumerate(data.co_runners):
+        known = sizes[:, i] > 0
+        weight = data.overlap[known, i].sum()
+        if weight > 0:
+            out[name] = float(data.overlap[known, i] @ sizes[known, i] / weight)
+    return out
+
+
+def _sized(data: RunData, references: Mapping[str, float]) -> RunData:
+    """The runs with each overlap weighed by its co-runner's scale-out over its usual one
+    (1 where unknown); `data` itself when no size is known."""
+    if not references or data.co_scale_out is None:
+        return data
+    ref = np.array([references.get(name, 0.0) for name in data.co_runners])
+    sizes = data.co_scale_out
+    weight = np.where((sizes > 0) & (ref > 0), sizes / np.where(ref > 0, ref, 1.0), 1.0)
+    return RunData(data.scale_out, data.runtime_s, data.overlap * weight, data.co_runners,
+                   sizes)
 
 
 def fit_runtime_model(runs: Iterable[Any], **params: Any) -> RuntimeModel:
