@@ -45,11 +45,13 @@ CALIBRATION_RECENT_RUNS = 30  # the model improves as history grows: judge it on
 RECENT_OUTCOMES = 10
 JACKKNIFE_MIN_RUNS = 4  # leave-one-out needs a model fitted on at least three runs
 JACKKNIFE_MAX_FITS = 10  # more runs: CV+ with this many interleaved folds bounds the cost
-# predict/submit without --confidence: P(meet the target) >= this. Measured on bench.colocation's
-# world (bench/results/confidence_levels.md): the goal for the default (>= 95 % on time,
-# overshoot <= 5 %, node-s <= 1.05x the oracle's) held in 5 of 6 cells at 0.97, 4 at 0.95, 2 at
-# 0.9 (up to 6.8 % of runs late), for about the same node-seconds as 0.95.
-DEFAULT_CONFIDENCE = 0.97
+# predict/submit without --confidence: P(meet the target) >= this. Measured in both of
+# bench.colocation's worlds (bench/results/confidence_levels.md, 12 cells): the goal for
+# the default (>= 95 % on time, overshoot <= 5 %, node-s <= 1.05x the oracle's) held in 7 cells
+# at 0.9, 5 at 0.93, 0.95 and 0.97 (in each world the most at 0.9); runs over the target,
+# pooled per world, 1.2 % and 2.8 % at 0.9 (the held-out calibration is conservative), and the
+# one cell over 5 % (nodesim pair/sgd, 9.5 %) is so at every level.
+DEFAULT_CONFIDENCE = 0.9
 POOLED_KEY = "*"  # the pooled co-runner class in the model's description (model/data.py)
 
 Overlaps = Mapping[Any, float]
