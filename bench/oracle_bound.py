@@ -42,7 +42,7 @@ from bench.simulator import Curve, load_curves
 
 RESULTS = Path(__file__).resolve().parent / "results" / "oracle_bound.md"
 DRAWS = 60  # fresh target noise draws per run: a 0.95 share is counted out of 60
-LEVELS = (0.9, 0.95, 0.97)
+LEVELS = (0.9, 0.95, 0.97, 0.99)
 
 
 def target_redraw(noise: Any, fresh: Any, target: str) -> Any:
