@@ -17,7 +17,7 @@ cell is scored on fresh runs with co-runners, at their measured overlaps: the sh
 
 "before" is the model as it was: the paper's additive a + b/x, no pooling, an interval from
 the scale-out curve alone, uncalibrated (`RuntimeModel(combination="additive",
-scaled=True, pooling=False, propagate=False, alone_curve="ernest", calibrate=False)`).
+scaled=True, pooling=False, propagate=False, alone_curve="ernest", calibrate=False, sized=False)`).
 "after" is the default.
 
 Also, in bench.simulator (whose pair law has a closed form): the error of b for co-runner jobs
@@ -62,7 +62,8 @@ GOAL = (85.0, 95.0)  # issue 13: the nominal 90 % interval covers 85-95 % in eve
 RUN_SPACING_S = 100_000.0
 VARIANTS = {
     "before": {"combination": "additive", "scaled": True, "pooling": False,
-               "propagate": False, "alone_curve": "ernest", "calibrate": False},
+               "propagate": False, "alone_curve": "ernest", "calibrate": False,
+               "sized": False},
     "after": {},
 }
 
@@ -203,7 +204,7 @@ def render(results: dict[Key, list[dict[str, Any]]], command: str, elapsed_s: fl
              "before: the paper's additive a + b/x separated from Ernest's curve, unpooled, the "
              "interval of the scale-out curve only (`RuntimeModel(combination='additive', "
              "scaled=True, pooling=False, propagate=False, alone_curve='ernest', "
-             "calibrate=False)`). after: the default (rule and b/x by CV, broken-line "
+             "calibrate=False, sized=False)`). after: the default (rule and b/x by CV, broken-line "
              "separation, partial pooling, the pairs' uncertainty held to a, b >= 0, the "
              "interval calibrated on held-out errors per number of co-runners; ten-fold refits "
              "up to 100 runs, hence the fit time at 50). Same histories, same fresh runs.\n"]

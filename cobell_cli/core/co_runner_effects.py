@@ -140,17 +140,13 @@ def calibrated_interval(
     return min(lower, model_bounds[0]), max(upper, model_bounds[1])
 
 
-POOLED = "*"  # the pooled co-runner class (model/data.py)
-
-
 def size_weight(references: Mapping[str, float] | None, job: str, scale_out: float | None,
                 ) -> float:
     """How much more of the cluster a co-runner app presses on than its job usually does:
-    its scale-out over its job's reference (the pooled class's for a job without one, else
-    the mean reference). 1 when the model does not weigh sizes or the scale-out is unknown."""
-    if not references or scale_out is None or not scale_out > 0:
+    its scale-out over its job's reference. 1 when the model does not weigh sizes, the job
+    has no reference of its own (the pooled class mixes jobs of different usual sizes and is
+    fitted unweighed) or the scale-out is unknown."""
+    ref = (references or {}).get(job)
+    if not ref or scale_out is None or not scale_out > 0:
         return 1.0
-    ref = references.get(job) or references.get(POOLED)
-    if not ref:
-        ref = sum(references.values()) / len(references)
-    return float(scale_out) / ref if ref > 0 else 1.0
+    return float(scale_out) / ref

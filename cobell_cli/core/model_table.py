@@ -21,7 +21,6 @@ from typing import Any
 
 from cobell_cli.core.co_runner_effects import (
     MAX_CLASS,
-    POOLED,
     calibrated_interval,
     co_runner_class,
     factor_and_sd,
@@ -125,8 +124,8 @@ class ModelTable:
         return self.pairs.get(name, self.default_pair) if name is not None else self.default_pair
 
     def size_weight(self, job: Any, scale_out: float | None) -> float:
-        name = POOLED if job is None else str(job).strip()
-        return size_weight(self.size_reference, name, scale_out)
+        return size_weight(self.size_reference, "" if job is None else str(job).strip(),
+                           scale_out)
 
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
         name = None if job is None else str(job).strip()
