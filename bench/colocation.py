@@ -318,6 +318,16 @@ def _by_job(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return out
 
 
+def _sizes_by_job(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Colocation rows -> {co_runner_job: overlap-weighted scale-out}, as History does."""
+    acc: dict[str, list[float]] = {}
+    for r in rows:
+        a = acc.setdefault(r["co_runner_job"], [0.0, 0.0])
+        a[0] += r["overlap_ratio"] * r["co_runner_scale_out"]
+        a[1] += r["overlap_ratio"]
+    return {job: num / den for job, (num, den) in acc.items() if den > 0}
+
+
 def cli_default_confidence() -> float | None:
     """The confidence the CLI plans at without --confidence: the setting's default."""
     from cobell_cli.config import SETTINGS
@@ -380,6 +390,7 @@ def play(strategy: str, memory: World, setup: RunSetup, curves: Mapping[str, Cur
         memory.add(job.job, scale_out=job.scale_out, runtime_s=job.finish_s - job.start_s,
                    started_at=job.start_s, finished_at=job.finish_s,
                    target_s=target_s if mine_now else None, overlaps=_by_job(rows),
+                   co_runner_scale_outs=_sizes_by_job(rows),
                    predicted_s=predicted if mine_now else None,
                    model=phase if mine_now else None)
     errors = () if chosen is None else tuple(

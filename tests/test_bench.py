@@ -269,3 +269,50 @@ def test_the_default_row_plans_at_what_the_cli_resolves_without_flags():
 
     settings = config.load()  # no flags; conftest isolates the config dir and COBELL_*
     assert co.planner_key("default") == ("joint", settings.confidence, None)
+
+
+# --- the noise-aware oracle -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("world", ["simulator", "nodesim"])
+def test_target_redraw_changes_only_the_targets_own_draw(curves, world):
+    from bench import colocation as co
+    from bench.oracle_bound import target_redraw
+
+    truth = co.truth(world)
+    rng = np.random.default_rng(1)
+    real, fresh = truth.draw(rng, curves), truth.draw(rng, curves)
+    mixed = target_redraw(real, fresh, "sgd")
+    assert mixed.rep_index["sgd"] == fresh.rep_index["sgd"]
+    assert mixed.rep_index["grep"] == real.rep_index["grep"]
+    if world == "nodesim":
+        assert mixed.placement["sgd"] == fresh.placement["sgd"]
+        assert mixed.placement["pagerank"] == real.placement["pagerank"]
+    else:
+        assert mixed.pair_factor[("sgd", "grep")] == fresh.pair_factor[("sgd", "grep")]
+        assert mixed.pair_factor[("grep", "sgd")] == fresh.pair_factor[("grep", "sgd")]
+        assert mixed.pair_factor[("grep", "wordcount")] == real.pair_factor[("grep", "wordcount")]
+
+
+def test_knowing_the_draw_the_noise_aware_oracle_is_the_oracle(bell_dir, curves):
+    from bench import colocation as co
+    from bench import oracle_bound as ob
+
+    truth = co.truth("nodesim")
+    cfg = co.Config(worlds=("nodesim",), targets=("sgd",), variants=("pair",),
+                    runs_per_interferer=2)
+    for setup in co.draw_runs("pair", "sgd", cfg, curves, truth)[co.MODEL_FROM_USABLE:]:
+        def runtime(x, noise, setup=setup):
+            done = truth.simulate(co._jobs(setup, curves, "sgd", x), noise)[-1]
+            return done.finish_s - setup.submit_s
+
+        exact = ob.Draws(runtime, [setup.noise] * 3)  # every draw is the real one
+        oracle = co.oracle_scale_out(setup, curves, "sgd", 350.0, truth)
+        for level in (0.5, 0.97):
+            assert ob.plan_at(exact, level, 350.0) == oracle
+    bounds = ob.run(cfg, (0.5, 0.97), 8, bell_dir)[("nodesim", "pair", "sgd")]
+    assert len(bounds) == 2 * len(co.INTERFERERS) - co.MODEL_FROM_USABLE  # post-bootstrap
+    for b in bounds:  # a more careful level never plans fewer nodes on the same draws
+        assert b.planned[0.97][0] >= b.planned[0.5][0]
+    text = ob.render({("nodesim", "pair", "sgd"): bounds}, (0.5, 0.97), cfg, 8, "test", 1.0)
+    assert "| nodesim | pair | sgd | 0.97 |" in text and "reachable at" in text

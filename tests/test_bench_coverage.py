@@ -1,6 +1,6 @@
-"""bench.coverage on one small cell: the simulated history is well-formed, the pair law's
-projection is a fair reference for b, and pooling with the propagated uncertainty covers
-fresh co-located runs better than the paper's interval did."""
+"""bench.coverage on small cells of both worlds: the simulated history is well-formed, the
+pair law's projection is a fair reference for b, and the calibrated interval covers fresh
+co-located runs better than the paper's interval did."""
 
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.coverage import CoJob, cell, draw_pool, one_run, true_b
+from bench import colocation
+from bench.coverage import CoJob, cell, draw_pool, one_run, render, true_b
 from bench.simulator import Contention, load_curves
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_runs_record_measured_overlaps_of_the_pool(bell_dir: Path) -> None:
+@pytest.mark.parametrize("world", colocation.WORLDS)
+def test_runs_record_measured_overlaps_of_the_pool(bell_dir: Path, world: str) -> None:
     curves = load_curves(bell_dir)
     rng = np.random.default_rng(0)
     pool = draw_pool(20, rng)
-    runs = [one_run(i, pool, curves, Contention(), rng) for i in range(60)]
+    runs = [one_run(i, pool, curves, colocation.truth(world), rng) for i in range(60)]
     names = {co.name for co in pool}
     assert all(set(r["overlaps"]) <= names for r in runs)
     assert all(0 < v <= 3.0 for r in runs for v in r["overlaps"].values())
@@ -35,11 +37,18 @@ def test_true_b_is_the_pair_laws_projection() -> None:
 
 
 def test_one_thin_cell_covers_better_after_pooling(bell_dir: Path) -> None:
-    out = cell(50, 20, 0, load_curves(bell_dir), Contention(), 60)
+    curves = load_curves(bell_dir)
+    out = cell(50, 20, 0, curves, colocation.truth("simulator"), 60)
     before = out["before"]["covered"] / out["before"]["n"]
     after = out["after"]["covered"] / out["after"]["n"]
     assert out["after"]["n"] == 60
     assert after > before and after >= 0.8
+    nodes = cell(50, 20, 0, curves, colocation.truth("nodesim"), 40)
+    assert "b_truth" not in nodes  # no closed-form pair law in the node world
+    text = render({("simulator", 50, 20): [out], ("nodesim", 50, 20): [nodes]}, "test", 1.0,
+                  1, 60)
+    assert "| simulator | 50 | 20 |" in text and "| nodesim | 50 | 20 |" in text
+    assert "Goal check (after):" in text
     truth = np.array(out["b_truth"])
     assert truth.size >= 5
     pooled = np.abs(np.array(out["b_pooled"]) - truth).mean()

@@ -13,6 +13,7 @@ from scipy.stats import t as scipy_t
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import (
     JACKKNIFE_MAX_FITS,
+    RECENT_OUTCOMES,
     calibrated_upper,
     jackknife_calibration,
     jackknife_ratios,
@@ -288,19 +289,25 @@ def test_the_models_own_leave_one_out_ratios_spare_the_refits() -> None:
     bound = calibrated_upper(runs=hist, scale_outs=xs, predicted_s=pred, upper_s=pred,
                              overlaps=None, model=model, fit=no_refit, confidence=0.8,
                              jackknife=True, target_s=330.0)
-    assert bound.calibration["source"] == "leave-one-out"
+    assert bound.calibration["source"] == "held-out"
     assert bound.calibration["ratio_quantile"] == ratio_bound(model.loo_ratios_, 0.8)
     assert bound.upper_s == pytest.approx([p * ratio_bound(model.loo_ratios_, 0.8) for p in pred])
     # P(meet 330 s): ratio <= 1.1 at 10 (4 of 6 ratios), <= 2.2 at 20 (all, t tail).
     assert bound.meet_probability[0] == pytest.approx(4 / 7)
     assert bound.meet_probability[1] > 6 / 7
-    # Recorded outcomes, once there are enough, take over from the model's own estimate.
-    record = [rec(i, 1.5) for i in range(6)]
-    later = calibrated_upper(runs=hist + record, scale_outs=xs, predicted_s=pred, upper_s=pred,
-                             overlaps=None, model=model, fit=no_refit, confidence=0.8,
-                             jackknife=True, target_s=330.0)
-    assert later.calibration["source"] == "outcomes"
-    assert later.meet_probability[0] == 0.0  # every recorded run took 1.5x its prediction
+    # Recorded outcomes join the model's own ratios: the last RECENT_OUTCOMES of them only,
+    # since older ones judge the model as it was on a shorter history.
+    stale = [rec(i, 3.0) for i in range(5)]
+    record = [rec(10 + i, 1.5) for i in range(RECENT_OUTCOMES)]
+    later = calibrated_upper(runs=hist + stale + record, scale_outs=xs, predicted_s=pred,
+                             upper_s=pred, overlaps=None, model=model, fit=no_refit,
+                             confidence=0.8, jackknife=True, target_s=330.0)
+    joined = model.loo_ratios_ + [1.5] * RECENT_OUTCOMES
+    assert later.calibration["source"] == "held-out + outcomes"
+    assert later.calibration["runs"] == len(joined)
+    assert later.calibration["ratio_quantile"] == ratio_bound(joined, 0.8) == 1.5
+    # P(meet 330 s at 10): ratio <= 1.1, the four held-out ratios of 1.1 and below only.
+    assert later.meet_probability[0] == pytest.approx(4 / (len(joined) + 1))
 
 
 def test_the_point_decision_reports_a_probability_without_widening() -> None:

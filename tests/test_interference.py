@@ -1,16 +1,26 @@
 """Several co-runners: combination rules chosen by CV, partial pooling of the pairs, and the
-interval that carries their uncertainty; synthetic histories with a known truth."""
+interval that carries their uncertainty, held to what a, b >= 0 allow and calibrated on
+held-out errors per number of co-runners; synthetic histories with a known truth."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from cobell_cli.core.co_runner_effects import combine_row, gradient_row
+from cobell_cli.core.co_runner_effects import (
+    MAX_LOG_SD,
+    calibrated_interval,
+    co_runner_class,
+    combine_row,
+    factor_and_sd,
+    gradient_row,
+)
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.model.combine import RULES, combine, gradient
 from cobell_cli.core.model.parametric import basis
-from cobell_cli.core.model.select import RuntimeModel
+from cobell_cli.core.model.pooling import positive_pair_cov
+from cobell_cli.core.model.select import REFIT_MAX_RUNS, RuntimeModel
+from cobell_cli.core.model.uncertainty import score_bound
 from cobell_cli.core.model_table import tabulate
 
 THETA = np.array([60.0, 2400.0, 10.0, 0.8])
@@ -188,3 +198,182 @@ def test_a_curve_ernest_cannot_follow_is_not_read_as_b_over_x() -> None:
         b[curve] = float(np.mean(np.abs(m.b_unpooled_)))
     assert m.interference_curve_ == "ernest"
     assert b["auto"] < 0.2 < b["ernest"]
+
+
+# --- honest intervals: what a, b >= 0 allow, and calibration per number of co-runners --------
+
+
+def test_positivity_holds_var_b_to_what_a_and_b_allow() -> None:
+    u0, g, vg = 1 / 20, 0.3, 1e-4  # an effect well pinned at x = 20, b unresolved
+    j_inv = np.array([[1.0, -u0], [0.0, 1.0]])  # (g, b) -> (a, b): a = g - b·u0
+    wide = j_inv @ np.diag([vg, 1e4]) @ j_inv.T
+    capped = positive_pair_cov(wide, (0.2, 2.0), (1 / 60, 1 / 4))
+    assert capped[1, 1] <= ((g + np.sqrt(vg)) / u0) ** 2 / 4 + 1e-9
+    effect_var = capped[0, 0] + 2 * u0 * capped[0, 1] + u0**2 * capped[1, 1]
+    assert effect_var == pytest.approx(vg)  # where the runs were, nothing changes
+    resolved = np.array([[1e-4, -1e-4], [-1e-4, 4e-4]])
+    assert np.array_equal(positive_pair_cov(resolved, (0.2, 2.0), (1 / 60, 1 / 4)), resolved)
+
+
+def test_a_co_runner_met_at_one_scale_out_cannot_claim_any_effect_elsewhere() -> None:
+    """Its runs pin a + b/20 and leave a traded against b: the Gaussian covariance alone
+    says the effect at 60 may be anything (the delta method hits its 1.0 log-sd cap: 5x at
+    90 %); a, b >= 0 say it is at most the effect at 20."""
+    rng = np.random.default_rng(3)
+    runs = []
+    for i in range(60):
+        x = int(rng.choice(np.arange(8, 61, 4)))
+        ov = {"known": float(rng.uniform(0.3, 1))} if i % 3 == 0 else {}
+        y = (30 + 3000 / x) * (1 + 0.3 * ov.get("known", 0.0))
+        runs.append({"scale_out": x, "runtime_s": y * float(np.exp(rng.normal(0, 0.03))),
+                     "overlaps": ov})
+    runs += [{"scale_out": 20, "runtime_s": 180 * 1.25 * float(np.exp(rng.normal(0, 0.03))),
+              "overlaps": {"once": 1.0}} for _ in range(4)]
+    m = RuntimeModel(scaled=True).fit(runs)
+    c = m.pair_cov_[m.co_runners_.index("once")]
+    raw = factor_and_sd(60, {"once": 1.0}, m.interference,
+                        lambda _: (c[0, 0], c[0, 1], c[1, 1]), m.combination_)[1]
+    assert raw == MAX_LOG_SD
+    _, upper = m.predict_interval([20, 60], {"once": 1.0}, confidence=0.9)
+    point = m.predict([20, 60], {"once": 1.0})
+    assert upper[1] / point[1] < 1.3 and upper[0] / point[0] < 1.1
+
+
+def _classed_history(n: int, rng: np.random.Generator) -> list[dict]:
+    """Three co-runners at once add an error the additive form does not know of."""
+    pairs = {f"co{i}": 0.1 + 0.05 * i for i in range(5)}
+    runs = []
+    for _ in range(n):
+        x = int(rng.choice(SCALE_OUTS))
+        k = int(rng.choice(4, p=[0.25, 0.35, 0.2, 0.2]))
+        ov = {str(j): float(rng.uniform(0.3, 1))
+              for j in rng.choice(list(pairs), size=k, replace=False)}
+        noise = 0.02 if k < 3 else 0.08
+        y = (30 + 3000 / x) * (1 + sum(pairs[j] * r for j, r in ov.items()))
+        runs.append({"scale_out": x, "runtime_s": y * float(np.exp(rng.normal(0, noise))),
+                     "overlaps": ov})
+    return runs
+
+
+def test_the_interval_is_calibrated_per_number_of_co_runners() -> None:
+    rng = np.random.default_rng(4)
+    train, fresh = _classed_history(400, rng), _classed_history(600, rng)
+    xs = [r["scale_out"] for r in fresh]
+    ovs = [r["overlaps"] for r in fresh]
+    y = np.array([r["runtime_s"] for r in fresh])
+    k = np.array([co_runner_class(o) for o in ovs])
+    coverage = {}
+    for calibrate in (True, False):
+        m = RuntimeModel(calibrate=calibrate).fit(train)
+        lower, upper = m.predict_interval(xs, ovs, confidence=0.9)
+        inside = (y >= lower) & (y <= upper)
+        coverage[calibrate] = [float(inside[k == c].mean()) for c in range(4)]
+    # The model's own interval: too wide where it is right, far too narrow with three.
+    assert coverage[False][3] < 0.6 and min(coverage[False][:3]) > 0.95
+    assert all(0.85 <= v <= 0.95 for v in coverage[True]), coverage[True]
+    table = tabulate(m := RuntimeModel().fit(train), 64, 0.9)
+    np.testing.assert_allclose(table.predict_interval(xs[:20], ovs[:20], confidence=0.9),
+                               m.predict_interval(xs[:20], ovs[:20], confidence=0.9),
+                               rtol=1e-9)
+
+
+def test_score_bound_is_the_interpolated_conformal_rank() -> None:
+    scores = np.arange(1.0, 20.0)  # n = 19: rank (n + 1)·0.95 = 19, the largest
+    assert score_bound(scores, 0.95) == 19.0
+    assert score_bound(np.arange(1.0, 11.0), 0.5) == pytest.approx(5.5)  # between 5 and 6
+    few = np.array([0.1, 0.5, 0.2, 0.4])  # too few for the rank: above the largest
+    assert score_bound(few, 0.95) > 0.5
+    assert score_bound(np.array([1.0, 2.0]), 0.95) == 2.0
+
+
+def test_outside_the_measured_scale_outs_the_calibrated_interval_is_never_narrower() -> None:
+    model = (80.0, 130.0)
+    inside = calibrated_interval(100.0, model, (0.05, 0.05), 0.0, (1.0, 1.0), True)
+    assert inside == pytest.approx((100 * np.exp(-0.05), 100 * np.exp(0.05)))
+    outside = calibrated_interval(100.0, model, (0.05, 0.05), 0.0, (1.0, 1.0), False)
+    assert outside == model
+    assert calibrated_interval(100.0, model, (0.05, 0.05), 0.1, None, True) == model
+
+
+def test_short_histories_are_judged_on_refits() -> None:
+    """Up to REFIT_MAX_RUNS runs a run's held-out ratio is that of a model fitted without its
+    fold; beyond, the one-fit first-order estimate."""
+    rng = np.random.default_rng(8)
+    pairs = world(4, rng)
+    short = history(60, pairs, rng)
+    m = fit_runtime_model(short)
+    held = m.held_out_ratios()
+    inner = RuntimeModel(combination=m.combination_, scaled=bool(m.scaled_),
+                         calibrate=False).fit([r for i, r in enumerate(short) if i % 10 != 3])
+    test = short[3]
+    assert held[3] == pytest.approx(test["runtime_s"]
+                                    / inner.predict([test["scale_out"]], test["overlaps"])[0])
+    assert not np.allclose(held, m.loo_ratios_)
+    long = fit_runtime_model(history(REFIT_MAX_RUNS + 20, pairs, rng))
+    assert np.array_equal(long.held_out_ratios(), long.loo_ratios_)
+
+
+# --- co-runner sizes ---------------------------------------------------------------------------
+
+
+def _sized_history(n: int, rng: np.random.Generator, grows: bool) -> list[dict]:
+    """Co-runner jobs at a scale-out drawn per run; their effect grows with it (the share of
+    the cluster they press on) when `grows`."""
+    pairs = {"grep": 0.15, "pagerank": 0.3, "wordcount": 0.2}
+    runs = []
+    for _ in range(n):
+        x = int(rng.choice(SCALE_OUTS))
+        chosen = rng.choice(list(pairs), size=int(rng.integers(0, 3)), replace=False)
+        ov = {str(j): float(rng.uniform(0.3, 1.0)) for j in chosen}
+        size = {j: float(rng.choice([8, 16, 24, 32, 40])) for j in ov}
+        effect = sum(pairs[j] * r * (size[j] / 24 if grows else 1.0) for j, r in ov.items())
+        y = f_true(x) * (1 + effect) * float(np.exp(rng.normal(0, 0.02)))
+        runs.append({"scale_out": x, "runtime_s": y, "overlaps": ov,
+                     "co_runner_scale_outs": size})
+    return runs
+
+
+def test_cv_weighs_a_co_runners_overlap_by_its_size_only_when_that_explains_the_runs() -> None:
+    rng = np.random.default_rng(12)
+    sized = fit_runtime_model(_sized_history(200, rng, grows=True))
+    plain = fit_runtime_model(_sized_history(200, rng, grows=False))
+    assert sized.sized_ and not plain.sized_
+    assert sized.describe()["combination"]["sized"] is True
+    # The usual (overlap-weighted) scale-out of each job is ~24; twice it weighs twice.
+    ref = sized.size_reference_["pagerank"]
+    assert 20 < ref < 28
+    assert sized.size_weight("pagerank", 2 * ref) == pytest.approx(2.0)
+    assert plain.size_weight("pagerank", 40) == 1.0 and sized.size_weight("pagerank", None) == 1
+    # A pagerank at 40 nodes slows the job more than one at 8, as it did.
+    big, small = (float(sized.predict([16], {"pagerank": sized.size_weight("pagerank", s)})[0])
+                  for s in (40, 8))
+    truth = [f_true(16) * (1 + 0.3 * s / 24) for s in (40, 8)]
+    assert big == pytest.approx(truth[0], rel=0.05) and small == pytest.approx(truth[1], rel=0.05)
+    table = tabulate(sized, 64, 0.9)
+    assert table.size_weight("pagerank", 40) == sized.size_weight("pagerank", 40)
+    assert table.size_weight(None, 40) == sized.size_weight(None, 40)
+    # Without recorded sizes nothing changes.
+    unsized = [{k: v for k, v in r.items() if k != "co_runner_scale_outs"}
+               for r in _sized_history(200, rng, grows=True)]
+    assert not fit_runtime_model(unsized).sized_
+
+
+def test_a_plan_reserves_more_beside_a_larger_co_runner_when_size_matters() -> None:
+    from cobell_cli.cluster.base import RunningApp
+    from cobell_cli.core.plan import plan
+
+    rng = np.random.default_rng(13)
+    runs = [{**r, "id": i, "status": "succeeded", "started_at": float(i)}
+            for i, r in enumerate(_sized_history(200, rng, grows=True))]
+    model = fit_runtime_model(runs)
+    assert model.sized_
+
+    def chosen(size: int) -> int:
+        app = RunningApp("app-1", "pr", "pagerank", None, None, "RUNNING", 1e6, None, size)
+        p = plan(job="sgd", history=runs, now=1e6, target_s=f_true(16) * 1.2, min_scale_out=4,
+                 max_scale_out=60, co_runners=[app], co_runner_histories={"pagerank": []},
+                 confidence=0.9, fit=lambda _: model)
+        assert p.co_runners[0].overlap_ratio == pytest.approx(1.0)  # outlasts: no history
+        return p.scale_out
+
+    assert chosen(40) > chosen(8)

@@ -632,7 +632,7 @@ def test_a_confident_plan_meets_the_target_with_at_least_that_probability() -> N
         chosen = p.candidates[p.scale_out - 1]
         assert p.feasible and p.meet_probability == chosen.meet_probability
         assert p.meet_probability >= confidence
-        assert p.calibration["source"] == "leave-one-out"
+        assert p.calibration["source"] == "held-out"
         # The next smaller candidate fails the bound, or its probability is too low.
         below = p.candidates[p.scale_out - 2]
         assert not below.meets_target

@@ -73,6 +73,25 @@ def test_training_runs_sum_overlaps_per_job_and_skip_unusable(tmp_path: Path) ->
     assert training[0]["overlaps"] == {"wc": 0.75, None: 1.0}
 
 
+def test_training_runs_carry_the_co_runners_overlap_weighted_scale_outs(tmp_path: Path) -> None:
+    with History.open(tmp_path / "h.db") as history:
+        history.insert_runs(
+            [
+                run(
+                    colocations=[
+                        {"co_runner_job": "wc", "overlap_ratio": 0.25, "co_runner_scale_out": 8},
+                        {"co_runner_job": "wc", "overlap_ratio": 0.75, "co_runner_scale_out": 16},
+                        {"co_runner_job": "pr", "overlap_ratio": 0.5},  # size unknown
+                    ]
+                ),
+                run(colocations=[{"co_runner_job": "pr", "overlap_ratio": 0.5}]),
+            ]
+        )
+        first, second = history.training_runs("sgd")
+    assert first["co_runner_scale_outs"] == {"wc": 14.0}
+    assert "co_runner_scale_outs" not in second
+
+
 def test_insert_runs_is_all_or_nothing(tmp_path: Path) -> None:
     with History.open(tmp_path / "h.db") as history:
         with pytest.raises(ValueError, match="scale_out"):

@@ -193,7 +193,7 @@ ConfidenceOpt = Annotated[
         "--confidence",
         metavar="P|point",
         help="Choose the smallest scale-out whose estimated probability of meeting the target "
-        "is at least P (0-1; default 0.97), planning on the calibrated upper bound; `point` "
+        "is at least P (0-1; default 0.9), planning on the calibrated upper bound; `point` "
         "plans on the point prediction, as the CoBell paper does. "
         "Example: --confidence 0.99. [env: COBELL_CONFIDENCE]",
     ),

@@ -106,6 +106,8 @@ def _combination_text(combination: dict[str, Any]) -> str:
             "saturating": "saturating union"}.get(combination["rule"], combination["rule"])
     form = "a + b/x" if combination["scaled"] else "a (not shrinking with scale-out)"
     text = f"{rule}, effect {form}"
+    if combination.get("sized"):
+        text += ", in proportion to the co-runner's scale-out"
     if combination.get("cv_mean_abs_log_error"):
         text += " (chosen by CV)"
     pool = combination.get("pooling")

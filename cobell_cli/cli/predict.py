@@ -154,7 +154,7 @@ def predict(
     """Predict the runtime at every scale-out and pick the smallest that meets the target.
 
     By default the smallest scale-out whose estimated probability of meeting the target is
-    at least 0.97 (p_meet in the table, calibrated on the job's past prediction errors);
+    at least 0.9 (p_meet in the table, calibrated on the job's held-out prediction errors);
     --confidence sets another level, --confidence point the paper's point decision.
 
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none

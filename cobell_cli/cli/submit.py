@@ -134,7 +134,7 @@ def submit(
     Under `nohup`, SIGHUP stays ignored by cobell and the job.
 
     Risk-aware by default: the smallest scale-out whose estimated probability of meeting
-    the target is at least 0.97; every finished run's actual/predicted ratio is recorded and
+    the target is at least 0.9; every finished run's actual/predicted ratio is recorded and
     calibrates the next decision. --confidence point reproduces the paper's point decision.
 
     Example: cobell submit -j nightly-sgd -t 350 -- spark-submit --master yarn app.py

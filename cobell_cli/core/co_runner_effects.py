@@ -100,3 +100,53 @@ def widen(alone: float, lower: float, upper: float, sd: float, confidence: float
     z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
     lo, hi = math.log(lower / alone), math.log(upper / alone)
     return alone * math.exp(-math.hypot(lo, z)), alone * math.exp(math.hypot(hi, z))
+
+
+MAX_CLASS = 3  # runs with 3 or more co-runners form one calibration class
+MAX_LOG_HALF_WIDTH = 30.0  # a degenerate history (runtimes 1, 1, 1, 31) stays finite
+
+
+def co_runner_class(row: Mapping[Any, float] | None) -> int:
+    """The calibration class of a run: how many co-runner jobs overlapped it (3 and more
+    alike). Errors grow with the number of co-runners (their combination is the model's
+    least certain part), so each class calibrates its own interval."""
+    return min(sum(1 for r in (row or {}).values() if float(r) > 0), MAX_CLASS)
+
+
+def calibrated_interval(
+    predicted: float,
+    model_bounds: tuple[float, float],
+    curve_sd: tuple[float, float],
+    pair_sd: float,
+    quantiles: tuple[float, float] | None,
+    inside: bool,
+) -> tuple[float, float]:
+    """The interval on the model's own log-scale, calibrated on held-out errors.
+
+    The model's predictive sd of log runtime, the curve's (per tail) and the pairs' in
+    quadrature, times the conformal quantiles of the same run class's held-out scores
+    (uncertainty.ConformalScale): the prediction times exp(-q_lo·sd_lo), exp(q_hi·sd_hi).
+    Outside the scale-outs the scores were measured at, never narrower than the model's
+    own `model_bounds`. Without quantiles (too few held-out errors), the model's bounds.
+    """
+    if quantiles is None:
+        return model_bounds
+    lower = predicted * math.exp(-min(quantiles[0] * math.hypot(curve_sd[0], pair_sd),
+                                      MAX_LOG_HALF_WIDTH))
+    upper = predicted * math.exp(min(quantiles[1] * math.hypot(curve_sd[1], pair_sd),
+                                     MAX_LOG_HALF_WIDTH))
+    if inside:
+        return lower, upper
+    return min(lower, model_bounds[0]), max(upper, model_bounds[1])
+
+
+def size_weight(references: Mapping[str, float] | None, job: str, scale_out: float | None,
+                ) -> float:
+    """How much more of the cluster a co-runner app presses on than its job usually does:
+    its scale-out over its job's reference. 1 when the model does not weigh sizes, the job
+    has no reference of its own (the pooled class mixes jobs of different usual sizes and is
+    fitted unweighed) or the scale-out is unknown."""
+    ref = (references or {}).get(job)
+    if not ref or scale_out is None or not scale_out > 0:
+        return 1.0
+    return float(scale_out) / ref

@@ -3,9 +3,11 @@
 Planning only ever asks a model about whole scale-outs (the candidates, a co-runner's
 executors), so a fitted model can be tabulated once and answer later without numpy or scipy:
 that is what makes a cached `cobell predict` cheap (`cobell_cli.store.model_cache`). The table holds
-the model's predictions alone (no co-runner) and its interval bounds at one confidence; the
-interference factor 1 + S (the model's combination rule over (a_k + b_k/x)·ov_k) and the
-pairs' uncertainty are applied on top through co_runner_effects, as the model itself does.
+the model's predictions alone (no co-runner), the curve's interval bounds at one confidence
+and its log sd, and the conformal quantiles per run class at that confidence; the
+interference factor 1 + S (the model's combination rule over (a_k + b_k/x)·ov_k), the
+pairs' uncertainty and the calibration are applied on top through co_runner_effects, as the
+model itself does.
 Anything outside the table (a fractional or larger scale-out, another confidence) is passed
 to the real model, fitted on first need, so answers never differ from the model's.
 
@@ -17,11 +19,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cobell_cli.core.co_runner_effects import factor_and_sd, widen
+from cobell_cli.core.co_runner_effects import (
+    MAX_CLASS,
+    calibrated_interval,
+    co_runner_class,
+    factor_and_sd,
+    size_weight,
+    widen,
+)
 from cobell_cli.output import jsonable
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float] | None] | None
-TABLE_FORMAT = 2  # 2: the model's leave-one-out ratios (loo_ratios)
+TABLE_FORMAT = 3  # 2: the model's leave-one-out ratios; 3: the curve's log sd, class quantiles
+Quantiles = Sequence[Sequence[float] | None]
 STRANGER = "\x00stranger"  # a co-runner job name no history can hold: the model's default pair
 
 
@@ -44,6 +54,9 @@ class ModelTable:
         combination: str = "additive",
         pair_cov: Mapping[str, Sequence[float]] | None = None,
         default_cov: Sequence[float] = (0.0, 0.0, 0.0),
+        curve_sd: Sequence[Sequence[float]] | None = None,
+        class_quantiles: Quantiles | None = None,
+        size_reference: Mapping[str, float] | None = None,
     ) -> None:
         if not len(alone_s) == len(lower_s) == len(upper_s):
             raise ValueError("alone_s, lower_s and upper_s must cover the same scale-outs")
@@ -58,6 +71,13 @@ class ModelTable:
         self.combination = str(combination)
         self.pair_cov = {str(k): _cov(v) for k, v in (pair_cov or {}).items()}
         self.default_cov = _cov(default_cov)
+        # The curve's log sd (lower, upper tail) per scale-out and the conformal quantiles
+        # (q_lo, q_hi) per run class at `confidence`; none: the model's bounds uncalibrated.
+        self.curve_sd = [(float(a), float(b)) for a, b in curve_sd or []]
+        self.class_quantiles = [None if q is None else (float(q[0]), float(q[1]))
+                                for q in class_quantiles or [None] * (MAX_CLASS + 1)]
+        # each co-runner job's usual scale-out when the model weighs sizes (else empty)
+        self.size_reference = {str(k): float(v) for k, v in (size_reference or {}).items()}
         # The model's held-out runtime / predicted ratios, for the planner's calibration.
         self.loo_ratios_ = None if loo_ratios is None else [float(v) for v in loo_ratios]
         self._fallback = fallback
@@ -86,16 +106,26 @@ class ModelTable:
             lower, upper = real.predict_interval(scale_outs, overlaps, confidence=confidence)
             return _floats(lower), _floats(upper)
         lower, upper = [], []
-        for x, (f, sd) in zip(xs, self._factors(xs, overlaps), strict=True):
+        rows = _rows(overlaps, len(xs))
+        for x, row, (f, sd) in zip(xs, rows, self._factors(xs, overlaps), strict=True):
             i = int(x) - 1
-            lo, hi = widen(self.alone_s[i], self.lower_s[i], self.upper_s[i], sd, self.confidence)
-            lower.append(lo * f)
-            upper.append(hi * f)
+            alone = self.alone_s[i]
+            lo, hi = widen(alone, self.lower_s[i], self.upper_s[i], sd, self.confidence)
+            inside = self.scale_out_range_[0] <= x <= self.scale_out_range_[1]
+            lo, hi = calibrated_interval(
+                alone * f, (lo * f, hi * f), self.curve_sd[i] if self.curve_sd else (0.0, 0.0),
+                sd, self.class_quantiles[co_runner_class(row)], inside)
+            lower.append(lo)
+            upper.append(hi)
         return lower, upper
 
     def interference(self, job: Any) -> tuple[float, float]:
         name = None if job is None else str(job).strip()
         return self.pairs.get(name, self.default_pair) if name is not None else self.default_pair
+
+    def size_weight(self, job: Any, scale_out: float | None) -> float:
+        return size_weight(self.size_reference, "" if job is None else str(job).strip(),
+                           scale_out)
 
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
         name = None if job is None else str(job).strip()
@@ -121,6 +151,9 @@ class ModelTable:
             "pair_cov": {k: list(v) for k, v in self.pair_cov.items()},
             "default_cov": list(self.default_cov),
             "loo_ratios": self.loo_ratios_,
+            "curve_sd": [list(v) for v in self.curve_sd],
+            "class_quantiles": [None if q is None else list(q) for q in self.class_quantiles],
+            "size_reference": self.size_reference,
         }
 
     @classmethod
@@ -144,6 +177,9 @@ class ModelTable:
             combination=payload.get("combination", "additive"),
             pair_cov=payload.get("pair_cov"),
             default_cov=payload.get("default_cov", (0.0, 0.0, 0.0)),
+            curve_sd=payload["curve_sd"],
+            class_quantiles=payload["class_quantiles"],
+            size_reference=payload["size_reference"],
         )
 
     # -- internals --------------------------------------------------------------------------
@@ -162,22 +198,39 @@ class ModelTable:
         """(1 + S, sd of its log) per scale-out, validated as the model validates."""
         if overlaps is None:
             return [(1.0, 0.0)] * len(xs)
-        rows = [overlaps] * len(xs) if isinstance(overlaps, Mapping) else list(overlaps)
-        if len(rows) != len(xs):
-            raise ValueError(
-                f"{len(rows)} overlap dicts for {len(xs)} scale-outs; give one dict for all "
-                "or one per scale-out"
-            )
+        rows = _rows(overlaps, len(xs))
         return [
             factor_and_sd(x, row, self.interference, self.pair_covariance, self.combination)
             for x, row in zip(xs, rows, strict=True)
         ]
 
 
+def _rows(overlaps: Overlaps, n: int) -> list[Mapping[Any, float] | None]:
+    if overlaps is None or isinstance(overlaps, Mapping):
+        return [overlaps] * n
+    rows = list(overlaps)
+    if len(rows) != n:
+        raise ValueError(
+            f"{len(rows)} overlap dicts for {n} scale-outs; give one dict for all "
+            "or one per scale-out"
+        )
+    return rows
+
+
 def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
     """Ask a fitted model everything planning may ask on scale-outs 1..grid_max."""
     grid = list(range(1, grid_max + 1))
-    lower, upper = model.predict_interval(grid, None, confidence=confidence)
+    parts = getattr(model, "interval_parts", None)
+    curve_sd: list[list[float]] | None = None
+    quantiles: Quantiles | None = None
+    if parts is not None:  # cobell's model: its bounds before calibration, and the scale
+        p = parts(grid, confidence)
+        lower, upper = p["lower"], p["upper"]
+        curve_sd = [[float(a), float(b)] for a, b in zip(p["curve_sd_lo"], p["curve_sd_hi"],
+                                                         strict=True)]
+        quantiles = [model.class_quantiles(k, confidence) for k in range(MAX_CLASS + 1)]
+    else:  # a baseline: its own interval, uncalibrated
+        lower, upper = model.predict_interval(grid, None, confidence=confidence)
     description = jsonable(model.describe())
     names = description.get("interference") or {}
     # A model without parameter uncertainty (a baseline) widens nothing.
@@ -196,6 +249,9 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         pair_cov={name: cov(name) for name in names},
         default_cov=cov(STRANGER),
         loo_ratios=_loo(model),
+        curve_sd=curve_sd,
+        class_quantiles=quantiles,
+        size_reference=model.size_reference_ if getattr(model, "sized_", False) else None,
     )
 
 
@@ -204,7 +260,8 @@ def _cov(v: Sequence[float]) -> tuple[float, float, float]:
 
 
 def _loo(model: Any) -> list[float] | None:
-    ratios = getattr(model, "loo_ratios_", None)
+    held_out = getattr(model, "held_out_ratios", None)
+    ratios = held_out() if held_out is not None else getattr(model, "loo_ratios_", None)
     return None if ratios is None else [float(v) for v in ratios]
 
 

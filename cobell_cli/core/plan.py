@@ -652,14 +652,28 @@ def _co_runner_inputs(
 
 @dataclass(frozen=True)
 class _Overlaps:
-    """The co-runners' predicted overlaps per candidate (None: none considered)."""
+    """The co-runners' predicted overlaps per candidate (None: none considered), and the
+    model's weight on each co-runner app's overlap for its size (`size_weight`)."""
 
     prediction: OverlapPrediction | None = None
     inputs: tuple[CoRunnerInput, ...] = ()
     notes: tuple[str | None, ...] = ()
+    weights: Mapping[str, float] | None = None  # app id -> weight; None: all 1
 
     def per_candidate(self) -> list[dict[str | None, float]] | None:
-        return self.prediction.overlaps_per_candidate() if self.prediction is not None else None
+        """The model's input per candidate: each app's ratio times its weight, summed per
+        co-runner job."""
+        if self.prediction is None:
+            return None
+        if not self.weights:
+            return self.prediction.overlaps_per_candidate()
+        out: list[dict[str | None, float]] = []
+        for i in range(len(self.prediction.scale_outs)):
+            row: dict[str | None, float] = {}
+            for c in self.prediction.co_runners:
+                row[c.job] = row.get(c.job, 0.0) + c.overlap_ratio[i] * self.weights[c.app_id]
+            out.append(row)
+        return out
 
 
 @dataclass(frozen=True)
@@ -698,10 +712,11 @@ def _predict_overlaps(
     """Each running co-runner's overlap at each candidate, by the plan's strategy."""
     job, strategy = common["job"], common["strategy"]
     inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
+    weights = _size_weights(model, inputs)
     prediction = predict_overlaps(
         xs,
         _floats(model.predict(xs, None)),
-        model.interference,
+        _sized_interference(model.interference, inputs, weights),
         job,
         inputs,
         common["now"],
@@ -710,7 +725,39 @@ def _predict_overlaps(
         tol_s=tol_s,
         max_iter=max_iter,
     )
-    return _Overlaps(prediction, tuple(inputs), tuple(notes))
+    return _Overlaps(prediction, tuple(inputs), tuple(notes), weights)
+
+
+def _size_weights(model: RuntimeModel, inputs: Sequence[CoRunnerInput]) -> dict[str, float] | None:
+    """Per co-runner app, the weight the model puts on its overlap for its scale-out (a model
+    that weighs co-runner sizes: model/select.py); None when every weight is 1."""
+    weigh = getattr(model, "size_weight", None)
+    if weigh is None:
+        return None
+    weights = {c.app_id: float(weigh(c.job, c.scale_out)) for c in inputs}
+    return weights if any(w != 1.0 for w in weights.values()) else None
+
+
+def _sized_interference(
+    interference: Callable[[str | None], tuple[float, float]],
+    inputs: Sequence[CoRunnerInput],
+    weights: Mapping[str, float] | None,
+) -> Callable[[str | None], tuple[float, float]]:
+    """The pairs the overlap fix-point slows the new job by, each co-runner job's scaled by
+    the mean weight of its running apps."""
+    if not weights:
+        return interference
+    per_job: dict[str | None, list[float]] = {}
+    for c in inputs:
+        per_job.setdefault(c.job, []).append(weights[c.app_id])
+
+    def sized(job: str | None) -> tuple[float, float]:
+        a, b = interference(job)
+        w = per_job.get(job)
+        scale = sum(w) / len(w) if w else 1.0
+        return a * scale, b * scale
+
+    return sized
 
 
 def _runtime_bounds(

@@ -66,7 +66,9 @@ def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: floa
                         salt)).encode())
     for run in runs:
         overlaps = run.get("overlaps") or {}
-        item = (run.get("status"), run.get("scale_out"), run.get("runtime_s"), *overlaps.items())
+        sizes = sorted((run.get("co_runner_scale_outs") or {}).items(), key=repr)
+        item = (run.get("status"), run.get("scale_out"), run.get("runtime_s"), *overlaps.items(),
+                *sizes)
         digest.update(repr(item).encode())
         digest.update(b"\n")
     return digest.hexdigest()

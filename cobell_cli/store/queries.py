@@ -188,7 +188,8 @@ class RunQueries:
         *,
         window: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Succeeded runs of `job`, oldest first, with `overlaps` {co_runner_job: summed ratio}.
+        """Succeeded runs of `job`, oldest first, with `overlaps` {co_runner_job: summed ratio}
+        and, where known, `co_runner_scale_outs` {co_runner_job: overlap-weighted scale-out}.
 
         `window` keeps the most recent N (None or 0: all): a recurring job's recent runs are
         the relevant ones, and this read is what every `cobell predict` and `cobell submit`
@@ -211,15 +212,24 @@ class RunQueries:
         )
         runs = [dict(zip(TRAINING_COLUMNS, row, strict=True)) for row in rows]
         overlaps: dict[int, dict[str | None, float]] = {}
-        for run_id, co_job, ratio in self.conn.execute(
-            "SELECT run_id, co_runner_job, overlap_ratio FROM colocations "
+        sized: dict[int, dict[str | None, list[float]]] = {}  # job -> [Σ ratio·x, Σ ratio]
+        for run_id, co_job, ratio, co_x in self.conn.execute(
+            "SELECT run_id, co_runner_job, overlap_ratio, co_runner_scale_out FROM colocations "
             f"WHERE run_id IN ({newest})",
             params,
         ):
             per_run = overlaps.setdefault(run_id, {})
             per_run[co_job] = per_run.get(co_job, 0.0) + ratio
+            if co_x:
+                acc = sized.setdefault(run_id, {}).setdefault(co_job, [0.0, 0.0])
+                acc[0] += ratio * co_x
+                acc[1] += ratio
         for run in runs:
             run["overlaps"] = overlaps.get(run["id"], {})
+            sizes = {job: num / den for job, (num, den) in sized.get(run["id"], {}).items()
+                     if den > 0}
+            if sizes:  # the co-runners' overlap-weighted mean scale-outs (model/data.py)
+                run["co_runner_scale_outs"] = sizes
         return runs
 
     def stage_task_seconds(self, run_ids: Sequence[int]) -> dict[int, list[float]]:

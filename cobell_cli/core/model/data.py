@@ -24,14 +24,16 @@ class RunData:
     runtime_s: np.ndarray  # float, > 0
     overlap: np.ndarray  # shape (n, k), >= 0
     co_runners: tuple[str, ...]
+    co_scale_out: np.ndarray | None = None  # (n, k): the co-runner's scale-out, 0 = unknown
 
     @property
     def n(self) -> int:
         return int(self.scale_out.size)
 
     def subset(self, mask: np.ndarray) -> RunData:
+        sizes = None if self.co_scale_out is None else self.co_scale_out[mask]
         return RunData(self.scale_out[mask], self.runtime_s[mask], self.overlap[mask],
-                       self.co_runners)
+                       self.co_runners, sizes)
 
 
 def _get(run: Any, key: str, default: Any = None) -> Any:
@@ -59,6 +61,7 @@ def prepare_runs(runs: Iterable[Any]) -> RunData:
     xs: list[float] = []
     ys: list[float] = []
     ovs: list[dict[str, float]] = []
+    sizes: list[dict[str, float]] = []
     seen = skipped_status = skipped_value = 0
     for run in runs:
         seen += 1
@@ -87,6 +90,7 @@ def prepare_runs(runs: Iterable[Any]) -> RunData:
         xs.append(x)
         ys.append(y)
         ovs.append(ov)
+        sizes.append(_co_scale_outs(_get(run, "co_runner_scale_outs"), ov))
     if not xs:
         raise ValueError(
             f"no usable runs to fit a runtime model: {seen} given, {skipped_status} not "
@@ -94,11 +98,30 @@ def prepare_runs(runs: Iterable[Any]) -> RunData:
         )
     names = sorted({k for ov in ovs for k in ov}, key=lambda k: (k == POOLED, k))
     overlap = np.zeros((len(xs), len(names)))
+    co_scale_out = np.zeros((len(xs), len(names)))
     index = {k: i for i, k in enumerate(names)}
     for row, ov in enumerate(ovs):
         for k, r in ov.items():
             overlap[row, index[k]] = r
-    return RunData(np.asarray(xs), np.asarray(ys), overlap, tuple(names))
+        for k, v in sizes[row].items():
+            co_scale_out[row, index[k]] = v
+    known = co_scale_out if np.any(co_scale_out > 0) else None
+    return RunData(np.asarray(xs), np.asarray(ys), overlap, tuple(names), known)
+
+
+def _co_scale_outs(given: Any, overlaps: Mapping[str, float]) -> dict[str, float]:
+    """{co-runner key: its scale-out} for the co-runners of a run that have one (optional
+    `co_runner_scale_outs` of a run record: the overlap-weighted mean over its apps)."""
+    out: dict[str, float] = {}
+    for job, value in (given or {}).items() if isinstance(given, Mapping) else ():
+        key = co_runner_key(job)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            continue
+        if key in overlaps and math.isfinite(v) and v > 0:
+            out[key] = v
+    return out
 
 
 def group_by_scale_out(scale_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -125,3 +125,35 @@ def _marginal(est: np.ndarray, cov: np.ndarray, tau2: np.ndarray, act: np.ndarra
     mean = np.zeros((tau2.shape[0], 2))
     mean[:, idx] = mu
     return -0.5 * (quad + logdet), mean
+
+
+def positive_pair_cov(cov: np.ndarray, pair: tuple[float, float],
+                      inverse_scale_outs: tuple[float, float]) -> np.ndarray:
+    """The (2, 2) covariance of (a, b) with var(b) held to what a, b >= 0 allow.
+
+    Runs of a co-runner at one scale-out pin its effect g = a + b/x there and leave a
+    traded against b: the Gaussian covariance then says the effect at other scale-outs may
+    be anything (the delta method gave intervals 3-9x the prediction a few nodes away, so
+    no candidate "met" the target and the plan fell back on the fastest). But a, b >= 0
+    confine b to [0, g*/u*] at the best-determined u* = 1/x* (a = g* - b·u* >= 0), and
+    no variable on [0, B] has a variance above B²/4. So: in coordinates (g*, b), with u*
+    the u in `inverse_scale_outs` (the job's 1/x range) where var(a + b·u) is least, var(b)
+    is capped at ((ĝ* + sd(g*)) / u*)² / 4, its covariance with g* scaled alike.
+    """
+    va, cab, vb = float(cov[0, 0]), float(cov[0, 1]), float(cov[1, 1])
+    if vb <= 0:
+        return cov
+    u = min(max(-cab / vb, inverse_scale_outs[0]), inverse_scale_outs[1])
+    vg = max(va + 2 * u * cab + u * u * vb, 0.0)
+    cgb = cab + u * vb
+    g = pair[0] + pair[1] * u
+    cap = ((g + np.sqrt(vg)) / u) ** 2 / 4
+    if vb <= cap:
+        return cov
+    shrink = np.sqrt(cap / vb)
+    vb, cgb = cap, cgb * shrink
+    out = np.empty((2, 2))
+    out[0, 0] = vg - 2 * u * cgb + u * u * vb
+    out[0, 1] = out[1, 0] = cgb - u * vb
+    out[1, 1] = vb
+    return out

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from cobell_cli.core.calibration import ratio_bound
+from cobell_cli.core.calibration import ratio_bound, student_t_quantile
 
 MIN_RESIDUALS = 5  # fewer and quantiles are noise: use the prior width
 # Prior 90 % half-width in log space for sparse histories (2 scale-outs or few residuals):
@@ -97,3 +97,93 @@ def _z_ratio(confidence: float) -> float:
 
     quantile = NormalDist().inv_cdf
     return quantile((1 + confidence) / 2) / quantile(0.95)
+
+
+# Scores a run class needs to calibrate on its own: the tail quantile of n scores holds the next
+# with a probability of sd sqrt(p(1 - p) / (n + 2)), 3.4 % at n = 40 for p = 0.95; classes of
+# ~20 swung a class's coverage by +-5 % (bench.coverage, 50-run histories). A smaller class
+# borrows all runs with co-runners, then all runs.
+CLASS_MIN_SCORES = 40
+SD_REFERENCE_CONFIDENCE = 0.9  # the curve interval read as a log sd: half-width / z(0.95)
+
+
+class ConformalScale:
+    """Held-out errors of the whole model in units of its own predictive sd, per run class.
+
+    Score of training run i: its leave-one-out log(runtime / predicted) over the model's
+    log sd at that run (curve and pairs in quadrature), upper and lower tail apart. The
+    quantile of a class's scores says how many of the model's sds a new run of that class
+    may lie away (normalised, Mondrian split conformal): a model whose sd is too wide gets
+    q < z, one that misses an error source (combination rules with many co-runners) q > z.
+    Classes: co_runner_effects.co_runner_class.
+    """
+
+    def __init__(self, scores_hi: np.ndarray, scores_lo: np.ndarray,
+                 classes: np.ndarray) -> None:
+        self.scores_hi = np.asarray(scores_hi, float)
+        self.scores_lo = np.asarray(scores_lo, float)
+        self.classes = np.asarray(classes, int)
+        self._cache: dict[tuple[int, float], tuple[float, float] | None] = {}
+
+    def members(self, k: int) -> np.ndarray:
+        """The runs class k calibrates on (see CLASS_MIN_SCORES)."""
+        for mask in (self.classes == k, self.classes >= 1 if k >= 1 else self.classes == 0):
+            if mask.sum() >= CLASS_MIN_SCORES:
+                return mask
+        return np.ones_like(self.classes, bool)
+
+    def quantiles(self, k: int, confidence: float) -> tuple[float, float] | None:
+        """(q_lo, q_hi) for a run of class k at the two-sided `confidence`; None with fewer
+        than MIN_RESIDUALS scores in all."""
+        key = (int(k), float(confidence))
+        if key not in self._cache:
+            self._cache[key] = self._quantiles(*key)
+        return self._cache[key]
+
+    def _quantiles(self, k: int, confidence: float) -> tuple[float, float] | None:
+        if self.scores_hi.size < MIN_RESIDUALS:
+            return None
+        mask = self.members(k)
+        tail = (1 + confidence) / 2
+        hi = score_bound(self.scores_hi[mask], tail)
+        lo = score_bound(self.scores_lo[mask], tail)
+        return max(lo, 0.0), max(hi, 0.0)
+
+    def describe(self) -> dict[str, Any]:
+        return {"runs_per_class": [int((self.classes == k).sum()) for k in range(4)],
+                "q90_per_class": [self.quantiles(k, 0.9) for k in range(4)]}
+
+
+def score_bound(scores: np.ndarray, p: float) -> float:
+    """A bound the next of n exchangeable scores stays below with probability p.
+
+    The order statistic at rank (n + 1)·p, interpolated between its neighbours: the k-th
+    smallest of n holds the next with probability exactly k / (n + 1), so this is the
+    nominal level, not the conservative ceil rank the planner's decisions use
+    (calibration.ratio_bound): with the 20-60 scores of a run class the ceil rank is the
+    largest score, and a 90 % interval would cover 95-97 %. With too few scores for the
+    rank, the normal-theory prediction bound, never below the largest score.
+    """
+    ordered = np.sort(np.asarray(scores, float))
+    n = ordered.size
+    position = (n + 1) * p  # 1-based
+    if position <= n:
+        k = max(math.floor(position), 1)
+        if k >= n:
+            return float(ordered[-1])
+        return float(ordered[k - 1] + (position - k) * (ordered[k] - ordered[k - 1]))
+    if n < 3:
+        return float(ordered[-1])
+    t = student_t_quantile(p, n - 1)
+    bound = ordered.mean() + t * ordered.std(ddof=1) * math.sqrt(1 + 1 / n)
+    return float(max(ordered[-1], bound))
+
+
+def curve_log_sd(interval: RelativeInterval, x: np.ndarray, inside: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The scale-out curve's interval read as a log sd per tail (lower, upper)."""
+    from statistics import NormalDist
+
+    low_f, high_f = interval.factors(x, inside, SD_REFERENCE_CONFIDENCE)
+    z = NormalDist().inv_cdf((1 + SD_REFERENCE_CONFIDENCE) / 2)
+    return -np.log(low_f) / z, np.log(high_f) / z
