@@ -33,6 +33,8 @@ from cobell_cli.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from cobell_cli.api import Prediction
+    from cobell_cli.run.launch import Injection
     from cobell_cli.run.submit import Outcome
 
 
@@ -141,26 +143,12 @@ def submit(
 
     Example: cobell submit -j nightly-sgd -t 350 --confidence 0.97 -- spark-submit app.py
     """
-    import shlex
     import time
 
-    from cobell_cli.cli.common import parse_size
-    from cobell_cli.cli.predict import render, run_prediction
-    from cobell_cli.errors import NoFeasibleScaleOut, UsageError
-    from cobell_cli.output import to_json
+    from cobell_cli.cli.predict import run_prediction
     from cobell_cli.run import event_capture, launch
-    from cobell_cli.run.submit import execute
-    from cobell_cli.run.submit import input_size as measure
 
-    if input_path is not None and input_size is not None:
-        raise UsageError("give --input or --input-size, not both")
-    size = (
-        parse_size(input_size)
-        if input_size is not None
-        else measure(input_path)
-        if input_path is not None
-        else None
-    )
+    size = _input_bytes(input_path, input_size)
     launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before planning
     submitted_at = time.time()
     flags = {
@@ -177,11 +165,47 @@ def submit(
         require_history=False,
         now=submitted_at,
     )
-    plan = prediction.plan
-    injected = launch.inject(command, plan.scale_out, job, cores_per_executor)
+    injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
     injected = event_capture.prepare(
         injected, settings(ctx, **flags).event_log_path, create=not dry_run
     )
+    _show_plan(prediction, injected, dry_run, as_json, strict, target_runtime)
+    if dry_run:
+        return
+    outcome = _run(ctx, prediction, cluster_adapter, injected, size, submitted_at, log_file)
+    _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _input_bytes(input_path: str | None, input_size: str | None) -> int | None:
+    from cobell_cli.cli.common import parse_size
+    from cobell_cli.errors import UsageError
+    from cobell_cli.run.submit import input_size as measure
+
+    if input_path is not None and input_size is not None:
+        raise UsageError("give --input or --input-size, not both")
+    if input_size is not None:
+        return parse_size(input_size)
+    return measure(input_path) if input_path is not None else None
+
+
+def _show_plan(
+    prediction: Prediction,
+    injected: Injection,
+    dry_run: bool,
+    as_json: bool,
+    strict: bool,
+    target_s: float,
+) -> None:
+    """The plan and the command, before anything starts; --strict stops an infeasible one."""
+    import shlex
+
+    from cobell_cli.cli.predict import render
+    from cobell_cli.errors import NoFeasibleScaleOut
+    from cobell_cli.output import to_json
+    from cobell_cli.run import launch
+
+    plan = prediction.plan
     for message in injected.warnings:
         warn(message)
     shown = shlex.join(launch.redact(injected.argv))
@@ -201,17 +225,29 @@ def submit(
         if strict:
             raise NoFeasibleScaleOut(
                 f"no scale-out in [{plan.min_scale_out}, {plan.max_scale_out}] meets the "
-                f"{target_runtime:g} s target; nothing was started",
+                f"{target_s:g} s target; nothing was started",
                 hint="raise --max-scale-out or the target, or drop --strict",
             )
-    if dry_run:
-        return
 
-    live = LiveLine(sys.stderr.buffer, plan.predicted_s) if sys.stderr.isatty() else None
+
+def _run(
+    ctx: typer.Context,
+    prediction: Prediction,
+    cluster_adapter: object,
+    injected: Injection,
+    size: int | None,
+    submitted_at: float,
+    log_file: Path | None,
+) -> Outcome:
+    """The job, with the live 'elapsed' line on a terminal."""
+    from cobell_cli.run import launch
+    from cobell_cli.run.submit import execute
+
+    live = LiveLine(sys.stderr.buffer, prediction.plan.predicted_s) if sys.stderr.isatty() else None
     stdout = live.wrap(sys.stdout.buffer) if live else None
     stderr = live.wrap(sys.stderr.buffer) if live else None
     try:
-        outcome = execute(
+        return execute(
             history_path=settings(ctx).db_path,
             cluster=cluster_adapter,
             prediction=prediction,
@@ -228,8 +264,6 @@ def submit(
     finally:
         if live is not None:
             live.clear()
-    _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size)
-    raise typer.Exit(outcome.exit_code)
 
 
 def _after_the_job(
