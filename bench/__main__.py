@@ -24,6 +24,7 @@ BENCHMARKS = (
     "cluster_faults",
     "whatif",
     "coldstart",
+    "real_colocation",
 )
 QUICK_ONLY = {"history_memory", "cluster_faults"}
 
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         history_memory,
         import_speed,
         latency,
+        real_colocation,
         sparse_limits,
         whatif,
     )
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
         "accuracy": accuracy, "sparse_limits": sparse_limits, "colocation": colocation,
         "coverage": coverage, "latency": latency, "import_speed": import_speed,
         "history_memory": history_memory, "cluster_faults": cluster_faults,
-        "whatif": whatif, "coldstart": coldstart,
+        "whatif": whatif, "coldstart": coldstart, "real_colocation": real_colocation,
     }  # fmt: skip
     chosen = args.only or list(BENCHMARKS)
     for name in BENCHMARKS:

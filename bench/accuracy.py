@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import publish
 from cobell_cli.core.model.data import RunData, prepare_runs
 from cobell_cli.core.model.evaluate import METHODS, PROTOCOLS, evaluate, summarise
 
@@ -212,12 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     sparse_table = [] if args.quick else sparse_breakdown(args.data, list(ROBUSTNESS_SEEDS))
     command = "python -m bench.accuracy" + (" --quick" if args.quick else "")
     text = render(results, note, jobs_table, timing, command, coverage, sparse_table)
-    print(text)
-    if not args.quick:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
-        shown = args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output
-        print(f"wrote {shown}")
+    publish(text, None if args.quick else args.output)
     print(f"({time.perf_counter() - started:.1f} s)")
 
 

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import publish
 from bench.colocation import (
     DEFAULT_DATA,
     MAX_SCALE_OUT,
@@ -363,10 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     command = " ".join(["python -m bench.coldstart", *(["--quick"] if args.quick else []),
                         *([f"--seed {args.seed}"] if args.seed != Config.seed else [])])
     text = render(results, cfg, imported_at, command, time.perf_counter() - started)
-    print(text)
-    if not args.quick:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
+    publish(text, None if args.quick else args.output)
 
 
 if __name__ == "__main__":

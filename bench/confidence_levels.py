@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from bench import colocation as co
+from bench import publish
 
 RESULTS = Path(__file__).resolve().parent / "results" / "confidence_levels.md"
 GOAL_NODE_S = 1.05
@@ -92,9 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                                           else "") + (
         " --worlds " + " ".join(args.worlds) if tuple(args.worlds) != co.WORLDS else "")
     text = render(results, args.levels, command, time.perf_counter() - started)
-    print(text)
-    args.output.write_text(text)
-    print(f"wrote {args.output}")
+    publish(text, args.output)
 
 
 if __name__ == "__main__":

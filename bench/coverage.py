@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import colocation
+from bench import colocation, publish
 from bench.simulator import PROFILES, Contention, Curve, SimJob, load_curves
 from cobell_cli.api import measured_overlaps
 from cobell_cli.cluster.base import RunningApp
@@ -268,9 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     command = " ".join(["OPENBLAS_NUM_THREADS=1 python -m bench.coverage", *given])
     text = render(results, command, time.perf_counter() - started,
                   1 if args.quick else args.seeds, 40 if args.quick else args.fresh, NOTES)
-    print(text)
-    if not args.quick:
-        args.output.write_text(text)
+    publish(text, None if args.quick else args.output)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import publish
 from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 from cobell_cli.threads import BLAS_THREAD_VARS
 
@@ -320,11 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     result = run(quick=args.quick, repeats=args.repeats, data_dir=args.data, sizes=args.sizes)
     command = "python -m bench.latency" + (" --quick" if args.quick else "")
     text = render(result, command)
-    print(text)
-    if not args.quick:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
+    publish(text, None if args.quick else args.output)
 
 
 def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DATA,

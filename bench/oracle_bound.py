@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from bench import colocation as co
+from bench import publish
 from bench.simulator import Curve, load_curves
 
 RESULTS = Path(__file__).resolve().parent / "results" / "oracle_bound.md"
@@ -242,10 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["python -m bench.oracle_bound", *given])
     text = render(results, args.levels, cfg, draws, command, time.perf_counter() - started)
-    print(text)
-    if not args.quick:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
+    publish(text, None if args.quick else args.output)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from bench import colocation as co
+from bench import publish
 from bench.simulator import load_curves
 from cobell_cli.api import measured_overlaps
 from cobell_cli.core import remaining
@@ -268,10 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     command = " ".join(["python -m bench.progress", *given])
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     text = render(results, vs, cfg, command, time.perf_counter() - started, load)
-    print(text)
-    if args.output is not None:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
+    publish(text, args.output)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import publish
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.model.baselines import fit_bell
 
@@ -143,9 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     errors = leave_one_out(runs)
     command = "python -m bench.real_colocation" + (" --quick" if args.quick else "")
     text = report(runs, errors, time.perf_counter() - started, command)
-    print(text)
-    if not args.quick:
-        RESULTS.write_text(text)
+    publish(text, None if args.quick else RESULTS)
 
 
 if __name__ == "__main__":

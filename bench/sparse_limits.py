@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import publish
 from bench.accuracy import DEFAULT_DATA, ROOT, load
 from cobell_cli.core.model.evaluate import noise_floor, splits
 from cobell_cli.core.model.metrics import mape
@@ -214,11 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"no CSV files in {args.data}")
     command = "python -m bench.sparse_limits" + (" --quick" if args.quick else "")
     text = render(draws(args.data, seeds), seeds, command)
-    print(text)
-    if not args.quick:
-        args.output.write_text(text)
-        out = args.output
-        print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    publish(text, None if args.quick else args.output)
     print(f"({time.perf_counter() - started:.1f} s)")
 
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import publish
 from cobell_cli.core.profile import AppProfile
 from cobell_cli.core.whatif import fit_startup, fit_whatif, sparklens_runtime_s, workload
 
@@ -353,10 +354,7 @@ def main(argv: list[str] | None = None) -> None:
     manifest = json.loads((args.data / "manifest.json").read_text())
     command = "python -m bench.whatif" + (" --quick" if args.quick else "")
     text = render(runs, preds, command, time.perf_counter() - started, manifest)
-    print(text)
-    if not args.quick:
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
+    publish(text, None if args.quick else args.output)
 
 
 if __name__ == "__main__":

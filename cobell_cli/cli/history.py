@@ -338,7 +338,21 @@ def import_file(
             ),
         )
         return
-    file = _one_file(files)
+    _import_history_file(ctx, _one_file(files), job, runtime_unit, dry_run, skip_invalid,
+                         new_ids)
+
+
+def _import_history_file(
+    ctx: typer.Context,
+    file: Path,
+    job: str | None,
+    runtime_unit: RuntimeUnit | None,
+    dry_run: bool,
+    skip_invalid: bool,
+    new_ids: bool,
+) -> None:
+    """cobell's CSV/JSON or Bell's CSV: validated in a first streaming pass, then written in
+    one transaction (all or nothing)."""
     from cobell_cli.store.interchange import HistoryFile
 
     name = "<stdin>" if str(file) == "-" else str(file)
