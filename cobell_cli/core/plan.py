@@ -383,19 +383,7 @@ def plan(
     succeeded = [r for r in history if _is_usable(r)]
     runs = similar_runs(succeeded, input_bytes, input_tolerance)
     n = len(runs)
-    warnings: list[str] = []
-    if input_bytes is not None and len(runs) < len(succeeded):
-        warnings.append(
-            f"{len(succeeded) - len(runs)} of {len(succeeded)} succeeded runs left out: input "
-            f"size unknown or not within ±{input_tolerance:.0%} of {_fmt_bytes(input_bytes)}"
-        )
-    if input_bytes is None:
-        sizes = [r["input_bytes"] for r in runs if r.get("input_bytes") is not None]
-        if sizes and max(sizes) > (1 + input_tolerance) * min(sizes):
-            warnings.append(
-                "input size unknown: runs of different input sizes "
-                f"({_fmt_bytes(min(sizes))} to {_fmt_bytes(max(sizes))}) all count"
-            )
+    warnings = _input_size_warnings(succeeded, runs, input_bytes, input_tolerance)
     apps = list({a.app_id: a for a in co_runners if a.running}.values())
 
     common: dict[str, Any] = dict(
@@ -413,21 +401,7 @@ def plan(
 
     whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings)
     own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
-    model = None
-    phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
-    if n >= SEARCH_RUNS:
-        with_interference = n >= MODEL_FROM_USABLE and interference != "none"
-        try:
-            model = own_fit(runs if with_interference else _without_overlaps(runs))
-        except ValueError as exc:
-            warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
-    choice = None
-    if whatif is not None:
-        model, choice = _whatif_or_model(model, whatif, runs, own_fit, phase == "model")
-    if model is None and whatif is not None:
-        model = whatif
-    if model is whatif:
-        phase = "bootstrap-whatif"
+    model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
     if model is None:
         return _search_plan(runs, candidates, apps, warnings, common)
     chosen = _model_plan(
@@ -448,6 +422,55 @@ def plan(
     if choice is not None:
         chosen = replace(chosen, reason=f"{chosen.reason} {choice}")
     return _note_whatif(chosen) if whatif is not None and phase != "bootstrap-whatif" else chosen
+
+
+def _input_size_warnings(
+    succeeded: Sequence[Mapping[str, Any]],
+    runs: Sequence[Mapping[str, Any]],
+    input_bytes: int | None,
+    input_tolerance: float,
+) -> list[str]:
+    """What the input-size match left out, or that runs of different sizes all count."""
+    if input_bytes is not None and len(runs) < len(succeeded):
+        return [
+            f"{len(succeeded) - len(runs)} of {len(succeeded)} succeeded runs left out: input "
+            f"size unknown or not within ±{input_tolerance:.0%} of {_fmt_bytes(input_bytes)}"
+        ]
+    sizes = [r["input_bytes"] for r in runs if r.get("input_bytes") is not None]
+    if input_bytes is None and sizes and max(sizes) > (1 + input_tolerance) * min(sizes):
+        return [
+            "input size unknown: runs of different input sizes "
+            f"({_fmt_bytes(min(sizes))} to {_fmt_bytes(max(sizes))}) all count"
+        ]
+    return []
+
+
+def _job_model(
+    runs: Sequence[Mapping[str, Any]],
+    whatif: Any,
+    own_fit: FitFn,
+    interference: Strategy,
+    warnings: list[str],
+) -> tuple[Any, Phase, str | None]:
+    """The job's model (None: search), the phase it plans in, and why the what-if was or was
+    not preferred. Runs 4-6 fit without the overlaps; the what-if stands in for too few runs."""
+    n = len(runs)
+    model = None
+    phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
+    if n >= SEARCH_RUNS:
+        with_interference = n >= MODEL_FROM_USABLE and interference != "none"
+        try:
+            model = own_fit(runs if with_interference else _without_overlaps(runs))
+        except ValueError as exc:
+            warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+    choice = None
+    if whatif is not None:
+        model, choice = _whatif_or_model(model, whatif, runs, own_fit, phase == "model")
+        if model is None:
+            model = whatif
+        if model is whatif:
+            phase = "bootstrap-whatif"
+    return model, phase, choice
 
 
 def _whatif_or_model(
