@@ -207,7 +207,21 @@ def test_runs_whose_ratio_grows_with_scale_out_choose_the_log_linear_correction(
     m = fit_whatif([p], runs)
     assert m.correction_ == "log-linear"
     assert m.theta_[1] == pytest.approx(0.2)
-    assert m.predict([8])[0] == pytest.approx(5.0 * 8 ** 0.2)
+    assert m.predict([5])[0] == pytest.approx(m.replay(5) * 5 ** 0.2)
+    # beyond the runs the trend is held at the edge: the replay alone scales on
+    assert m.predict([8])[0] == pytest.approx(5.0 * 6 ** 0.2)
+
+
+def test_a_steep_trend_from_runs_close_together_is_not_carried_far_below_them():
+    p = _job_profile(2)
+    replay = fit_whatif([p]).replay
+    runs = [{"scale_out": n, "runtime_s": replay(n) * (n / 16) ** 1.5} for n in (16, 18, 20, 22)]
+    m = fit_whatif([p], runs)
+    assert m.correction_ == "log-linear" and m.theta_[1] == pytest.approx(1.5)
+    edge = m.predict([16])[0] / replay(16)
+    assert m.predict([2])[0] == pytest.approx(14.0 * edge)
+    # carried on, the slope would have predicted an eighth of that
+    assert m.predict([2])[0] > 7 * 14.0 * (2 / 16) ** 1.5
 
 
 def test_bad_scale_outs_are_value_errors():
