@@ -29,7 +29,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -45,6 +44,7 @@ from cobell_cli.core.co_runner_effects import (
     widen,
 )
 from cobell_cli.core.model.combine import RULES
+from cobell_cli.core.model.curves import Curve, log_levels, whatif_curve
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.interference import (
     AloneCurve,
@@ -82,55 +82,11 @@ WHATIF_KEY = ("whatif",)  # the what-if candidate among the CV's feature subsets
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
 
 
-def _replays(replay: Any, x: np.ndarray) -> np.ndarray:
-    """The what-if's replayed runtime at each (whole) scale-out."""
-    return np.array([replay(max(1, round(float(v)))) for v in np.atleast_1d(x)], float)
-
-
 def _subsets(max_size: int) -> list[tuple[str, ...]]:
     out = []
     for size in range(1, min(max_size, len(FEATURES)) + 1):
         out.extend(combinations(FEATURES, size))
     return out
-
-
-@dataclass
-class _Curve:
-    """f(x) on normalised runtimes: a parametric θ, or an LLR (log x, log y) with bandwidth."""
-
-    kind: str
-    theta: np.ndarray | None = None
-    features: tuple[str, ...] = ()
-    bandwidth: float = 0.0
-    t: np.ndarray | None = None
-    v: np.ndarray | None = None
-    w: np.ndarray | None = None
-    replay: Any = None  # kind "whatif": scale-out -> the what-if's replayed seconds
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        if self.kind == "parametric":
-            return evaluate(self.theta, x)
-        if self.kind == "whatif":
-            return _replays(self.replay, x) * np.exp(self.theta[0] + self.theta[1] * np.log(x))
-        if self.kind == "power":
-            return np.exp(self.theta[0] + self.theta[1] * np.log(x))
-        if self.kind == "powerlaw":
-            return np.exp(edge_extrapolate(self.t, self.v, self.w, np.log(x),
-                                           np.array([self.bandwidth]))[0])
-        est = local_linear(self.t, self.v, self.w, np.log(x), np.array([self.bandwidth]))[0]
-        return np.exp(est)
-
-    def describe(self) -> dict[str, Any]:
-        if self.kind == "parametric":
-            return {"kind": "parametric", "features": list(self.features),
-                    "theta": dict(zip(FEATURES, (float(v) for v in self.theta), strict=True))}
-        if self.kind == "power":
-            return {"kind": "power", "c": float(np.exp(self.theta[0])),
-                    "exponent": float(self.theta[1])}
-        if self.kind == "whatif":
-            return {"kind": "what-if", "c0": float(self.theta[0]),
-                    "c1_log_scale_out": float(self.theta[1])}
-        return {"kind": self.kind, "bandwidth_log_scale_out": float(self.bandwidth)}
 
 
 def _split_error(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
@@ -194,7 +150,7 @@ class RuntimeModel:
         kept = ~np.isin(x, rejected)
         if self.regime_scale_outs_:
             rows = np.isin(x, self.regime_scale_outs_)
-            _, v, _ = _levels(x[rows], y_alone[rows], w[rows])
+            _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
             self.regime_log_runtime_ = v
             self.first_normal_scale_out_ = float(levels[~np.isin(levels,
                                                                   self.regime_scale_outs_)][0])
@@ -386,36 +342,26 @@ class RuntimeModel:
             return
         theta = np.zeros(len(FEATURES))
         theta[1] = level * float(x[0])
-        curve = _Curve("parametric", theta, ("inv",))
+        curve = Curve("parametric", theta, ("inv",))
         self.interp_ = self.extrap_ = curve
         self.cv_ = {"note": "one scale-out: runtime scaled by 1/x, interval without speed-up"}
 
-    def _whatif_curve(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Curve:
-        """The what-if replay times exp(c0 + c1·log x), weighted least squares on
-        log(y / replay); the constant alone (c1 = 0) with fewer than 3 scale-outs."""
-        t = np.log(x)
-        r = np.log(y / _replays(self.whatif.replay, x))
-        ww = np.where(w > 0, w, 1e-9)
-        if np.unique(x).size < 3:
-            return _Curve("whatif", np.array([np.average(r, weights=ww), 0.0]),
-                          replay=self.whatif.replay)
-        tm, rm = np.average(t, weights=ww), np.average(r, weights=ww)
-        slope = float(np.sum(ww * (t - tm) * (r - rm)) / np.sum(ww * (t - tm) ** 2))
-        return _Curve("whatif", np.array([rm - slope * tm, slope]), replay=self.whatif.replay)
+    def _whatif_curve(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> Curve:
+        return whatif_curve(x, y, w, self.whatif.replay)
 
     def _fit_pair(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
         """Two scale-outs: between them the log-log line through both levels; outside,
         the two-parameter Ernest curve (Amdahl's law if the runtime falls, const + x if it
         grows) when it passes through both, else that line with its slope clipped."""
-        t, v, ws = _levels(x, y, w)
+        t, v, ws = log_levels(x, y, w)
         h = float(t[1] - t[0])
-        self.interp_ = _Curve("llr", bandwidth=h, t=t, v=v, w=ws)
-        self.extrap_ = _Curve("powerlaw", bandwidth=h, t=t, v=v, w=ws)
+        self.interp_ = Curve("llr", bandwidth=h, t=t, v=v, w=ws)
+        self.extrap_ = Curve("powerlaw", bandwidth=h, t=t, v=v, w=ws)
         level = np.exp(v)
         for feats in (AMDAHL, GROWING):
             theta = fit_theta(np.exp(t), level, feats)
             if np.all(np.abs(evaluate(theta, np.exp(t)) / level - 1) < 0.01):
-                self.extrap_ = _Curve("parametric", theta, feats)
+                self.extrap_ = Curve("parametric", theta, feats)
                 break
         self.interval_ = RelativeInterval.default(2)
         self.cv_ = {"note": "2 scale-outs: a curve through both levels, no CV possible"}
@@ -426,13 +372,13 @@ class RuntimeModel:
         CV over all three scale-outs; too few points for anything more flexible."""
         levels, index = np.unique(x, return_inverse=True)
 
-        def fit(kind: str, rows: np.ndarray) -> _Curve:
+        def fit(kind: str, rows: np.ndarray) -> Curve:
             if kind == "amdahl":
                 theta = fit_theta(x[rows], y[rows], AMDAHL, sample_weight=w[rows], loss="l1")
-                return _Curve("parametric", theta, AMDAHL)
+                return Curve("parametric", theta, AMDAHL)
             if kind == "whatif":
                 return self._whatif_curve(x[rows], y[rows], w[rows])
-            return _Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
+            return Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
 
         resid: dict[str, list[np.ndarray]] = {"amdahl": [], "power": []}
         if self.whatif is not None:
@@ -529,7 +475,7 @@ class RuntimeModel:
                 train, test = (index < j) & param_rows, index >= j
                 if np.unique(x[train]).size < 2:
                     continue
-                t, v, ws = _levels(x[train], y[train], w[train])
+                t, v, ws = log_levels(x[train], y[train], w[train])
                 est = np.exp(edge_extrapolate(t, v, ws, np.log(x[test]), grid))
                 rel = np.abs(est - y[test][None, :]) / y[test][None, :]
                 pl_err.append((rel * w[test]).sum(1) / max(w[test].sum(), 1e-12))
@@ -549,19 +495,19 @@ class RuntimeModel:
         if extrap_key == WHATIF_KEY:
             self.extrap_ = self._whatif_curve(x, y, w)
         elif extrap_key[0] == "powerlaw":
-            t, v, ws = _levels(x[param_rows], y[param_rows], w[param_rows])
-            self.extrap_ = _Curve("powerlaw", bandwidth=extrap_key[1], t=t, v=v, w=ws)
+            t, v, ws = log_levels(x[param_rows], y[param_rows], w[param_rows])
+            self.extrap_ = Curve("powerlaw", bandwidth=extrap_key[1], t=t, v=v, w=ws)
         else:
-            self.extrap_ = _Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
+            self.extrap_ = Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
         if interp_key == WHATIF_KEY:
             self.interp_ = self._whatif_curve(x, y, w)
         elif isinstance(interp_key, tuple) and interp_key and interp_key[0] == "llr":
             t = np.log(levels)
             _, v, ws = aggregate(x, np.log(y), w)
-            self.interp_ = _Curve("llr", bandwidth=interp_key[1], t=t, v=v,
+            self.interp_ = Curve("llr", bandwidth=interp_key[1], t=t, v=v,
                                   w=np.maximum(ws, 1e-12))
         else:
-            self.interp_ = _Curve("parametric", fit_param(all_rows, interp_key), interp_key)
+            self.interp_ = Curve("parametric", fit_param(all_rows, interp_key), interp_key)
         self.cv_["interpolation"] = _name(interp_key)
         self.cv_["extrapolation"] = _name(extrap_key)
         self.cv_["interpolation_mre"] = scores[interp_key]
@@ -873,13 +819,6 @@ def _edge_parallel_fraction(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> floa
     parallel = theta[1] / levels[0]
     total = theta[0] + parallel
     return float(np.clip(parallel / total, 0.0, 1.0)) if total > 0 else 1.0
-
-
-def _levels(x: np.ndarray, y: np.ndarray, w: np.ndarray,
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(log scale-out, weighted mean log runtime, weight) per distinct scale-out."""
-    levels, v, ws = aggregate(x, np.log(y), w)
-    return np.log(levels), v, np.maximum(ws, 1e-12)
 
 
 def _name(key: Any) -> str:
