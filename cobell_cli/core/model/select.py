@@ -112,31 +112,17 @@ class RuntimeModel:
         raw = prepare_runs(runs)
         plain = _pool_rare(raw)
         x, y = plain.scale_out, plain.runtime_s
-        self.n_runs_ = plain.n
-        self.scale_out_range_ = (float(x.min()), float(x.max()))
-        levels = np.unique(x)
-        self.n_scale_outs_ = int(levels.size)
-        self.co_runners_ = plain.co_runners
-        self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
-                                   for i, k in enumerate(plain.co_runners)}
-        self.overlap_s_ = {k: float(plain.overlap[:, i] @ y)
-                           for i, k in enumerate(plain.co_runners)}
-        base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
+        self._count_runs(plain)
+        base = FEATURES if self.n_scale_outs_ >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
         self.size_reference_ = _size_references(plain)
         robust_w, data = self._fit_interference(plain, base)
         y_alone = y / slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
         w = repetition_weights(x, y_alone)
-        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
+        self._fit_regime(x, y_alone, w)
         # Too few scale-outs for the regime check: a wild run is only seen against physics.
         rejected = (physically_impossible_levels(x, y_alone, w)
-                    if levels.size < MIN_SCALE_OUTS_FOR_CV else [])
+                    if self.n_scale_outs_ < MIN_SCALE_OUTS_FOR_CV else [])
         kept = ~np.isin(x, rejected)
-        if self.regime_scale_outs_:
-            rows = np.isin(x, self.regime_scale_outs_)
-            _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
-            self.regime_log_runtime_ = v
-            self.first_normal_scale_out_ = float(levels[~np.isin(levels,
-                                                                  self.regime_scale_outs_)][0])
         choice = choose_curves(x, y_alone, w, rejected=rejected,
                                regime_scale_outs=self.regime_scale_outs_,
                                scale_out_range=self.scale_out_range_,
@@ -158,6 +144,31 @@ class RuntimeModel:
         self._held_out: np.ndarray | None = None
         self._scale: ConformalScale | None = None
         return self
+
+    def _count_runs(self, plain: RunData) -> None:
+        """What the model was fitted on: runs, scale-outs, and each co-runner's runs and
+        overlap seconds, as describe() reports them."""
+        x, y = plain.scale_out, plain.runtime_s
+        self.n_runs_ = plain.n
+        self.scale_out_range_ = (float(x.min()), float(x.max()))
+        self.n_scale_outs_ = int(np.unique(x).size)
+        self.co_runners_ = plain.co_runners
+        self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
+                                   for i, k in enumerate(plain.co_runners)}
+        self.overlap_s_ = {k: float(plain.overlap[:, i] @ y)
+                           for i, k in enumerate(plain.co_runners)}
+
+    def _fit_regime(self, x: np.ndarray, y_alone: np.ndarray, w: np.ndarray) -> None:
+        """The cliff at the smallest scale-outs, if any: its scale-outs, their mean log
+        runtimes and the first normal scale-out, which _regime follows below that one."""
+        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
+        if self.regime_scale_outs_:
+            rows = np.isin(x, self.regime_scale_outs_)
+            _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
+            self.regime_log_runtime_ = v
+            levels = np.unique(x)
+            self.first_normal_scale_out_ = float(levels[~np.isin(levels,
+                                                                  self.regime_scale_outs_)][0])
 
     def held_out_ratios(self) -> np.ndarray:
         """runtime / prediction of each training run by a model that did not see it.
