@@ -28,6 +28,7 @@ WHATIF_KEY = ("whatif",)  # the what-if candidate among the CV's feature subsets
 
 Key = Any  # a candidate: a feature subset, WHATIF_KEY, ("llr", h) or ("powerlaw", h)
 Residuals = dict[Key, list[np.ndarray]]  # log(y / ŷ) per candidate, one array per CV split
+Split = tuple[np.ndarray, np.ndarray]  # (train rows, test rows) of one CV split
 
 
 @dataclass
@@ -170,6 +171,13 @@ class _Runs:
         """log(y / ŷ) of the test runs that kept a weight."""
         return np.log(self.y[test] / pred)[self.w[test] > 0]
 
+    def interior_splits(self, interior: np.ndarray) -> list[Split]:
+        """Leave-one-scale-out: each interior scale-out tested on the runs at all others."""
+        return [(~(self.index == j), self.index == j) for j in interior]
+
+    def forward_splits(self) -> list[Split]:
+        return [(self.index < j, self.index >= j) for j in self.forward_cuts()]
+
     def forward_cuts(self) -> range:
         """j of the forward splits: train on the scale-outs below the j-th, test on the rest."""
         d = self.levels.size
@@ -217,38 +225,16 @@ def _interior_scores(runs: _Runs, interior: np.ndarray, subsets: list[tuple[str,
                      replay: Replay | None) -> tuple[dict[Key, float], Residuals]:
     """Mean relative error and residuals of each interpolation candidate, held out one
     interior scale-out at a time: the Ernest subsets, the what-if, the best LLR bandwidth."""
-    scores, resid = _interior_parametric(runs, interior, subsets)
+    splits = runs.interior_splits(interior)
+    err, resid = _parametric_errors(runs, splits, subsets)
+    scores = {feats: float(np.mean(e)) for feats, e in err.items()}
     if replay is not None and interior.size:
-        scores[WHATIF_KEY], resid[WHATIF_KEY] = _interior_whatif(runs, interior, replay)
+        errs, resid[WHATIF_KEY] = _whatif_errors(runs, splits, replay)
+        scores[WHATIF_KEY] = float(np.mean(errs))
     if runs.levels.size >= MIN_SCALE_OUTS_FOR_LLR:
         key, scores_llr, resid_llr = _interior_llr(runs, interior)
         scores[key], resid[key] = scores_llr, resid_llr
     return scores, resid
-
-
-def _interior_parametric(runs: _Runs, interior: np.ndarray, subsets: list[tuple[str, ...]],
-                         ) -> tuple[dict[Key, float], Residuals]:
-    err: dict[Key, list[float]] = {feats: [] for feats in subsets}
-    resid: Residuals = {feats: [] for feats in subsets}
-    for j in interior:
-        test = runs.index == j
-        for feats in subsets:
-            pred = evaluate(runs.fit_param(~test, feats), runs.x[test])
-            err[feats].append(runs.error(pred, test))
-            resid[feats].append(runs.log_residuals(pred, test))
-    return {feats: float(np.mean(e)) for feats, e in err.items()}, resid
-
-
-def _interior_whatif(runs: _Runs, interior: np.ndarray, replay: Replay,
-                     ) -> tuple[float, list[np.ndarray]]:
-    x, y, w = runs.x, runs.y, runs.w
-    errs, res = [], []
-    for j in interior:
-        test = runs.index == j
-        pred = whatif_curve(x[~test], y[~test], w[~test], replay).predict(x[test])
-        errs.append(runs.error(pred, test))
-        res.append(runs.log_residuals(pred, test))
-    return float(np.mean(errs)), res
 
 
 def _interior_llr(runs: _Runs, interior: np.ndarray,
@@ -275,9 +261,10 @@ def _forward_scores(runs: _Runs, subsets: list[tuple[str, ...]], replay: Replay 
                     ) -> tuple[dict[Key, float], Residuals]:
     """Mean relative error and residuals of each extrapolation candidate in forward CV:
     the Ernest subsets, the what-if, the power law from the upper edge (best bandwidth)."""
-    err, resid = _forward_parametric(runs, subsets)
+    splits = runs.forward_splits()
+    err, resid = _parametric_errors(runs, splits, subsets)
     if replay is not None:
-        err[WHATIF_KEY], resid[WHATIF_KEY] = _forward_whatif(runs, replay)
+        err[WHATIF_KEY], resid[WHATIF_KEY] = _whatif_errors(runs, splits, replay)
     edge = _forward_powerlaw(runs)
     if edge is not None:
         key, score, edge_resid = edge
@@ -285,12 +272,12 @@ def _forward_scores(runs: _Runs, subsets: list[tuple[str, ...]], replay: Replay 
     return {k: float(np.mean(e)) for k, e in err.items() if e}, resid
 
 
-def _forward_parametric(runs: _Runs, subsets: list[tuple[str, ...]],
-                        ) -> tuple[dict[Key, list[float]], Residuals]:
+def _parametric_errors(runs: _Runs, splits: list[Split], subsets: list[tuple[str, ...]],
+                       ) -> tuple[dict[Key, list[float]], Residuals]:
+    """Each Ernest subset's relative error and residuals on each split's test runs."""
     err: dict[Key, list[float]] = {feats: [] for feats in subsets}
     resid: Residuals = {feats: [] for feats in subsets}
-    for j in runs.forward_cuts():
-        train, test = runs.index < j, runs.index >= j
+    for train, test in splits:
         for feats in subsets:
             pred = evaluate(runs.fit_param(train, feats), runs.x[test])
             err[feats].append(runs.error(pred, test))
@@ -298,11 +285,12 @@ def _forward_parametric(runs: _Runs, subsets: list[tuple[str, ...]],
     return err, resid
 
 
-def _forward_whatif(runs: _Runs, replay: Replay) -> tuple[list[float], list[np.ndarray]]:
+def _whatif_errors(runs: _Runs, splits: list[Split], replay: Replay,
+                   ) -> tuple[list[float], list[np.ndarray]]:
+    """The what-if curve's relative error and residuals on each split's test runs."""
     x, y, w = runs.x, runs.y, runs.w
     errs, res = [], []
-    for j in runs.forward_cuts():
-        train, test = runs.index < j, runs.index >= j
+    for train, test in splits:
         pred = whatif_curve(x[train], y[train], w[train], replay).predict(x[test])
         errs.append(runs.error(pred, test))
         res.append(runs.log_residuals(pred, test))
