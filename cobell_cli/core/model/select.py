@@ -610,7 +610,7 @@ def _edge_parallel_fraction(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> floa
     """Parallel share p = (b/x0)/(a + b/x0) of Amdahl's a + b/x, fitted (θ >= 0, so p is in
     [0, 1]) to the lower half of the scale-outs: how the runtime scales near the smallest
     one says most about the scale-outs below it. One scale-out: perfect scaling, as the
-    point guess of _fit_single assumes."""
+    point guess of curve_select.one_scale_out assumes."""
     levels = np.unique(x)
     if levels.size < 2:
         return 1.0
