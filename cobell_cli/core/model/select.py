@@ -24,13 +24,14 @@
    range it also spans "no speed-up" to "linear speed-up" from the smallest scale-out. With
    co-runners it widens by the pairs' posterior uncertainty (delta method), added to the
    curve's conformal half-width in quadrature (log space).
+
+Steps 3-6 choose the curve in curve_select.py (the curves themselves are in curves.py);
+RuntimeModel stores what it chose as interp_, extrap_, interval_ and cv_.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,8 @@ from cobell_cli.core.co_runner_effects import (
     widen,
 )
 from cobell_cli.core.model.combine import RULES
+from cobell_cli.core.model.curve_select import MIN_SCALE_OUTS_FOR_CV, choose_curves
+from cobell_cli.core.model.curves import log_levels
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.interference import (
     AloneCurve,
@@ -53,22 +56,18 @@ from cobell_cli.core.model.interference import (
     pair_covariance,
     slowdown,
 )
-from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
 from cobell_cli.core.model.loo import loo_ratios
-from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
+from cobell_cli.core.model.parametric import AMDAHL, FEATURES, fit_theta
 from cobell_cli.core.model.pooling import Pooled, no_pooling, positive_pair_cov, shrink
 from cobell_cli.core.model.robust import (
     physically_impossible_levels,
     regime_change_scale_outs,
     repetition_weights,
 )
-from cobell_cli.core.model.uncertainty import ConformalScale, RelativeInterval, curve_log_sd
+from cobell_cli.core.model.uncertainty import ConformalScale, curve_log_sd
 from cobell_cli.output import jsonable
 
-GROWING = ("const", "lin")
 MIN_RUNS_PER_CO_RUNNER = 3  # fewer runs cannot pin down (a, b): they join the pool
-MIN_SCALE_OUTS_FOR_LLR = 5  # three interior points for CV, else parametric only
-MIN_SCALE_OUTS_FOR_CV = 4  # below this, Amdahl's law is the documented prior
 MIN_EDGE_SCALE_OUTS = 3  # scale-outs the lower-edge Amdahl fit uses at least (all if fewer)
 INTERFERENCE_FOLDS = 3  # K of the CV that chooses the combination rule and b/x
 CV_ROUNDS = 4  # alternations per CV fit: enough to rank the forms, a third of the cost
@@ -78,66 +77,7 @@ REFIT_MAX_RUNS = 100  # up to here the held-out errors come from refits (held_ou
 THIN_EVIDENCE_SD = 0.25 # own sd of a + b/x, relative to the pooled effect, that `model show`
 # calls thin evidence
 
-WHATIF_KEY = ("whatif",)  # the what-if candidate among the CV's feature subsets
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
-
-
-def _replays(replay: Any, x: np.ndarray) -> np.ndarray:
-    """The what-if's replayed runtime at each (whole) scale-out."""
-    return np.array([replay(max(1, round(float(v)))) for v in np.atleast_1d(x)], float)
-
-
-def _subsets(max_size: int) -> list[tuple[str, ...]]:
-    out = []
-    for size in range(1, min(max_size, len(FEATURES)) + 1):
-        out.extend(combinations(FEATURES, size))
-    return out
-
-
-@dataclass
-class _Curve:
-    """f(x) on normalised runtimes: a parametric θ, or an LLR (log x, log y) with bandwidth."""
-
-    kind: str
-    theta: np.ndarray | None = None
-    features: tuple[str, ...] = ()
-    bandwidth: float = 0.0
-    t: np.ndarray | None = None
-    v: np.ndarray | None = None
-    w: np.ndarray | None = None
-    replay: Any = None  # kind "whatif": scale-out -> the what-if's replayed seconds
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        if self.kind == "parametric":
-            return evaluate(self.theta, x)
-        if self.kind == "whatif":
-            return _replays(self.replay, x) * np.exp(self.theta[0] + self.theta[1] * np.log(x))
-        if self.kind == "power":
-            return np.exp(self.theta[0] + self.theta[1] * np.log(x))
-        if self.kind == "powerlaw":
-            return np.exp(edge_extrapolate(self.t, self.v, self.w, np.log(x),
-                                           np.array([self.bandwidth]))[0])
-        est = local_linear(self.t, self.v, self.w, np.log(x), np.array([self.bandwidth]))[0]
-        return np.exp(est)
-
-    def describe(self) -> dict[str, Any]:
-        if self.kind == "parametric":
-            return {"kind": "parametric", "features": list(self.features),
-                    "theta": dict(zip(FEATURES, (float(v) for v in self.theta), strict=True))}
-        if self.kind == "power":
-            return {"kind": "power", "c": float(np.exp(self.theta[0])),
-                    "exponent": float(self.theta[1])}
-        if self.kind == "whatif":
-            return {"kind": "what-if", "c0": float(self.theta[0]),
-                    "c1_log_scale_out": float(self.theta[1])}
-        return {"kind": self.kind, "bandwidth_log_scale_out": float(self.bandwidth)}
-
-
-def _split_error(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
-    """Weighted mean relative error: rejected outliers do not vote on the model."""
-    err = np.abs(pred - y) / y
-    wsum = w.sum()
-    return float((err * w).sum() / wsum) if wsum > 0 else float(err.mean())
 
 
 class RuntimeModel:
@@ -172,40 +112,23 @@ class RuntimeModel:
         raw = prepare_runs(runs)
         plain = _pool_rare(raw)
         x, y = plain.scale_out, plain.runtime_s
-        self.n_runs_ = plain.n
-        self.scale_out_range_ = (float(x.min()), float(x.max()))
-        levels = np.unique(x)
-        self.n_scale_outs_ = int(levels.size)
-        self.co_runners_ = plain.co_runners
-        self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
-                                   for i, k in enumerate(plain.co_runners)}
-        self.overlap_s_ = {k: float(plain.overlap[:, i] @ y)
-                           for i, k in enumerate(plain.co_runners)}
-        base = FEATURES if levels.size >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
+        self._count_runs(plain)
+        base = FEATURES if self.n_scale_outs_ >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
         self.size_reference_ = _size_references(plain)
         robust_w, data = self._fit_interference(plain, base)
         y_alone = y / slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
         w = repetition_weights(x, y_alone)
-        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
-        self.cv_: dict[str, Any] = {}
+        self._fit_regime(x, y_alone, w)
         # Too few scale-outs for the regime check: a wild run is only seen against physics.
         rejected = (physically_impossible_levels(x, y_alone, w)
-                    if levels.size < MIN_SCALE_OUTS_FOR_CV else [])
+                    if self.n_scale_outs_ < MIN_SCALE_OUTS_FOR_CV else [])
         kept = ~np.isin(x, rejected)
-        if self.regime_scale_outs_:
-            rows = np.isin(x, self.regime_scale_outs_)
-            _, v, _ = _levels(x[rows], y_alone[rows], w[rows])
-            self.regime_log_runtime_ = v
-            self.first_normal_scale_out_ = float(levels[~np.isin(levels,
-                                                                  self.regime_scale_outs_)][0])
-        if levels.size == 1:
-            self._fit_single(x, y_alone, w)
-        elif levels.size - len(rejected) == 2:
-            self._fit_pair(x[kept], y_alone[kept], w[kept])
-        elif levels.size < MIN_SCALE_OUTS_FOR_CV:
-            self._select_sparse(x, y_alone, w)
-        else:
-            self._select(x, y_alone, w)
+        choice = choose_curves(x, y_alone, w, rejected=rejected,
+                               regime_scale_outs=self.regime_scale_outs_,
+                               scale_out_range=self.scale_out_range_,
+                               replay=None if self.whatif is None else self.whatif.replay)
+        self.interp_, self.extrap_ = choice.interp, choice.extrap
+        self.interval_, self.cv_ = choice.interval, choice.cv
         if rejected:
             self.cv_["rejected_scale_outs"] = rejected
         lo = np.array([self.scale_out_range_[0]])
@@ -221,6 +144,31 @@ class RuntimeModel:
         self._held_out: np.ndarray | None = None
         self._scale: ConformalScale | None = None
         return self
+
+    def _count_runs(self, plain: RunData) -> None:
+        """What the model was fitted on: runs, scale-outs, and each co-runner's runs and
+        overlap seconds, as describe() reports them."""
+        x, y = plain.scale_out, plain.runtime_s
+        self.n_runs_ = plain.n
+        self.scale_out_range_ = (float(x.min()), float(x.max()))
+        self.n_scale_outs_ = int(np.unique(x).size)
+        self.co_runners_ = plain.co_runners
+        self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
+                                   for i, k in enumerate(plain.co_runners)}
+        self.overlap_s_ = {k: float(plain.overlap[:, i] @ y)
+                           for i, k in enumerate(plain.co_runners)}
+
+    def _fit_regime(self, x: np.ndarray, y_alone: np.ndarray, w: np.ndarray) -> None:
+        """The cliff at the smallest scale-outs, if any: its scale-outs, their mean log
+        runtimes and the first normal scale-out, which _regime follows below that one."""
+        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
+        if self.regime_scale_outs_:
+            rows = np.isin(x, self.regime_scale_outs_)
+            _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
+            self.regime_log_runtime_ = v
+            levels = np.unique(x)
+            self.first_normal_scale_out_ = float(levels[~np.isin(levels,
+                                                                  self.regime_scale_outs_)][0])
 
     def held_out_ratios(self) -> np.ndarray:
         """runtime / prediction of each training run by a model that did not see it.
@@ -371,207 +319,6 @@ class RuntimeModel:
         if self.alone_curve not in ("auto", "ernest"):
             raise ValueError(f"alone_curve must be 'auto' or 'ernest', got {self.alone_curve!r}")
         return knots(x) if self.alone_curve == "auto" else None
-
-    def _fit_single(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
-        """One scale-out: Amdahl with the whole runtime parallel (y·x0/x) as the point guess;
-        the interval's upper bound assumes no speed-up at all, so a planner that reads the
-        upper bound does not over-promise from a single observation."""
-        level = float(np.exp(np.average(np.log(y), weights=np.where(w > 0, w, 1e-9))))
-        self.interval_ = RelativeInterval.default(1, single_scale_out=float(x[0]))
-        if self.whatif is not None:
-            curve = self._whatif_curve(x, y, w)
-            self.interp_ = self.extrap_ = curve
-            self.cv_ = {"note": "one scale-out: the what-if replay through its level, "
-                                "interval without speed-up"}
-            return
-        theta = np.zeros(len(FEATURES))
-        theta[1] = level * float(x[0])
-        curve = _Curve("parametric", theta, ("inv",))
-        self.interp_ = self.extrap_ = curve
-        self.cv_ = {"note": "one scale-out: runtime scaled by 1/x, interval without speed-up"}
-
-    def _whatif_curve(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _Curve:
-        """The what-if replay times exp(c0 + c1·log x), weighted least squares on
-        log(y / replay); the constant alone (c1 = 0) with fewer than 3 scale-outs."""
-        t = np.log(x)
-        r = np.log(y / _replays(self.whatif.replay, x))
-        ww = np.where(w > 0, w, 1e-9)
-        if np.unique(x).size < 3:
-            return _Curve("whatif", np.array([np.average(r, weights=ww), 0.0]),
-                          replay=self.whatif.replay)
-        tm, rm = np.average(t, weights=ww), np.average(r, weights=ww)
-        slope = float(np.sum(ww * (t - tm) * (r - rm)) / np.sum(ww * (t - tm) ** 2))
-        return _Curve("whatif", np.array([rm - slope * tm, slope]), replay=self.whatif.replay)
-
-    def _fit_pair(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
-        """Two scale-outs: between them the log-log line through both levels; outside,
-        the two-parameter Ernest curve (Amdahl's law if the runtime falls, const + x if it
-        grows) when it passes through both, else that line with its slope clipped."""
-        t, v, ws = _levels(x, y, w)
-        h = float(t[1] - t[0])
-        self.interp_ = _Curve("llr", bandwidth=h, t=t, v=v, w=ws)
-        self.extrap_ = _Curve("powerlaw", bandwidth=h, t=t, v=v, w=ws)
-        level = np.exp(v)
-        for feats in (AMDAHL, GROWING):
-            theta = fit_theta(np.exp(t), level, feats)
-            if np.all(np.abs(evaluate(theta, np.exp(t)) / level - 1) < 0.01):
-                self.extrap_ = _Curve("parametric", theta, feats)
-                break
-        self.interval_ = RelativeInterval.default(2)
-        self.cv_ = {"note": "2 scale-outs: a curve through both levels, no CV possible"}
-
-    def _select_sparse(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
-        """Three scale-outs: Amdahl's law or a power law, both fitted by least absolute
-        relative error (a wild single run cannot drag them), chosen by leave-one-scale-out
-        CV over all three scale-outs; too few points for anything more flexible."""
-        levels, index = np.unique(x, return_inverse=True)
-
-        def fit(kind: str, rows: np.ndarray) -> _Curve:
-            if kind == "amdahl":
-                theta = fit_theta(x[rows], y[rows], AMDAHL, sample_weight=w[rows], loss="l1")
-                return _Curve("parametric", theta, AMDAHL)
-            if kind == "whatif":
-                return self._whatif_curve(x[rows], y[rows], w[rows])
-            return _Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
-
-        resid: dict[str, list[np.ndarray]] = {"amdahl": [], "power": []}
-        if self.whatif is not None:
-            resid["whatif"] = []
-        scores: dict[str, float] = {}
-        for kind in resid:
-            errs = []
-            for j in range(levels.size):
-                test = index == j
-                pred = fit(kind, ~test).predict(x[test])
-                errs.append(_split_error(pred, y[test], w[test]))
-                resid[kind].append(np.log(y[test] / pred))
-            scores[kind] = float(np.mean(errs))
-        best = min(scores, key=scores.get)
-        self.interp_ = self.extrap_ = fit(best, np.ones_like(x, bool))
-        self.cv_ = {"loso_mre": scores, "interpolation": best, "extrapolation": best}
-        r = np.concatenate(resid[best])
-        self.interval_ = RelativeInterval(r, r)
-
-    def _select(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
-        levels, index = np.unique(x, return_inverse=True)
-        d = levels.size
-        regime = np.isin(x, self.regime_scale_outs_)
-        param_rows = ~regime
-        subsets = _subsets(min(len(FEATURES), d - 2))
-
-        def fit_param(train: np.ndarray, feats: tuple[str, ...]) -> np.ndarray:
-            rows = train & param_rows
-            if np.unique(x[rows]).size < 2:
-                rows = train
-            return fit_theta(x[rows], y[rows], feats, sample_weight=w[rows])
-
-        # Interior leave-one-scale-out: the question interpolation asks. Regime scale-outs
-        # are answered by their own observations (see _regime), so they are not test sets.
-        interior = np.array([j for j in range(1, d - 1) if levels[j] not in
-                             self.regime_scale_outs_], dtype=int)
-        err = {feats: [] for feats in subsets}
-        resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
-        for j in interior:
-            test = index == j
-            for feats in subsets:
-                pred = evaluate(fit_param(~test, feats), x[test])
-                err[feats].append(_split_error(pred, y[test], w[test]))
-                resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
-        scores: dict[Any, float] = {feats: float(np.mean(e)) for feats, e in err.items()}
-        if self.whatif is not None and interior.size:
-            errs, res = [], []
-            for j in interior:
-                test = index == j
-                pred = self._whatif_curve(x[~test], y[~test], w[~test]).predict(x[test])
-                errs.append(_split_error(pred, y[test], w[test]))
-                res.append(np.log(y[test] / pred)[w[test] > 0])
-            scores[WHATIF_KEY], resid[WHATIF_KEY] = float(np.mean(errs)), res
-        llr_best = None
-        if d >= MIN_SCALE_OUTS_FOR_LLR:
-            t = np.log(levels)
-            _, v, ws = aggregate(x, np.log(y), w)
-            grid = bandwidth_grid(t)
-            est = np.exp(local_linear(t, v, ws, t[interior], grid, leave_out_same=True))
-            llr_err = np.zeros(grid.size)
-            for col, j in enumerate(interior):
-                test = index == j
-                rel = np.abs(est[:, col][:, None] - y[test][None, :]) / y[test][None, :]
-                ww = w[test]
-                llr_err += (rel * ww).sum(1) / max(ww.sum(), 1e-12)
-            llr_err /= interior.size
-            hb = int(np.argmin(llr_err))
-            llr_best = ("llr", float(grid[hb]))
-            scores[llr_best] = float(llr_err[hb])
-            resid[llr_best] = [np.log(y[index == j] / est[hb, col])[w[index == j] > 0]
-                               for col, j in enumerate(interior)]
-        interp_key = min(scores, key=scores.get)
-        self.cv_["interior_loso_mre"] = {_name(k): v for k, v in scores.items()}
-        # Forward CV: train on the smaller scale-outs, predict all larger ones.
-        fwd_err = {feats: [] for feats in subsets}
-        fwd_resid: dict[Any, list[np.ndarray]] = {feats: [] for feats in subsets}
-        fwd_dist: list[np.ndarray] = []
-        for j in range(max(2, (d + 1) // 2), d):
-            train, test = index < j, index >= j
-            for feats in subsets:
-                pred = evaluate(fit_param(train, feats), x[test])
-                fwd_err[feats].append(_split_error(pred, y[test], w[test]))
-                fwd_resid[feats].append(np.log(y[test] / pred)[w[test] > 0])
-            if self.whatif is not None:
-                pred = self._whatif_curve(x[train], y[train], w[train]).predict(x[test])
-                fwd_err.setdefault(WHATIF_KEY, []).append(_split_error(pred, y[test], w[test]))
-                fwd_resid.setdefault(WHATIF_KEY, []).append(np.log(y[test] / pred)[w[test] > 0])
-            fwd_dist.append(np.log(x[test] / levels[j - 1]))
-        if d >= MIN_SCALE_OUTS_FOR_CV:
-            grid = bandwidth_grid(np.log(levels))
-            pl_err = []
-            pl_resid: list[list[np.ndarray]] = [[] for _ in grid]
-            for j in range(max(2, (d + 1) // 2), d):
-                train, test = (index < j) & param_rows, index >= j
-                if np.unique(x[train]).size < 2:
-                    continue
-                t, v, ws = _levels(x[train], y[train], w[train])
-                est = np.exp(edge_extrapolate(t, v, ws, np.log(x[test]), grid))
-                rel = np.abs(est - y[test][None, :]) / y[test][None, :]
-                pl_err.append((rel * w[test]).sum(1) / max(w[test].sum(), 1e-12))
-                for hb in range(grid.size):
-                    pl_resid[hb].append(np.log(y[test] / est[hb])[w[test] > 0])
-            if pl_err:
-                mean_err = np.mean(pl_err, axis=0)
-                hb = int(np.argmin(mean_err))
-                key = ("powerlaw", float(grid[hb]))
-                fwd_err[key] = [float(mean_err[hb])]
-                fwd_resid[key] = pl_resid[hb]
-        fwd_scores = {feats: float(np.mean(e)) for feats, e in fwd_err.items() if e}
-        extrap_key = min(fwd_scores, key=fwd_scores.get)
-        self.cv_["forward_mre"] = {_name(k): v for k, v in fwd_scores.items()
-                                   if np.isfinite(v)}
-        all_rows = np.ones_like(x, bool)
-        if extrap_key == WHATIF_KEY:
-            self.extrap_ = self._whatif_curve(x, y, w)
-        elif extrap_key[0] == "powerlaw":
-            t, v, ws = _levels(x[param_rows], y[param_rows], w[param_rows])
-            self.extrap_ = _Curve("powerlaw", bandwidth=extrap_key[1], t=t, v=v, w=ws)
-        else:
-            self.extrap_ = _Curve("parametric", fit_param(all_rows, extrap_key), extrap_key)
-        if interp_key == WHATIF_KEY:
-            self.interp_ = self._whatif_curve(x, y, w)
-        elif isinstance(interp_key, tuple) and interp_key and interp_key[0] == "llr":
-            t = np.log(levels)
-            _, v, ws = aggregate(x, np.log(y), w)
-            self.interp_ = _Curve("llr", bandwidth=interp_key[1], t=t, v=v,
-                                  w=np.maximum(ws, 1e-12))
-        else:
-            self.interp_ = _Curve("parametric", fit_param(all_rows, interp_key), interp_key)
-        self.cv_["interpolation"] = _name(interp_key)
-        self.cv_["extrapolation"] = _name(extrap_key)
-        self.cv_["interpolation_mre"] = scores[interp_key]
-        self.cv_["extrapolation_mre"] = fwd_scores[extrap_key]
-        inner = np.concatenate(resid[interp_key]) if resid[interp_key] else np.array([])
-        outer = (np.concatenate(fwd_resid[extrap_key]) if fwd_resid[extrap_key]
-                 else np.array([]))
-        dist = float(np.median(np.concatenate(fwd_dist))) if fwd_dist else 0.0
-        self.interval_ = RelativeInterval(inner, outer, outer_log_distance=dist,
-                                          scale_out_range=self.scale_out_range_)
 
     # ---- prediction ----------------------------------------------------------------
     def _inside(self, x: np.ndarray) -> np.ndarray:
@@ -863,7 +610,7 @@ def _edge_parallel_fraction(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> floa
     """Parallel share p = (b/x0)/(a + b/x0) of Amdahl's a + b/x, fitted (θ >= 0, so p is in
     [0, 1]) to the lower half of the scale-outs: how the runtime scales near the smallest
     one says most about the scale-outs below it. One scale-out: perfect scaling, as the
-    point guess of _fit_single assumes."""
+    point guess of curve_select.one_scale_out assumes."""
     levels = np.unique(x)
     if levels.size < 2:
         return 1.0
@@ -873,19 +620,6 @@ def _edge_parallel_fraction(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> floa
     parallel = theta[1] / levels[0]
     total = theta[0] + parallel
     return float(np.clip(parallel / total, 0.0, 1.0)) if total > 0 else 1.0
-
-
-def _levels(x: np.ndarray, y: np.ndarray, w: np.ndarray,
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(log scale-out, weighted mean log runtime, weight) per distinct scale-out."""
-    levels, v, ws = aggregate(x, np.log(y), w)
-    return np.log(levels), v, np.maximum(ws, 1e-12)
-
-
-def _name(key: Any) -> str:
-    if isinstance(key, tuple) and key and key[0] in ("llr", "powerlaw"):
-        return f"{key[0]}(h={key[1]:.3g})"
-    return "+".join(key)
 
 
 def _pool_rare(data: RunData) -> RunData:
