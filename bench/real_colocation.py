@@ -90,6 +90,20 @@ def leave_one_out(runs: Runs, predictors: Mapping[str, Predictor] = PREDICTORS,
     return {name: np.asarray(e) for name, e in errors.items()}
 
 
+def repetition_floor(runs: Runs) -> np.ndarray:
+    """APE of each run without co-runners predicted by the mean of the other such runs at its
+    scale-out: the machine's own run-to-run noise, which no model of scale-out and overlap
+    can predict (runs alone only; with co-runners the overlaps differ run to run)."""
+    alone = [r for r in runs if _kind(r) == "alone"]
+    out = []
+    for i, run in enumerate(alone):
+        others = [r["runtime_s"] for j, r in enumerate(alone)
+                  if j != i and r["scale_out"] == run["scale_out"]]
+        if others:
+            out.append(abs(float(np.mean(others)) / run["runtime_s"] - 1.0) * 100.0)
+    return np.asarray(out)
+
+
 def _kind(run: Mapping[str, Any]) -> str:
     names = sorted(k for k, v in run["overlaps"].items() if v > 0)
     return "+".join(str(n) for n in names) or "alone"
@@ -122,6 +136,12 @@ def report(runs: Runs, errors: Mapping[str, np.ndarray], elapsed_s: float, comma
         mask = np.array([k == kind for k in kinds])
         cells = " | ".join(f"{e[mask].mean():.2f}" for e in errors.values())
         lines.append(f"| {kind} | {int(mask.sum())} | {cells} |")
+    floor = repetition_floor(runs)
+    if floor.size:
+        lines += ["", f"Run-to-run noise of the machine: the {floor.size} runs without co-runners, "
+                  "each predicted by the mean of the other repetitions at its scale-out: mean "
+                  f"APE {floor.mean():.2f} %, median {np.median(floor):.2f} %, max "
+                  f"{floor.max():.2f} % (the models' errors on the same runs: row 'alone')."]
     cob, paper = errors["cobell"].mean(), errors["CoBell (paper's fit)"].mean()
     met = cob <= GOAL_MAPE and cob <= paper + 1e-9
     lines += ["", f"**Goal: {'met' if met else 'not met'}** (cobell {cob:.2f} %, paper's fit "
