@@ -252,3 +252,15 @@ def test_with_the_model_cache_off_nothing_is_stored(db: Path):
     with History.open(db, read_only=True) as history:
         api.predict(history, NoCluster("test"), settings, job="etl", target_s=10.0, now=1e6)
     assert replay_files(models_dir()) == []
+
+
+def test_planning_decodes_each_stored_profile_once_and_sees_a_replaced_one(db: Path):
+    with History.open(db) as history:
+        mine = history.profiles("etl")
+        everyone = history.profiles()
+        assert everyone[0] is mine[0]  # the job's profile, read again among everyone's
+        run_id = history.runs(job="etl")[0]["id"]
+        history.save_profile(run_id, etl_profile(task_s=2.0))
+        [replaced] = history.profiles("etl")
+    assert replaced is not mine[0]
+    assert replaced.stages[0].task_s == [2.0] * 24
