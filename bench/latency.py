@@ -1,6 +1,6 @@
 """Decision latency: what one `cobell predict` costs next to what every submission already pays.
 
-    python -m bench.latency [--quick] [--repeats N] [--output FILE]
+    python -m bench.latency [--quick] [--profiles-only] [--repeats N] [--output FILE]
 
 Whole-process wall time (and the child's user+sys CPU time, which a loaded machine disturbs
 less), median of N runs after one warm-up, measured round-robin so that load drifts hit every
@@ -8,7 +8,11 @@ command alike: `cobell predict --cluster none` on histories of 100 .. 100 000 ru
 co-locations), once with the model cache (the state `cobell submit` leaves behind: it warms the
 cache for the job's next run) and once without it (COBELL_MODEL_CACHE=off: a fit in every
 process), `cobell --help`, `cobell config show` (what any command costs), and `spark-submit
---version` from the pyspark wheel. Then where the time goes (in-process).
+--version` from the pyspark wheel. Then where the time goes (in-process). A job with event-log
+profiles (runs of `cobell submit` on Spark; ~26 000 tasks each, from bench/gen_event_log.py):
+one run (the what-if alone plans) and three (the what-if replays three profiles), cached
+(model cache and stored replays) and not; `--profiles-only` measures just those rows (with
+`cobell config show` and spark-submit for scale) and prints them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,12 @@ GOAL_PREDICT_VS_SPARK = 0.10
 GOAL_FIT_VS_SPARK = 0.50  # a default (risk-aware) predict that must fit
 FIT_RUNS, FIT_CO_JOBS = 1000, 20  # the history that goal is measured on
 GOAL_HELP_S = 0.15
+# A job with event-log profiles: runs recorded by `cobell submit` on Spark, each with the
+# profile of a ~100 MB event log (bench/gen_event_log.py: ~26 000 tasks, 183 stages) at these
+# executor counts; predict replays up to three of them (api.JOB_PROFILES).
+PROFILE_JOB, PROFILE_LOG_MB, PROFILE_EXECUTORS = "bench-etl", 100.0, (16, 8, 24)
+PROFILE_TARGET_S = 300.0
+QUICK_PROFILE_LOG_MB = 4.0  # ~1 000 tasks
 IMPORT_NUMPY = "python -c 'import numpy'"
 IMPORT_SCIPY = "python -c 'import numpy, scipy.optimize'"
 
@@ -88,6 +98,33 @@ def build_history(path: Path, n_runs: int, data_dir: Path, seed: int = 0,
         t += runtime + 60.0
     with History.open(path) as history:
         history.insert_runs(records)
+
+
+def build_profile_history(path: Path, scratch: Path,
+                          executors: Sequence[int] = PROFILE_EXECUTORS,
+                          log_mb: float = PROFILE_LOG_MB) -> int:
+    """Runs of PROFILE_JOB with the profiles of generated event logs, as `cobell submit` stores
+    them (runs.event_log and run_profiles); returns the tasks per profile (the last one's)."""
+    from bench.gen_event_log import generate
+    from cobell_cli.sources.eventlog_profile import summarize
+    from cobell_cli.store.history import History
+
+    tasks = 0
+    with History.open(path) as history:
+        t = 1.7e9
+        for seed, x in enumerate(executors, start=1):
+            log = scratch / f"app-{x}"
+            generate(log, log_mb, executors=x, seed=seed)
+            profile = summarize(log)
+            [run_id] = history.insert_runs([{
+                "job": PROFILE_JOB, "scale_out": profile.scale_out, "status": "succeeded",
+                "runtime_s": profile.runtime_s, "submitted_at": t, "started_at": t,
+                "finished_at": t + profile.runtime_s}], keep_ids=False)
+            history.save_profile(run_id, profile, event_log=str(log))
+            tasks = sum(len(s.task_s) for s in profile.stages)
+            log.unlink()
+            t += profile.runtime_s + 60.0
+    return tasks
 
 
 def child_env(home: Path) -> dict[str, str]:
@@ -170,6 +207,52 @@ def breakdown(db: Path, env: Mapping[str, str]) -> dict[str, float]:
     return json.loads(out.stdout)
 
 
+def whatif_breakdown(db: Path, env: Mapping[str, str]) -> dict[str, float]:
+    """A cached predict on a history with profiles, in-process, in the order it pays: reading
+    the profiles, the what-if fitted from stored replays, the whole `api.predict`; and the
+    what-if's fit and predictions over 1..64 executors when it must replay."""
+    code = (
+        "import time, json, tempfile\n"
+        "from pathlib import Path\n"
+        "from cobell_cli import api, config\n"
+        "from cobell_cli.cluster.none import NoCluster\n"
+        "from cobell_cli.core.whatif import fit_whatif\n"
+        "from cobell_cli.store.history import History\n"
+        "from cobell_cli.store.replay_cache import ReplayCache\n"
+        f"h = History.open({str(db)!r}, create=False, read_only=True)\n"
+        f"runs = h.training_runs({PROFILE_JOB!r}, window=1000)\n"
+        "t0 = time.perf_counter()\n"
+        f"mine, others = api.job_profiles(h, {PROFILE_JOB!r}, runs, [])\n"
+        "t1 = time.perf_counter()\n"
+        "m = fit_whatif(mine, runs, others); m.predict(range(1, 65))\n"
+        "t2 = time.perf_counter()\n"
+        "store = ReplayCache(Path(tempfile.mkdtemp()))\n"
+        "fit_whatif(mine, runs, others, memory=store).predict(range(1, 65)); store.save()\n"
+        "t3 = time.perf_counter()\n"
+        "m = fit_whatif(mine, runs, others, memory=ReplayCache(store.directory))\n"
+        "m.predict(range(1, 65))\n"
+        "t4 = time.perf_counter()\n"
+        "s = config.load({'max_scale_out': 64})\n"
+        f"api.predict(h, NoCluster('bench'), s, job={PROFILE_JOB!r}, target_s={PROFILE_TARGET_S},"
+        " now=2e9)\n"
+        "t5 = time.perf_counter()\n"
+        f"api.predict(h, NoCluster('bench'), s, job={PROFILE_JOB!r}, target_s={PROFILE_TARGET_S},"
+        " now=2e9)\n"
+        "t6 = time.perf_counter()\n"
+        "print(json.dumps({'profiles': len(mine), 'tasks': m.workloads_[0].n_tasks,"
+        " 'read_profiles_s': t1 - t0, 'whatif_replaying_s': t2 - t1,"
+        " 'whatif_storing_s': t3 - t2, 'whatif_stored_s': t4 - t3,"
+        " 'predict_first_s': t5 - t4, 'predict_cached_s': t6 - t5}))\n"
+    )
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="cobell-latency-cache-") as cache:
+        child = {**env, **{v: "1" for v in BLAS_THREAD_VARS}, "XDG_CACHE_HOME": cache}
+        out = subprocess.run([sys.executable, "-c", code], env=child, capture_output=True,
+                             text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def calibration_check(db: Path, env: Mapping[str, str]) -> dict[str, Any]:
     """The one-fit leave-one-out ratios (model/loo.py) against the ten-fold CV+ refits they
     replaced: cost and the bounds they give, in a child with one BLAS thread, as the CLI runs."""
@@ -193,6 +276,11 @@ def calibration_check(db: Path, env: Mapping[str, str]) -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-c", code], env=child, capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout)
+
+
+def profile_label(runs: int, tasks: int) -> str:
+    return (f"{runs} run{'s' if runs > 1 else ''} of {PROFILE_JOB} with event-log profiles"
+            f" ({tasks / 1000:.0f} k tasks each)")
 
 
 def growth(sizes: Sequence[int], walls: Sequence[float]) -> float:
@@ -223,6 +311,13 @@ def render(result: Mapping[str, Any], command: str) -> str:
         " process fits. Planning reads the job's newest 1000 runs (`history_window`). cobell runs"
         " from bytecode, as installed (the harness runs `compileall` on cobell_cli first).",
         "",
+        f"Histories with event-log profiles: 1 or {len(PROFILE_EXECUTORS)} runs of"
+        f" `{PROFILE_JOB}` (at {', '.join(map(str, PROFILE_EXECUTORS))} executors), each with"
+        " the profile of a generated event log (bench/gen_event_log.py) in run_profiles, as"
+        f" `cobell submit` stores it; `predict` = `cobell --db H predict --cluster none --job"
+        f" {PROFILE_JOB} -t {PROFILE_TARGET_S:g}`. Cached: the model cache and the what-if's"
+        " stored replays (store/replay_cache.py) as the warm-up run leaves them.",
+        "",
         "| command | wall s (median) | wall s (min) | CPU s (median) | wall / spark-submit |",
         "|---|---|---|---|---|",
     ]
@@ -233,7 +328,7 @@ def render(result: Mapping[str, Any], command: str) -> str:
     if not spark:
         lines += ["", f"spark-submit --version skipped: {result['spark_note']}"]
     lines += ["", "## Goals", ""]
-    at = next((s for s in sizes if s == 10_000), sizes[-1])
+    at = next((s for s in sizes if s == 10_000), sizes[-1] if sizes else None)
     key = f"predict, {at} runs"
     if spark and key in m:
         r = m[key]["wall_s"] / spark["wall_s"]
@@ -260,6 +355,16 @@ def render(result: Mapping[str, Any], command: str) -> str:
                      f" {default - point:+.3f} s wall, {cpu_gap:+.3f} s CPU); with as many"
                      " BLAS threads as cores (what numpy does unless told)"
                      f" {threads / spark['wall_s']:.2f}x")
+    for label in result.get("profile_labels", ()):
+        if spark:
+            cached = m[f"predict, {label}"]["wall_s"] / spark["wall_s"]
+            cold = m[f"predict, {label}, no cache"]["wall_s"] / spark["wall_s"]
+            lines.append(f"- predict, {label}, <= {GOAL_PREDICT_VS_SPARK}x spark-submit"
+                         f" --version: {cached:.3f}x"
+                         f" ({'met' if cached <= GOAL_PREDICT_VS_SPARK else 'MISSED'}); without"
+                         f" the cache (every profile replayed) {cold:.3f}x")
+    if "cobell --help" not in m:
+        return _render_whatif_breakdown(lines, result)
     h = m["cobell --help"]["wall_s"]
     lines.append(f"- cobell --help <= {GOAL_HELP_S} s: {h:.3f} s"
                  f" ({'met' if h <= GOAL_HELP_S else 'MISSED'}); a bare `python -c pass`"
@@ -281,17 +386,17 @@ def render(result: Mapping[str, Any], command: str) -> str:
                      " --version")
     if result.get("breakdown"):
         lines += ["", "## Where the time goes (in-process, one child per history)", "",
-                  "| history | runs read | import CLI s | import core s | read history s |"
-                  " fit, cold s | fit, cached s | plan, cached s |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for size, b in result["breakdown"].items():
-            lines.append(f"| {size} | {b['runs_read']} | {b['import_cli_s']:.3f} |"
-                         f" {b['import_core_s']:.3f} | {b['read_history_s']:.3f} |"
-                         f" {b['fit_cold_s']:.3f} | {b['fit_cached_s']:.4f} |"
-                         f" {b['plan_cached_s']:.4f} |")
+                  *_table(("history", "runs read", "import CLI s", "import core s",
+                           "read history s", "fit, cold s", "fit, cached s", "plan, cached s"),
+                          ((size, b["runs_read"], f"{b['import_cli_s']:.3f}",
+                            f"{b['import_core_s']:.3f}", f"{b['read_history_s']:.3f}",
+                            f"{b['fit_cold_s']:.3f}", f"{b['fit_cached_s']:.4f}",
+                            f"{b['plan_cached_s']:.4f}")
+                           for size, b in result["breakdown"].items()))]
         lines += ["", "fit, cold: the first fit in the process (imports numpy and scipy, fits,"
                   " writes the cache entry); fit, cached: the same runs again, answered from the"
                   " cache file; plan, cached: `plan()` over 57 candidates with the cached model."]
+    _render_whatif_breakdown(lines, result)
     cal = result.get("calibration")
     if cal:
         b9, b97 = cal["bounds"]["0.9"], cal["bounds"]["0.97"]
@@ -308,25 +413,55 @@ def render(result: Mapping[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table's lines."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
+
+
+def _render_whatif_breakdown(lines: list[str], result: Mapping[str, Any]) -> str:
+    if result.get("whatif_breakdown"):
+        keys = ("read_profiles_s", "whatif_replaying_s", "whatif_storing_s", "whatif_stored_s",
+                "predict_first_s", "predict_cached_s")
+        lines += ["", "## Where the time goes with event-log profiles (in-process)", "",
+                  *_table(("history", "profiles", "read profiles s", "what-if, replaying s",
+                           "what-if, storing s", "what-if, stored s", "predict, first s",
+                           "predict, cached s"),
+                          ((label, b["profiles"], *(f"{b[k]:.3f}" for k in keys))
+                           for label, b in result["whatif_breakdown"].items()))]
+        lines += ["", "read profiles: `api.job_profiles` (the job's newest three and the"
+                  " cluster's, decoded from run_profiles); what-if: fit and predictions at"
+                  " 1..64 executors, replaying every profile (no memory), filling a fresh"
+                  " ReplayCache and saving it, and answered from that saved table in a new"
+                  " ReplayCache; predict: `api.predict` with an empty cache directory, then"
+                  " again (model cache and stored replays)."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="histories of 100 and 1000 runs, 3 repeats, no spark-submit, no "
                              "breakdown; prints, writes nothing")
+    parser.add_argument("--profiles-only", action="store_true",
+                        help="only the rows of the job with event-log profiles (and config show,"
+                             " spark-submit unless --quick); prints, writes nothing")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--sizes", type=int, nargs="*", default=None)
     args = parser.parse_args(argv)
-    result = run(quick=args.quick, repeats=args.repeats, data_dir=args.data, sizes=args.sizes)
-    command = "python -m bench.latency" + (" --quick" if args.quick else "")
+    result = run(quick=args.quick, repeats=args.repeats, data_dir=args.data, sizes=args.sizes,
+                 profiles_only=args.profiles_only)
+    command = "python -m bench.latency" + (" --quick" if args.quick else "") + (
+        " --profiles-only" if args.profiles_only else "")
     text = render(result, command)
-    publish(text, None if args.quick else args.output)
+    publish(text, None if args.quick or args.profiles_only else args.output)
 
 
 def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DATA,
-        sizes: Sequence[int] | None = None) -> dict[str, Any]:
-    sizes = tuple(sizes or ((100, 1_000) if quick else SIZES))
+        sizes: Sequence[int] | None = None, profiles_only: bool = False) -> dict[str, Any]:
+    sizes = () if profiles_only else tuple(sizes or ((100, 1_000) if quick else SIZES))
     repeats = repeats or (3 if quick else 5)
     # The console script installed next to this interpreter, as a user runs it; not whatever
     # `cobell` comes first on PATH (a pyenv shim there adds ~0.1 s of bash and pyenv).
@@ -352,12 +487,27 @@ def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DAT
             IMPORT_SCIPY: ([sys.executable, "-c", "import numpy, scipy.optimize"], {}),
             "cobell --help": ([*base_cmd, "--help"], {}),
             "cobell config show": ([*base_cmd, "config", "show"], {})}
+        if profiles_only:
+            commands = {k: v for k, v in commands.items() if k in ("python -c pass",
+                                                                   "cobell config show")}
+        profile_dbs = {}
+        log_mb = QUICK_PROFILE_LOG_MB if quick else PROFILE_LOG_MB
+        profile_predict = ["predict", "--cluster", "none", "--job", PROFILE_JOB, "-t",
+                           f"{PROFILE_TARGET_S:g}"]
+        for n in (1, len(PROFILE_EXECUTORS)):
+            db = home / f"history-profiles-{n}.db"
+            tasks = build_profile_history(db, home, PROFILE_EXECUTORS[:n], log_mb)
+            label = profile_label(n, tasks)
+            profile_dbs[label] = db
+            argv = [*base_cmd, "--db", str(db), *profile_predict]
+            commands[f"predict, {label}"] = (argv, {})
+            commands[f"predict, {label}, no cache"] = (argv, {"COBELL_MODEL_CACHE": "off"})
         for size in sizes:
             argv = [*base_cmd, "--db", str(dbs[size]), *predict]
             commands[f"predict, {size} runs"] = (argv, {})
             commands[f"predict, {size} runs, no cache"] = (argv, {"COBELL_MODEL_CACHE": "off"})
         fit_label = ""
-        if not quick:
+        if not quick and not profiles_only:
             fit_db = home / f"history-{FIT_RUNS}-{FIT_CO_JOBS}co.db"
             build_history(fit_db, FIT_RUNS, data_dir, co_jobs=co_job_names(FIT_CO_JOBS))
             fit_argv = [*base_cmd, "--db", str(fit_db), *predict]
@@ -386,9 +536,12 @@ def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DAT
         measured = measure(commands, env, repeats)
         result: dict[str, Any] = {"sizes": sizes, "repeats": repeats, "measured": measured,
                                   "spark_note": spark_note or "not run in --quick",
-                                  "fit_label": fit_label}
+                                  "fit_label": fit_label, "profile_labels": list(profile_dbs)}
         if not quick:
             result["breakdown"] = {size: breakdown(dbs[size], env) for size in sizes}
+            result["whatif_breakdown"] = {label: whatif_breakdown(db, env)
+                                          for label, db in profile_dbs.items()}
+        if fit_label:
             result["calibration"] = calibration_check(fit_db, env)
         result["load_before"] = load_before
         result["load_after"] = ", ".join(f"{v:.1f}" for v in os.getloadavg())

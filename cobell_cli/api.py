@@ -108,16 +108,18 @@ def predict(
             history, cluster, settings, apps, co_histories, left_s=deadline.remaining_s()
         )
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
-    cache = None
+    cache = replays = None
     if settings.model_cache:
         from cobell_cli.config import cache_dir
         from cobell_cli.store.model_cache import ModelCache
+        from cobell_cli.store.replay_cache import ReplayCache
 
         cache = ModelCache(
             cache_dir() / "models",
             confidence=settings.confidence or DEFAULT_INTERVAL_CONFIDENCE,
             grid_max=settings.max_scale_out,
         )
+        replays = ReplayCache(cache_dir() / "models") if profiles else None
     chosen = plan(
         job=job,
         history=runs,
@@ -134,7 +136,10 @@ def predict(
         fit=cache.fit if cache is not None else None,
         profiles=profiles,
         cluster_profiles=cluster_profiles,
+        whatif_memory=replays,
     )
+    if replays is not None:
+        replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
     return Prediction(chosen, description, ok, apps, warnings, counts, progress)
 

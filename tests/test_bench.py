@@ -204,6 +204,11 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
     assert m["predict, 30 runs, no cache"]["cpu_s"] > m["predict, 30 runs"]["cpu_s"]
     text = latency.render(result, "test")
     assert "cobell --help <= 0.15 s" in text and "| predict, 30 runs |" in text
+    one, three = result["profile_labels"]
+    assert one.startswith("1 run of") and three.startswith("3 runs of")
+    # With profiles, no cache means replaying each profile and fitting: more than a cache hit.
+    assert m[f"predict, {three}, no cache"]["cpu_s"] > m[f"predict, {three}"]["cpu_s"]
+    assert f"| predict, {one} |" in text
 
 
 # --- confidence levels ------------------------------------------------------------------------

@@ -44,7 +44,7 @@ Pure: no I/O, no clock; `now` is passed in. Raises `UsageError` for impossible a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -109,6 +109,7 @@ def _fit_whatif(
     runs: Sequence[Mapping[str, Any]],
     cluster_profiles: Sequence[AppProfile],
     warnings: list[str],
+    memory: MutableMapping[str, dict[int, float]] | None = None,
 ) -> Any:
     """The job's what-if (core/whatif.py), or None with a warning when no profile replays."""
     if not profiles:
@@ -116,7 +117,7 @@ def _fit_whatif(
     from cobell_cli.core.whatif import fit_whatif
 
     try:
-        return fit_whatif(profiles, runs, cluster_profiles)
+        return fit_whatif(profiles, runs, cluster_profiles, memory=memory)
     except ValueError as exc:
         warnings.append(f"the what-if cannot use the job's event-log profiles ({exc})")
         return None
@@ -363,6 +364,7 @@ def plan(
     max_iter: int = MAX_ITER,
     profiles: Sequence[AppProfile] = (),
     cluster_profiles: Sequence[AppProfile] = (),
+    whatif_memory: MutableMapping[str, dict[int, float]] | None = None,
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -373,7 +375,9 @@ def plan(
     over the same history (the benchmark) may pass a memoising `fit`. `profiles`: event-log
     profiles of the job's runs, newest first (the what-if; with them a custom `fit` must
     accept a `whatif` keyword for the job's own model); `cluster_profiles`: other jobs'
-    profiles, for how executor start-up grows with the scale-out on this cluster.
+    profiles, for how executor start-up grows with the scale-out on this cluster;
+    `whatif_memory`: where the what-if keeps its replays (`WhatIfModel`'s `memory`), so that a
+    caller that stores it replays a job's profiles once, not on every plan.
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -399,7 +403,7 @@ def plan(
         run_number=n + 1,
     )
 
-    whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings)
+    whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings, whatif_memory)
     own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
     if model is None:

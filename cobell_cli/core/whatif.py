@@ -29,17 +29,21 @@ every executor there from the start), the baseline of bench/whatif.py.
 
 Cost: a replay is a pass over the tasks (a heap per slot; chains of stages, most jobs, skip
 the event queue), about 25 ms per 24 000 tasks; `WhatIfModel` replays each scale-out up to
-EXACT_UP_TO and a geometric grid beyond, cached.
+EXACT_UP_TO and a geometric grid beyond, cached per process, or across processes in a
+`memory` the caller keeps (keyed by `cache_key()`, a hash of the workloads' content and the
+start-up fit: about 1 ms per 25 000 tasks).
 
 Pure: no I/O, no clock. Profiles come in as `cobell_cli.core.profile.AppProfile`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Any
@@ -140,6 +144,21 @@ def workload(profile: AppProfile) -> Workload:
         registration_s=registration,
         warmup_s=_warmup(work),
     )
+
+
+def workload_digest(w: Workload) -> str:
+    """A hash of everything a replay reads of `w`: the durations packed as doubles (~1 ms per
+    25 000 tasks; their repr would take ~7 ms), the rest as repr (exact for floats)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(repr((w.app_id, w.tail_s, w.cores_per_executor, w.scale_out, w.runtime_s,
+                        w.stage_lag_s, w.registration_s, w.warmup_s)).encode())
+    for g in w.groups:
+        digest.update(repr((g.gap_s, g.start_s, g.end_s, len(g.stages))).encode())
+        for s in g.stages:
+            digest.update(repr((s.stage_id, s.job_id, s.parent_ids, len(s.task_s))).encode())
+            digest.update(array("d", s.task_s).tobytes())
+            digest.update(bytes(s.cold))
+    return digest.hexdigest()
 
 
 def _cold_flags(
@@ -470,7 +489,11 @@ def _value(v: float | None, default: float) -> float:
     return default if v is None else v
 
 
-def fit_startup(profiles: Sequence[AppProfile], pooled: bool = False) -> Startup:
+def fit_startup(
+    profiles: Sequence[AppProfile],
+    pooled: bool = False,
+    workloads: Sequence[Workload | None] = (),
+) -> Startup:
     """Trends in N from the profiles' executor-added times, cold tasks and warm tasks.
 
     Each job keeps its own level (and each of its stages for the warm tasks): slopes are
@@ -478,16 +501,16 @@ def fit_startup(profiles: Sequence[AppProfile], pooled: bool = False) -> Startup
     read as a slope. A job is its `cobell-job` tag, else its stage structure (the stages'
     task counts, which a recurring job keeps whatever its executors; app names often carry
     dates or counts). Slopes are clipped at zero from below: more executors on one cluster
-    do not start, nor run a task, faster.
+    do not start, nor run a task, faster. `workloads`: those of the first profiles (None: not
+    replayable), when the caller has them already (a workload of 25 000 tasks takes ~15 ms).
     """
     rows: dict[Any, list[tuple[int, float, float | None, float | None]]] = {}
     tasks: dict[tuple[Any, int], list[tuple[int, float]]] = {}
-    for p in profiles:
+    for i, p in enumerate(profiles):
         if p.local_mode:
             continue
-        try:
-            w = workload(p)
-        except ValueError:
+        w = workloads[i] if i < len(workloads) else _workload_or_none(p)
+        if w is None:
             continue
         reg = w.registration_s
         if not reg:
@@ -509,6 +532,13 @@ def fit_startup(profiles: Sequence[AppProfile], pooled: bool = False) -> Startup
     )
     return Startup(first, spacing, warmup, _trend(list(tasks.values())),
                    sum(len(g) for g in groups), pooled)
+
+
+def _workload_or_none(p: AppProfile) -> Workload | None:
+    try:
+        return workload(p)
+    except ValueError:
+        return None
 
 
 def _job_key(p: AppProfile, w: Workload) -> Any:
@@ -637,11 +667,22 @@ class WhatIfModel:
     the cluster for the start-up slopes. Follows the estimator contract of
     `cobell_cli.core.model` (learned values end in _), and planning's RuntimeModel protocol
     (`predict`, `predict_interval`, `interference`, `describe`, `scale_out_range_`).
+
+    `memory`, like scikit-learn's: a mapping the replays are kept in across fits (and, when
+    the caller stores it, across processes), `cache_key()` -> {executors: replayed seconds}.
+    A fit of the same workloads and start-up then replays nothing it replayed before.
     """
 
-    def __init__(self, *, correction: str = "auto", max_profiles: int = 3) -> None:
+    def __init__(
+        self,
+        *,
+        correction: str = "auto",
+        max_profiles: int = 3,
+        memory: MutableMapping[str, dict[int, float]] | None = None,
+    ) -> None:
         self.correction = correction  # "auto" (LOO CV) or one of CORRECTIONS
         self.max_profiles = max_profiles
+        self.memory = memory
 
     def fit(
         self,
@@ -649,20 +690,22 @@ class WhatIfModel:
         runs: Sequence[Mapping[str, Any]] = (),
         cluster_profiles: Sequence[AppProfile] = (),
     ) -> WhatIfModel:
-        usable = []
+        own: list[Workload | None] = []  # the first profiles', up to max_profiles usable
         for p in profiles:
-            try:
-                usable.append(workload(p))
-            except ValueError:
-                continue
-            if len(usable) == self.max_profiles:
+            own.append(_workload_or_none(p))
+            if sum(w is not None for w in own) == self.max_profiles:
                 break
+        usable = [w for w in own if w is not None]
         if not usable:
             raise ValueError("no profile with tasks and an end to replay")
         self.workloads_ = usable
         pooled = len(cluster_profiles) >= MIN_CLUSTER_PROFILES
-        self.startup_ = fit_startup([*profiles, *cluster_profiles], pooled=pooled)
-        self._cache: dict[int, float] = {}
+        self.startup_ = fit_startup([*profiles, *cluster_profiles], pooled, own)
+        self._key = _replay_key(usable, self.startup_)
+        self._anchors_s: list[float] | None = None
+        self._cache: dict[int, float] = (
+            {} if self.memory is None else self.memory.setdefault(self._key, {})
+        )
         observed = [(float(w.scale_out), w.runtime_s) for w in usable]
         own = [
             (float(r["scale_out"]), float(r["runtime_s"]))
@@ -703,15 +746,21 @@ class WhatIfModel:
         difference is the run's start-up under the load of its moment, which another run
         will not see, and the replay stands as it is."""
         if executors not in self._cache:
-            logs = []
-            for w in self.workloads_:
-                anchor = 0.0
-                if not self.startup_.pooled:
-                    anchor = w.runtime_s - replay_s(w, w.scale_out, self.startup_)
-                y = replay_s(w, executors, self.startup_) + anchor
-                logs.append(math.log(max(1e-3, y)))
+            logs = [math.log(max(1e-3, replay_s(w, executors, self.startup_) + anchor))
+                    for w, anchor in zip(self.workloads_, self._anchors(), strict=True)]
             self._cache[executors] = math.exp(sum(logs) / len(logs))
         return self._cache[executors]
+
+    def _anchors(self) -> list[float]:
+        """Per profile, measured runtime minus its replay at its own count (0 when pooled);
+        replayed once per fit, and only when some replay is not in the memory."""
+        if self._anchors_s is None:
+            self._anchors_s = [
+                0.0 if self.startup_.pooled
+                else w.runtime_s - replay_s(w, w.scale_out, self.startup_)
+                for w in self.workloads_
+            ]
+        return self._anchors_s
 
     def _log_ratios(self, points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
         return [(math.log(x), math.log(y / self.replay(int(x)))) for x, y in points]
@@ -783,9 +832,9 @@ class WhatIfModel:
         return 0.0, 0.0
 
     def cache_key(self) -> str:
-        """What the replay curve depends on, for caches of models that use it."""
-        return repr(([(w.app_id, w.runtime_s, w.n_tasks) for w in self.workloads_],
-                     self.startup_))
+        """What the replay curve depends on (the workloads' content and the start-up fit),
+        for `memory` and for caches of models that use the curve."""
+        return self._key
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -801,6 +850,13 @@ class WhatIfModel:
                            "c1_log_scale_out": self.theta_[1],
                            "cv_mean_abs_log_error": dict(self.cv_)},
         }
+
+
+def _replay_key(workloads: Sequence[Workload], startup: Startup) -> str:
+    """A hash of the workloads' content (`workload_digest`) and the start-up fit (its repr:
+    exact floats); the same app id re-imported with other tasks gets another key."""
+    parts = repr(([workload_digest(w) for w in workloads], startup)).encode()
+    return hashlib.blake2b(parts, digest_size=20).hexdigest()
 
 
 def _fittable(form: str, data: Sequence[tuple[float, float]]) -> bool:
@@ -862,4 +918,5 @@ __all__ = [
     "replay_s",
     "sparklens_runtime_s",
     "workload",
+    "workload_digest",
 ]

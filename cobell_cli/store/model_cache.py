@@ -124,11 +124,8 @@ class ModelCache:
         return self.directory / f"{key}.json"
 
     def _load(self, key: str) -> dict[str, Any] | None:
-        try:
-            entry = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
-            return None
-        if not isinstance(entry, dict) or entry.get("key") != key:
+        entry = read_entry(self._path(key), key)
+        if entry is None:
             return None
         if isinstance(entry.get("error"), str):
             return entry
@@ -139,29 +136,46 @@ class ModelCache:
         return entry
 
     def _store(self, key: str, entry: dict[str, Any]) -> None:
-        """Best effort: a cache that cannot be written (read-only home, full disk) is no cache."""
-        import tempfile  # only a miss writes; a hit should not pay for the import
+        write_entry(self._path(key), key, entry)
 
+
+def read_entry(path: Path, key: str) -> dict[str, Any] | None:
+    """The JSON object stored at `path` for `key`; None when it is missing, unreadable, damaged
+    or another key's (a cache miss, never an error)."""
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return entry if isinstance(entry, dict) and entry.get("key") == key else None
+
+
+def write_entry(path: Path, key: str, entry: dict[str, Any]) -> None:
+    """Write `entry` for `key` to `path` atomically (a temporary file renamed into place), then
+    keep the directory's newest MAX_ENTRIES. Best effort: a cache that cannot be written
+    (read-only home, full disk) is no cache."""
+    import tempfile  # only a miss writes; a hit should not pay for the import
+
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w") as fh:
-                    json.dump({"key": key, **entry}, fh, allow_nan=False)
-                os.replace(tmp, self._path(key))
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-            self._prune()
-        except (OSError, ValueError):
-            return
-
-    def _prune(self) -> None:
-        entries = sorted(self.directory.glob("*.json"), key=_mtime, reverse=True)
-        for stale in entries[MAX_ENTRIES:]:
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"key": key, **entry}, fh, allow_nan=False)
+            os.replace(tmp, path)
+        except BaseException:
             with contextlib.suppress(OSError):
-                stale.unlink()
+                os.unlink(tmp)
+            raise
+        _prune(path.parent)
+    except (OSError, ValueError):
+        return
+
+
+def _prune(directory: Path) -> None:
+    entries = sorted(directory.glob("*.json"), key=_mtime, reverse=True)
+    for stale in entries[MAX_ENTRIES:]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def _mtime(path: Path) -> float:
