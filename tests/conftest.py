@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# A test run started in the background by a script (`cmd &` without job control) inherits
+# SIGINT ignored, and an ignored signal stays ignored across exec: every cobell and job the
+# signal tests start would then ignore the SIGINT they send, as they should under such a shell.
+# The tests are about a terminal's Ctrl-C, so their processes start with the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 pytest_plugins = ("tests.yarn_standin", "tests.spark_support")
 
