@@ -159,11 +159,11 @@ def live_progress(
     Only co-runners with history are asked: without a model the planner has nothing to
     combine the progress with. Failures only leave an app without progress.
     """
-    from cobell_cli.cluster.progress import read_progress
-
     asked = [a for a in apps if a.job and co_histories.get(a.job)]
     if not asked or getattr(cluster, "name", "none") == "none":
         return apps, co_histories, None
+    from cobell_cli.cluster.progress import read_progress
+
     read, report = read_progress(cluster, asked, budget_s=min(settings.timeout_s, left_s))
     answered = {a.app_id: a for a in read}
     apps = [answered.get(a.app_id, a) for a in apps]
