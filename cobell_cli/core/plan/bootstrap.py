@@ -1,0 +1,240 @@
+"""The bootstrap (Section IV-D of the paper), driven by the number n of usable similar runs:
+
+* n = 0..2 with at least one event-log profile of the job's runs, "bootstrap-whatif": the
+  what-if curve (core/whatif.py: the profiles' stages replayed at every candidate, corrected
+  by the runs the job has) decides like a model, on its upper bound at a confidence.
+  Co-runners are not considered (as in the rest of the bootstrap). At n = 3..5 the what-if
+  replaces the model without interference when its leave-one-out error on the runs is lower;
+  from n = 3 on it is also one more candidate curve in the runtime model's cross-validation.
+* n = 0..2 (runs 1-3) otherwise, "bootstrap-search": binary search over the candidates.
+  State: the index bracket [lo, hi] of the candidates (initially all of them) that may be the
+  smallest meeting the target. Each previous similar run, oldest first, at scale-out x:
+  met the *current* target (runtime_s <= target_s) -> hi = the smallest candidate >= x (the
+  answer is no larger: search the lower half); missed -> lo = the smallest candidate > x (search
+  the upper half; if x >= max, lo = hi = max and the plan is infeasible). When an observation
+  contradicts the bracket (noise), the newer observation wins and the other bound is reset.
+  The next run probes the lower midpoint candidates[(lo + hi) // 2]: run 1 is the midpoint of
+  [min, max]. The current target is used, not the one each run had, because the question is
+  which scale-out meets today's target. Co-runners are not considered, as in the paper.
+* n = 3..5 (runs 4-6), "bootstrap-parametric": the runtime model fitted on the runs with their
+  overlaps removed and predicted without interference (Bell); co-runners are not considered.
+* n >= 6 (run 7 on), "model": the runtime model with interference and the chosen strategy.
+  If the model cannot be fitted (e.g. every run at one scale-out), the search continues.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.plan.co_runners import _ignored_views
+from cobell_cli.core.plan.history import _without_overlaps
+from cobell_cli.core.plan.records import (
+    FitFn,
+    Phase,
+    Plan,
+    RuntimeModel,
+    SearchObservation,
+    SearchState,
+    Strategy,
+    _floats,
+)
+
+if TYPE_CHECKING:
+    from cobell_cli.core.profile import AppProfile
+
+
+SEARCH_RUNS = 3  # runs 1-3: binary search
+PARAMETRIC_RUNS = 3  # runs 4-6: model without interference
+MODEL_FROM_USABLE = SEARCH_RUNS + PARAMETRIC_RUNS  # usable runs needed for the full model
+
+
+def _fit_whatif(
+    profiles: Sequence[AppProfile],
+    runs: Sequence[Mapping[str, Any]],
+    cluster_profiles: Sequence[AppProfile],
+    warnings: list[str],
+    memory: MutableMapping[str, dict[int, float]] | None = None,
+) -> Any:
+    """The job's what-if (core/whatif.py), or None with a warning when no profile replays."""
+    if not profiles:
+        return None
+    from cobell_cli.core.whatif import fit_whatif
+
+    try:
+        return fit_whatif(profiles, runs, cluster_profiles, memory=memory)
+    except ValueError as exc:
+        warnings.append(f"the what-if cannot use the job's event-log profiles ({exc})")
+        return None
+
+
+def search_state(
+    runs: Sequence[Mapping[str, Any]], candidates: Sequence[int], target_s: float
+) -> SearchState:
+    """The bootstrap binary search state machine (rules in the module doc)."""
+    n = len(candidates)
+    lo, hi, max_missed = 0, n - 1, False
+    observations: list[SearchObservation] = []
+    for run in runs:
+        x = int(run["scale_out"])
+        runtime_s = float(run["runtime_s"])
+        met = runtime_s <= target_s
+        observations.append(SearchObservation(run.get("id"), x, runtime_s, met))
+        if met:
+            new_hi = next((i for i, c in enumerate(candidates) if c >= x), n - 1)
+            if new_hi < lo:
+                lo = 0
+            hi = min(hi, new_hi)
+            max_missed = False
+        else:
+            new_lo = next((i for i, c in enumerate(candidates) if c > x), None)
+            if new_lo is None:
+                new_lo, max_missed = n - 1, True
+            if new_lo > hi:
+                hi = n - 1
+            lo = max(lo, new_lo)
+    probe = candidates[(lo + hi) // 2]
+    return SearchState(candidates[lo], candidates[hi], probe, max_missed, tuple(observations))
+
+
+def _search_plan(
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    apps: Sequence[RunningApp],
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Plan:
+    target_s = common["target_s"]
+    state = search_state(runs, candidates, target_s)
+    lo_all, hi_all = candidates[0], candidates[-1]
+    run_no = common["run_number"]
+    head = (
+        f"Bootstrap run {run_no} of {SEARCH_RUNS}"
+        if run_no <= SEARCH_RUNS
+        else f"Run {run_no} (no model could be fitted)"
+    )
+    if not state.observations:
+        why = f"no similar run yet, so start at the midpoint of [{lo_all}, {hi_all}]"
+    else:
+        last = state.observations[-1]
+        verdict = "met" if last.met_target else "missed"
+        half = "lower" if last.met_target else "upper"
+        why = (
+            f"the previous run at {last.scale_out} took {last.runtime_s:.0f} s and {verdict} "
+            f"the {target_s:.0f} s target, so search the {half} part "
+            f"[{state.lo_scale_out}, {state.hi_scale_out}]"
+        )
+    reason = f"{head}: binary search; {why}: {state.probe_scale_out}."
+    feasible = not state.max_missed
+    if state.max_missed:
+        warnings.append(
+            f"the maximum scale-out {hi_all} already missed the {target_s:.0f} s target; "
+            "reserving the maximum"
+        )
+    if apps:
+        warnings.append(
+            f"{len(apps)} running co-runner(s) not considered during the bootstrap (as in CoBell)"
+        )
+    return Plan(
+        scale_out=state.probe_scale_out,
+        phase="bootstrap-search",
+        reason=reason,
+        feasible=feasible,
+        predicted_s=None,
+        lower_s=None,
+        upper_s=None,
+        interval_confidence=None,
+        confidence=None,
+        meet_probability=None,
+        warnings=tuple(warnings),
+        co_runners=_ignored_views(apps, "not considered during the bootstrap"),
+        search=state,
+        **common,
+    )
+
+
+def _job_model(
+    runs: Sequence[Mapping[str, Any]],
+    whatif: Any,
+    own_fit: FitFn,
+    interference: Strategy,
+    warnings: list[str],
+) -> tuple[Any, Phase, str | None]:
+    """The job's model (None: search), the phase it plans in, and why the what-if was or was
+    not preferred. Runs 4-6 fit without the overlaps; the what-if stands in for too few runs."""
+    n = len(runs)
+    model = None
+    phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
+    if n >= SEARCH_RUNS:
+        with_interference = n >= MODEL_FROM_USABLE and interference != "none"
+        try:
+            model = own_fit(runs if with_interference else _without_overlaps(runs))
+        except ValueError as exc:
+            warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+    choice = None
+    if whatif is not None:
+        model, choice = _whatif_or_model(model, whatif, runs, own_fit, phase == "model")
+        if model is None:
+            model = whatif
+        if model is whatif:
+            phase = "bootstrap-whatif"
+    return model, phase, choice
+
+
+def _whatif_or_model(
+    model: RuntimeModel | None,
+    whatif: Any,
+    runs: Sequence[Mapping[str, Any]],
+    own_fit: FitFn,
+    with_interference: bool,
+) -> tuple[Any, str | None]:
+    """The what-if (corrected by the runs) or the fitted model, whichever predicts the
+    job's runs better, in mean |log(runtime / predicted)|: the what-if's leave-one-out
+    error against the larger of the model's own errors on its runs and its leave-one-out
+    errors (runs 4-6: refitted without each run; later: the model's leave-one-out ratios).
+    A handful of runs, some with co-runners, at clustered scale-outs can bend a fitted
+    curve anywhere (its cross-validation holds out only interior scale-outs, so an edge run
+    can be sacrificed and no fold notices); the replay keeps the job's shape."""
+    if model is None:
+        return whatif, None
+    fitted = []
+    for r in runs:
+        overlaps = (r.get("overlaps") or {}) if with_interference else None
+        predicted = _floats(model.predict([float(r["scale_out"])], overlaps))[0]
+        if predicted > 0:
+            fitted.append(abs(math.log(float(r["runtime_s"]) / predicted)))
+    held = _held_out_errors(model, runs, own_fit, with_interference)
+    if not fitted or not held:
+        return model, None
+    own = max(sum(fitted) / len(fitted), sum(held) / len(held))
+    mine = whatif.loo_error_
+    if mine >= own:
+        return model, None
+    return whatif, (
+        f"The what-if replaced the runtime model: its leave-one-out error on the {len(runs)}"
+        f" runs is {100 * mine:.0f} % (mean |log ratio|), the model's {100 * own:.0f} %."
+    )
+
+
+def _held_out_errors(
+    model: RuntimeModel,
+    runs: Sequence[Mapping[str, Any]],
+    own_fit: FitFn,
+    with_interference: bool,
+) -> list[float]:
+    """|log(runtime / predicted)| of each run by the model without it."""
+    if with_interference:  # runs 7 on: no refits, the model's own leave-one-out ratios
+        ratios = getattr(model, "loo_ratios_", None)
+        return [] if ratios is None else [abs(math.log(float(r))) for r in ratios if r > 0]
+    errors = []
+    for i, held in enumerate(runs):
+        try:
+            fold = own_fit(_without_overlaps([r for k, r in enumerate(runs) if k != i]))
+        except ValueError:
+            continue
+        predicted = _floats(fold.predict([float(held["scale_out"])], None))[0]
+        if predicted > 0:
+            errors.append(abs(math.log(float(held["runtime_s"]) / predicted)))
+    return errors

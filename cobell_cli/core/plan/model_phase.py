@@ -1,0 +1,224 @@
+"""Planning with a fitted model (or the what-if): the co-runners' overlaps, each candidate's
+runtime bounds, the decision, and the `Plan` that records why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.calibration import calibrated_upper
+from cobell_cli.core.plan.co_runners import _co_runner_views, _Overlaps, _predict_overlaps
+from cobell_cli.core.plan.reasons import _model_reason
+from cobell_cli.core.plan.records import (
+    CandidatePrediction,
+    FitFn,
+    Phase,
+    Plan,
+    RuntimeModel,
+    _floats,
+)
+from cobell_cli.output import jsonable
+
+DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence decides
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """Point prediction, interval and calibrated upper bound per candidate."""
+
+    predicted: tuple[float, ...]
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    interval_confidence: float
+    calibration: Mapping[str, Any] | None
+    meet_probability: tuple[float, ...] | None
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """The runtime each candidate is judged on, which meet the target, and the chosen index."""
+
+    decide: tuple[float, ...]
+    meets: tuple[bool, ...]
+    feasible: bool
+    index: int
+
+
+def _runtime_bounds(
+    model: RuntimeModel,
+    phase: Phase,
+    xs: Sequence[float],
+    overlaps: list[dict[str | None, float]] | None,
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    fit_fn: FitFn,
+    confidence: float | None,
+    target_s: float,
+) -> _Bounds:
+    """The point prediction and the interval, its upper end calibrated on real errors, and
+    the probability of meeting the target read from the same errors."""
+    predicted = _floats(model.predict(xs, overlaps))
+    interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
+    lower, upper = (
+        _floats(b) for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
+    )
+    # The interval knows only the scale-out curve's errors; widen it by the model's recorded
+    # (else leave-one-out) errors and for co-runners it has no (a, b) of their own.
+    bound = calibrated_upper(
+        runs=runs,
+        scale_outs=candidates,
+        predicted_s=predicted,
+        upper_s=upper,
+        overlaps=overlaps,
+        model=model,
+        fit=fit_fn,
+        confidence=interval_conf,
+        jackknife=phase == "model",
+        target_s=target_s,
+        widen=confidence is not None,
+    )
+    probability = bound.meet_probability
+    return _Bounds(
+        predicted,
+        lower,
+        tuple(bound.upper_s),
+        interval_conf,
+        bound.calibration,
+        tuple(probability) if probability is not None else None,
+    )
+
+
+def _decide(
+    xs: Sequence[float],
+    bounds: _Bounds,
+    observed: tuple[float, float],
+    confidence: float | None,
+    target_s: float,
+) -> _Decision:
+    """The smallest candidate meeting the target, else the fastest (the largest among equals).
+
+    With a confidence p the upper bound decides: the largest of the model's own interval
+    (the curve's leave-one-scale-out errors, which cover scale-outs never run) and predicted
+    times the p-quantile of the job's past runtime / predicted ratios, so a candidate that
+    meets the target has an estimated probability of at least p of doing so (calibration.py)
+    and one between observed scale-outs must also pass the curve's own interval. Without a
+    confidence (the point decision) the point prediction decides. Below the smallest
+    observed scale-out the model can only bound the runtime (between no and linear
+    speed-up); judge those candidates on the cautious bound, or a flat history would make
+    every smaller scale-out "meet" the target. Infeasible: the fastest predicted candidate
+    is the maximum when runtime falls with scale-out, but not past a job's sweet spot
+    (overheads, co-runners).
+    """
+    lo = observed[0]
+    decide = tuple(
+        u if x < lo or confidence is not None else p
+        for x, p, u in zip(xs, bounds.predicted, bounds.upper, strict=True)
+    )
+    meets = tuple(d <= target_s for d in decide)
+    feasible = any(meets)
+    fastest_s = min(decide)
+    i = meets.index(True) if feasible else max(j for j, d in enumerate(decide) if d == fastest_s)
+    return _Decision(decide, meets, feasible, i)
+
+
+def _candidate_rows(
+    candidates: Sequence[int], bounds: _Bounds, decision: _Decision, ov: _Overlaps
+) -> tuple[CandidatePrediction, ...]:
+    pred = ov.prediction
+    return tuple(
+        CandidatePrediction(
+            scale_out=int(c),
+            predicted_s=bounds.predicted[j],
+            lower_s=bounds.lower[j],
+            upper_s=bounds.upper[j],
+            overlap_ratio=(
+                {co.app_id: co.overlap_ratio[j] for co in pred.co_runners}
+                if pred is not None
+                else {}
+            ),
+            meets_target=decision.meets[j],
+            meet_probability=(
+                bounds.meet_probability[j] if bounds.meet_probability is not None else None
+            ),
+        )
+        for j, c in enumerate(candidates)
+    )
+
+
+def _model_plan(
+    model: RuntimeModel,
+    phase: Phase,
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    apps: Sequence[RunningApp],
+    co_runner_histories: Mapping[str, Sequence[Mapping[str, Any]]],
+    fit_fn: FitFn,
+    warnings: list[str],
+    common: dict[str, Any],
+    confidence: float | None,
+    tol_s: float,
+    max_iter: int,
+    own_fit: FitFn | None = None,
+) -> Plan:
+    """Plan with a fitted model: overlaps, bounds, the decision, and the record of why.
+    `own_fit` refits the job's own model (with its what-if), `fit_fn` the co-runners'."""
+    target_s = common["target_s"]
+    xs = [float(c) for c in candidates]
+    ov = _Overlaps()
+    if phase == "model" and common["strategy"] != "none" and apps:
+        ov = _predict_overlaps(
+            model, xs, apps, co_runner_histories, fit_fn, runs, common, tol_s, max_iter
+        )
+    bounds = _runtime_bounds(
+        model, phase, xs, ov.per_candidate(), runs, candidates, own_fit or fit_fn, confidence,
+        target_s,
+    )
+    if phase != "model" and apps:  # co-runners ignored: the errors do not cover them
+        bounds = replace(bounds, meet_probability=None)
+    decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s)
+    i, chosen = decision.index, candidates[decision.index]
+    probability = bounds.meet_probability[i] if bounds.meet_probability is not None else None
+    views = _co_runner_views(apps, ov, i, phase, max_iter, warnings)
+    reason = _model_reason(
+        phase,
+        common["strategy"],
+        chosen,
+        decision.feasible,
+        bounds.predicted[i],
+        bounds.upper[i],
+        confidence,
+        target_s,
+        candidates,
+        len(apps) if ov.prediction is not None else 0,
+        common["usable_runs"],
+        probability,
+    )
+    if not decision.feasible:
+        warnings.append(
+            f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
+            f"target (predicted {decision.decide[i]:.0f} s at {chosen}); reserving "
+            + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
+        )
+    pred = ov.prediction
+    return Plan(
+        scale_out=chosen,
+        phase=phase,
+        reason=reason,
+        feasible=decision.feasible,
+        predicted_s=bounds.predicted[i],
+        lower_s=bounds.lower[i],
+        upper_s=bounds.upper[i],
+        interval_confidence=bounds.interval_confidence,
+        confidence=confidence,
+        meet_probability=probability,
+        warnings=tuple(warnings),
+        co_runners=views,
+        candidates=_candidate_rows(candidates, bounds, decision, ov),
+        model=jsonable(model.describe()),
+        overlap_iterations=max(pred.iterations) if pred is not None else None,
+        overlap_converged=all(pred.converged) if pred is not None else None,
+        calibration=bounds.calibration,
+        **common,
+    )

@@ -1,0 +1,69 @@
+"""The words a model-phase `Plan` gives for its choice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from cobell_cli.core.plan.records import Phase, Plan, Strategy
+
+
+def _model_reason(
+    phase: Phase,
+    strategy: Strategy,
+    chosen: int,
+    feasible: bool,
+    predicted_s: float,
+    upper_s: float,
+    confidence: float | None,
+    target_s: float,
+    candidates: Sequence[int],
+    n_co: int,
+    n_runs: int,
+    probability: float | None = None,
+) -> str:
+    bound = f" (upper {confidence:.0%} bound {upper_s:.0f} s)" if confidence is not None else ""
+    if probability is not None:
+        bound += f"; estimated P(meet) {probability:.0%}"
+        if confidence is not None and feasible:
+            bound += f" >= {confidence:.0%}"
+    if phase == "bootstrap-whatif":
+        how = (
+            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the what-if replay of the"
+            " job's event-log profile, corrected by its runs,"
+        )
+    elif phase == "bootstrap-parametric":
+        how = f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model without interference"
+    elif n_co == 0:
+        how = "the runtime model" + (
+            " ignoring co-runners (Bell)" if strategy == "none" else " with no co-runner running"
+        )
+    else:
+        kind = "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
+        how = f"the runtime model with the overlap of {n_co} co-runner(s) ({kind})"
+    if feasible:
+        return (
+            f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
+            f"the {target_s:.0f} s target: {how} predicts {predicted_s:.0f} s{bound}."
+        )
+    return (
+        f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
+        f"target, so the {'maximum' if chosen == candidates[-1] else 'fastest predicted'} "
+        f"{chosen}: {how} predicts {predicted_s:.0f} s{bound} there."
+    )
+
+
+def _note_whatif(chosen: Plan) -> Plan:
+    """Say so in the reason when cross-validation chose the what-if replay as a curve."""
+    roles = [
+        role
+        for role in ("interpolation", "extrapolation")
+        if ((chosen.model or {}).get(role) or {}).get("kind") == "what-if"
+    ]
+    if not roles:
+        return chosen
+    return replace(
+        chosen,
+        reason=f"{chosen.reason} The model's {' and '.join(roles)} curve is the what-if "
+        "replay of the job's event-log profile (chosen by cross-validation).",
+    )
