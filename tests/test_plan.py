@@ -23,6 +23,7 @@ from cobell_cli.core.plan import (
     search_state,
     similar_runs,
 )
+from cobell_cli.core.plan.reasons import probability_text
 from cobell_cli.errors import UsageError
 
 
@@ -638,7 +639,15 @@ def test_a_confident_plan_meets_the_target_with_at_least_that_probability() -> N
         assert not below.meets_target
     probabilities = [c.meet_probability for c in plan_with(model, confidence=0.9).candidates]
     assert probabilities == sorted(probabilities)  # more nodes: never less likely here
-    assert f"P(meet) {p.meet_probability:.0%}" in p.reason
+    assert f"P(meet) {math.floor(p.meet_probability * 100 + 1e-9)}%" in p.reason
+
+
+@pytest.mark.parametrize(("probability", "shown"), [
+    (0.8983, "89%"), (0.9, "90%"), (0.8999999, "89%"), (1.0, "100%"), (0.0, "0%"),
+    (0.97, "97%"), (0.5649, "56%")])
+def test_a_probability_is_shown_rounded_down_so_it_never_reads_as_met_when_it_is_not(
+        probability: float, shown: str) -> None:
+    assert probability_text(probability) == shown
 
 
 def test_the_point_decision_is_reachable_and_reports_its_probability() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -228,6 +229,12 @@ def test_the_table_shows_the_probability_and_the_policy(db: Path) -> None:
     shown = cobell("--db", db, "predict", *base)
     assert shown.exit_code == 0, shown.stderr
     assert "p_meet" in shown.stdout and f"policy: P(meet) >= {DEFAULT_CONFIDENCE:g}" in shown.stdout
+    # Each row's p_meet is the estimate rounded down: never "90%" beside a 0.898 that fails.
+    rows = {int(line.split()[0]): line.split() for line in shown.stdout.splitlines()
+            if line.split() and line.split()[0].isdigit()}
+    for c in predict_json(db, *base)["candidates"]:
+        if c["meet_probability"] is not None:
+            assert f"{math.floor(c['meet_probability'] * 100 + 1e-9)}%" in rows[c["scale_out"]]
     point = cobell("--db", db, "predict", *base, "--confidence", "point")
     assert "policy: point prediction (--confidence point)" in point.stdout
 

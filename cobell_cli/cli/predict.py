@@ -80,7 +80,9 @@ def render(prediction: Prediction) -> str:
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
-    return unknown if probability is None else f"{probability:.0%}"
+    from cobell_cli.core.plan.reasons import probability_text
+
+    return unknown if probability is None else probability_text(probability)
 
 
 def _policy(confidence: float | None) -> str:

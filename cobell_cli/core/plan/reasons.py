@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
 from cobell_cli.core.plan.records import Phase, Plan, Strategy
+
+
+def probability_text(probability: float) -> str:
+    """A whole percent, rounded down: 0.898 shown as "90%" next to a 0.9 policy it fails
+    would read as met, so what is shown never exceeds the estimate."""
+    return f"{math.floor(probability * 100 + 1e-9):d}%"
 
 
 def _model_reason(
@@ -24,7 +31,7 @@ def _model_reason(
 ) -> str:
     bound = f" (upper {confidence:.0%} bound {upper_s:.0f} s)" if confidence is not None else ""
     if probability is not None:
-        bound += f"; estimated P(meet) {probability:.0%}"
+        bound += f"; estimated P(meet) {probability_text(probability)}"
         if confidence is not None and feasible:
             bound += f" >= {confidence:.0%}"
     if phase == "bootstrap-whatif":
