@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,12 @@ def test_import_list_show_export(db: Path, bell_file: Path) -> None:
     assert table.stdout.count("sgd") == 2
     shown = cobell("--db", db, "history", "show", "1", "--json")
     assert json.loads(shown.stdout)["scale_out"] == 4
+    # Every field's value starts in one column, the longest names included.
+    text = cobell("--db", db, "history", "show", "1").stdout.split("\nco-runners")[0]
+    lines = [line for line in text.splitlines() if line]
+    assert "meet_probability:" in text and "job:" in text
+    starts = {len(re.match(r"\S+:\s*", line).group(0)) for line in lines}
+    assert len(starts) == 1, lines
     jobs = json.loads(cobell("--db", db, "history", "jobs", "--format", "json").stdout)
     assert jobs[0]["median_runtime_s"] == pytest.approx(310.0)
     exported = cobell("--db", db, "history", "export")

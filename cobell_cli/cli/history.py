@@ -173,11 +173,11 @@ def show(
     if as_json:
         typer.echo(output.to_json(run))
         return
-    for key, value in run.items():
-        if key == "colocations":
-            continue
+    fields = {k: v for k, v in run.items() if k != "colocations"}
+    width = max(len(k) for k in fields) + 1  # columns that later migrations added are longer
+    for key, value in fields.items():
         shown = output.iso(value) if key.endswith("_at") and value is not None else value
-        typer.echo(f"{key + ':':14} {'' if shown is None else output.printable(shown)}")
+        typer.echo(f"{key + ':':{width}} {'' if shown is None else output.printable(shown)}")
     colocations = run["colocations"]
     typer.echo(f"\nco-runners ({len(colocations)}):")
     if colocations:
