@@ -108,31 +108,12 @@ def predict_overlapping(
     r = float(f(x, 0.0))
     if not r > 0:
         raise ValueError(f"co-runner runtime f(x, 0) must be > 0, got {r}")
-    iterations = 0
-    converged = False
     method: Literal["iteration", "bisection"] = "iteration"
-    for _ in range(max_iter):
-        iterations += 1
-        r_next = runtime(r, f, x, t_start, t_now, c)
-        done = abs(r_next - r) <= tol_s
-        r = r_next
-        if done:
-            converged = True
-            break
+    r, iterations, converged = _iterate(f, x, t_start, t_now, c, r, tol_s, max_iter)
     if not converged:
         method = "bisection"
-        lo, hi = float(f(x, 0.0)), float(f(x, 1.0))
-        for _ in range(BISECTION_MAX_ITER):
-            iterations += 1
-            mid = 0.5 * (lo + hi)
-            if runtime(mid, f, x, t_start, t_now, c) >= mid:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= tol_s:
-                converged = True
-                break
-        r = 0.5 * (lo + hi)
+        r, more, converged = _bisect(f, x, t_start, t_now, c, tol_s)
+        iterations += more
     end_at = t_start + r
     overlap_s = overlap_duration(end_at, t_now, c)
     return FixPoint(
@@ -144,6 +125,35 @@ def predict_overlapping(
         converged=converged,
         method=method,
     )
+
+
+def _iterate(
+    f: RuntimeFn, x: float, t_start: float, t_now: float, c: float, r: float, tol_s: float,
+    max_iter: int,
+) -> tuple[float, int, bool]:
+    """Plain iteration r <- RUNTIME(r) from r: (last r, steps taken, whether it settled)."""
+    for iterations in range(1, max_iter + 1):
+        r_next = runtime(r, f, x, t_start, t_now, c)
+        if abs(r_next - r) <= tol_s:
+            return r_next, iterations, True
+        r = r_next
+    return r, max(max_iter, 0), False
+
+
+def _bisect(
+    f: RuntimeFn, x: float, t_start: float, t_now: float, c: float, tol_s: float
+) -> tuple[float, int, bool]:
+    """Bisection on RUNTIME(r) - r over [f(x, 0), f(x, 1)]: (midpoint, steps, settled)."""
+    lo, hi = float(f(x, 0.0)), float(f(x, 1.0))
+    for iterations in range(1, BISECTION_MAX_ITER + 1):
+        mid = 0.5 * (lo + hi)
+        if runtime(mid, f, x, t_start, t_now, c) >= mid:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= tol_s:
+            return 0.5 * (lo + hi), iterations, True
+    return 0.5 * (lo + hi), BISECTION_MAX_ITER, False
 
 
 # --- The generalisation: several co-runners, the new job's own predicted runtime -----------
@@ -282,17 +292,7 @@ def predict_overlaps(
     model is wrong about this run: it falls back, like a co-runner without history, to its
     progress if meaningful, else to outlasting the new job.
     """
-    xs = _per_candidate(scale_outs, "scale_outs")
-    base = _per_candidate(base_runtime_s, "base_runtime_s")
-    if len(xs) != len(base):
-        raise ValueError("scale_outs and base_runtime_s must be of equal length")
-    if any(x <= 0 for x in xs) or any(b <= 0 for b in base):
-        raise ValueError("scale-outs and base runtimes must be > 0")
-    if mode == "paper" and (target_s is None or target_s <= 0):
-        raise ValueError("mode='paper' needs the runtime target target_s > 0")
-    if mode not in ("joint", "paper"):
-        raise ValueError(f"unknown overlap mode {mode!r}")
-
+    xs, base = _checked_candidates(scale_outs, base_runtime_s, mode, target_s)
     started = tuple(now if c.started_at is None else min(c.started_at, now) for c in co_runners)
     co_runners, live, notes = with_live_progress(co_runners, now, tol_s)
     modelled = [c.has_model for c in co_runners]
@@ -304,17 +304,43 @@ def predict_overlaps(
         else:
             result = _joint(xs, base, interference, job, co_runners, now, modelled, notes,
                             tol_s, max_iter, started)
-        overdue = [
-            k
-            for k, c in enumerate(result.co_runners)
-            if c.source == "model" and not live[k] and any(end <= now for end in c.end_at)
-        ]
+        overdue = _overdue(result, live, now)
         if not overdue:
             return _mark_live(result, live)
         for k in overdue:
             modelled[k] = False
             notes[k] = "its model predicts it has already finished; it is still running"
     return _mark_live(result, live)  # unreachable: every pass removes at least one co-runner
+
+
+def _checked_candidates(
+    scale_outs: Iterable[float],
+    base_runtime_s: Iterable[float],
+    mode: str,
+    target_s: float | None,
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The candidates and base runtimes as float tuples; ValueError for what cannot be solved."""
+    xs = _per_candidate(scale_outs, "scale_outs")
+    base = _per_candidate(base_runtime_s, "base_runtime_s")
+    if len(xs) != len(base):
+        raise ValueError("scale_outs and base_runtime_s must be of equal length")
+    if any(x <= 0 for x in xs) or any(b <= 0 for b in base):
+        raise ValueError("scale-outs and base runtimes must be > 0")
+    if mode == "paper" and (target_s is None or target_s <= 0):
+        raise ValueError("mode='paper' needs the runtime target target_s > 0")
+    if mode not in ("joint", "paper"):
+        raise ValueError(f"unknown overlap mode {mode!r}")
+    return xs, base
+
+
+def _overdue(result: OverlapPrediction, live: Sequence[bool], now: float) -> list[int]:
+    """Modelled co-runners (not restated from live progress) the fix-point ends by `now`,
+    though they are still running."""
+    return [
+        k
+        for k, c in enumerate(result.co_runners)
+        if c.source == "model" and not live[k] and any(end <= now for end in c.end_at)
+    ]
 
 
 def with_live_progress(
@@ -427,17 +453,7 @@ def _paper(
     rc = [0.0] * n
     for k, app in enumerate(co_runners):
         if modelled[k]:
-            assert app.interference is not None and app.base_runtime_s is not None
-            a, b = _slow_down(app.interference, job)
-            x_k = float(app.scale_out or 1.0)
-            alpha_k = a + b / x_k
-            base_k = float(app.base_runtime_s)
-
-            def f(_x: float, ov: float, base_k: float = base_k, alpha_k: float = alpha_k) -> float:
-                return base_k * (1.0 + alpha_k * ov)
-
-            start = now if app.started_at is None else app.started_at
-            fp = predict_overlapping(f, x_k, start, now, target_s, tol_s=tol_s, max_iter=max_iter)
+            fp = _paper_fix_point(app, job, now, target_s, tol_s, max_iter)
             source: Source = "model"
             end = fp.end_at
             iterations = max(iterations, fp.iterations)
@@ -448,17 +464,9 @@ def _paper(
         ratio = overlap_s / target_s
         a, b = _slow_down(interference, app.job)
         rc = [rc_i + (a + b / x) * ratio for rc_i, x in zip(rc, xs, strict=True)]
-        outs.append(
-            CoRunnerOverlap(
-                app_id=app.app_id,
-                job=app.job,
-                source=source,
-                end_at=(end,) * n,
-                overlap_s=(overlap_s,) * n,
-                overlap_ratio=(ratio,) * n,
-                note=notes[k],
-            )
-        )
+        outs.append(CoRunnerOverlap(app_id=app.app_id, job=app.job, source=source,
+                                    end_at=(end,) * n, overlap_s=(overlap_s,) * n,
+                                    overlap_ratio=(ratio,) * n, note=notes[k]))
     return OverlapPrediction(
         mode="paper",
         scale_outs=xs,
@@ -467,6 +475,24 @@ def _paper(
         iterations=(iterations,) * n,
         converged=(converged,) * n,
     )
+
+
+def _paper_fix_point(
+    app: CoRunnerInput, job: str | None, now: float, target_s: float, tol_s: float,
+    max_iter: int,
+) -> FixPoint:
+    """PREDICTOVERLAPPING for one modelled co-runner, slowed by the new job alone."""
+    assert app.interference is not None and app.base_runtime_s is not None
+    a, b = _slow_down(app.interference, job)
+    x_k = float(app.scale_out or 1.0)
+    alpha_k = a + b / x_k
+    base_k = float(app.base_runtime_s)
+
+    def f(_x: float, ov: float, base_k: float = base_k, alpha_k: float = alpha_k) -> float:
+        return base_k * (1.0 + alpha_k * ov)
+
+    start = now if app.started_at is None else app.started_at
+    return predict_overlapping(f, x_k, start, now, target_s, tol_s=tol_s, max_iter=max_iter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +610,35 @@ def _joint(
     `started` holds when each co-runner really started: a co-runner restated from live
     progress starts its remainder now, but slowed the others since its real start.
     """
+    sources, fixed_end, starts = _unsolved_ends(co_runners, now, modelled)
+    solved = tuple(
+        _modelled_co_runner(k, app, starts, started, job, co_runners)
+        for k, app in enumerate(co_runners)
+        if modelled[k]
+    )
+    slow_downs = [_slow_down(interference, app.job) for app in co_runners]
+    solutions = [
+        _solve_candidate(
+            _JointMap(
+                now=now,
+                base_s=base_s,
+                alpha_new=tuple(a + b / x for a, b in slow_downs),
+                fixed_end=tuple(fixed_end),
+                modelled=solved,
+            ),
+            tol_s,
+            max_iter,
+        )
+        for x, base_s in zip(xs, base, strict=True)
+    ]
+    return _joint_prediction(xs, co_runners, sources, notes, solutions)
+
+
+def _unsolved_ends(
+    co_runners: Sequence[CoRunnerInput], now: float, modelled: list[bool]
+) -> tuple[list[Source], list[float], list[float]]:
+    """Each co-runner's source, its end where known without solving (nan where modelled),
+    and its start (no later than now)."""
     sources: list[Source] = []
     starts: list[float] = []
     fixed_end: list[float] = []
@@ -596,45 +651,46 @@ def _joint(
             source, end = _fallback(app, now)
             sources.append(source)
             fixed_end.append(end)
-    solved = tuple(
-        _modelled_co_runner(k, app, starts, started, job, co_runners)
-        for k, app in enumerate(co_runners)
-        if modelled[k]
-    )
-    slow_downs = [_slow_down(interference, app.job) for app in co_runners]
+    return sources, fixed_end, starts
 
-    runtime_s: list[float] = []
-    ends: list[list[float]] = []  # [candidate][co-runner]
-    overlaps_s: list[list[float]] = []
-    ratios: list[list[float]] = []
-    iterations: list[int] = []
-    converged: list[bool] = []
-    for x, base_s in zip(xs, base, strict=True):
-        joint_map = _JointMap(
-            now=now,
-            base_s=base_s,
-            alpha_new=tuple(a + b / x for a, b in slow_downs),
-            fixed_end=tuple(fixed_end),
-            modelled=solved,
-        )
-        z, n_iter, done = _damped_fix_point(joint_map, *joint_map.box(), tol_s, max_iter)
-        r, end_k = z[0], joint_map.ends(z)
-        d = joint_map.overlaps_s(r, end_k)
-        runtime_s.append(joint_map.runtime_s(r, d))
-        ends.append(end_k)
-        overlaps_s.append(d)
-        ratios.append([min(max(d_k / r, 0.0), 1.0) for d_k in d])
-        iterations.append(n_iter)
-        converged.append(done)
 
+@dataclass(frozen=True, slots=True)
+class _Solution:
+    """The joint fix-point at one candidate: the new job's runtime and, per co-runner, its
+    end, overlap seconds and overlap ratio."""
+
+    runtime_s: float
+    ends: list[float]
+    overlaps_s: list[float]
+    ratios: list[float]
+    iterations: int
+    converged: bool
+
+
+def _solve_candidate(joint_map: _JointMap, tol_s: float, max_iter: int) -> _Solution:
+    z, n_iter, done = _damped_fix_point(joint_map, *joint_map.box(), tol_s, max_iter)
+    r, end_k = z[0], joint_map.ends(z)
+    d = joint_map.overlaps_s(r, end_k)
+    ratios = [min(max(d_k / r, 0.0), 1.0) for d_k in d]
+    return _Solution(joint_map.runtime_s(r, d), end_k, d, ratios, n_iter, done)
+
+
+def _joint_prediction(
+    xs: tuple[float, ...],
+    co_runners: Sequence[CoRunnerInput],
+    sources: Sequence[Source],
+    notes: Sequence[str | None],
+    solutions: Sequence[_Solution],
+) -> OverlapPrediction:
+    """The per-candidate solutions regrouped per co-runner."""
     outs = tuple(
         CoRunnerOverlap(
             app_id=app.app_id,
             job=app.job,
             source=sources[k],
-            end_at=tuple(row[k] for row in ends),
-            overlap_s=tuple(row[k] for row in overlaps_s),
-            overlap_ratio=tuple(row[k] for row in ratios),
+            end_at=tuple(s.ends[k] for s in solutions),
+            overlap_s=tuple(s.overlaps_s[k] for s in solutions),
+            overlap_ratio=tuple(s.ratios[k] for s in solutions),
             note=notes[k],
         )
         for k, app in enumerate(co_runners)
@@ -642,10 +698,10 @@ def _joint(
     return OverlapPrediction(
         mode="joint",
         scale_outs=xs,
-        runtime_s=tuple(runtime_s),
+        runtime_s=tuple(s.runtime_s for s in solutions),
         co_runners=outs,
-        iterations=tuple(iterations),
-        converged=tuple(converged),
+        iterations=tuple(s.iterations for s in solutions),
+        converged=tuple(s.converged for s in solutions),
     )
 
 

@@ -108,25 +108,8 @@ def _search_plan(
 ) -> Plan:
     target_s = common["target_s"]
     state = search_state(runs, candidates, target_s)
-    lo_all, hi_all = candidates[0], candidates[-1]
-    run_no = common["run_number"]
-    head = (
-        f"Bootstrap run {run_no} of {SEARCH_RUNS}"
-        if run_no <= SEARCH_RUNS
-        else f"Run {run_no} (no model could be fitted)"
-    )
-    if not state.observations:
-        why = f"no similar run yet, so start at the midpoint of [{lo_all}, {hi_all}]"
-    else:
-        last = state.observations[-1]
-        verdict = "met" if last.met_target else "missed"
-        half = "lower" if last.met_target else "upper"
-        why = (
-            f"the previous run at {last.scale_out} took {last.runtime_s:.0f} s and {verdict} "
-            f"the {target_s:.0f} s target, so search the {half} part "
-            f"[{state.lo_scale_out}, {state.hi_scale_out}]"
-        )
-    reason = f"{head}: binary search; {why}: {state.probe_scale_out}."
+    hi_all = candidates[-1]
+    reason = _search_reason(state, common["run_number"], candidates, target_s)
     feasible = not state.max_missed
     if state.max_missed:
         warnings.append(
@@ -153,6 +136,29 @@ def _search_plan(
         search=state,
         **common,
     )
+
+
+def _search_reason(
+    state: SearchState, run_no: int, candidates: Sequence[int], target_s: float
+) -> str:
+    """Why the search probes where it does: the previous run's verdict, or no run yet."""
+    head = (
+        f"Bootstrap run {run_no} of {SEARCH_RUNS}"
+        if run_no <= SEARCH_RUNS
+        else f"Run {run_no} (no model could be fitted)"
+    )
+    if not state.observations:
+        why = f"no similar run yet, so start at the midpoint of [{candidates[0]}, {candidates[-1]}]"
+    else:
+        last = state.observations[-1]
+        verdict = "met" if last.met_target else "missed"
+        half = "lower" if last.met_target else "upper"
+        why = (
+            f"the previous run at {last.scale_out} took {last.runtime_s:.0f} s and {verdict} "
+            f"the {target_s:.0f} s target, so search the {half} part "
+            f"[{state.lo_scale_out}, {state.hi_scale_out}]"
+        )
+    return f"{head}: binary search; {why}: {state.probe_scale_out}."
 
 
 def _job_model(
