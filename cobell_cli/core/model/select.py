@@ -17,7 +17,7 @@
 5. Below the smallest observed scale-out, no fitted curve is trusted (a curve that rises with
    x, from noise or unrecorded co-runners, would promise a faster run on fewer nodes): the
    runtime there continues Amdahl's law from the lower edge, never below the edge's runtime.
-   With the job's event-log profiles, the what-if replay (core/whatif.py) times a
+   With the job's event-log profiles, the what-if replay (core/whatif/) times a
    correction exp(c0 + c1·log x) fitted to the runs is one more candidate in both CVs; with
    a single scale-out it replaces the 1/x guess as the prior (it knows the stages' waves).
 6. The CV residuals of the chosen models give a relative prediction interval; below the

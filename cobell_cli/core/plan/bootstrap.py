@@ -1,7 +1,7 @@
 """The bootstrap (Section IV-D of the paper), driven by the number n of usable similar runs:
 
 * n = 0..2 with at least one event-log profile of the job's runs, "bootstrap-whatif": the
-  what-if curve (core/whatif.py: the profiles' stages replayed at every candidate, corrected
+  what-if curve (core/whatif/: the profiles' stages replayed at every candidate, corrected
   by the runs the job has) decides like a model, on its upper bound at a confidence.
   Co-runners are not considered (as in the rest of the bootstrap). At n = 3..5 the what-if
   replaces the model without interference when its leave-one-out error on the runs is lower;
@@ -58,7 +58,7 @@ def _fit_whatif(
     warnings: list[str],
     memory: MutableMapping[str, dict[int, float]] | None = None,
 ) -> Any:
-    """The job's what-if (core/whatif.py), or None with a warning when no profile replays."""
+    """The job's what-if (core/whatif/), or None with a warning when no profile replays."""
     if not profiles:
         return None
     from cobell_cli.core.whatif import fit_whatif
