@@ -17,7 +17,7 @@ from cobell_cli.core.co_runner_effects import (
 )
 from cobell_cli.core.model.uncertainty import ConformalScale, RelativeInterval, curve_log_sd
 
-Quantiles = Callable[[int, float], "tuple[float, float] | None"]
+Quantiles = Callable[[int, float], tuple[float, float] | None]
 
 
 def curve_bounds(x: np.ndarray, alone: np.ndarray, interval: RelativeInterval,

@@ -139,5 +139,6 @@ def _pick(forms: list[Form], incumbent: Form, score: Callable[[Form], float]) ->
 
 
 def form_name(form: tuple[str, bool] | tuple[str, bool, bool]) -> str:
+    """How describe() names a form, e.g. "additive, a + b/x, x co-runner size"."""
     sized = ", x co-runner size" if len(form) > 2 and form[2] else ""
     return f"{form[0]}, {'a + b/x' if form[1] else 'a'}{sized}"

@@ -153,6 +153,7 @@ class RuntimeModel:
         return w, data
 
     def _store_pairs(self, pooled: Pooled) -> None:
+        """The pooled pairs, their uncertainty and the pool, as predict and describe read them."""
         self.a_, self.b_ = pooled.pairs[:, 0], pooled.pairs[:, 1]
         self.pair_cov_ = pooled.cov
         self.own_weight_ = pooled.own_weight

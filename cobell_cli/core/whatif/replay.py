@@ -184,6 +184,7 @@ class _GroupSchedule:
         self.finished = [0] * len(stages)
 
     def release_roots(self, start_s: float) -> None:
+        """Stages without a parent in the group get ready `stage_lag_s` after its start."""
         for k, n in enumerate(self.waiting):
             if n == 0:
                 heapq.heappush(self.pending, (start_s + self.stage_lag_s, k))
