@@ -196,7 +196,7 @@ def error_by_distance(preds: Sequence[Prediction], method: str = "whatif",
                       ) -> tuple[float, float]:
     """(a, b) of sd(log error) = a + b·|log(N / N_source)|: least squares on the absolute
     log errors, divided by E|Z| = sqrt(2/pi) for a normal error. The what-if's prediction
-    interval (core/whatif.py LOG_ERROR_*) takes these."""
+    interval (core/whatif/estimator.py LOG_ERROR_*) takes these."""
     rows = [(abs(math.log(p.executors / p.source_executors)),
              abs(math.log(p.predicted_s / p.measured_s))) for p in preds if p.method == method]
     if len(rows) < 2:

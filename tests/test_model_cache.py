@@ -162,6 +162,27 @@ def test_a_changed_model_source_is_a_miss(tmp_path: Path, monkeypatch: pytest.Mo
         model_cache.model_source_digest.cache_clear()
 
 
+def test_the_model_sources_cover_every_module_a_fitted_model_runs() -> None:
+    """The digest must change with any code a cached answer came from: the runtime model's
+    modules and the what-if package's (a plan with profiles fits through both)."""
+    import importlib
+    import pkgutil
+
+    from cobell_cli.core import model, whatif
+    from cobell_cli.store.model_cache import MODEL_SOURCES
+
+    assert all(source.exists() for source in MODEL_SOURCES)
+    covered = {
+        path.resolve()
+        for source in MODEL_SOURCES
+        for path in (source.glob("*.py") if source.is_dir() else [source])
+    }
+    for package in (model, whatif):
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            module = importlib.import_module(info.name)
+            assert Path(module.__file__).resolve() in covered, info.name
+
+
 def test_scale_out_ranges_share_entries_and_larger_runs_grow_the_grid(tmp_path: Path) -> None:
     runs = history()
     ModelCache(tmp_path, grid_max=6, confidence=0.9).fit(runs)

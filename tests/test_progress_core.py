@@ -1,5 +1,5 @@
 """The pure combination of a co-runner's live progress with its model (core/remaining.py,
-core/overlap.py, core/plan/co_runners.py)."""
+core/overlap/, core/plan/co_runners.py)."""
 
 from __future__ import annotations
 

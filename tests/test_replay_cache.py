@@ -14,7 +14,7 @@ from cobell_cli import api, config
 from cobell_cli.cluster.none import NoCluster
 from cobell_cli.core import whatif
 from cobell_cli.core.profile import AppProfile, JobProfile
-from cobell_cli.core.whatif import fit_whatif
+from cobell_cli.core.whatif import estimator, fit_whatif
 from cobell_cli.store.history import History
 from cobell_cli.store.replay_cache import ReplayCache
 from tests.cli_support import cobell_process
@@ -37,14 +37,14 @@ def etl_profile(task_s: float = 1.0, executors: int = 2) -> AppProfile:
 def replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the real replays (`replay_s` calls) the what-if makes."""
     calls: list[int] = []
-    real = whatif.replay_s
+    real = estimator.replay_s
 
     def counted(w: whatif.Workload, executors: int, startup: whatif.Startup | None = None
                 ) -> float:
         calls.append(executors)
         return real(w, executors, startup)
 
-    monkeypatch.setattr(whatif, "replay_s", counted)
+    monkeypatch.setattr(estimator, "replay_s", counted)  # where WhatIfModel looks it up
     return calls
 
 

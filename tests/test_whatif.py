@@ -1,4 +1,4 @@
-"""core/whatif.py on hand-made profiles with known answers, and properties of the replay."""
+"""core/whatif/ on hand-made profiles with known answers, and properties of the replay."""
 
 from __future__ import annotations
 
@@ -287,16 +287,16 @@ def chains(draw):
 @settings(max_examples=150, deadline=None)
 @given(chains(), st.integers(1, 12))
 def test_the_chain_fast_path_is_the_event_simulation(p, n):
-    import cobell_cli.core.whatif as whatif
+    import cobell_cli.core.whatif.replay as replay
 
     w = workload(p)
     fast = replay_s(w, n)
-    original = whatif._chain
-    whatif._chain = lambda stages: None
+    original = replay._chain
+    replay._chain = lambda stages: None
     try:
         slow = replay_s(w, n)
     finally:
-        whatif._chain = original
+        replay._chain = original
     assert fast == pytest.approx(slow, abs=1e-9)
 
 

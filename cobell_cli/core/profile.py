@@ -1,4 +1,4 @@
-"""What one Spark run did, compactly: the input of the one-run what-if (core/whatif.py).
+"""What one Spark run did, compactly: the input of the one-run what-if (core/whatif/).
 
 Built from an event log by sources/eventlog_profile.py and stored as JSON in the history's
 `run_profiles` table. Times are seconds from the application's start, so a profile is the same

@@ -44,7 +44,7 @@ def _default_fit(runs: Sequence[Mapping[str, Any]], **params: Any) -> Any:
 # The code whose answers an entry stores: the model package, and what tabulates it.
 _CORE = Path(__file__).resolve().parent.parent / "core"
 MODEL_SOURCES = (_CORE / "model", _CORE / "model_table.py", _CORE / "calibration.py",
-                 _CORE / "whatif.py")
+                 _CORE / "whatif")
 
 
 @functools.cache

@@ -84,6 +84,6 @@ class ReplayCache(MutableMapping[str, Table]):
 
 def _file_key(key: str) -> str:
     """The model's key with the code that computed the replays (cobell's version and the
-    model sources, whatif.py among them)."""
+    model sources, core/whatif/ among them)."""
     parts = repr((__version__, model_source_digest(), key)).encode()
     return hashlib.blake2b(parts, digest_size=20).hexdigest()

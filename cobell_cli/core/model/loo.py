@@ -10,8 +10,8 @@ residual is e_i / (1 - h_ii), with h the hat matrix of that design; a co-runner 
 runs gives them high leverage, so their held-out errors grow, as they do when refitted.
 
 h is capped at 2/3, the leverage of a pair (a, b) resting on three runs: the model pools a
-co-runner met in fewer runs (select.MIN_RUNS_PER_CO_RUNNER), so no held-out prediction rests
-on fewer. Parameters at their bound (a or b = 0) are not free and add no leverage.
+co-runner met in fewer runs (co_runner_runs.MIN_RUNS_PER_CO_RUNNER), so no held-out
+prediction rests on fewer. Parameters at their bound (a or b = 0) are not free and add no leverage.
 Measured against ten-fold CV+ refits (bench/results/latency.md, "calibration").
 """
 

@@ -1,7 +1,7 @@
 """The bootstrap (Section IV-D of the paper), driven by the number n of usable similar runs:
 
 * n = 0..2 with at least one event-log profile of the job's runs, "bootstrap-whatif": the
-  what-if curve (core/whatif.py: the profiles' stages replayed at every candidate, corrected
+  what-if curve (core/whatif/: the profiles' stages replayed at every candidate, corrected
   by the runs the job has) decides like a model, on its upper bound at a confidence.
   Co-runners are not considered (as in the rest of the bootstrap). At n = 3..5 the what-if
   replaces the model without interference when its leave-one-out error on the runs is lower;
@@ -58,7 +58,7 @@ def _fit_whatif(
     warnings: list[str],
     memory: MutableMapping[str, dict[int, float]] | None = None,
 ) -> Any:
-    """The job's what-if (core/whatif.py), or None with a warning when no profile replays."""
+    """The job's what-if (core/whatif/), or None with a warning when no profile replays."""
     if not profiles:
         return None
     from cobell_cli.core.whatif import fit_whatif
@@ -108,25 +108,8 @@ def _search_plan(
 ) -> Plan:
     target_s = common["target_s"]
     state = search_state(runs, candidates, target_s)
-    lo_all, hi_all = candidates[0], candidates[-1]
-    run_no = common["run_number"]
-    head = (
-        f"Bootstrap run {run_no} of {SEARCH_RUNS}"
-        if run_no <= SEARCH_RUNS
-        else f"Run {run_no} (no model could be fitted)"
-    )
-    if not state.observations:
-        why = f"no similar run yet, so start at the midpoint of [{lo_all}, {hi_all}]"
-    else:
-        last = state.observations[-1]
-        verdict = "met" if last.met_target else "missed"
-        half = "lower" if last.met_target else "upper"
-        why = (
-            f"the previous run at {last.scale_out} took {last.runtime_s:.0f} s and {verdict} "
-            f"the {target_s:.0f} s target, so search the {half} part "
-            f"[{state.lo_scale_out}, {state.hi_scale_out}]"
-        )
-    reason = f"{head}: binary search; {why}: {state.probe_scale_out}."
+    hi_all = candidates[-1]
+    reason = _search_reason(state, common["run_number"], candidates, target_s)
     feasible = not state.max_missed
     if state.max_missed:
         warnings.append(
@@ -153,6 +136,29 @@ def _search_plan(
         search=state,
         **common,
     )
+
+
+def _search_reason(
+    state: SearchState, run_no: int, candidates: Sequence[int], target_s: float
+) -> str:
+    """Why the search probes where it does: the previous run's verdict, or no run yet."""
+    head = (
+        f"Bootstrap run {run_no} of {SEARCH_RUNS}"
+        if run_no <= SEARCH_RUNS
+        else f"Run {run_no} (no model could be fitted)"
+    )
+    if not state.observations:
+        why = f"no similar run yet, so start at the midpoint of [{candidates[0]}, {candidates[-1]}]"
+    else:
+        last = state.observations[-1]
+        verdict = "met" if last.met_target else "missed"
+        half = "lower" if last.met_target else "upper"
+        why = (
+            f"the previous run at {last.scale_out} took {last.runtime_s:.0f} s and {verdict} "
+            f"the {target_s:.0f} s target, so search the {half} part "
+            f"[{state.lo_scale_out}, {state.hi_scale_out}]"
+        )
+    return f"{head}: binary search; {why}: {state.probe_scale_out}."
 
 
 def _job_model(

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
-from cobell_cli.core.overlap import CoRunnerInput, OverlapPrediction, predict_overlaps
+from cobell_cli.core.overlap import (
+    CoRunnerInput,
+    CoRunnerOverlap,
+    OverlapPrediction,
+    predict_overlaps,
+)
 from cobell_cli.core.plan.history import _is_usable
 from cobell_cli.core.plan.records import (
     CoRunnerView,
@@ -183,36 +188,55 @@ def _co_runner_views(
         return _ignored_views(apps, why)
     by_app = {c.app_id: c for c in pred.co_runners}
     views = tuple(
-        CoRunnerView(
-            app_id=a.app_id,
-            job=a.job,
-            has_history=inp.base_runtime_s is not None,
-            source=by_app[a.app_id].source,
-            started_at=a.started_at,
-            scale_out=a.scale_out,
-            progress=a.progress,
-            predicted_end_at=_finite(by_app[a.app_id].end_at[i]),
-            overlap_s=by_app[a.app_id].overlap_s[i],
-            overlap_ratio=by_app[a.app_id].overlap_ratio[i],
-            note="; ".join(x for x in (note, by_app[a.app_id].note) if x) or None,
-            driver=a.driver.to_dict() if a.driver is not None else None,
-            stage_plan=inp.stage_plan.to_dict() if inp.stage_plan is not None else None,
-        )
+        _view(a, inp, note, by_app[a.app_id], i)
         for a, inp, note in zip(apps, ov.inputs, ov.notes, strict=True)
     )
+    warnings.extend(_overlap_warnings(views, by_app, pred, max_iter))
+    return views
+
+
+def _view(
+    a: RunningApp, inp: CoRunnerInput, note: str | None, overlap: CoRunnerOverlap, i: int
+) -> CoRunnerView:
+    """One co-runner as the plan saw it at candidate `i`."""
+    return CoRunnerView(
+        app_id=a.app_id,
+        job=a.job,
+        has_history=inp.base_runtime_s is not None,
+        source=overlap.source,
+        started_at=a.started_at,
+        scale_out=a.scale_out,
+        progress=a.progress,
+        predicted_end_at=_finite(overlap.end_at[i]),
+        overlap_s=overlap.overlap_s[i],
+        overlap_ratio=overlap.overlap_ratio[i],
+        note="; ".join(x for x in (note, overlap.note) if x) or None,
+        driver=a.driver.to_dict() if a.driver is not None else None,
+        stage_plan=inp.stage_plan.to_dict() if inp.stage_plan is not None else None,
+    )
+
+
+def _overlap_warnings(
+    views: Sequence[CoRunnerView],
+    by_app: Mapping[str, CoRunnerOverlap],
+    pred: OverlapPrediction,
+    max_iter: int,
+) -> list[str]:
+    """Co-runners assumed to outlast the job, and candidates whose fix-point did not settle."""
+    out = []
     for v in views:
         if v.source == "outlasts":
             why = by_app[v.app_id].note or "it has no usable history or progress"
-            warnings.append(
+            out.append(
                 f"co-runner {v.app_id} ({v.job or 'unknown job'}) assumed to run alongside "
                 f"the whole job: {why}"
             )
     if not all(pred.converged):
-        warnings.append(
+        out.append(
             f"the overlap fix-point did not converge within {max_iter} iterations for "
             f"{pred.converged.count(False)} candidate(s); the last iterate is used"
         )
-    return views
+    return out
 
 
 def _ignored_views(apps: Sequence[RunningApp], note: str) -> tuple[CoRunnerView, ...]:

@@ -13,6 +13,7 @@ from cobell_cli.core.plan.co_runners import _co_runner_views, _Overlaps, _predic
 from cobell_cli.core.plan.reasons import _model_reason
 from cobell_cli.core.plan.records import (
     CandidatePrediction,
+    CoRunnerView,
     FitFn,
     Phase,
     Plan,
@@ -178,32 +179,73 @@ def _model_plan(
     if phase != "model" and apps:  # co-runners ignored: the errors do not cover them
         bounds = replace(bounds, meet_probability=None)
     decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s)
-    i, chosen = decision.index, candidates[decision.index]
-    probability = bounds.meet_probability[i] if bounds.meet_probability is not None else None
-    views = _co_runner_views(apps, ov, i, phase, max_iter, warnings)
-    reason = _model_reason(
+    views = _co_runner_views(apps, ov, decision.index, phase, max_iter, warnings)
+    n_overlapping = len(apps) if ov.prediction is not None else 0
+    reason = _reason(phase, candidates, bounds, decision, confidence, common, n_overlapping)
+    if not decision.feasible:
+        warnings.append(_infeasible_warning(candidates, target_s, decision))
+    return _model_plan_record(model, phase, reason, candidates, bounds, decision, ov, views,
+                              confidence, warnings, common)
+
+
+def _reason(
+    phase: Phase,
+    candidates: Sequence[int],
+    bounds: _Bounds,
+    decision: _Decision,
+    confidence: float | None,
+    common: Mapping[str, Any],
+    n_overlapping: int,
+) -> str:
+    """The plan's reason (reasons.py) at the chosen candidate."""
+    i = decision.index
+    return _model_reason(
         phase,
         common["strategy"],
-        chosen,
+        candidates[i],
         decision.feasible,
         bounds.predicted[i],
         bounds.upper[i],
         confidence,
-        target_s,
+        common["target_s"],
         candidates,
-        len(apps) if ov.prediction is not None else 0,
+        n_overlapping,
         common["usable_runs"],
-        probability,
+        _meet_probability(bounds, i),
     )
-    if not decision.feasible:
-        warnings.append(
-            f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-            f"target (predicted {decision.decide[i]:.0f} s at {chosen}); reserving "
-            + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
-        )
-    pred = ov.prediction
+
+
+def _meet_probability(bounds: _Bounds, i: int) -> float | None:
+    return bounds.meet_probability[i] if bounds.meet_probability is not None else None
+
+
+def _infeasible_warning(candidates: Sequence[int], target_s: float, decision: _Decision) -> str:
+    """What a plan that meets no target reserves instead."""
+    i, chosen = decision.index, candidates[decision.index]
+    return (
+        f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
+        f"target (predicted {decision.decide[i]:.0f} s at {chosen}); reserving "
+        + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
+    )
+
+
+def _model_plan_record(
+    model: RuntimeModel,
+    phase: Phase,
+    reason: str,
+    candidates: Sequence[int],
+    bounds: _Bounds,
+    decision: _Decision,
+    ov: _Overlaps,
+    views: tuple[CoRunnerView, ...],
+    confidence: float | None,
+    warnings: list[str],
+    common: dict[str, Any],
+) -> Plan:
+    """The `Plan` of a model phase: the chosen candidate, every candidate, and the model."""
+    i, pred = decision.index, ov.prediction
     return Plan(
-        scale_out=chosen,
+        scale_out=candidates[i],
         phase=phase,
         reason=reason,
         feasible=decision.feasible,
@@ -212,7 +254,7 @@ def _model_plan(
         upper_s=bounds.upper[i],
         interval_confidence=bounds.interval_confidence,
         confidence=confidence,
-        meet_probability=probability,
+        meet_probability=_meet_probability(bounds, i),
         warnings=tuple(warnings),
         co_runners=views,
         candidates=_candidate_rows(candidates, bounds, decision, ov),

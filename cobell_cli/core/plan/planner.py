@@ -60,6 +60,32 @@ def _check_args(
         )
 
 
+def _common_fields(
+    job: str,
+    interference: Strategy,
+    target_s: float,
+    now: float,
+    min_scale_out: int,
+    max_scale_out: int,
+    step: int,
+    input_bytes: int | None,
+    usable_runs: int,
+) -> dict[str, Any]:
+    """The `Plan` fields every phase fills alike: the question and the runs it rests on."""
+    return dict(
+        job=job,
+        strategy=interference,
+        target_s=float(target_s),
+        now=float(now),
+        min_scale_out=min_scale_out,
+        max_scale_out=max_scale_out,
+        step=step,
+        input_bytes=input_bytes,
+        usable_runs=usable_runs,
+        run_number=usable_runs + 1,
+    )
+
+
 def plan(
     *,
     job: str,
@@ -105,18 +131,8 @@ def plan(
     n = len(runs)
     warnings = _input_size_warnings(succeeded, runs, input_bytes, input_tolerance)
     apps = list({a.app_id: a for a in co_runners if a.running}.values())
-
-    common: dict[str, Any] = dict(
-        job=job,
-        strategy=interference,
-        target_s=float(target_s),
-        now=float(now),
-        min_scale_out=min_scale_out,
-        max_scale_out=max_scale_out,
-        step=step,
-        input_bytes=input_bytes,
-        usable_runs=n,
-        run_number=n + 1,
+    common = _common_fields(
+        job, interference, target_s, now, min_scale_out, max_scale_out, step, input_bytes, n
     )
 
     whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings, whatif_memory)
@@ -125,19 +141,8 @@ def plan(
     if model is None:
         return _search_plan(runs, candidates, apps, warnings, common)
     chosen = _model_plan(
-        model,
-        phase,
-        runs,
-        candidates,
-        apps,
-        co_runner_histories or {},
-        fit_fn,
-        warnings,
-        common,
-        confidence,
-        tol_s,
-        max_iter,
-        own_fit,
+        model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn, warnings,
+        common, confidence, tol_s, max_iter, own_fit
     )
     if choice is not None:
         chosen = replace(chosen, reason=f"{chosen.reason} {choice}")

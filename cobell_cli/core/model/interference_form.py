@@ -1,0 +1,144 @@
+"""How the co-runners' effects enter the model, chosen by K-fold CV on the runs with co-runners:
+the combination rule (combine.RULES), a + b/x or a, and overlaps weighed by co-runner size or
+not; and the pairs of a fit pooled toward each other (pooling.py), in CV as in the final fit.
+
+A form is (rule, scaled, sized); the paper's is ("additive", True, False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cobell_cli.core.model.co_runner_runs import sizes_vary
+from cobell_cli.core.model.combine import RULES
+from cobell_cli.core.model.data import RunData
+from cobell_cli.core.model.interference import (
+    AloneCurve,
+    fit_interference,
+    knots,
+    pair_covariance,
+    slowdown,
+)
+from cobell_cli.core.model.pooling import Pooled, no_pooling, shrink
+
+INTERFERENCE_FOLDS = 3  # K of the CV that chooses the combination rule and b/x
+CV_ROUNDS = 4  # alternations per CV fit: enough to rank the forms, a third of the cost
+MIN_RUNS_FOR_RULE_CV = 10  # runs with co-runners below which the paper's form is kept
+RULE_MARGIN = 0.01  # another form must beat the paper's CV error by 1 % to replace it
+
+Form = tuple[str, bool, bool]  # (combination rule, scaled by 1/x, overlaps weighed by size)
+
+
+@dataclass(frozen=True)
+class FormOptions:
+    """What the caller fixed (None / "auto": the CV decides) and how the CV fits."""
+
+    combination: str
+    scaled: bool | None
+    sized: bool | None
+    pooling: bool
+    broken_line: bool
+
+
+def pool_pairs(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, a: np.ndarray,
+               b: np.ndarray, w: np.ndarray, form: tuple[str, bool], pooling: bool) -> Pooled:
+    """The fitted pairs with their sampling covariance, shrunk toward each other (pooling.py)
+    unless `pooling` is off."""
+    cov = pair_covariance(x, y, ov, curve(x), a, b, w, form[0], form[1], curve.n_params)
+    est = np.column_stack([a, b])
+    if not pooling:
+        return no_pooling(est, cov)
+    return shrink(est, cov, active=np.array([True, form[1]]))
+
+
+def interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence[str],
+                    form: tuple[str, bool], pooling: bool, broken_line: bool) -> float:
+    """Mean |log(y / ŷ)| on held-out runs with co-runners, interleaved K folds, each fold
+    fitted (fast: no reweighting, no polish) and pooled as the final model will be."""
+    busy = np.flatnonzero((ov > 0).any(axis=1))
+    errs = []
+    for fold in range(INTERFERENCE_FOLDS):
+        test = np.zeros(x.size, bool)
+        test[busy[fold::INTERFERENCE_FOLDS]] = True
+        if not test.any():
+            continue
+        tr = ~test
+        curve, a, b, w = fit_interference(x[tr], y[tr], ov[tr], base, robust=False,
+                                          polish=False, rule=form[0], scaled=form[1],
+                                          rounds=CV_ROUNDS,
+                                          at=knots(x[tr]) if broken_line else None)
+        pooled = pool_pairs(x[tr], y[tr], ov[tr], curve, a, b, w, form, pooling)
+        pred = curve(x[test]) * slowdown(x[test], ov[test], pooled.pairs[:, 0],
+                                         pooled.pairs[:, 1], form[0])
+        errs.append(np.abs(np.log(y[test] / np.maximum(pred, 1e-12 * y.min()))))
+    return float(np.mean(np.concatenate(errs))) if errs else float("inf")
+
+
+def size_options(plain: RunData, sized: RunData, fixed: bool | None,
+                 references: dict[str, float]) -> list[bool]:
+    """Whether to weigh overlaps by co-runner size is a question only when some co-runner
+    job ran at different scale-outs (and the caller did not fix the answer)."""
+    if fixed is not None:
+        return [bool(fixed) and sized is not plain]
+    if sized is plain or not sizes_vary(plain, references):
+        return [False]
+    return [False, True]
+
+
+def choose_form(plain: RunData, sized: RunData, base: Sequence[str], options: FormOptions,
+                references: dict[str, float]) -> tuple[Form, dict[str, float]]:
+    """(rule, scaled, sized) by CV in two stages, to bound the cost: a + b/x against a,
+    each on the plain overlaps and, where co-runner jobs ran at different scale-outs, on
+    the overlaps weighed by the co-runner's scale-out over its usual one (the share of the
+    cluster it presses on), under the paper's additive rule; then the other rules with
+    the winner. The paper's form (plain overlaps) stays unless another beats its CV error
+    by RULE_MARGIN. Also returns the CV error of each form tried, by name (empty when the
+    CV had nothing to choose)."""
+    present = plain.overlap > 0
+    rules = [options.combination] if options.combination != "auto" else list(RULES)
+    if options.combination == "auto" and not np.any(present.sum(axis=1) >= 2):
+        rules = ["additive"]  # no run with two co-runners: every rule is the same
+    scaled = [True, False] if options.scaled is None else [bool(options.scaled)]
+    sizes = size_options(plain, sized, options.sized, references)
+    if int(present.any(axis=1).sum()) < MIN_RUNS_FOR_RULE_CV:
+        return (rules[0], scaled[0], sizes[0]), {}
+    scores: dict[Form, float] = {}
+    score = _form_scorer(plain, sized, base, options, scores)
+    first = [(rules[0], s, z) for z in sizes for s in scaled]
+    form = _pick(first, first[0], score) if len(first) > 1 else first[0]
+    if len(rules) > 1:
+        form = _pick([(r, form[1], form[2]) for r in rules], form, score)
+    named = {form_name(f): v for f, v in scores.items()} if len(scores) > 1 else {}
+    return form, named
+
+
+def _form_scorer(plain: RunData, sized: RunData, base: Sequence[str], options: FormOptions,
+                 scores: dict[Form, float]) -> Callable[[Form], float]:
+    """A form's CV error, computed once and kept in `scores`."""
+    matrices = {False: plain.overlap, True: sized.overlap}
+
+    def score(form: Form) -> float:
+        if form not in scores:
+            scores[form] = interference_cv(plain.scale_out, plain.runtime_s, matrices[form[2]],
+                                           base, form[:2], options.pooling,
+                                           options.broken_line)
+        return scores[form]
+
+    return score
+
+
+def _pick(forms: list[Form], incumbent: Form, score: Callable[[Form], float]) -> Form:
+    """The best form, unless the incumbent is within RULE_MARGIN of it."""
+    for form in forms:
+        score(form)
+    best = min(forms, key=score)
+    return incumbent if score(incumbent) <= score(best) * (1 + RULE_MARGIN) else best
+
+
+def form_name(form: tuple[str, bool] | tuple[str, bool, bool]) -> str:
+    """How describe() names a form, e.g. "additive, a + b/x, x co-runner size"."""
+    sized = ", x co-runner size" if len(form) > 2 and form[2] else ""
+    return f"{form[0]}, {'a + b/x' if form[1] else 'a'}{sized}"
