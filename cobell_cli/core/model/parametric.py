@@ -78,14 +78,13 @@ def active_set_nnls(a: np.ndarray, b: np.ndarray, max_iter: int | None = None) -
     gram, moment = a.T @ a, a.T @ b
     free, x = _warm_start(gram, moment)
     if not free.all():  # else the unconstrained optimum is feasible, hence the answer
-        tol = 10.0 * np.finfo(float).eps * max(rows, cols) * float(
-            np.sqrt(gram.diagonal().max() * (b @ b)))
+        tol = 10.0 * EPS * max(rows, cols) * float(np.sqrt(gram.diagonal().max() * (b @ b)))
         free, x = _lawson_hanson(gram, moment, free, x, tol,
                                  3 * cols + 10 if max_iter is None else max_iter)
     if free.any():  # refine: the correction that the true residual b - Ax asks for
-        correction = _free_solve(gram, a.T @ (b - a @ x), free)
-        if np.all(np.isfinite(correction)) and np.all(x[free] + correction[free] > 0.0):
-            x = x + correction
+        refined = x + _free_solve(gram, a.T @ (b - a @ x), free)
+        if (refined[free] > 0.0).all() and np.isfinite(refined).all():
+            x = refined
     return x
 
 
@@ -109,7 +108,7 @@ def _lawson_hanson(gram: np.ndarray, moment: np.ndarray, free: np.ndarray, x: np
             free[j] = False
             grad[j] = 0.0  # not again until x moves
             continue
-        while np.any(trial[free] <= 0.0):
+        while (trial[free] <= 0.0).any():
             # Free variables are > 0 in x, so the step to the first one reaching 0 is > 0.
             blocked = np.flatnonzero(free & (trial <= 0.0))
             ratios = x[blocked] / (x[blocked] - trial[blocked])
@@ -123,6 +122,7 @@ def _lawson_hanson(gram: np.ndarray, moment: np.ndarray, free: np.ndarray, x: np
     return free, x
 
 
+EPS = float(np.finfo(float).eps)
 WARM_START_INDEPENDENCE = 1e-6  # least distance of a unit column from the others' span
 
 
@@ -142,11 +142,11 @@ def _warm_start(gram: np.ndarray, moment: np.ndarray) -> tuple[np.ndarray, np.nd
         pivots = np.linalg.cholesky(gram).diagonal()
     except np.linalg.LinAlgError:
         return ~free, x
-    if np.any(pivots * pivots <= WARM_START_INDEPENDENCE**2 * gram.diagonal()):
+    if (pivots * pivots <= WARM_START_INDEPENDENCE**2 * gram.diagonal()).any():
         return ~free, x
     while free.any():
         trial = _free_solve(gram, moment, free)
-        if np.all(trial[free] > 0.0):
+        if (trial[free] > 0.0).all():
             return free, trial
         free &= trial > 0.0
     return free, x
