@@ -1,7 +1,8 @@
-"""What a cached `cobell predict` leaves unimported, and that the shortcuts change no output.
+"""What a cached `cobell predict` leaves undone, and that the shortcuts change no output.
 
 A cached predict has ~0.13 s in all (bench/results/latency.md); importlib.metadata (which
-tabulate asks for its own version) cost ~10 ms of it, core/profile.py's dataclasses ~2 ms.
+tabulate asks for its own version) cost ~10 ms of it, core/profile.py's dataclasses ~2 ms,
+building click commands for every sub-command ~6 ms.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.cli_support import cobell
 
@@ -72,3 +75,54 @@ def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_cod
         loaded.append(proc.stderr.strip().splitlines()[-1])
     assert loaded == ["['numpy']", "[]"]
     assert "scale-out" in outputs[1].lower() and outputs[0] == outputs[1]
+
+
+COMMAND_LINES = [
+    ["predict", "--help"],
+    ["--db", "h.db", "predict", "--help"],
+    ["--db=h.db", "--debug", "submit", "--help"],
+    ["history", "--help"],
+    ["history", "import", "--help"],
+    ["model", "--help"],
+    ["cluster", "--help"],
+    ["local-cluster", "--help"],
+    ["config", "show"],
+    ["demo", "--help"],
+    ["predict"],  # missing options: click's error names `cobell predict --help`
+    ["predict", "-j", "x", "-t", "10", "--nosuch"],
+    ["history", "nosuch"],
+    ["nosuch"],
+    ["--help"],
+    ["--help", "predict"],
+    ["--version"],
+    ["--db"],
+    [],
+]
+
+
+@pytest.mark.parametrize("args", COMMAND_LINES, ids=" ".join)
+def test_the_one_command_app_answers_as_the_whole_app(
+        args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobell_cli import cli
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "COBELL_DB": str(tmp_path / "h.db")}
+    monkeypatch.chdir(tmp_path)
+    pruned = cobell(*args, env=env)
+    monkeypatch.setattr(cli, "_app_for", lambda _: cli.app)
+    whole = cobell(*args, env=env)
+    assert (pruned.exit_code, pruned.stdout, pruned.stderr) == (
+        whole.exit_code, whole.stdout, whole.stderr)
+
+
+def test_a_command_line_builds_only_its_command() -> None:
+    from cobell_cli.cli import _app_for, app
+
+    one = _app_for(["--db", "h.db", "predict", "-j", "sgd", "-t", "300"])
+    assert [c.name for c in one.registered_commands] == ["predict"]
+    assert not one.registered_groups
+    group = _app_for(["--config", "c.toml", "history", "jobs"])
+    assert [g.name for g in group.registered_groups] == ["history"]
+    assert not group.registered_commands
+    assert len(app.registered_commands) > 1  # the app itself is left whole
+    for whole in (["nosuch"], ["--help", "predict"], ["--", "predict"], []):
+        assert _app_for(whole) is app
