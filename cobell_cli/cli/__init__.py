@@ -1,7 +1,7 @@
 """The `cobell` command line: a thin layer over the Python API.
 
 Sub-command modules import only typer and the standard library at module level, so that
-`cobell --help` stays fast; numpy, scipy, requests and sqlite-utils load inside commands.
+`cobell --help` stays fast; numpy, requests and sqlite-utils load inside commands.
 """
 
 from __future__ import annotations
