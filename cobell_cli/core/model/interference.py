@@ -141,7 +141,7 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
     colocation and real_colocation, moved the paper-form baseline's a little either way,
     and importing it cost ~0.33 s of every predict that fits. So the final model is fitted
     as the cross-validation refits that chose its form are
-    (interference_form._interference_cv).
+    (interference_form.interference_cv).
     """
     x = np.asarray(scale_out, float)
     y = np.asarray(runtime_s, float)
