@@ -398,7 +398,7 @@ def render(result: Mapping[str, Any], command: str) -> str:
                             f"{b['fit_cold_s']:.3f}", f"{b['fit_cached_s']:.4f}",
                             f"{b['plan_cached_s']:.4f}")
                            for size, b in result["breakdown"].items()))]
-        lines += ["", "fit, cold: the first fit in the process (imports numpy and scipy, fits,"
+        lines += ["", "fit, cold: the first fit in the process (imports numpy, fits,"
                   " writes the cache entry); fit, cached: the same runs again, answered from the"
                   " cache file; plan, cached: `plan()` over 57 candidates with the cached model."]
     _render_whatif_breakdown(lines, result)

@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import math
+import sys
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -42,10 +44,42 @@ def _cell(value: Any) -> Any:
 
 
 def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    from tabulate import tabulate
-
+    tabulate = _tabulate()
     body = [[_cell(row.get(c)) for c in columns] for row in rows]
     return tabulate(body, headers=list(columns), tablefmt="simple", disable_numparse=True)
+
+
+class _NoMetadata(Exception):
+    pass
+
+
+def _no_version(name: str) -> str:
+    raise _NoMetadata(name)
+
+
+def _tabulate() -> Any:
+    """tabulate.tabulate, imported without importlib.metadata where nothing loaded it yet.
+
+    tabulate 0.10's first act is to ask importlib.metadata for its own version; importing
+    that (email, zipfile, csv) and scanning sys.path costs ~10 ms of every command that
+    prints a table, a tenth of `cobell config show`. For the import only, a module whose
+    lookup fails fast stands in, so tabulate.__version__ reads "unknown" in cobell's process
+    (tabulate itself never reads it); the real importlib.metadata imports as usual later.
+    """
+    if "tabulate" not in sys.modules and "importlib.metadata" not in sys.modules:
+        stand_in = types.ModuleType("importlib.metadata")
+        stand_in.version = _no_version  # type: ignore[attr-defined]
+        stand_in.PackageNotFoundError = _NoMetadata  # type: ignore[attr-defined]
+        sys.modules["importlib.metadata"] = stand_in
+        try:
+            import tabulate
+        finally:
+            del sys.modules["importlib.metadata"]
+            if getattr(sys.modules.get("importlib"), "metadata", None) is stand_in:
+                del sys.modules["importlib"].metadata
+    from tabulate import tabulate
+
+    return tabulate
 
 
 def jsonable(value: Any) -> Any:

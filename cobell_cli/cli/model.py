@@ -1,5 +1,5 @@
 """`cobell model`: show, evaluate and plot a job's runtime model (a thin layer over
-cobell_cli.core.model; numpy, scipy and matplotlib load inside the commands)."""
+cobell_cli.core.model; numpy and matplotlib load inside the commands)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cobell_cli.core.profile import PROFILE_FORMAT
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
 from cobell_cli.store.queries import RunQueries
@@ -335,6 +334,8 @@ class History(RunQueries):
         if given, the log's path in `runs.event_log`; replaces an earlier profile of the run.
 
         Its own transaction, or part of the caller's when one is open (an import)."""
+        from cobell_cli.core.profile import PROFILE_FORMAT  # not needed to read the history
+
         summary = profile if isinstance(profile, str) else profile_json(profile)
         with contextlib.nullcontext() if self.conn.in_transaction else self._write():
             if not self._exists(run_id):

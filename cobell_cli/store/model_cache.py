@@ -1,8 +1,8 @@
 """Fitted runtime models cached on disk, keyed by exactly the runs they were fitted on.
 
 A recurring job's history changes once per run but is planned on far more often (`cobell
-predict`, then `cobell submit`, retries, scripts). Fitting imports scipy (~0.35 s) and grows with
-the history; a cache hit answers from a `ModelTable` without importing numpy or scipy at all.
+predict`, then `cobell submit`, retries, scripts). Fitting imports numpy and takes ~0.2 s that
+grows with the history; a cache hit answers from a `ModelTable` without importing numpy at all.
 
 Correctness does not depend on invalidation: the key hashes everything a fit reads (each run's
 status, scale-out, runtime and overlaps, in order), the scale-out grid, the interval confidence,

@@ -266,8 +266,6 @@ class RunQueries:
         is left out: it was written by another cobell and a plan never depends on it."""
         import json
 
-        from cobell_cli.core.profile import PROFILE_FORMAT, AppProfile
-
         where, params = "r.status = 'succeeded'", []
         if job is not None:
             where += " AND r.job = ?"
@@ -277,8 +275,10 @@ class RunQueries:
             f"WHERE {where} ORDER BY coalesce(r.started_at, r.submitted_at) DESC, r.id DESC "
             "LIMIT ?",
             [*params, int(limit)],
-        )
+        ).fetchall()
         out, read = [], {}
+        if rows:  # most jobs have none: a cached predict need not import core/profile.py
+            from cobell_cli.core.profile import PROFILE_FORMAT, AppProfile
         for fmt, summary in rows:
             if fmt != PROFILE_FORMAT:
                 continue

@@ -15,12 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import curve_fit
 
 from cobell_cli.core.model.combine import SATURATION, combine, effects, gradient, linear_weights
 from cobell_cli.core.model.parametric import (
     FEATURES,
-    basis,
     evaluate,
     feature_mask,
     fit_theta,
@@ -130,7 +128,7 @@ def _fit_curve(x: np.ndarray, y: np.ndarray, features: Sequence[str], w: np.ndar
 
 def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
                      features: Sequence[str] = FEATURES, *, robust: bool = True,
-                     polish: bool = True, rule: str = "additive", scaled: bool = True,
+                     rule: str = "additive", scaled: bool = True,
                      rounds: int = ALTERNATIONS, at: np.ndarray | None = None,
                      ) -> tuple[AloneCurve, np.ndarray, np.ndarray, np.ndarray]:
     """(f, a, b, weights) of g fitted in relative error; f is Ernest's curve, or with knots
@@ -138,9 +136,12 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
 
     Start: θ from the runs without co-runners (when there are enough), then alternating
     exact NNLS steps for (a, b) and θ; bisquare reweighting on log residuals drops runs
-    that no (θ, a, b) explains; finally scipy's trust-region-reflective curve_fit polishes
-    all parameters jointly within the bounds, as in the paper (additive rule with b/x only;
-    the other rules keep the alternation's answer).
+    that no (θ, a, b) explains. No joint nonlinear polish follows (scipy's curve_fit did
+    until Nov 2026): it changed none of the default model's numbers in bench.coverage,
+    colocation and real_colocation, moved the paper-form baseline's a little either way,
+    and importing it cost ~0.33 s of every predict that fits. So the final model is fitted
+    as the cross-validation refits that chose its form are
+    (interference_form.interference_cv).
     """
     x = np.asarray(scale_out, float)
     y = np.asarray(runtime_s, float)
@@ -170,51 +171,7 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
                                          start=(a, b))
             else:
                 curve = _fit_curve(x, y, features, w, None, at)
-    if polish and at is None and rule == "additive" and scaled and k and np.any(ov > 0):
-        theta, a, b = _polish(x, y, ov, features, w, curve.theta, a, b)
-        curve = AloneCurve(theta=theta)
     return curve, a, b, w
-
-
-def _polish(x: np.ndarray, y: np.ndarray, ov: np.ndarray, features: Sequence[str],
-            w: np.ndarray, theta: np.ndarray, a: np.ndarray, b: np.ndarray,
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    mask = feature_mask(features)
-    k = ov.shape[1]
-    keep = w > 1e-6
-    n_params = int(mask.sum()) + 2 * k
-    if keep.sum() <= n_params:
-        return theta, a, b
-    phi = basis(x[keep])[:, mask]
-    ovk, xk = ov[keep], x[keep]
-    # Scale parameters to order one so the trust region sees a well-conditioned problem.
-    scale = np.concatenate([np.maximum(theta[mask], 1e-6 * y.mean()), np.maximum(a, 1e-3),
-                            np.maximum(b, 1e-3)])
-
-    def model(_: np.ndarray, *p: float) -> np.ndarray:
-        q = np.asarray(p) * scale
-        th, aa, bb = q[: mask.sum()], q[mask.sum(): mask.sum() + k], q[mask.sum() + k:]
-        return (phi @ th) * (1.0 + ovk @ aa + (ovk / xk[:, None]) @ bb)
-
-    p0 = np.concatenate([theta[mask], a, b]) / scale
-    sigma = y[keep] / np.sqrt(w[keep])
-    try:
-        p, _ = curve_fit(model, xk, y[keep], p0=p0, sigma=sigma, bounds=(0.0, np.inf),
-                         method="trf", maxfev=200 * n_params)
-    except (RuntimeError, ValueError):
-        return theta, a, b
-    q = p * scale
-    before = _loss(model(None, *p0), y[keep], sigma)
-    after = _loss(model(None, *p), y[keep], sigma)
-    if not np.all(np.isfinite(q)) or after > before:
-        return theta, a, b
-    theta = np.zeros(len(FEATURES))
-    theta[mask] = q[: mask.sum()]
-    return theta, q[mask.sum(): mask.sum() + k], q[mask.sum() + k:]
-
-
-def _loss(pred: np.ndarray, y: np.ndarray, sigma: np.ndarray) -> float:
-    return float(np.sum(((pred - y) / sigma) ** 2))
 
 
 def pair_covariance(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,

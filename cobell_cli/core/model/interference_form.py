@@ -57,7 +57,7 @@ def pool_pairs(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, 
 def interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence[str],
                     form: tuple[str, bool], pooling: bool, broken_line: bool) -> float:
     """Mean |log(y / ŷ)| on held-out runs with co-runners, interleaved K folds, each fold
-    fitted (fast: no reweighting, no polish) and pooled as the final model will be."""
+    fitted (fast: no reweighting) and pooled as the final model will be."""
     busy = np.flatnonzero((ov > 0).any(axis=1))
     errs = []
     for fold in range(INTERFERENCE_FOLDS):
@@ -67,7 +67,7 @@ def interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence
             continue
         tr = ~test
         curve, a, b, w = fit_interference(x[tr], y[tr], ov[tr], base, robust=False,
-                                          polish=False, rule=form[0], scaled=form[1],
+                                          rule=form[0], scaled=form[1],
                                           rounds=CV_ROUNDS,
                                           at=knots(x[tr]) if broken_line else None)
         pooled = pool_pairs(x[tr], y[tr], ov[tr], curve, a, b, w, form, pooling)

@@ -1,0 +1,128 @@
+"""What a cached `cobell predict` leaves undone, and that the shortcuts change no output.
+
+A cached predict has ~0.13 s in all (bench/results/latency.md); importlib.metadata (which
+tabulate asks for its own version) cost ~10 ms of it, core/profile.py's dataclasses ~2 ms,
+building click commands for every sub-command ~6 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import cobell
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "history" / "example.csv"
+
+
+def run_python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_a_table_renders_as_tabulate_does_without_importlib_metadata() -> None:
+    rows = [{"job": "sgd", "runs": 3, "runtime_s": 12.25}, {"job": "wc\x1b", "runtime_s": 0.5}]
+    code = (
+        "import json, sys\n"
+        "from cobell_cli.output import table\n"
+        f"text = table({rows!r}, ['job', 'runs', 'runtime_s'])\n"
+        "loaded = 'importlib.metadata' in sys.modules\n"
+        "import importlib.metadata\n"  # the real one, as if the stand-in never existed
+        "print(json.dumps([text, loaded, importlib.metadata.version('tabulate'),"
+        " importlib.metadata.PackageNotFoundError.__module__]))\n"
+    )
+    text, loaded, version, error_module = json.loads(run_python(code))
+    assert loaded is False
+    assert version.count(".") >= 1 and error_module == "importlib.metadata"
+    # The same text as tabulate imported the ordinary way (this process has importlib.metadata).
+    from tabulate import tabulate
+
+    expected = tabulate([["sgd", "3", "12.2"], ["wc\\x1b", "", "0.5"]],
+                        headers=["job", "runs", "runtime_s"], tablefmt="simple",
+                        disable_numparse=True)
+    assert text == expected
+
+
+def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_code(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    result = cobell("--db", db, "history", "import", EXAMPLE)
+    assert result.exit_code == 0, result.stderr
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    env.pop("COBELL_MODEL_CACHE", None)
+    probe = (
+        "import sys\n"
+        "from cobell_cli.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('importlib.metadata', 'cobell_cli.core.profile', 'numpy')"
+        " if m in sys.modules), file=sys.stderr)\n"
+    )
+    args = ["--db", str(db), "predict", "-j", "sgd", "-t", "300", "--cluster", "none"]
+    outputs, loaded = [], []
+    for _ in range(2):  # a miss (fits), then a hit
+        proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+        loaded.append(proc.stderr.strip().splitlines()[-1])
+    assert loaded == ["['numpy']", "[]"]
+    assert "scale-out" in outputs[1].lower() and outputs[0] == outputs[1]
+
+
+COMMAND_LINES = [
+    ["predict", "--help"],
+    ["--db", "h.db", "predict", "--help"],
+    ["--db=h.db", "--debug", "submit", "--help"],
+    ["history", "--help"],
+    ["history", "import", "--help"],
+    ["model", "--help"],
+    ["cluster", "--help"],
+    ["local-cluster", "--help"],
+    ["config", "show"],
+    ["demo", "--help"],
+    ["predict"],  # missing options: click's error names `cobell predict --help`
+    ["predict", "-j", "x", "-t", "10", "--nosuch"],
+    ["history", "nosuch"],
+    ["nosuch"],
+    ["--help"],
+    ["--help", "predict"],
+    ["--version"],
+    ["--db"],
+    [],
+]
+
+
+@pytest.mark.parametrize("args", COMMAND_LINES, ids=" ".join)
+def test_the_one_command_app_answers_as_the_whole_app(
+        args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobell_cli import cli
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "COBELL_DB": str(tmp_path / "h.db")}
+    monkeypatch.chdir(tmp_path)
+    pruned = cobell(*args, env=env)
+    monkeypatch.setattr(cli, "_app_for", lambda _: cli.app)
+    whole = cobell(*args, env=env)
+    assert (pruned.exit_code, pruned.stdout, pruned.stderr) == (
+        whole.exit_code, whole.stdout, whole.stderr)
+
+
+def test_a_command_line_builds_only_its_command() -> None:
+    from cobell_cli.cli import _app_for, app
+
+    one = _app_for(["--db", "h.db", "predict", "-j", "sgd", "-t", "300"])
+    assert [c.name for c in one.registered_commands] == ["predict"]
+    assert not one.registered_groups
+    group = _app_for(["--config", "c.toml", "history", "jobs"])
+    assert [g.name for g in group.registered_groups] == ["history"]
+    assert not group.registered_commands
+    assert len(app.registered_commands) > 1  # the app itself is left whole
+    for whole in (["nosuch"], ["--help", "predict"], ["--", "predict"], []):
+        assert _app_for(whole) is app
