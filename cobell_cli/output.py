@@ -66,7 +66,8 @@ def _tabulate() -> Any:
     lookup fails fast stands in, so tabulate.__version__ reads "unknown" in cobell's process
     (tabulate itself never reads it); the real importlib.metadata imports as usual later.
     """
-    if "tabulate" not in sys.modules and "importlib.metadata" not in sys.modules:
+    if ("tabulate" not in sys.modules and "importlib.metadata" not in sys.modules
+            and _one_thread()):
         stand_in = types.ModuleType("importlib.metadata")
         stand_in.version = _no_version  # type: ignore[attr-defined]
         stand_in.PackageNotFoundError = _NoMetadata  # type: ignore[attr-defined]
@@ -80,6 +81,13 @@ def _tabulate() -> Any:
     from tabulate import tabulate
 
     return tabulate
+
+
+def _one_thread() -> bool:
+    """No other thread could be importing the real importlib.metadata meanwhile (threads are
+    started through `threading`; where it is not loaded, none were)."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
 
 
 def jsonable(value: Any) -> Any:

@@ -50,6 +50,24 @@ def test_a_table_renders_as_tabulate_does_without_importlib_metadata() -> None:
     assert text == expected
 
 
+def test_with_another_thread_running_tabulate_imports_the_ordinary_way() -> None:
+    """The stand-in is process-wide while it is in sys.modules: with a second thread (a
+    background history writer) it is not used, so that thread never sees it."""
+    code = (
+        "import json, sys, threading\n"
+        "stop = threading.Event()\n"
+        "t = threading.Thread(target=stop.wait); t.start()\n"
+        "from cobell_cli.output import table\n"
+        "table([{'a': 1}], ['a'])\n"
+        "real = 'importlib.metadata' in sys.modules\n"
+        "import tabulate\n"
+        "stop.set(); t.join()\n"
+        "print(json.dumps([real, tabulate.__version__]))\n"
+    )
+    real, version = json.loads(run_python(code))
+    assert real is True and version != "unknown"
+
+
 def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_code(
         tmp_path: Path) -> None:
     db = tmp_path / "h.db"
