@@ -286,6 +286,21 @@ def test_interval_bounds_are_conformal_ranks_not_interpolated_quantiles() -> Non
     assert high99[0] >= high[0] and low99[0] <= low[0]
 
 
+def test_a_bound_far_outside_the_range_stays_finite_without_an_overflow_warning() -> None:
+    import warnings
+
+    from cobell_cli.core.model.uncertainty import RelativeInterval
+
+    wide = np.linspace(-3.0, 3.0, 30)  # runs off by e^3 either way
+    interval = RelativeInterval(wide, wide, outer_log_distance=1e-3, scale_out_range=(50, 60))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow in exp would raise here
+        low, high = interval.factors(np.array([1.0, 55.0]), np.array([False, True]), 0.9)
+    assert np.all(np.isfinite(low)) and np.all(np.isfinite(high))
+    assert high[0] > 1e300 and 0 < low[0] < 1e-300  # as good as unbounded
+    assert high[1] == pytest.approx(np.exp(3.0)) and low[1] == pytest.approx(np.exp(-3.0))
+
+
 def test_describe_is_json() -> None:
     m = fit_runtime_model(colocated(80, np.random.default_rng(8), noise=0.03))
     text = json.dumps(m.describe(), allow_nan=False)
