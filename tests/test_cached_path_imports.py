@@ -144,3 +144,17 @@ def test_a_command_line_builds_only_its_command() -> None:
     assert len(app.registered_commands) > 1  # the app itself is left whole
     for whole in (["nosuch"], ["--help", "predict"], ["--", "predict"], []):
         assert _app_for(whole) is app
+
+
+def test_the_root_options_that_take_a_value_are_the_ones_the_pruning_skips() -> None:
+    """A root option added later with a value would otherwise be read as the command name."""
+    import typer.main
+
+    from cobell_cli.cli import ROOT_ONLY, ROOT_OPTIONS_WITH_VALUE, app
+
+    root = typer.main.get_command(app)
+    with_value = {o for p in root.params if not getattr(p, "is_flag", False)
+                  and not getattr(p, "count", False) for o in p.opts}
+    assert with_value == set(ROOT_OPTIONS_WITH_VALUE)
+    flags = {o for p in root.params for o in p.opts} - with_value
+    assert set(ROOT_ONLY) <= flags | {"-h", "--help"}
