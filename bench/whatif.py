@@ -314,7 +314,7 @@ def render(runs: Sequence[Run], preds: Sequence[Prediction], command: str, elaps
         "",
         "Least squares of |log(predicted / measured)| on |log(N / N_source)|, as the standard"
         " deviation of a normal log error: sd = a + b·distance. The planner's interval for the"
-        " what-if takes a and b of all pairs (core/whatif.py LOG_ERROR_AT_OBSERVED,"
+        " what-if takes a and b of all pairs (core/whatif/estimator.py LOG_ERROR_AT_OBSERVED,"
         " LOG_ERROR_PER_LOG_SCALE_OUT): at 1-4 executors the error on this shared machine is"
         " the load of the moment, whatever the distance, but a plan extrapolates further and"
         " clusters get crowded too.",
