@@ -27,6 +27,7 @@ import contextlib
 import fcntl
 import json
 import os
+import random
 import time
 import uuid
 import zlib
@@ -36,7 +37,11 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
-_MAX_REOPEN = 5  # an applier may remove the file between our open and our lock
+# An applier may remove the file between our open and our lock. Under a busy history every
+# cobell that opens it applies and removes the journal, so five tries lost the race under
+# load (a completion then had nowhere to go): retry with a growing, jittered pause instead.
+_MAX_REOPEN = 200
+_REOPEN_PAUSE_S = 0.05  # the longest pause between two tries (~5 s in all at worst)
 RESERVE_BYTES = 16384  # a completion's line is 1-3 kB with a typical spark-submit command
 
 
@@ -105,15 +110,18 @@ def append(history_path: Path, record: Mapping[str, Any]) -> Path:
     """Append one entry durably; raises OSError (ENOSPC, EROFS, EACCES...) if it could not."""
     path = journal_path(history_path)
     data = encode(record)
-    for _ in range(_MAX_REOPEN):
+    for attempt in range(_MAX_REOPEN):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_nlink == 0:
-                continue  # applied and removed meanwhile: start a new file
-            _write_whole(fd, path, data)
+            removed = os.fstat(fd).st_nlink == 0  # applied and removed meanwhile
+            if not removed:
+                _write_whole(fd, path, data)
         finally:
             os.close(fd)
+        if removed:  # start a new file, after a pause that lets the applier finish
+            time.sleep(random.uniform(0.0, min(_REOPEN_PAUSE_S, 0.001 * 2**attempt)))
+            continue
         _sync_directory(path.parent)
         return path
     raise OSError(f"{path} keeps being replaced")

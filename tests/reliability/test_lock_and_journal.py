@@ -338,10 +338,10 @@ def test_appenders_racing_an_applier_lose_no_entry(tmp_path: Path, journal) -> N
     db = tmp_path / "h.db"
     with History.open(db) as history:
         ids = [history.start_run(job=f"j{i}") for i in range(6)]
-    appliers = [subprocess.Popen([PY, "-c", APPLIER, str(db), "6"]) for _ in range(2)]
+    appliers = [subprocess.Popen([PY, "-c", APPLIER, str(db), "6"]) for _ in range(4)]
     appenders = [subprocess.Popen([PY, "-c", APPENDER, str(db), str(i), "30"]) for i in ids]
     assert [p.wait(60) for p in appenders] == [0] * len(ids)
-    assert [p.wait(60) for p in appliers] == [0, 0]
+    assert [p.wait(60) for p in appliers] == [0] * len(appliers)
     with History.open(db) as history:
         statuses = {r["id"]: r["status"] for r in history.runs()}
     assert statuses == dict.fromkeys(ids, "succeeded")
@@ -384,3 +384,29 @@ def test_an_append_after_a_torn_line_is_kept_whole(tmp_path: Path, journal) -> N
     journal.append(db, journal.entry(3, {"status": "failed"}, "test"))
     (record,) = journal.read(db)
     assert record["run_id"] == 3 and record["run"] == {"status": "failed"}
+
+
+def test_an_append_outlasts_many_appliers_removing_the_file_under_it(
+        tmp_path: Path, journal, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under load, every cobell opening the history applies and removes the journal: an
+    append may find its file removed between its open and its lock again and again (five
+    times in a row failed a completion in a loaded test run). Here the removal happens for
+    real, twenty times, at exactly that moment."""
+    import fcntl
+
+    db = tmp_path / "h.db"
+    real_flock, removals = fcntl.flock, []
+
+    def flock_after_an_applier(fd: int, op: int) -> None:
+        if op == fcntl.LOCK_EX and len(removals) < 20:
+            os.unlink(journal.journal_path(db))  # what an applier does once it applied
+            removals.append(fd)
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_an_applier)
+    record = journal.entry(7, {"status": "succeeded", "runtime_s": 1.0, "scale_out": 1,
+                               "exit_code": 0}, "test")
+    path = journal.append(db, record)
+    monkeypatch.setattr(fcntl, "flock", real_flock)
+    assert len(removals) == 20
+    assert [e["run_id"] for e in journal.read(db)] == [7] and path.exists()
