@@ -3,7 +3,6 @@ systems (issue 15, items 11-13): real SQLite files, real processes."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import subprocess
@@ -16,6 +15,7 @@ from cobell_cli.errors import HistoryError
 from cobell_cli.store import files
 from cobell_cli.store.history import History
 from tests.cli_support import cobell
+from tests.reliability.faults import directory_state
 
 EXAMPLE = Path(__file__).parents[2] / "history" / "example.csv"
 READ_ONLY_COMMANDS = (
@@ -29,19 +29,6 @@ READ_ONLY_COMMANDS = (
 )
 
 
-def _state(directory: Path) -> dict[str, str]:
-    """Every file in the directory with a digest of its bytes; SQLite's shared-memory index
-    (-shm), which a reader of a WAL file may create for locking, is not content and is left out,
-    while a -wal file must stay empty (nothing was written)."""
-    return {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.iterdir())
-        if p.is_file()
-        and not p.name.endswith("-shm")
-        and not (p.name.endswith("-wal") and p.stat().st_size == 0)
-    }
-
-
 def _imported(tmp_path: Path) -> Path:
     db = tmp_path / "h.db"
     assert cobell("--db", db, "history", "import", EXAMPLE).exit_code == 0
@@ -51,11 +38,11 @@ def _imported(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("command", READ_ONLY_COMMANDS, ids=" ".join)
 def test_read_only_commands_leave_the_history_byte_for_byte(tmp_path: Path, command) -> None:
     db = _imported(tmp_path)
-    before = _state(tmp_path)
+    before = directory_state(tmp_path)
     result = cobell("--db", db, *command)
     assert result.exit_code in (0, 2, 3), result.stderr  # 2/3: no model yet is fine here
     assert "internal error" not in result.stderr
-    assert _state(tmp_path) == before
+    assert directory_state(tmp_path) == before
 
 
 def test_a_zero_byte_history_reads_as_empty_and_stays_zero_bytes(tmp_path: Path) -> None:
@@ -81,11 +68,11 @@ def test_an_old_schema_file_is_listed_without_being_migrated(tmp_path: Path) -> 
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
-    before = _state(tmp_path)
+    before = directory_state(tmp_path)
     result = cobell("--db", db, "history", "list", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert '"runtime_s": 9.0' in result.stdout
-    assert _state(tmp_path) == before
+    assert directory_state(tmp_path) == before
     # ... and the first write command migrates it for good.
     with History.open(db) as history:
         assert history.conn.execute("PRAGMA user_version").fetchone()[0] == 3
@@ -94,7 +81,7 @@ def test_an_old_schema_file_is_listed_without_being_migrated(tmp_path: Path) -> 
 def test_a_read_only_file_refuses_writes_with_exit_5_and_still_reads(tmp_path: Path) -> None:
     db = _imported(tmp_path)
     db.chmod(0o444)
-    before = _state(tmp_path)
+    before = directory_state(tmp_path)
     imported = cobell("--db", db, "history", "import", EXAMPLE, "--new-ids")
     assert imported.exit_code == 5
     (line,) = imported.stderr.strip().splitlines()
@@ -103,17 +90,17 @@ def test_a_read_only_file_refuses_writes_with_exit_5_and_still_reads(tmp_path: P
     assert removed.exit_code == 5 and "read-only" in removed.stderr
     listed = cobell("--db", db, "history", "list", "--limit", "1")
     assert listed.exit_code == 0, listed.stderr
-    assert _state(tmp_path) == before
+    assert directory_state(tmp_path) == before
 
 
 def test_a_running_row_of_a_dead_process_is_shown_lost_without_writing(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     with History.open(db) as history:
         run_id = history.start_run(job="sgd", host=os.uname().nodename, pid=2**22 + 7)
-    before = _state(tmp_path)
+    before = directory_state(tmp_path)
     shown = cobell("--db", db, "history", "show", str(run_id), "--json")
     assert shown.exit_code == 0 and '"status": "lost"' in shown.stdout
-    assert _state(tmp_path) == before
+    assert directory_state(tmp_path) == before
     with History.open(db) as history:  # a writer records it for good
         assert history.run(run_id)["status"] == "lost"
 
