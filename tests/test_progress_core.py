@@ -58,39 +58,56 @@ def more_done(draw: st.DrawFn, d: DriverProgress) -> DriverProgress:
 
 @st.composite
 def plans(draw: st.DrawFn, known: int) -> StagePlan | None:
-    kind = draw(st.sampled_from(["none", "count", "shares"]))
+    kind = draw(st.sampled_from(["none", "count", "shares", "profiles"]))
     if kind == "none":
         return None
     stages = draw(st.integers(1, 40))
     if kind == "count":
         return StagePlan(stages=float(stages))
-    raw = draw(st.lists(st.floats(0.01, 10.0), min_size=stages, max_size=stages))
-    return StagePlan(stages=float(stages), shares=tuple(v / sum(raw) for v in raw))
+    if kind == "shares":
+        raw = draw(st.lists(st.floats(0.01, 10.0), min_size=stages, max_size=stages))
+        return StagePlan(stages=float(stages), shares=tuple(v / sum(raw) for v in raw))
+    profiles = [_normalised(draw(st.lists(st.floats(0.01, 10.0), min_size=stages,
+                                          max_size=stages)))
+                for _ in range(draw(st.integers(3, 6)))]
+    mean = _normalised([sum(col) for col in zip(*profiles, strict=True)])
+    return StagePlan(stages=float(stages), shares=mean, profiles=tuple(profiles))
+
+
+def _normalised(values) -> tuple[float, ...]:
+    return tuple(v / sum(values) for v in values)
+
+
+model_errors = st.one_of(st.none(), st.floats(0.0, 2.0))
 
 
 settings_seconds = st.floats(1.0, 5000.0, allow_nan=False)
 
 
 @given(data=st.data(), elapsed=settings_seconds, base=settings_seconds,
-       startup=st.one_of(st.none(), st.floats(0.0, 1.0)))
-def test_remaining_work_is_never_negative(data, elapsed, base, startup):
+       startup=st.one_of(st.none(), st.floats(0.0, 1.0)), model_error=model_errors)
+def test_remaining_work_is_never_negative(data, elapsed, base, startup, model_error):
     d = data.draw(driver_states())
     est = remaining_work(d, elapsed, base, data.draw(plans(d.stages_known)),
-                         startup_iso_s=None if startup is None else startup * elapsed)
+                         startup_iso_s=None if startup is None else startup * elapsed,
+                         model_log_sd=model_error)
     assert est.remaining_s >= 0 and not math.isnan(est.remaining_s)
     assert 0 <= est.weight < 1
     assert 0 < est.fraction_done <= 1
 
 
 @given(data=st.data(), elapsed=settings_seconds, base=settings_seconds,
-       startup=st.one_of(st.none(), st.floats(0.0, 1.0)))
-def test_more_completed_work_never_increases_the_remaining_time(data, elapsed, base, startup):
+       startup=st.one_of(st.none(), st.floats(0.0, 1.0)), model_error=model_errors)
+def test_more_completed_work_never_increases_the_remaining_time(data, elapsed, base, startup,
+                                                                model_error):
     d = data.draw(driver_states())
     later = data.draw(more_done(d))
     stage_plan_ = data.draw(plans(d.stages_known))
     t0 = None if startup is None else startup * elapsed
-    before = remaining_work(d, elapsed, base, stage_plan_, startup_iso_s=t0).remaining_s
-    after = remaining_work(later, elapsed, base, stage_plan_, startup_iso_s=t0).remaining_s
+    before = remaining_work(d, elapsed, base, stage_plan_, startup_iso_s=t0,
+                            model_log_sd=model_error).remaining_s
+    after = remaining_work(later, elapsed, base, stage_plan_, startup_iso_s=t0,
+                           model_log_sd=model_error).remaining_s
     assert after <= before * (1 + 1e-12) + 1e-9
 
 
@@ -132,6 +149,53 @@ def test_start_up_time_is_not_taken_for_slow_stage_work():
     assert with_startup.remaining_s == pytest.approx(40.0, rel=0.05)
 
 
+def test_the_share_spread_is_how_far_past_runs_stray_where_the_mean_run_is():
+    """Mean shares (0.5, 0.5): half the stage work is the first stage, which took 0.3, 0.5
+    and 0.7 of the three past runs; at the end every run has done all of it."""
+    profiles = ((0.3, 0.7), (0.5, 0.5), (0.7, 0.3))
+    plan_ = StagePlan(stages=2, shares=(0.5, 0.5), profiles=profiles)
+    assert plan_.share_spread(0.5) == pytest.approx(0.2)
+    assert plan_.share_spread(0.25) == pytest.approx(0.1)  # half of the first stage
+    assert plan_.share_spread(1.0) == pytest.approx(0.0)
+    assert StagePlan(stages=2, shares=(0.5, 0.5), profiles=profiles[:2]).share_spread(0.5) \
+        is None
+
+
+def test_the_progress_weighs_by_how_well_each_estimate_is_measured():
+    """Past runs whose shares stray widely (±0.2 at half the work): a model that errs by
+    1 % keeps nearly all the weight; one that errs by 100 % hands the progress the most it
+    ever gets (W_MAX times the known share); without a measured model error, W_MAX."""
+    profiles = ((0.3, 0.7), (0.5, 0.5), (0.7, 0.3))
+    plan_ = StagePlan(stages=2, shares=(0.5, 0.5), profiles=profiles)
+    d = progress(known=2, complete=1)
+    precise = remaining_work(d, 50.0, 100.0, plan_, model_log_sd=0.01)
+    vague = remaining_work(d, 50.0, 100.0, plan_, model_log_sd=1.0)
+    unknown = remaining_work(d, 50.0, 100.0, plan_)
+    # inverse variance: 0.01^2 / (0.01^2 + (0.2 / 0.5)^2)
+    assert precise.weight == pytest.approx(0.01**2 / (0.01**2 + 0.4**2))
+    assert precise.measured and vague.measured and not unknown.measured
+    assert vague.weight == unknown.weight == pytest.approx(remaining.W_MAX)
+    # the same past runs, all alike: the progress is exact, the weight the most it gets
+    alike = StagePlan(stages=2, shares=(0.5, 0.5), profiles=((0.5, 0.5),) * 3)
+    assert remaining_work(d, 50.0, 100.0, alike, model_log_sd=0.01).weight == \
+        pytest.approx(remaining.W_MAX)
+
+
+def test_the_measured_weight_is_read_where_the_model_expects_the_run_after_start_up():
+    """60 s of start-up in 100 s elapsed: where the model has the run half done, 2/7 of its
+    stage work is done (f = e·s / (e·s + W·(1 - s)), W = 40 s of working time), and the
+    past runs' spread is read there."""
+    profiles = ((0.2, 0.8), (0.4, 0.6), (0.6, 0.4))
+    plan_ = StagePlan(stages=2, shares=(0.4, 0.6), profiles=profiles)
+    d = progress(known=2, complete=1)
+    est = remaining_work(d, 100.0, 200.0, plan_, startup_iso_s=60.0, model_log_sd=0.1)
+    staged = 0.5 * 40.0 / (100.0 * 0.5 + 0.5 * 40.0)  # the model's 0.5, without start-up
+    spread = plan_.share_spread(staged)
+    assert staged == pytest.approx(2 / 7)
+    var_p = (spread / staged * (1 - 0.5 * 60.0 / 100.0)) ** 2
+    assert est.weight == pytest.approx(0.1**2 / (0.1**2 + var_p))
+
+
 def test_stage_shares_weigh_stages_by_their_past_task_time():
     heavy_first = StagePlan(stages=2, shares=(0.9, 0.1))
     d = progress(known=2, complete=1)
@@ -149,6 +213,7 @@ def test_stage_plan_from_past_runs():
     assert got is not None
     assert got.stages == 3 and got.runs == 3
     assert got.shares == pytest.approx((0.625, 0.25, 0.125))
+    assert got.profiles == ((0.5, 0.25, 0.25), (0.75, 0.25, 0.0))
     assert stage_plan([{}, {"stages": 0}]) is None
     only_counts = stage_plan([{"stages": 4}, {"stages": 6}])
     assert only_counts == StagePlan(stages=5.0, shares=None, runs=2)
@@ -265,3 +330,33 @@ def test_plan_reports_each_co_runners_source_and_what_its_driver_said():
     assert no_counts.co_runners[0].source == "model"
     assert no_counts.co_runners[0].predicted_end_at == quiet.co_runners[0].predicted_end_at
     assert "live progress" in (view.note or "")
+
+
+def _weight(note: str | None) -> float:
+    assert note is not None
+    return float(note.split("weight ")[1].split(":")[0].split(" ")[0])
+
+
+def test_a_co_runner_whose_past_runs_split_their_work_alike_gets_more_weight():
+    """The same co-runner job, its runtimes off the curve by ±5 %, twice: once its past
+    runs' event-log profiles split the work between its two stages alike, once they stray
+    (0.2-0.8 in the first stage). The driver's counts count for less in the second."""
+    app = RunningApp(app_id="app-9", name="etl", job="etl", user=None, queue=None,
+                     state="RUNNING", started_at=NOW - 150.0, scale_out=4, backend="yarn",
+                     driver=progress(2, 1, (0.5,)))
+    common = dict(job="sgd", history=_runs("sgd", 8), now=NOW, target_s=400.0,
+                  min_scale_out=1, max_scale_out=16, confidence=None, co_runners=[app])
+
+    def etl(first_shares):
+        runs = _runs("etl", 8)
+        for i, (run, first) in enumerate(zip(runs, first_shares, strict=True)):
+            run["runtime_s"] *= 1.05 if i % 2 else 0.95
+            run["stage_shares"] = [first, 1.0 - first]
+        return runs
+
+    alike = plan(co_runner_histories={"etl": etl([0.5] * 8)}, **common).co_runners[0]
+    stray = plan(co_runner_histories={"etl": etl([0.2, 0.8] * 4)}, **common).co_runners[0]
+    assert alike.source == stray.source == "progress"
+    assert "measured" in (stray.note or "") and "measured" in (alike.note or "")
+    assert _weight(alike.note) == pytest.approx(remaining.W_MAX, abs=0.01)
+    assert 0 < _weight(stray.note) < 0.5 * _weight(alike.note)

@@ -19,12 +19,21 @@ stage's share of the run's task time), and its runtime model how long it takes a
   this is the model's own remaining work, base - e: Algorithm 1 as it stands.
 
 The weight w = W_MAX · coverage, coverage the expected share of the run's work in the stages
-the driver already knows. It does not depend on how much is done, so more completed work never
-increases the remaining time for the same elapsed time and model. W_MAX < 1 keeps the model in
-the estimate. Measured in both simulated worlds and two seeds (bench/progress.py, results in
-bench/results/progress.md), not fitted to one: W_MAX 0.8 and 0.95 did about equally well and
-better than 0.5; letting the weight grow with the model's fraction done (WEIGHT_POWER 1, since
-a rate extrapolated from little progress errs more) did worse in both worlds, so it is 0.
+the driver already knows. Where both estimates' errors are measured, the progress gets less
+than W_MAX when it is the less reliable one: w = coverage · min(W_MAX, var_m / (var_m + var_p)),
+the inverse-variance share. var_m is the model's relative error (the sd of its held-out log
+ratios); var_p how far the past runs' own event-log shares stray from their mean at the point
+the model expects the run to be (`StagePlan.share_spread`), relative to the work done there.
+An iterative job whose runs split their work alike gets nearly W_MAX; early in a run whose
+stages vary, a well-measured model keeps most of the weight. Neither weight depends on how
+much the driver says is done, so more completed work never increases the remaining time for
+the same elapsed time and model. W_MAX < 1 keeps the model in the estimate.
+
+Measured in both simulated worlds and two seeds (bench/progress.py, results in
+bench/results/progress.md), not fitted to one: before the measured share, W_MAX 0.8 and 0.95
+did about equally well and better than 0.5; letting the weight grow with the model's
+fraction done (WEIGHT_POWER 1, since a rate extrapolated from little progress errs more) did
+worse in both worlds, so it is 0.
 
 Without any stage plan (no past run knows its stages) the counts are left unused: completed
 stages of the jobs known so far bound nothing when later jobs may be larger, and using the
@@ -43,6 +52,7 @@ from typing import Any
 W_MAX = 0.8  # the progress's largest share (module doc)
 WEIGHT_POWER = 0.0  # the weight's growth with the model's fraction done: none (module doc)
 ACTIVE_TASK_CREDIT = 0.5  # a running task is, on average, half done
+MIN_PROFILES = 3  # past runs' profiles needed to measure how much their shares vary
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,7 @@ class StagePlan:
     stages: float
     shares: tuple[float, ...] | None = None
     runs: int = 0  # how many past runs it rests on
+    profiles: tuple[tuple[float, ...], ...] = ()  # the past runs' shares behind `shares`
 
     def to_dict(self) -> dict[str, Any]:
         return {"stages": self.stages, "shares_known": self.shares is not None,
@@ -117,11 +128,33 @@ class StagePlan:
                                                         strict=False))
         return min(max(done, 0.0), 1.0)
 
+    def share_spread(self, expected: float) -> float | None:
+        """How far the past runs' own shares stray where the mean shares reach `expected` of
+        the stage work: the standard deviation, over the runs' profiles, of the share each
+        had done at that stage and task position. None with fewer than MIN_PROFILES profiles.
+        """
+        if len(self.profiles) < MIN_PROFILES or self.shares is None:
+            return None
+        k, part = _position(self.shares, min(max(expected, 0.0), 1.0))
+        done = [sum(p[:k]) + (p[k] * part if k < len(p) else 0.0) for p in self.profiles]
+        mean = sum(done) / len(done)
+        return math.sqrt(sum((d - mean) ** 2 for d in done) / (len(done) - 1))
+
     def coverage(self, progress: DriverProgress) -> float:
         """Expected share of the run's work in the stages the driver knows."""
         if self.shares is None or progress.stages_known > len(self.shares):
             return min(1.0, progress.stages_known / self.stages) if self.stages > 0 else 0.0
         return min(1.0, sum(self.shares[: progress.stages_known]))
+
+
+def _position(shares: Sequence[float], expected: float) -> tuple[int, float]:
+    """(stage index, completed fraction of it) where the cumulative shares reach `expected`."""
+    done = 0.0
+    for k, share in enumerate(shares):
+        if share > 0 and done + share >= expected:
+            return k, (expected - done) / share
+        done += share
+    return len(shares), 0.0
 
 
 def stage_plan(runs: Iterable[Mapping[str, Any]]) -> StagePlan | None:
@@ -149,7 +182,8 @@ def stage_plan(runs: Iterable[Mapping[str, Any]]) -> StagePlan | None:
     if alike:
         mean = [sum(col) / len(alike) for col in zip(*alike, strict=True)]
         shares = tuple(v / sum(mean) for v in mean)
-    return StagePlan(stages=median, shares=shares, runs=len(counts))
+    return StagePlan(stages=median, shares=shares, runs=len(counts),
+                     profiles=tuple(tuple(p) for p in alike))
 
 
 def _positive(value: Any) -> bool:
@@ -169,6 +203,7 @@ class RemainingWork:
     remaining_s: float
     fraction_done: float  # the combined f
     weight: float  # the progress's share (0: the model alone)
+    measured: bool = False  # the weight came from both estimates' measured errors
 
 
 def remaining_work(
@@ -180,12 +215,14 @@ def remaining_work(
     startup_iso_s: float | None = None,
     w_max: float | None = None,
     weight_power: float | None = None,
+    model_log_sd: float | None = None,
 ) -> RemainingWork:
     """Isolated seconds of work the co-runner has left (module doc); never negative.
 
     `elapsed_iso_s` is its elapsed time in isolated seconds (> 0), `base_runtime_s` its
     model's runtime alone at its scale-out (> 0), `plan` what its past runs executed,
-    `startup_iso_s` the part of the elapsed time before its first job (None: unknown).
+    `startup_iso_s` the part of the elapsed time before its first job (None: unknown),
+    `model_log_sd` the relative error of `base_runtime_s` (None: unmeasured, W_MAX decides).
     `w_max` and `weight_power` default to the module's W_MAX and WEIGHT_POWER, read at the
     call (bench/progress.py varies them to measure the choice).
     """
@@ -199,12 +236,45 @@ def remaining_work(
     f_model = min(e / base_runtime_s, 1.0)
     w = 0.0
     f_progress = 0.0
+    share = None
     if plan is not None and progress.stages_known > 0:
-        w = w_max * plan.coverage(progress) * f_model**power
         t0 = None if startup_iso_s is None else min(max(startup_iso_s, 0.0), e)
         f_progress = _with_startup(plan.work_done(progress), e, t0)
+        share = _measured_share(plan, f_model, model_log_sd, e, t0)
+        cap = w_max * f_model**power
+        w = plan.coverage(progress) * (cap if share is None else min(share, cap))
     f = w * f_progress + (1.0 - w) * f_model
-    return RemainingWork(remaining_s=_left(e, f), fraction_done=f, weight=w)
+    return RemainingWork(remaining_s=_left(e, f), fraction_done=f, weight=w,
+                         measured=share is not None)
+
+
+def _measured_share(plan: StagePlan, f_model: float, model_log_sd: float | None,
+                    elapsed_s: float, startup_s: float | None) -> float | None:
+    """The progress's share by inverse variance, where both errors are measured (module doc):
+    var_m / (var_m + var_p) in relative terms. The model's fraction errs as its runtime does
+    (`model_log_sd`, from its held-out errors); the progress's as the stage work done does
+    between past runs, read where the model expects the run to be (so the share does not
+    depend on what the driver says, and more work done never means more left), carried
+    through the start-up correction by the delta method. None when either is unknown."""
+    if model_log_sd is None or not 0 < f_model < 1:
+        return None
+    staged = _without_startup(f_model, elapsed_s, startup_s)
+    spread = plan.share_spread(staged)
+    if spread is None or staged <= 0:
+        return None
+    through_startup = 1.0 - f_model * (startup_s or 0.0) / elapsed_s
+    var_m = model_log_sd**2
+    var_p = (spread / staged * through_startup) ** 2
+    return var_m / (var_m + var_p) if var_m + var_p > 0 else None
+
+
+def _without_startup(fraction: float, elapsed_s: float, startup_s: float | None) -> float:
+    """The share of stage work done when the run is `fraction` done: `_with_startup` inverted."""
+    if startup_s is None:
+        return fraction
+    working_s = max(elapsed_s - startup_s, 0.0)
+    den = elapsed_s * (1.0 - fraction) + fraction * working_s
+    return fraction * working_s / den if den > 0 else 1.0
 
 
 def _with_startup(staged: float, elapsed_s: float, startup_s: float | None) -> float:

@@ -66,6 +66,7 @@ def _remaining(
         float(app.base_runtime_s),
         app.stage_plan,
         startup_iso_s=startup_iso_s,
+        model_log_sd=app.base_log_sd,
     )
     if est.weight == 0:
         return None  # the progress changes nothing: Algorithm 1 as it stands
@@ -75,7 +76,8 @@ def _remaining(
     note = (
         f"live progress: {d.stages_done:.1f} of {d.stages_known} known stages done, "
         f"{plan.stages:g} expected{' (shares known)' if plan.shares else ''}; weight "
-        f"{est.weight:.2f}: {est.remaining_s:.0f} s of work left alone (model: "
+        f"{est.weight:.2f}{' (measured errors)' if est.measured else ''}: "
+        f"{est.remaining_s:.0f} s of work left alone (model: "
         f"{model_left_s:.0f} s)"
     )
     return est.remaining_s, note

@@ -37,6 +37,7 @@ class CoRunnerInput:
     interference: InterferenceFn | None = None
     driver: DriverProgress | None = None
     stage_plan: StagePlan | None = None
+    base_log_sd: float | None = None  # relative error of base_runtime_s (its held-out errors)
 
     @property
     def has_model(self) -> bool:

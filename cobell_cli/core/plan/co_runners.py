@@ -73,10 +73,24 @@ def _co_runner_inputs(
                 interference=m.interference if m is not None else None,
                 driver=app.driver,
                 stage_plan=stage_plan(runs) if app.driver is not None else None,
+                base_log_sd=_log_sd(m) if app.driver is not None and m is not None else None,
             )
         )
         notes.append(note)
     return inputs, notes
+
+
+def _log_sd(model: RuntimeModel) -> float | None:
+    """The relative error of the model's runtimes: the sd of its held-out log ratios."""
+    held_out = getattr(model, "held_out_ratios", None)
+    ratios = held_out() if held_out is not None else getattr(model, "loo_ratios_", None)
+    if ratios is None or len(ratios) < 3:
+        return None
+    logs = [math.log(float(r)) for r in ratios if float(r) > 0]
+    if len(logs) < 3:
+        return None
+    mean = sum(logs) / len(logs)
+    return math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
 
 
 @dataclass(frozen=True)
