@@ -13,7 +13,8 @@ co-runner, measured as `cobell submit` records it. Configurations:
 * no progress: no driver answers (Algorithm 1 / the joint fix-point as today);
 * w_max W, power P: each co-runner's driver answers (`bench.simulator.driver_progress`) and
   its past runs' event-log profiles give their stage shares (`bench.simulator.stage_shares`);
-  `cobell_cli.core.remaining` with W_MAX = W and WEIGHT_POWER = P;
+  `cobell_cli.core.remaining` with W_MAX = W and WEIGHT_POWER = P (the cap on the
+  inverse-variance share its measured errors give, when they are measured);
 * stage counts only: the same with the past runs' stage counts but no shares, every stage
   weighing the same (what the shares are worth);
 * ceiling: a driver that knows the exact fraction done (no real driver does): what progress
