@@ -18,7 +18,14 @@ import pytest
 from cobell_cli.core.plan import plan
 from cobell_cli.store.history import History
 from tests.cli_support import cobell
-from tests.reliability.faults import PY, job, start_submit, submit_argv, wait_for
+from tests.reliability.faults import (
+    PY,
+    as_from_a_terminal,
+    job,
+    start_submit,
+    submit_argv,
+    wait_for,
+)
 
 TRAPPING_JOB = """
 import pathlib, signal, sys, time
@@ -103,6 +110,31 @@ def _one_trial(db: Path, work: Path, delay_s: float | None) -> dict:
         "got": got.exists(),
         "ended_before_signal": ended_before,
     }
+
+
+def test_a_signal_after_the_job_ended_on_its_own_leaves_its_run_succeeded(
+    tmp_path: Path,
+) -> None:
+    """The job exits 0 by itself, but a process it started keeps its output open, so cobell
+    is still draining it when SIGINT comes: the signal found the job already over. The run
+    was recorded `killed` with exit code 0 when a sweep hit that moment by chance."""
+    db, ended = tmp_path / "h.db", tmp_path / "ended"
+    script = f"""
+        import pathlib, subprocess, sys
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])  # holds stdout
+        pathlib.Path({str(ended)!r}).touch()
+    """
+    proc = start_submit(db, job(script), "--json")
+    wait_for(ended.exists, what="the job ended")
+    time.sleep(1.0)  # cobell has seen the job's exit (it polls every 0.1 s) and is draining
+    assert proc.poll() is None, "the grandchild should keep cobell draining the output"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["status"] == "succeeded" and summary["exit_code"] == 0, (summary, err)
+    assert proc.returncode == 0
+    (run,) = runs(db)
+    assert run["status"] == "succeeded"
 
 
 def test_sigint_at_any_moment_of_a_submit_is_honoured(tmp_path: Path) -> None:
@@ -205,6 +237,7 @@ def _submit_on_a_terminal(db: Path, script: str) -> tuple[int, int]:
     pid, master = pty.fork()
     if pid == 0:  # the child: exec cobell with the pty as its terminal
         os.environ["COBELL_MODEL_CACHE"] = "off"
+        as_from_a_terminal()
         os.execv(argv[0], argv)
     return pid, master
 
