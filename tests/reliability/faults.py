@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -81,7 +82,15 @@ def start_submit(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "COBELL_MODEL_CACHE": "off", **(env or {})},
+        preexec_fn=as_from_a_terminal,
     )
+
+
+def as_from_a_terminal() -> None:
+    """SIGHUP at its default, as a shell on a terminal starts cobell: a suite run under
+    `nohup` would otherwise hand cobell an ignored SIGHUP, which cobell rightly keeps
+    ignored (test_under_nohup_sighup_is_ignored_and_the_run_recorded)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def wait_for(predicate: Callable[[], object], timeout_s: float = 60.0, what: str = "") -> None:
