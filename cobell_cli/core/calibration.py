@@ -242,6 +242,15 @@ def jackknife_calibration(
     return _record("jackknife", ratios, confidence)
 
 
+def held_out_ratios(model: Any) -> list[float] | None:
+    """runtime / prediction of a model's training runs by fits that did not see them: a
+    fitted model's (`held_out_ratios()`, refits computed on first need) or a cached table's
+    (`loo_ratios_`); None when it has none."""
+    held_out = getattr(model, "held_out_ratios", None)
+    ratios = held_out() if held_out is not None else getattr(model, "loo_ratios_", None)
+    return None if ratios is None else [float(r) for r in ratios]
+
+
 def _error_ratios(
     runs: Sequence[Mapping[str, Any]],
     model: InterferenceModel,
@@ -259,12 +268,11 @@ def _error_ratios(
     enough; else, when `refit` allows, CV+ refits.
     """
     recorded = outcome_ratios(runs)
-    held_out = getattr(model, "held_out_ratios", None)
-    own = held_out() if held_out is not None else getattr(model, "loo_ratios_", None)
+    own = held_out_ratios(model)
     if own is not None and len(own) >= JACKKNIFE_MIN_RUNS and len(runs) >= JACKKNIFE_MIN_RUNS:
         recent = recorded[-RECENT_OUTCOMES:]
         source = "held-out + outcomes" if recent else "held-out"
-        return source, [float(r) for r in own] + recent
+        return source, own + recent
     if len(recorded) >= CALIBRATION_MIN_RUNS:
         return "outcomes", recorded
     if refit and len(runs) >= JACKKNIFE_MIN_RUNS:
@@ -380,6 +388,7 @@ __all__ = [
     "RatioDistribution",
     "UpperBound",
     "calibrated_upper",
+    "held_out_ratios",
     "jackknife_calibration",
     "jackknife_ratios",
     "meet_probability",

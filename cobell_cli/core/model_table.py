@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cobell_cli.core.calibration import held_out_ratios
 from cobell_cli.core.co_runner_effects import (
     MAX_CLASS,
     calibrated_interval,
@@ -248,7 +249,7 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
         combination=getattr(model, "combination_", "additive"),
         pair_cov={name: cov(name) for name in names},
         default_cov=cov(STRANGER),
-        loo_ratios=_loo(model),
+        loo_ratios=held_out_ratios(model),
         curve_sd=curve_sd,
         class_quantiles=quantiles,
         size_reference=model.size_reference_ if getattr(model, "sized_", False) else None,
@@ -257,12 +258,6 @@ def tabulate(model: Any, grid_max: int, confidence: float) -> ModelTable:
 
 def _cov(v: Sequence[float]) -> tuple[float, float, float]:
     return float(v[0]), float(v[1]), float(v[2])
-
-
-def _loo(model: Any) -> list[float] | None:
-    held_out = getattr(model, "held_out_ratios", None)
-    ratios = held_out() if held_out is not None else getattr(model, "loo_ratios_", None)
-    return None if ratios is None else [float(v) for v in ratios]
 
 
 def _floats(values: Any) -> list[float]:

@@ -202,11 +202,13 @@ class RuntimeModel:
         """runtime / prediction of each training run by a model that did not see it.
 
         Up to REFIT_MAX_RUNS runs: K-fold refits (held_out.py), in the chosen combination
-        form, computed on first need (the planner asks for the job it plans, never for its
-        co-runners). Beyond: the one-fit first-order estimate (`loo_ratios_`, model/loo.py),
-        which leaves out that the curve and its knots were chosen on the same runs: at 50
-        runs it covered 81.6 % of fresh runs with a nominal 90 % interval where ten refits
-        covered 90.7 % (bench.simulator, 20 co-runner jobs); from 200 runs on, both 88-94 %.
+        form, computed on first need (the planner asks for the job it plans, and for a
+        co-runner whose driver answers: its model's error weighs the live progress; a
+        cached model carries them). Beyond: the one-fit first-order estimate (`loo_ratios_`,
+        model/loo.py), which leaves out that the curve and its knots were chosen on the same
+        runs: at 50 runs it covered 81.6 % of fresh runs with a nominal 90 % interval where
+        ten refits covered 90.7 % (bench.simulator, 20 co-runner jobs); from 200 runs on,
+        both 88-94 %.
         """
         if self._held_out is None:
             self._held_out = (refit_ratios(self._raw, self.loo_ratios_, self._refit)

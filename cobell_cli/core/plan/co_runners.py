@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.calibration import RatioDistribution, held_out_ratios
 from cobell_cli.core.overlap import (
     CoRunnerInput,
     CoRunnerOverlap,
@@ -82,15 +83,8 @@ def _co_runner_inputs(
 
 def _log_sd(model: RuntimeModel) -> float | None:
     """The relative error of the model's runtimes: the sd of its held-out log ratios."""
-    held_out = getattr(model, "held_out_ratios", None)
-    ratios = held_out() if held_out is not None else getattr(model, "loo_ratios_", None)
-    if ratios is None or len(ratios) < 3:
-        return None
-    logs = [math.log(float(r)) for r in ratios if float(r) > 0]
-    if len(logs) < 3:
-        return None
-    mean = sum(logs) / len(logs)
-    return math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
+    ratios = [r for r in held_out_ratios(model) or () if r > 0]
+    return RatioDistribution(ratios).log_sd if len(ratios) >= 3 else None
 
 
 @dataclass(frozen=True)
