@@ -122,6 +122,22 @@ def test_errors_are_one_line_with_exit_codes(db: Path, args, code, needle) -> No
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "fix"),
+    [
+        (["history", "list", "--db", "X"], "cobell --db FILE history list ..."),
+        (["predict", "-j", "x", "-t", "5", "--config", "X"], "cobell --config FILE predict ..."),
+        (["history", "jobs", "--debug"], "cobell --debug history jobs ..."),
+    ],
+)
+def test_a_root_option_after_the_command_says_where_it_goes(db: Path, args, fix) -> None:
+    result = cobell("--db", db, *args)
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert "it is an option of cobell itself, so it goes before the command" in result.stderr
+    assert fix in result.stderr and "Possible options" not in result.stderr
+
+
 def test_not_sqlite_file_and_debug_traceback(tmp_path: Path) -> None:
     junk = tmp_path / "junk.db"
     junk.write_text("not sqlite " * 200)

@@ -114,10 +114,8 @@ def _run(args: list[str]) -> int | None:
             # click's own errors (typer vendors click, so match by shape): one line plus a pointer
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else "cobell"
-            message = exc.format_message().rstrip(".")
-            if where.endswith(" submit") and message.startswith("No such option"):
-                message += "; the job's command goes after `--`: cobell submit -j JOB -t S -- CMD"
-            typer.echo(f"cobell: error: {message}; see `{where} --help`", err=True)
+            typer.echo(f"cobell: error: {_click_message(exc, where)}; see `{where} --help`",
+                       err=True)
             return exc.exit_code
         if debug:
             raise
@@ -127,6 +125,23 @@ def _run(args: list[str]) -> int | None:
             err=True,
         )
         return EXIT_RUNTIME
+
+
+def _click_message(exc: Exception, where: str) -> str:
+    """Click's one-line message, with what to do where a user commonly goes wrong: a root
+    option after the command, or the job's own options without `--` before them."""
+    message = exc.format_message().rstrip(".")  # type: ignore[attr-defined]
+    if not message.startswith("No such option"):
+        return message
+    option = getattr(exc, "option_name", None)
+    if option in (*ROOT_OPTIONS_WITH_VALUE, "--debug") and where != "cobell":
+        value = " FILE" if option in ROOT_OPTIONS_WITH_VALUE else ""
+        command = where.removeprefix("cobell ")
+        return (f"No such option: {option}; it is an option of cobell itself, so it goes "
+                f"before the command: cobell {option}{value} {command} ...")
+    if where.endswith(" submit"):
+        message += "; the job's command goes after `--`: cobell submit -j JOB -t S -- CMD"
+    return message
 
 
 ROOT_OPTIONS_WITH_VALUE = ("--db", "--config")
