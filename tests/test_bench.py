@@ -321,3 +321,49 @@ def test_knowing_the_draw_the_noise_aware_oracle_is_the_oracle(bell_dir, curves)
         assert b.planned[0.97][0] >= b.planned[0.5][0]
     text = ob.render({("nodesim", "pair", "sgd"): bounds}, (0.5, 0.97), cfg, 8, "test", 1.0)
     assert "| nodesim | pair | sgd | 0.97 |" in text and "reachable at" in text
+
+
+def test_the_physics_aware_oracle_redraws_every_job_but_keeps_what_the_submit_shows(curves):
+    from bench import colocation as co
+    from bench import oracle_bound as ob
+
+    truth = co.truth("nodesim")
+    cfg = co.Config(worlds=("nodesim",), targets=("sgd",), variants=("pair",))
+    setup = co.draw_runs("pair", "sgd", cfg, curves, truth)[42]  # a co-runner near its end
+    seen = ob.running_at_submit(setup, curves, truth, setup.noise)
+    assert seen and seen <= {f"co{k}-{setup.index}" for k in range(2)}
+    rng = np.random.default_rng(3)
+    free = [ob.running_at_submit(setup, curves, truth, truth.draw(rng, curves))
+            for _ in range(40)]
+    assert any(state != seen for state in free)  # unconditioned, the submit could differ
+    draws = ob.blind_redraws(setup, curves, truth, np.random.default_rng(3), 12)
+    assert len(draws) == 12
+    for noise in draws:  # what the planner sees at the submit is the same in every draw
+        assert ob.running_at_submit(setup, curves, truth, noise) == seen
+    co_jobs = set(setup.co_jobs)  # the co-runners' own noise is redrawn, not kept
+    assert any(d.placement[j] != setup.noise.placement[j] for d in draws for j in co_jobs)
+
+
+def test_matched_miss_rates_pick_the_cheapest_cobell_level_that_misses_no_more_often():
+    from bench import colocation as co
+    from bench import keep_frontier as kf
+
+    saved = dict(co.PLANNERS), dict(co.MARGINS), dict(co.LABELS)
+    try:
+        names = kf.register(["point", "0.9"], ["point", "0.9", "0.97"])
+        keys = {co.planner_key(n) for n in names if n != "oracle"}
+        assert len(keys) == len(names) - 1  # no two levels share runs
+    finally:
+        for live, old in zip((co.PLANNERS, co.MARGINS, co.LABELS), saved, strict=True):
+            live.clear()
+            live.update(old)
+    points = {"cobell@point": {"over_share_pct": 30.0, "node_s_vs_oracle": 1.00},
+              "cobell@0.9": {"over_share_pct": 2.0, "node_s_vs_oracle": 1.06},
+              "cobell@0.97": {"over_share_pct": 0.0, "node_s_vs_oracle": 1.09},
+              "bell@0.9": {"over_share_pct": 9.0, "node_s_vs_oracle": 1.04},
+              "bell@0.99": {"over_share_pct": 0.0, "node_s_vs_oracle": 1.20}}
+    cobell = ["cobell@point", "cobell@0.9", "cobell@0.97"]
+    assert kf.matched(points, "bell@0.9", cobell) == "cobell@0.9"
+    assert kf.matched(points, "bell@0.99", cobell) == "cobell@0.97"
+    assert kf.matched({**points, "bell@x": {"over_share_pct": -1.0, "node_s_vs_oracle": 1}},
+                      "bell@x", cobell) is None
