@@ -348,7 +348,7 @@ _cobell() {
                 else COMPREPLY=($(compgen -W 'list show jobs import export rm' -- "$cur")); fi ;;
             "cobell history list")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job --status --since -n --limit -f --format -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job --status --since -n --limit -f --format --json -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell history show")
                 if [[ $cur == -* ]]; then
@@ -356,7 +356,7 @@ _cobell() {
                 else COMPREPLY=(); fi ;;
             "cobell history jobs")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-f --format -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-f --format --json -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell history import")
                 if [[ $cur == -* ]]; then

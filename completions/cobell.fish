@@ -229,10 +229,12 @@ complete -c cobell -n '__cobell_at \'cobell history list\'' -l status -x -d 'Onl
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l since -x -d 'Only runs submitted since then: 7d, 12h, or an ISO date/time'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s n -l limit -x -d 'At most this many runs'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s f -l format -x -a 'table json csv' -d 'Output format'
+complete -c cobell -n '__cobell_at \'cobell history list\'' -l json -d 'Same as --format json'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history show\'' -l json -d 'Print JSON'
 complete -c cobell -n '__cobell_at \'cobell history show\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history jobs\'' -s f -l format -x -a 'table json csv' -d 'Output format'
+complete -c cobell -n '__cobell_at \'cobell history jobs\'' -l json -d 'Same as --format json'
 complete -c cobell -n '__cobell_at \'cobell history jobs\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -F
 complete -c cobell -n '__cobell_at \'cobell history import\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Job name for every row (default for Nodes,Runtime files: the file name up to its first dot)'

@@ -62,6 +62,18 @@ def test_import_list_show_export(db: Path, bell_file: Path) -> None:
     assert exported.stdout.splitlines()[0].startswith("id,job,input_bytes,scale_out")
 
 
+def test_json_is_spelt_alike_everywhere_in_history_listings(db: Path, bell_file: Path) -> None:
+    assert cobell("--db", db, "history", "import", bell_file).exit_code == 0
+    for command in (["list"], ["jobs"]):
+        flag = cobell("--db", db, "history", *command, "--json")
+        assert flag.exit_code == 0, flag.stderr
+        assert json.loads(flag.stdout) == json.loads(
+            cobell("--db", db, "history", *command, "--format", "json").stdout)
+        both = cobell("--db", db, "history", *command, "--json", "--format", "csv")
+        assert both.exit_code == 2 and "--json and --format csv" in both.stderr
+        assert len(both.stderr.strip().splitlines()) == 1 and not both.stdout
+
+
 def test_invalid_import_writes_nothing_and_names_file_line_field(db: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("Nodes,Runtime\n4,100\n8,abc\n12,50\n")

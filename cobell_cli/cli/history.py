@@ -109,6 +109,7 @@ def list_runs(
     ),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many runs."),
     fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="Output format."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """List recorded runs, newest first.
 
@@ -126,6 +127,7 @@ def list_runs(
     for value in status or ():
         if value not in shown:
             raise UsageError(f"--status {value!r} is not a status", hint=f"use {', '.join(shown)}")
+    fmt = _list_format(fmt, as_json)
     since_ts = parse_since(since, time.time()) if since else None
     with open_history(ctx, create=False, read_only=True) as history:
         runs = history.runs(
@@ -137,6 +139,17 @@ def list_runs(
             show_pending=True,
         )
     _print_runs(runs, fmt)
+
+
+def _list_format(fmt: ListFormat, as_json: bool) -> ListFormat:
+    """--json, as every other command spells it, is --format json; with another --format it is
+    a contradiction, not a choice."""
+    from cobell_cli.errors import UsageError
+
+    if as_json and fmt is ListFormat.csv:
+        raise UsageError("--json and --format csv ask for two formats",
+                         hint="give one of them")
+    return ListFormat.json if as_json else fmt
 
 
 def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat) -> None:
@@ -209,6 +222,7 @@ def show(
 def jobs(
     ctx: typer.Context,
     fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="Output format."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """One line per job: runs, distinct scale-outs, last run, median runtime.
 
@@ -216,6 +230,7 @@ def jobs(
     """
     from cobell_cli import output
 
+    fmt = _list_format(fmt, as_json)
     with open_history(ctx, create=False, read_only=True) as history:
         rows = history.jobs()
     columns = ["job", "runs", "succeeded", "scale_outs", "last_run", "median_runtime_s"]
