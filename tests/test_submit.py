@@ -118,6 +118,18 @@ def test_failed_job_exit_code_passes_through(tmp_path: Path) -> None:
     assert runs(db)[0]["status"] == "failed" and runs(db)[0]["exit_code"] == 7
 
 
+def test_the_json_summary_carries_the_warnings_printed_before_the_job(tmp_path: Path) -> None:
+    """cron reads the one JSON line: what was warned while planning must be in it too."""
+    db = tmp_path / "h.db"
+    proc = submit(db, *TOY, "--json", command=[PY, "-c", "pass", "{scale_out}"])
+    assert proc.returncode == 0, proc.stderr
+    warned = [line.removeprefix("cobell: warning: ") for line in proc.stderr.splitlines()
+              if line.startswith("cobell: warning: ")]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert any("NO CLUSTER INFORMATION" in w for w in warned)
+    assert set(warned) <= set(summary["warnings"])
+
+
 def test_missing_command_is_127_and_recorded(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     proc = submit(

@@ -173,7 +173,8 @@ def submit(
     if dry_run:
         return
     outcome = _run(ctx, prediction, cluster_adapter, injected, size, submitted_at, log_file)
-    _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size)
+    planned = [*injected.warnings, *prediction.plan.warnings, *prediction.warnings]
+    _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size, planned)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -274,13 +275,14 @@ def _after_the_job(
     job: str,
     target_s: float,
     input_bytes: int | None,
+    planned: list[str],
 ) -> None:
     """The summary, then the model warm-up; a signal abandons the rest (the job's exit code
     stands), and a terminal that has gone (SIGHUP) just gets nothing more."""
     from cobell_cli import interrupts
 
     try:
-        _report(outcome, as_json)
+        _report(outcome, as_json, planned)
         with interrupts.abandonable():
             if outcome.status == "succeeded":
                 prepare_next_run(ctx, flags, job, target_s, input_bytes)
@@ -291,13 +293,16 @@ def _after_the_job(
         pass
 
 
-def _report(outcome: Outcome, as_json: bool) -> None:
+def _report(outcome: Outcome, as_json: bool, planned: list[str]) -> None:
+    """The run's warnings and summary. The JSON line carries the planning's warnings too
+    (printed before the job, as `predict --json` carries them): a script reads only it."""
     from cobell_cli.output import to_json
 
     for message in outcome.warnings:
         warn(message)
     if as_json:
-        typer.echo(to_json(outcome.to_dict()))
+        summary = outcome.to_dict()
+        typer.echo(to_json({**summary, "warnings": [*planned, *summary["warnings"]]}))
     else:
         verdict = "met" if outcome.met_target else "missed"
         predicted = f"predicted {outcome.predicted_s:.0f} s, " if outcome.predicted_s else ""
