@@ -367,3 +367,22 @@ def test_matched_miss_rates_pick_the_cheapest_cobell_level_that_misses_no_more_o
     assert kf.matched(points, "bell@0.99", cobell) == "cobell@0.97"
     assert kf.matched({**points, "bell@x": {"over_share_pct": -1.0, "node_s_vs_oracle": 1}},
                       "bell@x", cobell) is None
+
+
+def test_the_error_split_separates_prediction_and_runtime_around_one_expectation(bell_dir):
+    from bench import colocation as co
+    from bench import error_split as es
+
+    cell = ("nodesim", "pair", "sgd")
+    split = es.split_cell(cell, 4, co.Config.seed, bell_dir, runs_per_interferer=2)
+    assert len(split.model) == len(split.noise) == 2 * len(co.INTERFERERS) - co.MODEL_FROM_USABLE
+    curves, world = es.load_curves(bell_dir), co.truth("nodesim")
+    memory = co.seed_world("sgd", curves, world, co.Config.seed)
+    cfg = co.Config(worlds=("nodesim",), targets=("sgd",), variants=("pair",),
+                    runs_per_interferer=2)
+    records = [co.play("default", memory, s, curves, co.TARGETS_S["sgd"], world)
+               for s in co.draw_runs("pair", "sgd", cfg, curves, world)]
+    post = [r for r in records if not r.bootstrap]
+    for m, n, r in zip(split.model, split.noise, post, strict=True):  # the same runs, in order
+        assert m - n == pytest.approx(math.log(r.predicted_s / r.runtime_s))
+        assert abs(n) < 0.5  # the runtime is near what the physics expects at that scale-out
