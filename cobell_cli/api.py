@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from cobell_cli.config import Settings
     from cobell_cli.core.plan import Plan
     from cobell_cli.store.history import History
+    from cobell_cli.store.model_cache import ModelCache
 
 
 @dataclass
@@ -88,7 +89,7 @@ def predict(
     exclude_app_ids: Iterable[str] = (),
 ) -> Prediction:
     """Plan the next run of `job` against the history and what runs on the cluster now."""
-    from cobell_cli.core.plan import DEFAULT_INTERVAL_CONFIDENCE, plan
+    from cobell_cli.core.plan import plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
     window = settings.history_window
@@ -108,18 +109,12 @@ def predict(
             history, cluster, settings, apps, co_histories, left_s=deadline.remaining_s()
         )
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
-    cache = replays = None
-    if settings.model_cache:
-        from cobell_cli.config import cache_dir
-        from cobell_cli.store.model_cache import ModelCache
+    cache = model_cache(settings)
+    replays = None
+    if cache is not None and profiles:
         from cobell_cli.store.replay_cache import ReplayCache
 
-        cache = ModelCache(
-            cache_dir() / "models",
-            confidence=settings.confidence or DEFAULT_INTERVAL_CONFIDENCE,
-            grid_max=settings.max_scale_out,
-        )
-        replays = ReplayCache(cache_dir() / "models") if profiles else None
+        replays = ReplayCache(cache.directory)
     chosen = plan(
         job=job,
         history=runs,
@@ -210,6 +205,22 @@ def _profiles_from_logs(paths: Sequence[str], warnings: list[str]) -> list[Any]:
             line = exc.line() if isinstance(exc, EventLogError) else str(exc)
             warnings.append(f"the what-if cannot read the job's event log: {line}")
     return out
+
+
+def model_cache(settings: Settings) -> ModelCache | None:
+    """The on-disk cache of fitted models that planning reads and writes (None when
+    `model_cache` is off); `cobell model show` reads the entries `submit` left."""
+    if not settings.model_cache:
+        return None
+    from cobell_cli.config import cache_dir
+    from cobell_cli.core.plan import DEFAULT_INTERVAL_CONFIDENCE
+    from cobell_cli.store.model_cache import ModelCache
+
+    return ModelCache(
+        cache_dir() / "models",
+        confidence=settings.confidence or DEFAULT_INTERVAL_CONFIDENCE,
+        grid_max=settings.max_scale_out,
+    )
 
 
 def warm_model_cache(

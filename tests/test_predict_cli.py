@@ -133,6 +133,18 @@ def test_a_cached_model_plans_exactly_as_a_fresh_fit(db: Path) -> None:
     assert predict_json(db, *args, "--confidence", "0.8")["model_cache"]["misses"] == fits
 
 
+def test_model_show_reads_the_model_planning_cached_and_shows_the_same(db: Path) -> None:
+    show = ("--db", db, "model", "show", "-j", "sgd", "--json")
+    off = cobell(*show, env={"COBELL_MODEL_CACHE": "off"})
+    assert off.exit_code == 0, off.stderr
+    fresh = json.loads(off.stdout)
+    assert fresh.pop("model_cache") is None
+    predict_json(db, "-j", "sgd", "-t", "300", "--cluster", "none")  # fits, caches
+    cached = json.loads(cobell(*show).stdout)
+    assert cached.pop("model_cache") == {"hits": 1, "misses": 0}
+    assert cached == fresh
+
+
 def test_model_cache_off_and_history_window_from_the_environment(
     db: Path, tmp_path: Path
 ) -> None:

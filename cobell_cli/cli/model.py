@@ -57,11 +57,14 @@ def _job_whatif(history: Any, job: str, runs: list[dict[str, Any]]) -> Any:
         return None
 
 
-def fit(job: str, runs: list[dict[str, Any]], whatif: Any = None) -> Any:
+def fit(job: str, runs: list[dict[str, Any]], whatif: Any = None, cache: Any = None) -> Any:
+    """The job's model, as planning fits it; from `cache` (api.model_cache) when it has it."""
     from cobell_cli.core.model import fit_runtime_model
     from cobell_cli.errors import UsageError
 
     try:
+        if cache is not None:
+            return cache.fit(runs, whatif)
         return fit_runtime_model(runs, whatif=whatif)
     except ValueError as exc:
         raise UsageError(f"job {job!r}: {exc}",
@@ -160,14 +163,18 @@ def show(
 ) -> None:
     """The chosen model, its parameters, per co-runner interference, CV errors, runs used.
 
+    Read from the model cache when planning (submit, predict) has fitted the same runs.
+
     Example: cobell model show --job sgd
     """
-    from cobell_cli import output
+    from cobell_cli import api, output
 
     runs, whatif = _runs_and_profiles(ctx, job)
-    description = {"job": job, **fit(job, runs, whatif).describe()}
+    cache = api.model_cache(settings(ctx))
+    description = {"job": job, **fit(job, runs, whatif, cache).describe()}
     if as_json:
-        typer.echo(output.to_json(description))
+        cached = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
+        typer.echo(output.to_json({**description, "model_cache": cached}))
         return
     typer.echo(output.table(show_rows(description), ["field", "value"]))
 
