@@ -62,13 +62,9 @@ def split_cell(cell: co.Cell, n_draws: int, seed: int, data_dir: Path = co.DEFAU
         if record.bootstrap or not record.predicted_s:
             continue
         rng = np.random.default_rng([seed, 11, setup.index])
-        logs = []
-        for draw in ob.blind_redraws(setup, curves, world, rng, n_draws):
-            run = dataclasses.replace(setup, noise=draw)
-            done = world.simulate(co._jobs(run, curves, target, record.scale_out), draw)[-1]
-            assert done.finish_s is not None
-            logs.append(math.log(done.finish_s - setup.submit_s))
-        expected = float(np.mean(logs))
+        expected = float(np.mean([
+            math.log(ob.runtime_at(setup, curves, target, world, record.scale_out, draw))
+            for draw in ob.blind_redraws(setup, curves, world, rng, n_draws)]))
         model.append(math.log(record.predicted_s) - expected)
         noise.append(math.log(record.runtime_s) - expected)
     return Split(tuple(model), tuple(noise))

@@ -81,15 +81,22 @@ def blind_redraws(setup: co.RunSetup, curves: Mapping[str, Curve], world: co.Tru
     sees at the submit: the same co-runners still running (rejection, at most 20 tries per
     draw wanted; the draws found by then). None found: the draws unconditioned."""
     seen = running_at_submit(setup, curves, world, setup.noise)
-    tried = [world.draw(rng, curves) for _ in range(n_draws)]
-    kept = [n for n in tried if running_at_submit(setup, curves, world, n) == seen]
-    for _ in range(20 * n_draws):
-        if len(kept) >= n_draws:
-            break
-        noise = world.draw(rng, curves)
-        if running_at_submit(setup, curves, world, noise) == seen:
-            kept.append(noise)
-    return kept or tried
+    drawn: list[Any] = []
+    kept: list[Any] = []
+    while len(kept) < n_draws and len(drawn) < 21 * n_draws:
+        drawn.append(world.draw(rng, curves))
+        if running_at_submit(setup, curves, world, drawn[-1]) == seen:
+            kept.append(drawn[-1])
+    return kept or drawn[:n_draws]
+
+
+def runtime_at(setup: co.RunSetup, curves: Mapping[str, Curve], target: str, world: co.Truth,
+               scale_out: int, noise: Any) -> float:
+    """The target's runtime at `scale_out` in the run `setup` had, under `noise`."""
+    run = dataclasses.replace(setup, noise=noise)
+    done = world.simulate(co._jobs(run, curves, target, scale_out), noise)[-1]
+    assert done.finish_s is not None
+    return done.finish_s - setup.submit_s
 
 
 @dataclass
@@ -154,11 +161,7 @@ def bound_run(setup: co.RunSetup, curves: Mapping[str, Curve], target: str, worl
               else blind_redraws(setup, curves, world, rng, n_draws))
 
     def runtime(x: int, noise: Any) -> float:
-        run = co.RunSetup(setup.index, setup.co_jobs, setup.co_scale_outs, setup.co_starts_s,
-                          setup.submit_s, noise)
-        done = world.simulate(co._jobs(run, curves, target, x), noise)[-1]
-        assert done.finish_s is not None
-        return done.finish_s - setup.submit_s
+        return runtime_at(setup, curves, target, world, x, noise)
 
     draws = Draws(runtime, noises)
     ox = co.oracle_scale_out(setup, curves, target, target_s, world)

@@ -33,12 +33,17 @@ class Prediction:
     model_cache: dict[str, int] | None = None  # hits and misses; None when the cache is off
     live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
 
+    @property
+    def all_warnings(self) -> list[str]:
+        """The plan's warnings, then the edges'."""
+        return [*self.plan.warnings, *self.warnings]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.plan.to_dict(),
             "cluster": self.cluster,
             "cluster_ok": self.cluster_ok,
-            "warnings": [*self.plan.warnings, *self.warnings],
+            "warnings": self.all_warnings,
             "model_cache": self.model_cache,
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
         }

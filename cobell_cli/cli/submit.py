@@ -173,7 +173,7 @@ def submit(
     if dry_run:
         return
     outcome = _run(ctx, prediction, cluster_adapter, injected, size, submitted_at, log_file)
-    planned = [*injected.warnings, *prediction.plan.warnings, *prediction.warnings]
+    planned = [*injected.warnings, *prediction.all_warnings]
     _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size, planned)
     raise typer.Exit(outcome.exit_code)
 
