@@ -10,7 +10,10 @@ One handler per signal, installed by the CLI entry for the whole command, acts b
   job starts refuses to start it all the same.
 - `forward` (the job runs): each signal goes to the job's process group, once, as a shell
   would send it (SIGHUP included: a closed terminal ends the job, as it would without cobell);
-  cobell keeps waiting for the job to finish its own shutdown.
+  cobell keeps waiting for the job to finish its own shutdown. One that comes when the job's
+  own process has already exited (cobell has not noticed yet, or is draining its output)
+  still goes to the group, for whatever lingers there, but found the job over: it is
+  deferred, as after the job, and does not make the run `killed`.
 - `defer` (cobell installs its handlers or exits; the run's row is being inserted, `hold()`;
   the job has ended and its completion is being recorded): latched only. A pending write
   stops waiting for a lock (`deferred()`): before the job, the job is then not started; after
@@ -77,10 +80,12 @@ _state = _State()
 def _handle(signum: int, _frame: FrameType | None) -> None:
     phase = _state.phase
     if phase == "forward":
-        _state.forwarded.append(signum)
-        if _state.job_pgid is not None:
+        pgid = _state.job_pgid
+        (_state.deferred if pgid is not None and _exited(pgid) else _state.forwarded).append(
+            signum)
+        if pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(_state.job_pgid, signum)
+                os.killpg(pgid, signum)
     elif phase in ("defer", "abandon"):
         _state.deferred.append(signum)
         if phase == "abandon":
@@ -89,6 +94,14 @@ def _handle(signum: int, _frame: FrameType | None) -> None:
     else:
         _state.latched.append(signum)
         raise Interrupted(signum)
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child `pid` has ended, without reaping it (its waiter still will)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped
+        return True
 
 
 def _main_thread() -> bool:

@@ -192,6 +192,30 @@ def test_failing_callback_does_not_orphan_the_child() -> None:
         os.kill(pids[0], 0)
 
 
+@pytest.mark.parametrize("ended", [False, True], ids=["running", "exited, not yet reaped"])
+def test_a_signal_counts_as_forwarded_only_while_the_jobs_process_lives(ended: bool) -> None:
+    """cobell notices the job's exit at its next poll; a SIGINT in between found the job over
+    and must not make a run that ended on its own `killed` (a sweep hit that by chance)."""
+    from cobell_cli import interrupts
+
+    code = "pass" if ended else "import time; time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while ended and os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    try:
+        with interrupts.forwarding() as signals:
+            signals.started(proc.pid)
+            os.kill(os.getpid(), signal.SIGINT)  # handled here, in the main thread
+            forwarded, deferred = signals.forwarded, interrupts.deferred()
+    finally:
+        proc.wait(timeout=30)
+    assert forwarded == ([] if ended else [signal.SIGINT])
+    assert deferred == (signal.SIGINT if ended else None)
+    assert proc.returncode == (0 if ended else -signal.SIGINT)  # the live one got it
+
+
 # --- signal forwarding: cobell's runner in a real process, signalled from here ----------------
 
 TRAP_CHILD = """

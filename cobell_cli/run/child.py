@@ -287,9 +287,6 @@ def _supervise(
                     next_tick += tick_s
                     on_tick(clock() - started_at)
         finished_at = clock()
-        # What reached the job: a signal that comes while its output drains finds it ended on
-        # its own, and must not make a run that exited 0 by itself `killed`.
-        forwarded = signals.forwarded
         for pump in pumps:
             pump.join(_DRAIN_TIMEOUT_S)
         deliver_app_id()
@@ -302,6 +299,7 @@ def _supervise(
             if not pump.is_alive():  # a live pump still reads its fd: closing could reuse it
                 with contextlib.suppress(OSError):
                     pipe.close()
+    forwarded = signals.forwarded  # what reached the job (interrupts.py: not after its end)
     return ChildResult(
         exit_code=shell_exit_code(proc.returncode),
         started_at=started_at,
