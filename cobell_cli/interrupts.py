@@ -30,9 +30,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -119,6 +121,8 @@ def handled(*, exiting: bool = False) -> Iterator[None]:
         yield
         return
     _state.reset()  # a fresh command: nothing latched, nothing forwarded
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_signals(unraisable)
     for signum in SIGNALS:
         previous = signal.getsignal(signum)
         if previous is signal.SIG_IGN:
@@ -131,6 +135,21 @@ def handled(*, exiting: bool = False) -> Iterator[None]:
         for signum, previous in _state.installed.items():
             signal.signal(signum, signal.SIG_IGN if exiting else previous)  # type: ignore[arg-type]
         _state.installed = {}
+        sys.unraisablehook = unraisable
+
+
+def _quiet_signals(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    """An unraisable-exception hook that drops cobell's own signal exceptions. A signal that
+    lands in code Python cannot raise from (an import lock's weakref callback, a __del__)
+    would print 'Exception ignored ... Interrupted' and carry on; it is latched (or deferred)
+    all the same, and the command honours it where it checks (`raising`, `before_start`)."""
+
+    def hook(unraisable: Any) -> object:
+        if isinstance(unraisable.exc_value, Interrupted | Abandoned):
+            return None
+        return previous(unraisable)
+
+    return hook
 
 
 @contextlib.contextmanager
@@ -145,6 +164,7 @@ def raising() -> Iterator[None]:
     _state.phase = "raise"
     try:
         yield
+        check()  # a signal whose Interrupted Python or a library swallowed still ends it
     finally:
         _state.phase = "defer"
 

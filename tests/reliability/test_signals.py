@@ -166,6 +166,29 @@ def test_sigint_at_any_moment_of_a_submit_is_honoured(tmp_path: Path) -> None:
     assert "running" not in statuses and "lost" not in statuses
 
 
+class _SignalledWhileCollected:
+    """An object whose finaliser receives SIGINT: Python cannot raise from a finaliser (nor
+    from an import lock's weakref callback, where a sweep once landed), only report it."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs between these bytecodes, inside __del__
+            pass
+
+
+def test_a_signal_python_cannot_raise_is_quiet_and_still_ends_the_command(capsys) -> None:
+    from cobell_cli import interrupts
+
+    went_on = False
+    with pytest.raises(interrupts.Interrupted) as ended, interrupts.handled(), \
+            interrupts.raising():
+        collected = _SignalledWhileCollected()
+        del collected  # finalised here
+        went_on = True  # Python carried on past the swallowed exception
+    assert went_on and ended.value.signum == signal.SIGINT
+    assert "Traceback" not in capsys.readouterr().err  # nothing like 'Exception ignored in'
+
+
 def _traceback_from_cobell(err: str) -> bool:
     """A traceback through cobell's code or the libraries its CLI loads; one raised while the
     interpreter itself starts (site, before any cobell code runs) is out of cobell's reach."""
