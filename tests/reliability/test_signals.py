@@ -155,8 +155,13 @@ def test_sigint_at_any_moment_of_a_submit_is_honoured(tmp_path: Path) -> None:
         if summary is None:  # cobell ended before starting the job
             assert not trial["started"] and trial["code"] == 130, where
             assert trial["err"].strip().splitlines()[-1] == "cobell: interrupted by SIGINT", where
-        elif trial["got"] or summary["status"] == "killed":  # forwarded; the job ended on it
-            assert trial["code"] == 130 and summary["status"] == "killed", where
+        elif trial["got"] or summary["status"] == "killed":  # forwarded: the run is killed
+            assert summary["status"] == "killed", where
+            # The job's trap exits 130. A signal that reached its shell while the shell was
+            # already exiting on its own (after `ended`, its trap no longer runs, not yet a
+            # zombie) was forwarded all the same, and the job's own exit code, 0, stands.
+            late = trial["ended_before_signal"] and not trial["got"]
+            assert trial["code"] in ((0, 130) if late else (130,)), where
         else:  # only a signal sent once the job was over may leave it alone
             assert trial["ended_before_signal"] and trial["code"] == 0, where
             assert summary["status"] == "succeeded", where
