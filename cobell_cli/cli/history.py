@@ -51,29 +51,11 @@ class RuntimeUnit(enum.StrEnum):
 
 
 def parse_since(text: str, now: float) -> float:
-    """`7d`, `12h`, `30m`, `90s`, an ISO date/time (UTC unless it says otherwise), or epoch s."""
-    from datetime import UTC, datetime
+    """`--since` through the one time parser (cobell_cli/timespec.py), in the local zone."""
+    from cobell_cli.timespec import local_zone
+    from cobell_cli.timespec import parse_since as parse
 
-    from cobell_cli.errors import UsageError
-
-    text = text.strip()
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    if text[-1:] in units and text[:-1].replace(".", "", 1).isdigit():
-        return now - float(text[:-1]) * units[text[-1]]
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"--since {text!r} is not a time",
-            hint="use e.g. 7d, 12h, 2026-11-01 or 2026-11-01T08:00:00Z",
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    return parse(text, "--since", now, local_zone(now))
 
 
 def _storable(number: int) -> bool:
@@ -105,7 +87,10 @@ def list_runs(
         "pending (finished, waiting in the journal beside the history).",
     ),
     since: str | None = typer.Option(
-        None, "--since", help="Only runs submitted since then: 7d, 12h, or an ISO date/time."
+        None, "--since", help=(
+            "Only runs submitted since then: 7d, 12h, yesterday, or an ISO date/time "
+            "(local time unless it names a zone)."
+        ),
     ),
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many runs."),
     fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="Output format."),
@@ -293,7 +278,10 @@ def import_file(
     since: str | None = typer.Option(
         None,
         "--since",
-        help="Only apps finished since then: 30d, 12h, or an ISO date/time (default 30d).",
+        help=(
+            "Only apps finished since then: 30d, 12h, yesterday, or an ISO date/time "
+            "(local time unless it names a zone; default 30d)."
+        ),
         rich_help_panel="Record",
     ),
     vcores_per_container: float = typer.Option(
