@@ -56,10 +56,10 @@ from bench.simulator import (
     stage_shares,
 )
 from cobell_cli.api import measured_overlaps
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import outcome_calibration
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.plan import MODEL_FROM_USABLE, plan
+from cobell_cli.core.running import RunningApp
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from cobell_cli.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
-    from cobell_cli.cluster.base import RunningApp
     from cobell_cli.cluster.progress import ProgressReport
     from cobell_cli.config import Settings
     from cobell_cli.core.plan import Plan
+    from cobell_cli.core.running import RunningApp
     from cobell_cli.store.history import History
     from cobell_cli.store.model_cache import ModelCache
 

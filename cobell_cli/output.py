@@ -90,20 +90,6 @@ def _one_thread() -> bool:
     return threading is None or threading.active_count() == 1
 
 
-def jsonable(value: Any) -> Any:
-    """Plain JSON types: numpy scalars and arrays (duck-typed, numpy need not be loaded) become
-    numbers and lists, non-finite floats null, mapping keys strings."""
-    if isinstance(value, Mapping):
-        return {("null" if k is None else str(k)): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, str | bytes):
-        return jsonable(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def to_json(value: Any) -> str:
     return json.dumps(value, sort_keys=False, default=str)
 

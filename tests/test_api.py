@@ -7,7 +7,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cobell_cli.api import measured_overlaps
-from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.running import RunningApp
 
 
 def app(app_id: str, start: float | None, end: float | None, job: str | None = "wc") -> RunningApp:

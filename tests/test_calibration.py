@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy.stats import t as scipy_t
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import (
     JACKKNIFE_MAX_FITS,
     RECENT_OUTCOMES,
@@ -25,6 +24,7 @@ from cobell_cli.core.calibration import (
     student_t_quantile,
 )
 from cobell_cli.core.plan import plan
+from cobell_cli.core.running import RunningApp
 
 
 class PairModel:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.running import RunningApp
 from cobell_cli.sources.co_runners import standalone_app
 from cobell_cli.sources.record import ImportedApp, job_of, overlapping_pairs, status_of
 

@@ -359,8 +359,8 @@ def test_cv_weighs_a_co_runners_overlap_by_its_size_only_when_that_explains_the_
 
 
 def test_a_plan_reserves_more_beside_a_larger_co_runner_when_size_matters() -> None:
-    from cobell_cli.cluster.base import RunningApp
     from cobell_cli.core.plan import plan
+    from cobell_cli.core.running import RunningApp
 
     rng = np.random.default_rng(13)
     runs = [{**r, "id": i, "status": "succeeded", "started_at": float(i)}

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.plan import (
     candidate_scale_outs,
     plan,
@@ -24,6 +23,7 @@ from cobell_cli.core.plan import (
     similar_runs,
 )
 from cobell_cli.core.plan.reasons import probability_text
+from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
 
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core import remaining
 from cobell_cli.core.overlap import CoRunnerInput, predict_overlaps
 from cobell_cli.core.plan import plan
@@ -21,6 +20,7 @@ from cobell_cli.core.remaining import (
     stage_fraction,
     stage_plan,
 )
+from cobell_cli.core.running import RunningApp
 
 NOW = 10_000.0
 

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.cluster.base import Cluster, RunningApp
+from cobell_cli.cluster.base import Cluster
 from cobell_cli.cluster.deadline import UNBOUNDED, Deadline
 from cobell_cli.cluster.jobs import job_app_name, job_tag, map_job
 from cobell_cli.errors import ConfigError
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Cluster",
     "Deadline",
-    "RunningApp",
     "connect",
     "job_app_name",
     "job_tag",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.cluster.deadline import UNBOUNDED, Deadline
+from cobell_cli.core.running import RunningApp
 
 WARNING = (
     "NO CLUSTER INFORMATION: co-runners are not read (cluster = none), so predictions "

@@ -23,13 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.cluster.fields import app_identity
 from cobell_cli.cluster.fields import epoch_ms_to_s as _epoch_s
 from cobell_cli.cluster.fields import number_or_none as _number
 from cobell_cli.cluster.fields import text_or_none as _text
 from cobell_cli.cluster.http import Answer, Deadline, JsonClient, normalize_url
 from cobell_cli.cluster.jobs import map_job
+from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import ClusterError
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")

@@ -28,7 +28,7 @@ from cobell_cli.core.co_runner_effects import (
     size_weight,
     widen,
 )
-from cobell_cli.output import jsonable
+from cobell_cli.core.jsonable import jsonable
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float] | None] | None
 TABLE_FORMAT = 3  # 2: the model's leave-one-out ratios; 3: the curve's log sd, class quantiles

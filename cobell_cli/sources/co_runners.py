@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import ClusterError, HistoryError
 from cobell_cli.sources.record import ImportedApp, ImportSummary, store_imported
 

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.cluster.jobs import map_job
+from cobell_cli.core.running import RunningApp
 
 if TYPE_CHECKING:
     from cobell_cli.store.history import History

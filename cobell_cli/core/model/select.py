@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from cobell_cli.core.co_runner_effects import factor_and_sd, size_weight
+from cobell_cli.core.jsonable import jsonable
 from cobell_cli.core.model.bounds import co_runner_bounds, conformal_scale, curve_bounds
 from cobell_cli.core.model.co_runner_runs import pool_rare, size_references, weigh_by_size
 from cobell_cli.core.model.curve_select import MIN_SCALE_OUTS_FOR_CV, choose_curves
@@ -58,7 +59,6 @@ from cobell_cli.core.model.robust import (
     repetition_weights,
 )
 from cobell_cli.core.model.uncertainty import ConformalScale
-from cobell_cli.output import jsonable
 
 REFIT_MAX_RUNS = 100  # up to here the held-out errors come from refits (held_out_ratios)
 

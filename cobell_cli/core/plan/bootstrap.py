@@ -28,7 +28,6 @@ import math
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.plan.co_runners import _ignored_views
 from cobell_cli.core.plan.history import _without_overlaps
 from cobell_cli.core.plan.records import (
@@ -41,6 +40,7 @@ from cobell_cli.core.plan.records import (
     Strategy,
     _floats,
 )
+from cobell_cli.core.running import RunningApp
 
 if TYPE_CHECKING:
     from cobell_cli.core.profile import AppProfile

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import RatioDistribution, held_out_ratios
 from cobell_cli.core.overlap import (
     CoRunnerInput,
@@ -27,6 +26,7 @@ from cobell_cli.core.plan.records import (
     _median,
 )
 from cobell_cli.core.remaining import stage_plan
+from cobell_cli.core.running import RunningApp
 
 
 def _co_runner_inputs(

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.calibration import calibrated_upper
+from cobell_cli.core.jsonable import jsonable
 from cobell_cli.core.plan.co_runners import _co_runner_views, _Overlaps, _predict_overlaps
 from cobell_cli.core.plan.reasons import _model_reason
 from cobell_cli.core.plan.records import (
@@ -20,7 +20,7 @@ from cobell_cli.core.plan.records import (
     RuntimeModel,
     _floats,
 )
-from cobell_cli.output import jsonable
+from cobell_cli.core.running import RunningApp
 
 DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence decides
 

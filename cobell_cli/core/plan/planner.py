@@ -9,7 +9,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.overlap import MAX_ITER, TOL_S
 from cobell_cli.core.plan.bootstrap import _fit_whatif, _job_model, _search_plan
 from cobell_cli.core.plan.history import (
@@ -21,6 +20,7 @@ from cobell_cli.core.plan.history import (
 from cobell_cli.core.plan.model_phase import _model_plan
 from cobell_cli.core.plan.reasons import _note_whatif
 from cobell_cli.core.plan.records import STRATEGIES, FitFn, Plan, RuntimeModel, Strategy
+from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
 
 if TYPE_CHECKING:

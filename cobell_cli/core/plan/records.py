@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
-from cobell_cli.output import jsonable
+from cobell_cli.core.jsonable import jsonable
 
 Strategy = Literal["joint", "paper", "none"]
 Phase = Literal["bootstrap-search", "bootstrap-whatif", "bootstrap-parametric", "model"]
