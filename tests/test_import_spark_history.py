@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from cobell_cli.cluster.fields import spark_time
 from cobell_cli.run.local_cluster import find_spark_home
-from cobell_cli.sources.spark_history import executor_counts, spark_time
+from cobell_cli.sources.spark_history import executor_counts
 from tests.cli_support import cobell
 from tests.spark_support import free_port, require_spark
 

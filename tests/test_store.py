@@ -326,7 +326,7 @@ def test_source_and_probability_are_checked(tmp_path: Path) -> None:
 def test_this_host_is_the_name_earlier_versions_stamped_running_rows_with() -> None:
     import socket
 
-    from cobell_cli.store.history import this_host
+    from cobell_cli.store.processes import this_host
 
     assert this_host() == socket.gethostname()  # or their `running` rows would never be reaped
 

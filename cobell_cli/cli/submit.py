@@ -251,7 +251,7 @@ def _run(
         return execute(
             history_path=settings(ctx).db_path,
             cluster=cluster_adapter,
-            prediction=prediction,
+            plan=prediction.plan,
             argv=injected.argv,
             stored_command=launch.redact(injected.argv),
             launcher=injected.launcher,

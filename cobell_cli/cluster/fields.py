@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 _HIDDEN_TEXT = {"", "N/A", "n/a", "null"}
@@ -43,3 +44,18 @@ def app_identity(raw: Any) -> tuple[str, str, str] | None:
         text_or_none(raw.get("name")) or "",
         (text_or_none(raw.get("state")) or "UNKNOWN").upper(),
     )
+
+
+def spark_time(value: Any) -> float | None:
+    """Epoch seconds from Spark's "2026-11-22T23:25:17.123GMT" (or epoch ms); None if not one."""
+    number = number_or_none(value)
+    if number is not None:
+        return number / 1000.0 if number > 0 else None
+    text = text_or_none(value)
+    if text is None:
+        return None
+    try:
+        moment = datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return None
+    return moment.timestamp()

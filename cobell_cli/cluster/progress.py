@@ -35,10 +35,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urljoin
 
-from cobell_cli.cluster.fields import number_or_none, text_or_none
+from cobell_cli.cluster.fields import number_or_none, spark_time, text_or_none
 from cobell_cli.core.remaining import DriverProgress, stage_fraction
 from cobell_cli.core.running import RunningApp
-from cobell_cli.sources.spark_history import spark_time
 
 MAX_THREADS = 16  # co-runners read at once; more wait for a free thread within the budget
 _DETAIL_UI = re.compile(r"<a\s[^>]*href=\"([^\"]+)\"[^>]*>\s*Application Detail UI\s*</a>", re.I)

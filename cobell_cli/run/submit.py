@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cobell_cli import interrupts
-from cobell_cli.api import Prediction, measured_overlaps
 from cobell_cli.cluster import query
+from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.errors import ClusterError, CobellError
 from cobell_cli.run.recorder import WRITE_ERRORS, RunRecorder, why_not_written
-from cobell_cli.store.history import this_host
+from cobell_cli.store.processes import this_host
 
 if TYPE_CHECKING:
+    from cobell_cli.core.plan import Plan
     from cobell_cli.run.child import ChildResult
 
 BACKENDS = {
@@ -92,7 +93,7 @@ def execute(
     *,
     history_path: Path,
     cluster: Any,
-    prediction: Prediction,
+    plan: Plan,
     argv: Sequence[str],
     stored_command: Sequence[str],
     launcher: str,
@@ -104,7 +105,6 @@ def execute(
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it."""
-    plan = prediction.plan
     row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
     recorder = _insert_run(history_path, row)
     try:

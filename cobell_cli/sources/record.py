@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.jobs import map_job
+from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.running import RunningApp
 
 if TYPE_CHECKING:
@@ -222,8 +223,6 @@ def colocation_rows(
     app: ImportedApp | RunningApp, co_runners: Sequence[RunningApp]
 ) -> list[dict[str, Any]]:
     """Co-location rows of `app` with the apps that overlapped it (the submit-time rule)."""
-    from cobell_cli.api import measured_overlaps
-
     assert app.started_at is not None and app.finished_at is not None
     return measured_overlaps(app.started_at, app.finished_at, co_runners)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from cobell_cli.cluster.fields import number_or_none, text_or_none
+from cobell_cli.cluster.fields import number_or_none, spark_time, text_or_none
 from cobell_cli.cluster.http import normalize_url
 from cobell_cli.cluster.jobs import split_tags
 from cobell_cli.errors import ClusterError, CobellError
@@ -44,21 +44,6 @@ from cobell_cli.sources.record import ImportedApp, ImportSummary, first_line, jo
 
 API = "/api/v1"
 FIX = "check --from-spark-history URL (the History Server's web address, e.g. http://shs:18080)"
-
-
-def spark_time(value: Any) -> float | None:
-    """Epoch seconds from Spark's "2026-11-22T23:25:17.123GMT" (or epoch ms); None if not one."""
-    number = number_or_none(value)
-    if number is not None:
-        return number / 1000.0 if number > 0 else None
-    text = text_or_none(value)
-    if text is None:
-        return None
-    try:
-        moment = datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
-    except ValueError:
-        return None
-    return moment.timestamp()
 
 
 def executor_counts(

@@ -10,9 +10,9 @@ from cobell_cli.store.history import (
     SOURCES,
     STATUSES,
     History,
-    this_host,
     validate_run,
 )
+from cobell_cli.store.processes import this_host
 
 __all__ = [
     "APPLICATION_ID",

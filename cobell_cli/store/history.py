@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
+from cobell_cli.store.processes import pid_alive, this_host
 from cobell_cli.store.queries import RunQueries
 from cobell_cli.store.schema import (
     APPLICATION_ID,
@@ -53,9 +54,7 @@ __all__ = [
     "History",
     "HistoryLocked",
     "_migration_1",
-    "pid_alive",
     "profile_json",
-    "this_host",
     "validate_run",
     "write_retrying",
 ]
@@ -64,22 +63,6 @@ BUSY_TIMEOUT_S = 30.0
 RETRY_ATTEMPT_S = 0.25  # one attempt of write_retrying: how soon a signal is noticed
 JOURNAL_APPLY_WAIT_S = 1.0  # for the lock to apply the pending journal, before the own write
 T = TypeVar("T")
-
-
-def this_host() -> str:
-    """The name `running` rows are stamped with and reaped by (socket.gethostname()'s value,
-    without importing socket on every open)."""
-    return os.uname().nodename
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 class HistoryLocked(HistoryError):

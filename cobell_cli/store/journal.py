@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cobell_cli.store.processes import pid_alive
+
 FORMAT = 1
 # An applier may remove the file between our open and our lock. Under a busy history every
 # cobell that opens it applies and removes the journal, so five tries lost the race under
@@ -265,8 +267,6 @@ def release(reservation: Path | None) -> None:
 
 def _remove_stale_reservations(history_path: Path, host: str) -> None:
     """Reservations left by killed cobells on this host (their pid is gone)."""
-    from cobell_cli.store.history import pid_alive
-
     prefix = f".{history_path.name}.reserve.{host}."
     with contextlib.suppress(OSError):
         for path in history_path.parent.glob(f"{_glob_escape(prefix)}*"):
