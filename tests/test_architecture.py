@@ -346,3 +346,31 @@ def test_layer_check_catches_an_upward_arrow(tmp_path: Path) -> None:
     found = upward_imports(internal_imports(package))
     assert found == ["cobell_cli.run.submit -> cobell_cli.api (line 3): run may not import api, "
                      "a layer above it"]
+
+
+# Commands that are a thin layer over the API (parse the options, call cobell_cli.api, render):
+# they reach the store, the importers, the cluster, run and the core only through it.
+THIN_COMMANDS = ("cobell_cli.cli.history", "cobell_cli.cli.model")
+THIN_MAY_IMPORT = frozenset({"api", "cli", "errors", "output", "timespec"})
+
+
+def past_the_api(imps: Sequence[Import], commands: Sequence[str] = THIN_COMMANDS) -> list[str]:
+    return [f"{imp}: a thin command reaches {part(imp.target)!r} past the API"
+            for imp in imps
+            if imp.source in commands and part(imp.target) not in THIN_MAY_IMPORT]
+
+
+def test_thin_commands_go_through_the_api() -> None:
+    assert set(THIN_COMMANDS) <= set(modules())
+    found = past_the_api(internal_imports())
+    assert not found, "\n".join(found)
+
+
+def test_thin_check_catches_a_command_reaching_into_the_store(tmp_path: Path) -> None:
+    package = _package(tmp_path, {
+        "api.py": "", "cli/__init__.py": "", "store/__init__.py": "", "store/history.py": "",
+        "cli/history.py": "from cobell_cli import api\n\ndef f():\n"
+                          "    from cobell_cli.store.history import STATUSES\n",
+    })
+    found = past_the_api(internal_imports(package))
+    assert len(found) == 1 and "'store' past the API" in found[0], found

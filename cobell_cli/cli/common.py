@@ -55,9 +55,9 @@ def open_history(
     ctx: typer.Context, *, create: bool = True, read_only: bool = False
 ) -> History:
     """The history at --db; `read_only` for commands that only look (they never change it)."""
-    from cobell_cli.store.history import History
+    from cobell_cli import api
 
-    return History.open(settings(ctx).db_path, create=create, read_only=read_only)
+    return api.open_history(settings(ctx).db_path, create=create, read_only=read_only)
 
 
 # -- options shared by the commands that ask the cluster ------------------------------------

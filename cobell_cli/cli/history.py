@@ -1,4 +1,7 @@
-"""`cobell history`: list, show, summarise, import, export and remove recorded runs."""
+"""`cobell history`: list, show, summarise, import, export and remove recorded runs.
+
+A thin layer over cobell_cli/api/runs.py: parse the options, call the API, render.
+"""
 
 from __future__ import annotations
 
@@ -58,11 +61,6 @@ def parse_since(text: str, now: float) -> float:
     return parse(text, "--since", now, local_zone(now))
 
 
-def _storable(number: int) -> bool:
-    """A number SQLite can hold (a signed 64-bit integer): no run id or count is larger."""
-    return -(2**63) <= number < 2**63
-
-
 def _screen_row(run: dict[str, Any]) -> dict[str, Any]:
     from cobell_cli.output import iso
 
@@ -105,24 +103,13 @@ def list_runs(
     """
     import time
 
-    from cobell_cli.errors import UsageError
-    from cobell_cli.store.history import STATUSES
+    from cobell_cli import api
 
-    shown = (*STATUSES, "pending")
-    for value in status or ():
-        if value not in shown:
-            raise UsageError(f"--status {value!r} is not a status", hint=f"use {', '.join(shown)}")
+    api.check_statuses(status)
     fmt = _list_format(fmt, as_json)
     since_ts = parse_since(since, time.time()) if since else None
     with open_history(ctx, create=False, read_only=True) as history:
-        runs = history.runs(
-            job=job,
-            status=status or None,
-            since=since_ts,
-            limit=limit if limit is None or _storable(limit) else None,  # beyond 2^63: all
-            with_colocations=True,
-            show_pending=True,
-        )
+        runs = api.list_runs(history, job=job, status=status, since=since_ts, limit=limit)
     _print_runs(runs, fmt)
 
 
@@ -138,13 +125,12 @@ def _list_format(fmt: ListFormat, as_json: bool) -> ListFormat:
 
 
 def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat) -> None:
-    from cobell_cli import output
-    from cobell_cli.store import interchange
+    from cobell_cli import api, output
 
     if fmt is ListFormat.json:
-        typer.echo(output.to_json(interchange.export_records(runs)))
+        typer.echo(output.to_json(api.run_records(runs)))
     elif fmt is ListFormat.csv:
-        typer.echo(interchange.to_csv(runs), nl=False)
+        typer.echo(api.runs_csv(runs), nl=False)
     elif runs:
         typer.echo(output.table([_screen_row(r) for r in runs], LIST_COLUMNS))
     else:
@@ -161,13 +147,10 @@ def show(
 
     Example: cobell history show 42
     """
-    from cobell_cli import output
-    from cobell_cli.errors import UsageError
+    from cobell_cli import api, output
 
     with open_history(ctx, create=False, read_only=True) as history:
-        run = history.run(run_id) if _storable(run_id) else None
-    if run is None:
-        raise UsageError(f"no run with id {run_id}", hint="see `cobell history list`")
+        run = api.get_run(history, run_id)
     if as_json:
         typer.echo(output.to_json(run))
         return
@@ -213,11 +196,11 @@ def jobs(
 
     Example: cobell history jobs --format json
     """
-    from cobell_cli import output
+    from cobell_cli import api, output
 
     fmt = _list_format(fmt, as_json)
     with open_history(ctx, create=False, read_only=True) as history:
-        rows = history.jobs()
+        rows = api.list_jobs(history)
     columns = ["job", "runs", "succeeded", "scale_outs", "last_run", "median_runtime_s"]
     if fmt is ListFormat.json:
         typer.echo(output.to_json(rows))
@@ -356,34 +339,25 @@ def _import_history_file(
 ) -> None:
     """cobell's CSV/JSON or Bell's CSV: validated in a first streaming pass, then written in
     one transaction (all or nothing)."""
-    from cobell_cli.store.interchange import HistoryFile
+    from cobell_cli import api
 
-    name = "<stdin>" if str(file) == "-" else str(file)
-    options = {"job": job, "runtime_unit": runtime_unit.value if runtime_unit else None}
-    source = HistoryFile(file, _stdin_copy(), **options) if name == "<stdin>" else None
-    source = source or HistoryFile.at(file, **options)
-    valid, problems, invalid = _validate(source, name)
-    if invalid and not skip_invalid:
-        more = invalid - 1
-        raise _import_error(
-            name,
-            f"{problems[0]}" + (f" (and {more} more invalid rows)" if more else ""),
-            hint="nothing was imported; fix the file or pass --skip-invalid",
-        )
-    for problem in problems:
-        warn(f"skipped {name}: {problem}")
-    if invalid > len(problems):
-        warn(f"skipped {name}: {invalid - len(problems)} more invalid rows")
+    checked = api.check_file(
+        file,
+        job=job,
+        runtime_unit=runtime_unit.value if runtime_unit else None,
+        skip_invalid=skip_invalid,
+        open_text=_stdin_copy() if str(file) == "-" else None,
+    )
+    for line in checked.skipped():
+        warn(line)
     if dry_run:
-        info(f"{name}: {valid} valid runs ({source.kind}); nothing written (--dry-run)")
+        info(f"{checked.name}: {checked.valid} valid runs ({checked.kind}); nothing written "
+             "(--dry-run)")
         return
     with open_history(ctx) as history:
-        ids = history.insert_runs(_valid_runs(source, name, skip_invalid), keep_ids=not new_ids)
-    skipped = f", skipped {invalid} invalid" if invalid else ""
-    info(f"imported {len(ids)} runs from {name} into {history.path}{skipped}")
-
-
-SHOWN_PROBLEMS = 100  # invalid rows named one by one; the rest are counted
+        ids = api.import_checked(history, checked, skip_invalid=skip_invalid, new_ids=new_ids)
+    skipped = f", skipped {checked.invalid} invalid" if checked.invalid else ""
+    info(f"imported {len(ids)} runs from {checked.name} into {history.path}{skipped}")
 
 
 def _stdin_copy() -> Callable[[], Any]:
@@ -405,59 +379,6 @@ def _stdin_copy() -> Callable[[], Any]:
     return open_text
 
 
-def _import_error(name: str, message: str, hint: str | None = None) -> Exception:
-    from cobell_cli.errors import ImportFileError
-
-    return ImportFileError(f"{name}: {message}", hint=hint)
-
-
-@contextlib.contextmanager
-def _reading(name: str) -> Iterator[None]:
-    """A file that cannot be read, or is not a history, as one line naming it."""
-    from cobell_cli.errors import ImportFileError
-
-    try:
-        yield
-    except ImportFileError as exc:
-        raise _import_error(name, str(exc), exc.hint) from None
-    except FileNotFoundError:
-        raise _import_error(name, "no such file") from None
-    except OSError as exc:
-        raise _import_error(name, f"cannot read it ({exc.strerror or exc})") from None
-
-
-def _validate(source: Any, name: str) -> tuple[int, list[Any], int]:
-    """The first pass: valid runs counted, invalid ones counted and the first few kept."""
-    from cobell_cli.store.interchange import Problem
-
-    valid = invalid = 0
-    problems: list[Problem] = []
-    with _reading(name):
-        for item in source.check():
-            if isinstance(item, Problem):
-                invalid += 1
-                if len(problems) < SHOWN_PROBLEMS:
-                    problems.append(item)
-            else:
-                valid += 1
-    return valid, problems, invalid
-
-
-def _valid_runs(source: Any, name: str, skip_invalid: bool) -> Iterator[dict[str, Any]]:
-    """The second pass, inside the insert's transaction: a run that is no longer valid (the
-    file changed since the first pass) raises, and the transaction rolls back."""
-    from cobell_cli.store.interchange import Problem
-
-    with _reading(name):
-        for item in source:
-            if not isinstance(item, Problem):
-                yield item
-            elif not skip_invalid:
-                raise _import_error(
-                    name, f"{item} (the file changed while it was imported)", "nothing was imported"
-                )
-
-
 @app.command("export")
 def export(
     ctx: typer.Context,
@@ -474,38 +395,14 @@ def export(
 
     Example: cobell history export --format json -o history.json
     """
-    import os
-    import tempfile
-
-    from cobell_cli.errors import CobellError
-    from cobell_cli.store import interchange
-
-    def write(history: Any, out: Any) -> int:
-        runs = history.iter_runs(job=job)
-        if fmt is ExportFormat.csv:
-            return interchange.write_csv(runs, out)
-        count = interchange.write_json(runs, out)
-        out.write("\n")
-        return count
+    from cobell_cli import api
 
     with open_history(ctx, create=False, read_only=True) as history:
         if output_file is None or str(output_file) == "-":
-            write(history, sys.stdout)
+            api.export_runs(history, sys.stdout, fmt=fmt.value, job=job)
             sys.stdout.flush()
             return
-        target = output_file.resolve()
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                    count = write(history, fh)
-                os.replace(tmp, target)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except OSError as exc:
-            raise CobellError(f"cannot write {output_file}: {exc.strerror}") from None
+        count = api.export_runs(history, output_file, fmt=fmt.value, job=job)
     info(f"exported {count} runs to {output_file}")
 
 
@@ -519,23 +416,26 @@ def remove(
 
     Example: cobell history rm 17 18 --yes
     """
-    from cobell_cli.errors import UsageError
+    from cobell_cli import api
 
     with open_history(ctx, create=False) as history:
-        missing = [i for i in run_ids if not _storable(i) or history.run(i) is None]
-        if missing:
-            raise UsageError(
-                f"no run with id {', '.join(map(str, missing))}",
-                hint="see `cobell history list`; nothing was removed",
-            )
-        if not yes:
-            if not sys.stdin.isatty():
-                raise UsageError(
-                    "refusing to remove runs without confirmation", hint="pass --yes in scripts"
-                )
-            typer.confirm(f"Remove {len(run_ids)} run(s) from {history.path}?", abort=True)
-        removed = history.delete_runs(run_ids)
+        removed = api.remove_runs(history, run_ids,
+                                  confirm=None if yes else _confirm_removal(history.path))
     info(f"removed {removed} run(s)")
+
+
+def _confirm_removal(path: Path) -> Callable[[int], None]:
+    """Ask on a terminal; refuse without one (a script says --yes)."""
+    from cobell_cli.errors import UsageError
+
+    def confirm(count: int) -> None:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                "refusing to remove runs without confirmation", hint="pass --yes in scripts"
+            )
+        typer.confirm(f"Remove {count} run(s) from {path}?", abort=True)
+
+    return confirm
 
 
 # -- import from the cluster's record (issue 14): YARN, Spark History Server, event logs ---------
@@ -611,78 +511,40 @@ def _from_yarn(
     now: float,
     on_page: Any,
 ) -> Any:
-    from cobell_cli.cli.common import cluster_flags, connect_cluster, settings
-    from cobell_cli.sources.yarn_apps import import_from_yarn
+    from cobell_cli import api
+    from cobell_cli.cli.common import cluster_flags, settings
 
-    resolved = settings(ctx, **cluster_flags("yarn", opts.rm_url, None, opts.ca_bundle))
-    cluster = connect_cluster(resolved, history.job_names())
-    server = _history_server(ctx, opts) if opts.from_spark_history else None
-    timeline = _timeline_server(ctx, opts) if opts.timeline_url else None
-    return import_from_yarn(
+    return api.import_from_yarn(
         history,
-        cluster,
+        settings(ctx, **cluster_flags("yarn", opts.rm_url, None, opts.ca_bundle)),
         since=since,
         until=now,
         dry_run=opts.dry_run,
-        default_job=opts.job,
+        job=opts.job,
         vcores_per_container=opts.vcores_per_container,
+        spark_history_url=opts.from_spark_history,
+        timeline_url=opts.timeline_url,
         on_page=on_page,
-        spark_history=server,
-        timeline=timeline,
     )
-
-
-def _client(ctx: typer.Context, opts: RecordImport, what: str, fix: str) -> Any:
-    """A JsonClient with the cluster's auth, TLS, timeout and retries (no user.name query)."""
-    from cobell_cli.cli.common import settings
-    from cobell_cli.cluster.http import JsonClient
-
-    resolved = settings(ctx, ca_bundle=opts.ca_bundle)
-    return JsonClient(
-        what=what,
-        auth="none" if resolved.auth == "simple" else resolved.auth,
-        ca_bundle=resolved.ca_bundle,
-        timeout_s=resolved.timeout_s,
-        retries=resolved.retries,
-        budget_s=resolved.cluster_budget_s,
-        fix=fix,
-    )
-
-
-def _history_server(ctx: typer.Context, opts: RecordImport) -> Any:
-    from cobell_cli.sources.spark_history import FIX, HistoryServer
-
-    assert opts.from_spark_history is not None
-    client = _client(ctx, opts, "Spark History Server", FIX)
-    return HistoryServer(opts.from_spark_history, client)
-
-
-def _timeline_server(ctx: typer.Context, opts: RecordImport) -> Any:
-    from cobell_cli.sources.timeline import FIX, TimelineServer
-
-    assert opts.timeline_url is not None
-    return TimelineServer(opts.timeline_url, _client(ctx, opts, "Timeline Server", FIX))
 
 
 def _from_spark(
     ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
 ) -> Any:
+    from cobell_cli import api
     from cobell_cli.cli.common import settings
-    from cobell_cli.cluster.jobs import compile_patterns
-    from cobell_cli.sources.spark_history import import_from_spark_history
 
     if opts.from_spark_history is None:
         return _from_event_logs(ctx, history, opts, since, on_page)
-    resolved = settings(ctx, ca_bundle=opts.ca_bundle)
-    return import_from_spark_history(
+    return api.import_from_spark_history(
         history,
-        _history_server(ctx, opts),
+        settings(ctx, ca_bundle=opts.ca_bundle),
+        opts.from_spark_history,
         since=since,
         dry_run=opts.dry_run,
-        patterns=compile_patterns(resolved.job_patterns or {}),
-        default_job=opts.job,
+        job=opts.job,
+        download_logs=opts.download_logs,
         on_app=on_page,
-        logs_into=history.path.parent / "event-logs" if opts.download_logs else None,
     )
 
 
@@ -690,32 +552,16 @@ def _from_event_logs(
     ctx: typer.Context, history: Any, opts: RecordImport, since: float, on_page: Any
 ) -> Any:
     """Event logs read directly: every log under the paths (or those finished since --since)."""
+    from cobell_cli import api
     from cobell_cli.cli.common import settings
-    from cobell_cli.cluster.jobs import compile_patterns
-    from cobell_cli.errors import UsageError
-    from cobell_cli.sources.event_apps import import_from_event_logs
 
-    try:
-        from cobell_cli.sources.eventlog import discover
-    except ImportError:
-        raise UsageError(
-            "--from-event-logs needs the event-log reader (cobell_cli/sources/eventlog.py)",
-            hint="use --from-spark-history",
-        ) from None
-    if not opts.event_logs:
-        raise UsageError(
-            "--from-event-logs needs at least one PATH",
-            hint="give spark.eventLog.dir, a rolling log directory or a log file",
-        )
-    resolved = settings(ctx)
-    return import_from_event_logs(
+    return api.import_from_event_logs(
         history,
-        discover(opts.event_logs),
-        where=", ".join(map(str, opts.event_logs)),
-        dry_run=opts.dry_run,
+        settings(ctx),
+        opts.event_logs or [],
         since=since if opts.since else None,
-        patterns=compile_patterns(resolved.job_patterns or {}),
-        default_job=opts.job,
+        dry_run=opts.dry_run,
+        job=opts.job,
         on_app=on_page,
     )
 

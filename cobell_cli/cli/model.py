@@ -1,15 +1,19 @@
-"""`cobell model`: show, evaluate and plot a job's runtime model (a thin layer over
-cobell_cli.core.model; numpy and matplotlib load inside the commands)."""
+"""`cobell model`: show, evaluate and plot a job's runtime model, and the what-if of an event
+log (a thin layer over cobell_cli/api/models.py; numpy and matplotlib load inside the
+commands)."""
 
 from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cobell_cli.cli.common import info, open_history, settings
+
+if TYPE_CHECKING:
+    from cobell_cli.api import ModelInput
 
 app = typer.Typer(help="Show, evaluate and plot a job's runtime model.", no_args_is_help=True)
 
@@ -22,53 +26,14 @@ class Protocol(enum.StrEnum):
     sparse3 = "sparse3"
 
 
-def training_runs(ctx: typer.Context, job: str) -> list[dict[str, Any]]:
-    """The job's succeeded runs, or a UsageError that says how to find a job that has some."""
-    return _runs_and_profiles(ctx, job)[0]
-
-
-def _runs_and_profiles(ctx: typer.Context, job: str) -> tuple[list[dict[str, Any]], Any]:
-    """The job's succeeded runs and, when it has event-log profiles, its what-if (the
-    candidate curve planning fits with)."""
-    from cobell_cli.errors import UsageError
+def model_input(ctx: typer.Context, job: str) -> ModelInput:
+    """The job's runs (the planning window's) and what-if, read with the history open only
+    for the read; a UsageError says how to find a job that has runs."""
+    from cobell_cli import api
 
     window = settings(ctx).history_window  # the runs planning uses, so the model it uses
     with open_history(ctx, create=False, read_only=True) as history:
-        runs = history.training_runs(job, window=window)
-        known = history.job_names()
-        whatif = _job_whatif(history, job, runs)
-    if not runs:
-        why = "has no succeeded runs" if job in known else "is not in the history"
-        raise UsageError(f"job {job!r} {why}",
-                         hint="list the known jobs with `cobell history jobs`")
-    return runs, whatif
-
-
-def _job_whatif(history: Any, job: str, runs: list[dict[str, Any]]) -> Any:
-    from cobell_cli import api
-    from cobell_cli.core.whatif import fit_whatif
-
-    profiles, others = api.job_profiles(history, job, runs, [])
-    if not profiles:
-        return None
-    try:
-        return fit_whatif(profiles, runs, others)
-    except ValueError:
-        return None
-
-
-def fit(job: str, runs: list[dict[str, Any]], whatif: Any = None, cache: Any = None) -> Any:
-    """The job's model, as planning fits it; from `cache` (api.model_cache) when it has it."""
-    from cobell_cli.core.model import fit_runtime_model
-    from cobell_cli.errors import UsageError
-
-    try:
-        if cache is not None:
-            return cache.fit(runs, whatif)
-        return fit_runtime_model(runs, whatif=whatif)
-    except ValueError as exc:
-        raise UsageError(f"job {job!r}: {exc}",
-                         hint="list the known jobs with `cobell history jobs`") from None
+        return api.model_input(history, job, window=window)
 
 
 def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
@@ -169,35 +134,11 @@ def show(
     """
     from cobell_cli import api, output
 
-    runs, whatif = _runs_and_profiles(ctx, job)
-    cache = api.model_cache(settings(ctx))
-    description = {"job": job, **fit(job, runs, whatif, cache).describe()}
+    description = api.describe_model(model_input(ctx, job), settings(ctx))
     if as_json:
-        cached = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
-        typer.echo(output.to_json({**description, "model_cache": cached}))
+        typer.echo(output.to_json(description))
         return
     typer.echo(output.table(show_rows(description), ["field", "value"]))
-
-
-def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,
-                    ) -> list[dict[str, Any]]:
-    """One row per method: splits, mean and median MAPE, MAE and RMSE over the splits."""
-    import numpy as np
-
-    from cobell_cli.core.model.data import prepare_runs
-    from cobell_cli.core.model.evaluate import evaluate, summarise
-
-    results = evaluate(prepare_runs(runs), protocol, seed=seed)
-    rows = []
-    for method, per_split in results.items():
-        if not per_split:
-            continue
-        s = summarise(per_split)
-        rows.append({"method": method, "splits": s["splits"], "mape_pct": s["mean"],
-                     "median_mape_pct": s["median"],
-                     "mae_s": float(np.mean([p["mae_s"] for p in per_split])),
-                     "rmse_s": float(np.mean([p["rmse_s"] for p in per_split]))})
-    return rows
 
 
 @app.command("eval")
@@ -215,16 +156,9 @@ def eval_cmd(
 
     Example: cobell model eval --job sgd --protocol extrap
     """
-    from cobell_cli import output
-    from cobell_cli.errors import UsageError
+    from cobell_cli import api, output
 
-    runs = training_runs(ctx, job)
-    rows = evaluation_rows(runs, protocol.value, seed)
-    if not any(r["method"] == "cobell" for r in rows):
-        n = len({r["scale_out"] for r in runs})
-        raise UsageError(f"job {job!r} has {n} distinct scale-outs: too few for the "
-                         f"{protocol.value} protocol",
-                         hint="loso needs 3, extrap 2 and sparse3 4 distinct scale-outs")
+    rows = api.evaluate_model(model_input(ctx, job), protocol.value, seed=seed)
     if as_json:
         typer.echo(output.to_json({"job": job, "protocol": protocol.value, "rows": rows}))
         return
@@ -258,10 +192,12 @@ def plot(
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from cobell_cli import api
     from cobell_cli.output import printable
 
-    runs = training_runs(ctx, job)
-    model = fit(job, runs)
+    data = model_input(ctx, job)
+    runs = data.runs
+    model = api.fit_model(data, whatif=False)
     if co_runner is None:
         counts: dict[str, int] = {}
         for run in runs:
@@ -298,57 +234,6 @@ def plot(
     info(f"wrote {out}")
 
 
-def default_scale_outs(observed: int) -> list[int]:
-    """1, 2, 4, ... up to max(8, 4 x the observed count), and the observed count itself."""
-    top = max(8, 4 * observed)
-    xs = {observed}
-    x = 1
-    while x <= top:
-        xs.add(x)
-        x *= 2
-    return sorted(xs)
-
-
-def whatif_result(event_log: Path, scale_outs: list[int] | None,
-                  cluster_profiles: list[Any]) -> dict[str, Any]:
-    """The what-if of one event log: the run it saw and the predicted runtime per count."""
-    from cobell_cli.core.whatif import fit_whatif, workload
-    from cobell_cli.errors import UsageError
-    from cobell_cli.sources.eventlog_profile import summarize
-
-    profile = summarize(event_log)
-    try:
-        workload(profile)  # the reason a log cannot be replayed, in its own words
-        model = fit_whatif([profile], cluster_profiles=cluster_profiles)
-    except ValueError as exc:
-        raise UsageError(f"event log {event_log}: {exc}",
-                         hint="pass the log of a finished run that ran tasks") from None
-    xs = scale_outs or default_scale_outs(profile.scale_out)
-    predicted = model.predict(xs)
-    return {
-        "app_id": profile.app_id,
-        "app_name": profile.app_name,
-        "observed_scale_out": profile.scale_out,
-        "observed_runtime_s": profile.runtime_s,
-        "cores_per_executor": model.workloads_[0].cores_per_executor,
-        "startup_profiles": model.startup_.profiles,
-        "predictions": [{"scale_out": x, "runtime_s": y}
-                        for x, y in zip(xs, predicted, strict=True)],
-    }
-
-
-def history_profiles(ctx: typer.Context) -> list[Any]:
-    """Recent profiles of any job in the history (the cluster's start-up trends); none when
-    there is no history."""
-    from cobell_cli.errors import HistoryError
-
-    try:
-        with open_history(ctx, create=False, read_only=True) as history:
-            return history.profiles()
-    except HistoryError:
-        return []
-
-
 @app.command("whatif")
 def whatif_cmd(
     ctx: typer.Context,
@@ -371,10 +256,10 @@ def whatif_cmd(
 
     Example: cobell model whatif --event-log /tmp/spark-events/app-20250101-0001.zstd -x 2 -x 8
     """
-    from cobell_cli import output
+    from cobell_cli import api, output
 
-    result = whatif_result(event_log, sorted(set(scale_outs or [])) or None,
-                           history_profiles(ctx))
+    result = api.whatif(event_log, sorted(set(scale_outs or [])) or None,
+                        api.cluster_profiles(settings(ctx).db_path))
     if as_json:
         typer.echo(output.to_json({k: result[k] for k in (
             "app_id", "observed_scale_out", "observed_runtime_s", "predictions")}))

@@ -121,14 +121,14 @@ def test_an_invalid_last_row_writes_nothing_not_even_the_history(tmp_path: Path)
 
 
 def test_a_file_that_turns_invalid_between_the_passes_rolls_back(tmp_path: Path) -> None:
-    from cobell_cli.cli.history import _valid_runs
+    from cobell_cli import api
 
     texts = iter([GOOD_CSV, GOOD_CSV + "sgd,succeeded,0,100\n"])
-    source = interchange.HistoryFile(Path("h.csv"), lambda: io.StringIO(next(texts)))
-    assert sum(1 for _ in source.check()) == 3
+    checked = api.check_file("h.csv", open_text=lambda: io.StringIO(next(texts)))
+    assert checked.valid == 3 and checked.invalid == 0
     with History.open(tmp_path / "h.db") as history:
         with pytest.raises(ImportFileError, match="the file changed while it was imported"):
-            history.insert_runs(_valid_runs(source, "h.csv", skip_invalid=False))
+            api.import_checked(history, checked)
         assert history.count() == 0
 
 

@@ -1,7 +1,7 @@
-"""cobell's Python API: the edges (history, cluster) wired to the pure planner.
+"""Planning the next run: the edges (history, cluster, model cache) wired to the pure planner.
 
-The CLI commands are thin layers over these functions; tools of your own can call them too.
-`cobell_cli.core.plan.plan` stays pure; everything that reads the world happens here.
+`cobell predict` and `cobell submit` are thin layers over `predict`; `cobell_cli.core.plan.plan`
+stays pure, everything that reads the world for it happens here.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.core.colocation import measured_overlaps as measured_overlaps
 from cobell_cli.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:

@@ -1,0 +1,119 @@
+"""cobell's Python API: what the CLI does, as functions. `from cobell_cli import api`.
+
+The CLI is a thin layer over it (parse the options, call the API, render), so a script gets
+the same checks, messages and exit-code exceptions (`cobell_cli.errors`) as a command:
+
+- planning.py: `predict` the next run of a job against its history and the cluster now;
+- runs.py: the history of runs: open, list, show, remove, export, import (a CSV/JSON file,
+  YARN's finished apps, a Spark History Server, Spark event logs);
+- models.py: a job's runtime model: its input, fit, description, cross-validated errors, and
+  the what-if of one event log.
+
+Everything below the API (store, sources, cluster, run, the pure core) is an implementation
+detail that may move; these names stay. Importing the API is cheap: heavy modules load inside
+the functions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cobell_cli.api.models import (
+    ModelInput,
+    cluster_profiles,
+    default_scale_outs,
+    describe_model,
+    evaluate_model,
+    evaluation_rows,
+    fit_model,
+    model_input,
+    whatif,
+)
+from cobell_cli.api.planning import (
+    CLUSTER_PROFILES,
+    JOB_PROFILES,
+    Prediction,
+    check_request,
+    job_profiles,
+    live_progress,
+    model_cache,
+    predict,
+    running_co_runners,
+    warm_model_cache,
+)
+from cobell_cli.api.runs import (
+    CheckedFile,
+    check_file,
+    check_statuses,
+    export_runs,
+    get_run,
+    import_checked,
+    import_file,
+    import_from_event_logs,
+    import_from_spark_history,
+    import_from_yarn,
+    list_jobs,
+    list_runs,
+    open_history,
+    remove_runs,
+    run_records,
+    run_statuses,
+    runs_csv,
+    storable,
+)
+from cobell_cli.core.colocation import measured_overlaps
+
+if TYPE_CHECKING:
+    from cobell_cli.config import Settings
+
+__all__ = [
+    "CLUSTER_PROFILES",
+    "JOB_PROFILES",
+    "CheckedFile",
+    "ModelInput",
+    "Prediction",
+    "check_file",
+    "check_request",
+    "check_statuses",
+    "cluster_profiles",
+    "default_scale_outs",
+    "describe_model",
+    "evaluate_model",
+    "evaluation_rows",
+    "export_runs",
+    "fit_model",
+    "get_run",
+    "import_checked",
+    "import_file",
+    "import_from_event_logs",
+    "import_from_spark_history",
+    "import_from_yarn",
+    "job_profiles",
+    "list_jobs",
+    "list_runs",
+    "live_progress",
+    "load_settings",
+    "measured_overlaps",
+    "model_cache",
+    "model_input",
+    "open_history",
+    "predict",
+    "remove_runs",
+    "run_records",
+    "run_statuses",
+    "running_co_runners",
+    "runs_csv",
+    "storable",
+    "warm_model_cache",
+    "whatif",
+]
+
+
+def load_settings(config_file: str | Path | None = None, **flags: Any) -> Settings:
+    """Every setting as the CLI resolves it: `flags` (the options' names, e.g. rm_url,
+    cluster, history_window; None counts as not given) > COBELL_* environment > the config
+    file > defaults. A ConfigError for a bad value."""
+    from cobell_cli.config import load
+
+    return load(flags, config_file)
