@@ -163,6 +163,14 @@ class History(RunQueries):
         try:
             conn = files.connect_read_only(path, missing_ok=missing_ok, timeout_s=BUSY_TIMEOUT_S)
         except sqlite3.DatabaseError as exc:
+            if files.directory_read_only(path) and _unwritable(exc):
+                raise HistoryError(
+                    f"cannot read the history {path}: its directory {path.parent} is read-only "
+                    f"to you and {files.wal_beside(path).name} beside it holds changes SQLite "
+                    "cannot read without writing its index there",
+                    hint="ask the file's owner to run any cobell command that writes (which "
+                    "folds them into the file), or copy both files to a writable directory",
+                ) from None
             raise _translate(exc, path) from None
         return cls(path, conn, read_only=True)
 
@@ -435,6 +443,8 @@ def _translate(
         )
     if "locked" in text or "busy" in text:
         return _locked(path, busy_timeout_s)
+    if _unwritable(exc) and files.directory_read_only(path):
+        return files.read_only_directory_error(path)
     if "readonly" in text:
         return files.read_only_error(path, f"read-only ({text})")
     if "unable to open" in text:
@@ -446,6 +456,10 @@ def _translate(
     if ("disk" in text or "I/O" in text) and _nearly_full(path.parent):
         return HistoryError(f"history {path}: {text}: no space left on the device")
     return HistoryError(f"history {path}: {text}")
+
+
+def _unwritable(exc: sqlite3.Error) -> bool:
+    return "readonly" in str(exc) or "unable to open" in str(exc)
 
 
 def _nearly_full(directory: Path) -> bool:
