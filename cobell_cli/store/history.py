@@ -496,6 +496,11 @@ def _integer(value: Any, column: str) -> int:
             raise ValueError
         number = int(value)
     except (TypeError, ValueError, OverflowError):
+        digits = str(value).strip().lstrip("+-")
+        if isinstance(value, str) and digits.isdigit():  # too many digits even to convert
+            raise ValueError(
+                f"{column}: a {len(digits)}-digit number is beyond SQLite's 64-bit integer range"
+            ) from None
         raise ValueError(f"{column}: expected int, got {str(value)[:40]!r}") from None
     if not -INT64 <= number < INT64:
         raise ValueError(f"{column}: {str(value)[:30]} is beyond SQLite's 64-bit integer range")
