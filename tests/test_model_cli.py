@@ -101,6 +101,21 @@ def test_plot_writes_an_image(db: Path, tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_into_a_directory_writes_job_png_inside_it(db: Path, tmp_path: Path,
+                                                       monkeypatch) -> None:
+    """`-o plots` (an existing directory) wrote plots.png beside it and said `wrote plots`;
+    `-o plots/new/` wrote plots/new.png."""
+    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plots").mkdir()
+    for out, written in (("plots", "plots/sgd.png"), ("plots/new/", "plots/new/sgd.png")):
+        result = invoke(db, "plot", "--job", "sgd", "-o", out)
+        assert result.exit_code == 0, result.output
+        assert f"wrote {written}" in result.output
+        assert (tmp_path / written).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob("plots*.png")) and not (tmp_path / "plots" / "new.png").exists()
+
+
 def test_plot_without_matplotlib_says_how_to_install_it(db: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import now raises ImportError

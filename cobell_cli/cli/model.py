@@ -4,6 +4,7 @@ cobell_cli.core.model; numpy and matplotlib load inside the commands)."""
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
 from typing import Any
 
@@ -236,16 +237,21 @@ def eval_cmd(
 def plot(
     ctx: typer.Context,
     job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
-    out: Path = typer.Option(..., "--output", "-o", help="Image file to write (png, svg, pdf)."),
+    out: str = typer.Option(
+        ..., "--output", "-o", metavar="PATH",
+        help="Image file to write (png, svg, pdf); an existing directory, or a path ending in "
+        "/ (created), gets JOB.png inside it."),
     co_runner: str | None = typer.Option(
         None, "--co-runner", help="Co-runner for the curves (default: the most frequent one)."),
 ) -> None:
     """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the
     `plot` extra).
 
-    Example: cobell model plot --job sgd -o sgd.png
+    Example: cobell model plot --job sgd -o sgd.png   (or -o plots/ for plots/sgd.png)
     """
     from cobell_cli.errors import CobellError
+
+    path = plot_file(out, job)
 
     try:
         import matplotlib
@@ -290,12 +296,29 @@ def plot(
         with warnings.catch_warnings():  # a name the font lacks a glyph for is drawn as a box
             warnings.filterwarnings("ignore", message="Glyph .* missing from font")
             fig.tight_layout()
-            fig.savefig(out)
+            fig.savefig(path)
     except (OSError, ValueError) as exc:
-        raise CobellError(f"cannot write {out}: {exc}") from None
+        raise CobellError(f"cannot write {path}: {exc}") from None
     finally:
         plt.close(fig)
-    info(f"wrote {out}")
+    info(f"wrote {path}")
+
+
+def plot_file(out: str, job: str) -> Path:
+    """The file `-o` names: inside it as JOB.png when it is a directory or ends in a slash
+    (created then); matplotlib would otherwise append .png beside the directory."""
+    from cobell_cli.errors import CobellError
+
+    path = Path(out).expanduser()
+    if not (out.endswith(("/", os.sep)) or path.is_dir()):
+        return path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CobellError(f"cannot create the directory {path}: {exc.strerror}",
+                          hint="pass a writable directory or a file name to -o") from None
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job).lstrip(".") or "job"
+    return path / f"{safe}.png"
 
 
 def default_scale_outs(observed: int) -> list[int]:
