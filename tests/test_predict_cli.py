@@ -251,6 +251,24 @@ def test_the_table_shows_the_probability_and_the_policy(db: Path) -> None:
     assert "policy: point prediction (--confidence point)" in point.stdout
 
 
+def test_the_policy_line_names_the_level_in_effect_during_the_bootstrap(tmp_path: Path) -> None:
+    """A new job's first submit said `policy: point prediction (--confidence point)` while the
+    default 0.9 was in effect: the bootstrap's binary search decides, and the line says so."""
+    db = tmp_path / "new.db"
+    args = ["submit", "-j", "newjob", "-t", "60", "--cluster", "none", "--dry-run", "--",
+            "echo", "local[{scale_out}]"]
+    shown = cobell("--db", db, *args)
+    assert shown.exit_code == 0, shown.stderr
+    (policy,) = [line for line in shown.stdout.splitlines() if line.startswith("policy:")]
+    assert "--confidence point" not in policy and "point prediction" not in policy
+    assert f"P(meet) >= {DEFAULT_CONFIDENCE:g}" in policy and "binary search" in policy
+    point = cobell("--db", db, *args[:7], "--confidence", "point", *args[7:])
+    assert "policy: point prediction (--confidence point)" in point.stdout
+    as_json = cobell("--db", db, *args[:7], "--json", *args[7:])
+    plan = json.loads(as_json.stdout.splitlines()[0])
+    assert plan["policy"] == DEFAULT_CONFIDENCE and plan["confidence"] is None
+
+
 @pytest.mark.parametrize("value", ["1.5", "0", "often"])
 def test_a_bad_confidence_is_a_one_line_usage_error(db: Path, value: str) -> None:
     result = cobell("--db", db, "predict", "-j", "sgd", "-t", "300", "--confidence", value)

@@ -74,7 +74,7 @@ def render(prediction: Prediction) -> str:
             lines.append(f"  ov{i + 1} = predicted overlap ratio with {app_id}")
     predicted = f", predicted {p.predicted_s:.0f} s" if p.predicted_s is not None else ""
     lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
-    lines.append(f"{_policy(p.confidence)}; estimated P(meet the target) at {p.scale_out}: "
+    lines.append(f"{_policy(prediction.policy, p.phase)}; P(meet) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
     return "\n".join(lines)
 
@@ -85,10 +85,13 @@ def _percent(probability: float | None, unknown: str = "") -> str:
     return unknown if probability is None else probability_text(probability)
 
 
-def _policy(confidence: float | None) -> str:
-    if confidence is None:
-        return "policy: point prediction (--confidence point)"
-    return f"policy: P(meet) >= {confidence:g}"
+def _policy(confidence: float | None, phase: str) -> str:
+    """The policy asked for, and when it is not what decides this run, what does."""
+    policy = ("policy: point prediction (--confidence point)" if confidence is None
+              else f"policy: P(meet) >= {confidence:g}")
+    if phase == "bootstrap-search":
+        policy += ", not applied yet: the bootstrap's binary search decides the first runs"
+    return policy
 
 
 def _unknown_why(phase: str) -> str:
