@@ -164,7 +164,7 @@ def test_job_identity_order(db: Path, rm: StandinRM, tmp_path: Path) -> None:
     names = {
         r["app_id"]: r["job"] for r in rows(db.with_name("b.db"), "SELECT app_id, job FROM runs")
     }
-    assert names[other] == "something else"
+    assert names[other] == "something-else"  # an app name mapped to a job name
 
 
 def test_paging_by_finish_time_windows_imports_every_app_once(db: Path, rm: StandinRM) -> None:
@@ -443,7 +443,7 @@ def test_the_documented_apps_document_imports(db: Path, rm: StandinRM, yarn_fixt
     assert summary["colocations"] == 2  # the two apps overlapped: one row on each
     runs = {r["app_id"]: r for r in rows(db, "SELECT * FROM runs")}
     word_count = runs["application_1476912658570_0002"]
-    assert word_count["job"] == "word count" and word_count["status"] == "succeeded"
+    assert word_count["job"] == "word-count" and word_count["status"] == "succeeded"
     assert word_count["runtime_s"] == pytest.approx(304.578)
     # 201 vcore-seconds over 304.6 s is 0.66 containers: the AM alone, at least 1 executor
     assert word_count["scale_out"] == 1 and word_count["mean_scale_out"] == 0.0

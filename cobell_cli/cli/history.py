@@ -322,6 +322,10 @@ def import_file(
 
     Example: cobell history import --from-event-logs /var/log/spark-events
     """
+    if job is not None:
+        from cobell_cli.core.job_name import check_job_name
+
+        check_job_name(job)
     if from_yarn or from_spark_history or from_event_logs:
         _import_record(
             ctx,

@@ -48,6 +48,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cobell_cli.core.job_name import check_job_name
 from cobell_cli.errors import UsageError
 from cobell_cli.redact import REDACTED, is_secret_key, redact
 
@@ -360,8 +361,7 @@ def inject(
         raise UsageError("no command given", hint="put the job's command after `--`")
     if scale_out < 1:
         raise UsageError(f"scale-out must be >= 1, got {scale_out}")
-    if not job or "," in job or any(c.isspace() for c in job):
-        raise UsageError(f"job name {job!r} must be non-empty, without commas or spaces (tags)")
+    check_job_name(job)
     had_placeholder = any(PLACEHOLDER in tok for tok in argv)
     args = [tok.replace(PLACEHOLDER, str(scale_out)) for tok in argv]
     launcher = detect_launcher(args)
