@@ -338,8 +338,9 @@ def test_job_names_are_the_sorted_distinct_jobs(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     History.open(path).close()
 
-    @settings(max_examples=30, deadline=None)
     names = st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=",")
+
+    @settings(max_examples=30, deadline=None)
     @given(st.lists(st.text(names, min_size=1, max_size=6), max_size=12))
     def check(jobs: list[str]) -> None:
         with History.open(path) as history:
