@@ -130,16 +130,39 @@ def test_the_json_summary_carries_the_warnings_printed_before_the_job(tmp_path: 
     assert set(warned) <= set(summary["warnings"])
 
 
-def test_missing_command_is_127_and_recorded(tmp_path: Path) -> None:
+def test_missing_command_is_127_and_leaves_no_run(tmp_path: Path) -> None:
+    """A job that never started leaves no run (CONVENTIONS): checked before planning."""
     db = tmp_path / "h.db"
-    proc = submit(
-        db,
-        *TOY,
-        command=["/nonexistent/bin/job", "{scale_out}"],
-    )
-    assert proc.returncode == 127
-    assert "command not found" in proc.stderr and "Traceback" not in proc.stderr
-    assert runs(db)[0]["status"] == "failed"
+    for command in (["/nonexistent/bin/job", "{scale_out}"], ["no-such-job-cmd", "{scale_out}"]):
+        proc = submit(db, *TOY, command=command)
+        assert proc.returncode == 127
+        assert "command not found" in proc.stderr and "Traceback" not in proc.stderr
+        assert "running" not in proc.stderr
+    assert not db.exists() or runs(db) == []
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\necho $1\n")  # not executable
+    proc = submit(db, *TOY, command=[str(script), "{scale_out}"])
+    assert proc.returncode == 126 and "permission denied" in proc.stderr
+    assert not db.exists() or runs(db) == []
+
+
+def test_a_log_file_that_is_a_directory_fails_before_any_run_is_recorded(tmp_path: Path) -> None:
+    """`--log-file logs` (a directory) printed the plan and `running echo 4`, then failed, and a
+    `failed` run was recorded for a job that never ran."""
+    db = tmp_path / "h.db"
+    (tmp_path / "logs").mkdir()
+    command = [PY, "-c", "print('ran')", "{scale_out}"]
+    for log in (tmp_path / "logs", tmp_path / "no" / "such" / "dir" / "job.log"):
+        proc = submit(db, *TOY, "--log-file", str(log), command=command)
+        assert proc.returncode == 1, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert line.startswith(f"cobell: error: cannot open log file {log}")
+        assert "ran" not in proc.stdout
+    assert not db.exists() or runs(db) == []
+    written = submit(db, *TOY, "--log-file", str(tmp_path / "logs" / "job.log"), command=command)
+    assert written.returncode == 0, written.stderr
+    assert "ran" in (tmp_path / "logs" / "job.log").read_text()
+    assert [r["status"] for r in runs(db)] == ["succeeded"]
 
 
 def test_command_without_known_launcher_is_a_usage_error(tmp_path: Path) -> None:

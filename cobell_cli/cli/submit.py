@@ -149,7 +149,10 @@ def submit(
     from cobell_cli.run import event_capture, launch
 
     size = _input_bytes(input_path, input_size)
-    launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before planning
+    from cobell_cli.run.child import check_can_start
+
+    probe = launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before
+    check_can_start(probe.argv, log_file)  # planning, and before any run is recorded
     submitted_at = time.time()
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),

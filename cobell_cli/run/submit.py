@@ -103,12 +103,24 @@ def execute(
     stderr: BinaryIO | None = None,
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
-    """Record, run, record again. Returns what happened; the child's exit code is in it."""
+    """Record, run, record again. Returns what happened; the child's exit code is in it.
+
+    What can fail before the job starts is tried before its run is recorded (the command,
+    the log file): a job that never started leaves no run."""
+    from cobell_cli.run.child import check_can_start, open_log
+
     plan = prediction.plan
-    row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
-    recorder = _insert_run(history_path, row)
+    check_can_start(argv, log_file)
+    log = open_log(log_file) if log_file is not None else None
     try:
-        result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
+        row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+        recorder = _insert_run(history_path, row)
+    except BaseException:
+        if log is not None:
+            log.close()
+        raise
+    try:
+        result = _run_job(recorder, argv, log, stdout, stderr, on_tick)
         outcome = _record_completion(recorder, plan, result)
         try:
             with interrupts.abandonable():
@@ -167,7 +179,7 @@ def _planned_row(
 def _run_job(
     recorder: RunRecorder,
     argv: Sequence[str],
-    log_file: Path | None,
+    log_file: BinaryIO | None,
     stdout: BinaryIO | None,
     stderr: BinaryIO | None,
     on_tick: Callable[[float], None] | None,
