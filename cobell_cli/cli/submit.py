@@ -152,7 +152,8 @@ def submit(
     from cobell_cli.run.child import check_can_start
 
     probe = launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before
-    check_can_start(probe.argv, log_file)  # planning, and before any run is recorded
+    if not dry_run:  # planning, and before any run is recorded (a dry run may plan for
+        check_can_start(probe.argv, log_file)  # another machine's command)
     submitted_at = time.time()
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
@@ -169,8 +170,9 @@ def submit(
         now=submitted_at,
     )
     injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+    starts = not dry_run and (prediction.plan.feasible or not strict)
     injected = event_capture.prepare(
-        injected, settings(ctx, **flags).event_log_path, create=not dry_run
+        injected, settings(ctx, **flags).event_log_path, create=starts
     )
     _show_plan(prediction, injected, dry_run, as_json, strict, target_runtime)
     if dry_run:
