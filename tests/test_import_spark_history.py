@@ -211,7 +211,9 @@ def test_garbage_instead_of_a_history_server(tmp_path: Path, yarn_rm) -> None:
     wrong = cobell(
         "--db", tmp_path / "h.db", "history", "import", "--from-spark-history", yarn_rm.url
     )
-    assert wrong.exit_code == 4 and "not a list" in wrong.stderr
+    # it said "answered an application list that is not a list" for the 404
+    assert wrong.exit_code == 4 and "not a list" not in wrong.stderr
+    assert "answered HTTP 404" in wrong.stderr and "no History Server's REST API" in wrong.stderr
 
 
 def test_executor_counts_peak_and_mean() -> None:
