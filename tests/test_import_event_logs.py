@@ -8,13 +8,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from tests.cli_support import cobell
+from tests.extras import require_extra
 
 LOGS = Path(__file__).parent / "data" / "eventlogs" / "logs"
-pytest.importorskip("cobell_cli.sources.eventlog", reason="needs the streaming event-log reader")
-pytest.importorskip("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
+require_extra("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
 
 
 def rows(db: Path, sql: str) -> list[sqlite3.Row]:

@@ -15,6 +15,7 @@ from cobell_cli.cli import model as model_cli
 from cobell_cli.cli.common import state
 from cobell_cli.errors import CobellError, UsageError
 from cobell_cli.store.history import History
+from tests.extras import require_extra
 
 
 def make_root() -> typer.Typer:
@@ -94,7 +95,7 @@ def test_eval_compares_cobell_with_the_baselines_on_the_same_splits(db: Path) ->
 
 
 def test_plot_writes_an_image(db: Path, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    require_extra("matplotlib", reason="the plot extra (matplotlib) is not installed")
     out = tmp_path / "fit.png"
     result = invoke(db, "plot", "--job", "sgd", "-o", str(out))
     assert result.exit_code == 0, result.output
@@ -105,7 +106,7 @@ def test_plot_into_a_directory_writes_job_png_inside_it(db: Path, tmp_path: Path
                                                        monkeypatch) -> None:
     """`-o plots` (an existing directory) wrote plots.png beside it and said `wrote plots`;
     `-o plots/new/` wrote plots/new.png."""
-    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    require_extra("matplotlib", reason="the plot extra (matplotlib) is not installed")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plots").mkdir()
     for out, written in (("plots", "plots/sgd.png"), ("plots/new/", "plots/new/sgd.png")):

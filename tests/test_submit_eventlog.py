@@ -14,6 +14,7 @@ import pytest
 from cobell_cli.run import event_capture
 from cobell_cli.run.launch import event_log_settings, inject, local_directory
 from tests.cli_support import cobell_process
+from tests.extras import require_extra
 from tests.test_import_yarn import rows
 
 PY = sys.executable
@@ -152,7 +153,7 @@ sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 
 @pytest.fixture
 def fake_spark(tmp_path: Path) -> Path:
-    pytest.importorskip("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
+    require_extra("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
     fake = tmp_path / "bin" / "spark-submit"
     fake.parent.mkdir()
     fake.write_text(FAKE_SPARK_SUBMIT.format(python=PY))
