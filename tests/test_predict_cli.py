@@ -285,3 +285,19 @@ def test_a_new_job_during_the_search_has_no_probability(tmp_path: Path) -> None:
     assert plan["phase"] == "bootstrap-search" and plan["meet_probability"] is None
     shown = cobell("--db", tmp_path / "h.db", "submit", *job, *command)
     assert "unknown (binary search: no model yet)" in shown.stdout
+
+
+@pytest.mark.parametrize(("written", "seconds"),
+                         [("300", 300.0), ("5min", 300.0), ("1h30m", 5400.0), ("90s", 90.0)])
+def test_the_target_is_a_duration_as_people_write_it(db: Path, written: str, seconds: float) -> None:
+    """--target-runtime took only seconds; it uses the one time parser (cobell_cli/timespec.py)."""
+    shown = cobell("--db", db, "predict", "-j", "sgd", "-t", written, "--cluster", "none", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["target_s"] == seconds
+
+
+def test_a_target_that_is_no_duration_names_the_forms(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "-t", "soon", "--cluster", "none")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "--target-runtime 'soon' is not a duration" in line and "1h30m" in line

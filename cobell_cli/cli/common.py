@@ -162,9 +162,18 @@ def parse_size(text: str) -> int:
 JobOpt = Annotated[
     str, typer.Option("--job", "-j", metavar="NAME", help="The recurring job's name.")
 ]
+def target_runtime(text: str) -> float:
+    """--target-runtime as people write it: 600, 90s, 5min, 1h30m (cobell_cli/timespec.py)."""
+    from cobell_cli.timespec import parse_duration
+
+    return parse_duration(str(text), "--target-runtime")
+
+
+TARGET_HELP = "Runtime target: seconds, or a duration such as 90s, 5min, 1h30m."
 TargetOpt = Annotated[
     float,
-    typer.Option("--target-runtime", "-t", metavar="SECONDS", help="Runtime target in seconds."),
+    typer.Option("--target-runtime", "-t", metavar="DURATION", parser=target_runtime,
+                 help=TARGET_HELP),
 ]
 MinScaleOutOpt = Annotated[
     int | None,

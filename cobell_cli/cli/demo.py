@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from cobell_cli.cli.common import info, settings
+from cobell_cli.cli.common import target_runtime as target_runtime_of
 
 DEMO_JOB = "scaling-demo"
 CO_RUNNER_JOB = "corunner-demo"
@@ -30,7 +31,8 @@ def _show(argv: list[str]) -> None:
 def demo(
     ctx: typer.Context,
     target_runtime: float = typer.Option(
-        60.0, "--target-runtime", "-t", metavar="SECONDS", help="Target of the demo job."
+        "60", "--target-runtime", "-t", metavar="DURATION", parser=target_runtime_of,
+        help="Target of the demo job: seconds, or e.g. 90s, 2min."
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="Local Spark workers."),
     cores_per_worker: int = typer.Option(4, "--cores-per-worker", min=1, help="Cores each."),
