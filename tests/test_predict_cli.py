@@ -289,7 +289,8 @@ def test_a_new_job_during_the_search_has_no_probability(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("written", "seconds"),
                          [("300", 300.0), ("5min", 300.0), ("1h30m", 5400.0), ("90s", 90.0)])
-def test_the_target_is_a_duration_as_people_write_it(db: Path, written: str, seconds: float) -> None:
+def test_the_target_is_a_duration_as_people_write_it(db: Path, written: str,
+                                                      seconds: float) -> None:
     """--target-runtime took only seconds; it uses the one time parser (cobell_cli/timespec.py)."""
     shown = cobell("--db", db, "predict", "-j", "sgd", "-t", written, "--cluster", "none", "--json")
     assert shown.exit_code == 0, shown.stderr
