@@ -371,6 +371,22 @@ class History(RunQueries):
                 self.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return len(ids)
 
+    def set_excluded(self, run_ids: Iterable[int], excluded: bool) -> list[int]:
+        """Keep runs out of fitting and planning (or let them back in); returns the ids whose
+        flag changed. Unknown ids change nothing and are a usage error."""
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        with self._write():
+            missing = [i for i in ids if not self._exists(i)]
+            if missing:
+                raise UsageError(
+                    f"no run with id {', '.join(map(str, missing))} in {self.path}",
+                    hint="see `cobell history list`; nothing was changed",
+                )
+            changed = [i for i in ids if self.conn.execute(
+                "UPDATE runs SET excluded = ? WHERE id = ? AND excluded != ?",
+                (int(excluded), i, int(excluded))).rowcount]
+        return changed
+
     def dead_runs(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
         """`running` runs of this host whose process is gone."""
         rows = self.conn.execute(
@@ -534,6 +550,10 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
         raise ValueError("status: missing")
     if "source" in row and row["source"] is None:
         del row["source"]  # the column's default: a run cobell launched
+    if "excluded" in row and row["excluded"] is None:
+        del row["excluded"]  # the column's default: used for fitting
+    if row.get("excluded") not in (None, 0, 1):
+        raise ValueError(f"excluded: expected 0 or 1, got {row['excluded']}")
     if row.get("source") is not None and row["source"] not in SOURCES:
         raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {row['source']!r}")
     for column in ("meet_probability", "confidence"):
