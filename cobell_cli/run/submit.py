@@ -125,13 +125,24 @@ def execute(
         try:
             with interrupts.abandonable():
                 outcome.warnings += _collect_event_log(recorder, argv, launcher, result)
-            with interrupts.abandonable(), query(cluster):  # after the run: one cluster budget
-                _record_co_runners(recorder, cluster, result, outcome)
+            if _cluster_failed_before(prediction, cluster):
+                outcome.warnings.append(
+                    "co-runners not recorded: the cluster did not answer before the run "
+                    "(one cluster budget per submit)")
+            else:
+                with interrupts.abandonable(), query(cluster):  # after the run: one budget
+                    _record_co_runners(recorder, cluster, result, outcome)
         except interrupts.Abandoned as exc:
             outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
     finally:
         recorder.close()
     return outcome
+
+
+def _cluster_failed_before(prediction: Prediction, cluster: Any) -> bool:
+    """The cluster could not be asked when the run was planned (--allow-no-cluster went on
+    without it): one dead cluster costs one budget per submit, so it is not asked again."""
+    return not prediction.cluster_ok and getattr(cluster, "name", "none") != "none"
 
 
 def _insert_run(history_path: Path, row: dict[str, Any]) -> RunRecorder:
