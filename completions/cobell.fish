@@ -25,7 +25,7 @@ function __cobell_node
                 end
             case 'cobell submit'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell predict'
@@ -188,6 +188,7 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l dry-run -d 'Print the p
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l json -d 'Print one JSON summary line at the end (for cron and scripts)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l log-file -r -F -d 'Also append the job\'s output to this file'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l spark-log-level -x -d 'Spark: the job\'s log level (spark.log.level), e.g'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l event-log-dir -x -d 'Spark: where the run writes its event log, read afterwards for the what-if (default: event-logs/ next to the history; off: leave event logging alone)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'

@@ -164,9 +164,14 @@ JobOpt = Annotated[
 ]
 def target_runtime(text: str) -> float:
     """--target-runtime as people write it: 600, 90s, 5min, 1h30m (cobell_cli/timespec.py)."""
+    from cobell_cli.errors import UsageError
     from cobell_cli.timespec import parse_duration
 
-    return parse_duration(str(text), "--target-runtime")
+    if not str(text).strip().startswith("-"):
+        seconds = parse_duration(str(text), "--target-runtime")
+        if seconds > 0:
+            return seconds
+    raise UsageError(f"--target-runtime must be > 0 seconds, got {text!r}")
 
 
 TARGET_HELP = "Runtime target: seconds, or a duration such as 90s, 5min, 1h30m."

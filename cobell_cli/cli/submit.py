@@ -111,6 +111,13 @@ def submit(
         None, "--log-file", metavar="FILE", help="Also append the job's output to this file."
     ),
     strict: StrictOpt = False,
+    spark_log_level: str | None = typer.Option(
+        None,
+        "--spark-log-level",
+        metavar="LEVEL",
+        help="Spark: the job's log level (spark.log.level), e.g. WARN or ERROR to keep Spark's "
+        "INFO lines out of the way; a level the command sets itself is kept.",
+    ),
     event_log_dir: str | None = typer.Option(
         None,
         "--event-log-dir",
@@ -142,6 +149,8 @@ def submit(
     Example: cobell submit -j nightly-sgd -t 350 -- spark-submit --master yarn app.py
 
     Example: cobell submit -j nightly-sgd -t 350 --confidence 0.97 -- spark-submit app.py
+
+    Example: cobell submit -j nightly-sgd -t 6min --spark-log-level WARN -- spark-submit app.py
     """
     import time
 
@@ -170,6 +179,8 @@ def submit(
         now=submitted_at,
     )
     injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+    if spark_log_level is not None:
+        injected = launch.with_spark_log_level(injected, spark_log_level)
     starts = not dry_run and (prediction.plan.feasible or not strict)
     injected = event_capture.prepare(
         injected, settings(ctx, **flags).event_log_path, create=starts
@@ -310,10 +321,11 @@ def _report(outcome: Outcome, as_json: bool, planned: list[str]) -> None:
         typer.echo(to_json({**summary, "warnings": [*planned, *summary["warnings"]]}))
     else:
         verdict = "met" if outcome.met_target else "missed"
-        predicted = f"predicted {outcome.predicted_s:.0f} s, " if outcome.predicted_s else ""
+        predicted = f"prediction {outcome.predicted_s:.0f} s, " if outcome.predicted_s else ""
         info(
             f"cobell: run {outcome.run_id} {outcome.status} in {outcome.runtime_s:.1f} s at "
-            f"scale-out {outcome.scale_out} ({predicted}target {outcome.target_s:g} s {verdict}); "
+            f"scale-out {outcome.scale_out} ({predicted}target {outcome.target_s:g} s: "
+            f"{verdict}); "
             f"{len(outcome.co_runners)} co-runner(s) recorded"
             + (f"; app {outcome.app_id}" if outcome.app_id else "")
         )

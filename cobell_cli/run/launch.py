@@ -496,6 +496,27 @@ def local_directory(directory: str) -> str | None:
     return unquote(parts.path) or None
 
 
+SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+
+
+def with_spark_log_level(injection: Injection, level: str) -> Injection:
+    """The job's Spark log level (`spark.log.level`, Spark 3.5+: the SparkContext's level from
+    its start, as if the job called setLogLevel), unless the command sets one itself. Lines
+    the driver prints before its SparkContext exists (a few) are not affected."""
+    level = level.upper()
+    if level not in SPARK_LOG_LEVELS:
+        raise UsageError(f"--spark-log-level {level!r} is not a log level",
+                         hint=f"use one of {', '.join(SPARK_LOG_LEVELS)}")
+    if injection.launcher not in SPARK_LAUNCHERS:
+        note = "--spark-log-level applies to spark-submit commands; this one is left alone"
+        return Injection(injection.argv, injection.launcher, [*injection.warnings, note])
+    if "spark.log.level" in spark_confs(injection.argv):
+        return injection
+    _, end = _spark_options(injection.argv)
+    argv = [*injection.argv[:end], "--conf", f"spark.log.level={level}", *injection.argv[end:]]
+    return Injection(argv, injection.launcher, injection.warnings)
+
+
 def with_event_log(argv: Sequence[str], directory_uri: str) -> list[str]:
     """The spark-submit command with event logging into `directory_uri`, among its options."""
     _, end = _spark_options(argv)

@@ -230,7 +230,8 @@ def _infeasible_warning(
     return (
         f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
         f"target ({judged} {decision.decide[i]:.0f} s at {chosen}); reserving "
-        + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
+        + ("the maximum" if chosen == candidates[-1] else f"the scale-out with the lowest {judged}"
+           if confidence is not None else "the fastest predicted scale-out")
     )
 
 

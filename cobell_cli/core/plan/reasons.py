@@ -54,10 +54,12 @@ def _model_reason(
             f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
             f"the {target_s:.0f} s target: {how}: prediction {predicted_s:.0f} s{bound}."
         )
+    fastest = ("the one with the lowest upper bound" if confidence is not None
+               else "the fastest predicted")
     return (
         f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target, so the {'maximum' if chosen == candidates[-1] else 'fastest predicted'} "
-        f"{chosen}: {how}: prediction {predicted_s:.0f} s{bound} there."
+        f"target, so {'the maximum' if chosen == candidates[-1] else fastest}"
+        f", {chosen}: {how}: prediction {predicted_s:.0f} s{bound} there."
     )
 
 
