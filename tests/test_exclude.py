@@ -79,3 +79,14 @@ def test_a_version_3_history_is_migrated_with_every_run_included(tmp_path: Path)
     with History.open(db) as history:
         assert history.run(1)["excluded"] == 0
         assert len(history.training_runs("sgd")) == 1
+
+
+def test_a_removed_run_id_is_never_given_to_another_run(tmp_path: Path) -> None:
+    """After `history rm` of the newest run, the next run got its id."""
+    db = _history(tmp_path)
+    with History.open(db) as history:
+        history.delete_runs([5])
+        assert history.start_run(job="sgd") == 6
+        history.delete_runs([6, 4])
+        assert history.insert_runs([{"job": "sgd", "status": "failed"}], keep_ids=False) == [7]
+        assert history.start_run(job="sgd") == 8

@@ -372,6 +372,7 @@ def _insert_run(history: History, record: Mapping[str, Any], where: str) -> int:
             hint="report it with the app's JSON; --dry-run shows what would be imported",
         ) from None
     rows = clean.pop("colocations")
+    clean["id"] = history.next_run_id()  # above every run ever removed too
     cur = history.conn.execute(
         f"INSERT INTO runs ({', '.join(clean)}) VALUES ({', '.join('?' for _ in clean)})",
         list(clean.values()),

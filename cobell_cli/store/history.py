@@ -408,7 +408,18 @@ class History(RunQueries):
                     )
         return dead
 
+    def next_run_id(self) -> int:
+        """The id a new run gets: above every run there is and every run ever removed (so an
+        id names one run for good); the caller holds the write lock."""
+        (next_id,) = self.conn.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM runs), 0), "
+            "(SELECT coalesce(max(id), 0) FROM run_id_floor)) + 1"
+        ).fetchone()
+        return int(next_id)
+
     def _insert(self, table: str, row: Mapping[str, Any]) -> int:
+        if table == "runs" and row.get("id") is None:
+            row = {**row, "id": self.next_run_id()}
         columns = ", ".join(f"[{k}]" for k in row)
         marks = ", ".join("?" for _ in row)
         cur = self.conn.execute(
