@@ -170,3 +170,20 @@ def test_show_says_what_each_pair_rests_on_and_flags_thin_ones(tmp_path: Path) -
     thin_rows = [line.split()[1] for line in text.splitlines() if "thin evidence" in line]
     assert set(thin_rows) <= set(rare) and len(thin_rows) >= 3
     assert "s overlapped" in text and "% own data" in text
+
+
+def test_an_uncorrected_what_if_curve_reads_without_zero_terms() -> None:
+    """`model show` printed `exp(2.22e-16 + 0·log x)` for a replay nothing corrected."""
+    curve = {"kind": "what-if", "c0": 2.22e-16, "c1_log_scale_out": 0.0}
+    assert model_cli._curve_text(curve) == "the what-if replay of the job's event-log profile"
+    curve = {"kind": "what-if", "c0": 0.1, "c1_log_scale_out": -0.05}
+    assert model_cli._curve_text(curve).endswith(" x 1.11·x^-0.05")
+
+
+def test_eval_explains_its_noise_floor_row(db: Path) -> None:
+    shown = invoke(db, "eval", "--job", "sgd")
+    assert shown.exit_code == 0, shown.output
+    assert "\nnoise_floor " in shown.output  # the row (repeated scale-outs in the fixture)
+    assert "noise_floor: no model; each test run predicted by the mean" in shown.output
+    help_text = invoke(db, "eval", "--help").output
+    assert "noise_floor row is no model" in " ".join(help_text.split())

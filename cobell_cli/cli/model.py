@@ -150,10 +150,21 @@ def _curve_text(curve: dict[str, Any]) -> str:
     if curve["kind"] == "power":
         return f"f(x) = {curve['c']:.4g}·x^{curve['exponent']:.3f}"
     if curve["kind"] == "what-if":
-        return (f"the what-if replay of the job's event-log profile"
-                f" x exp({curve['c0']:.3g} + {curve['c1_log_scale_out']:.3g}·log x)")
+        return "the what-if replay of the job's event-log profile" + _correction_text(
+            curve["c0"], curve["c1_log_scale_out"])
     label = "local linear" if curve["kind"] == "llr" else "local power law from the edge"
     return f"{label}, bandwidth {curve['bandwidth_log_scale_out']:.3g} (log scale-out)"
+
+
+def _correction_text(c0: float, c1: float) -> str:
+    """The replay's correction by the job's runs, exp(c0 + c1·log x), without the terms that
+    are zero: no `exp(2.22e-16 + 0·log x)` for an uncorrected replay."""
+    import math
+
+    if abs(c1) < 5e-4:
+        factor = math.exp(c0)
+        return "" if abs(factor - 1) < 5e-4 else f" x {factor:.3g}"
+    return f" x {math.exp(c0):.3g}·x^{c1:.3g}"
 
 
 @app.command("show")
@@ -214,6 +225,10 @@ def eval_cmd(
 ) -> None:
     """Cross-validated errors of cobell's model next to Ernest and Bell on the same splits.
 
+    The noise_floor row is no model: each test run predicted by the mean of the job's other
+    runs at the same scale-out, the error the run-to-run noise alone leaves (a model near it
+    cannot do much better; a model far above it can).
+
     Example: cobell model eval --job sgd --protocol extrap
     """
     from cobell_cli import output
@@ -231,6 +246,9 @@ def eval_cmd(
         return
     typer.echo(output.table(rows, ["method", "splits", "mape_pct", "median_mape_pct", "mae_s",
                                    "rmse_s"]))
+    if any(r["method"] == "noise_floor" for r in rows):
+        typer.echo("noise_floor: no model; each test run predicted by the mean of the other runs "
+                   "at its scale-out (the run-to-run noise)")
 
 
 @app.command("plot")
