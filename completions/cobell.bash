@@ -66,13 +66,13 @@ _cobell() {
                 esac ;;
             "cobell history")
                 case "$w" in
-                    list|show|jobs|import|export|rm) node="$node $w"; npos=0 ;;
+                    list|show|jobs|import|export|rm|exclude|include) node="$node $w"; npos=0 ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history list")
                 case "$w" in
-                    -j|--job|--status|--since|-n|--limit|-f|--format) skip=1; opt=$w ;;
+                    -j|--job|--status|--since|-n|--limit|-f|--format|-c|--columns) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -100,6 +100,16 @@ _cobell() {
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history rm")
+                case "$w" in
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
+                esac ;;
+            "cobell history exclude")
+                case "$w" in
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
+                esac ;;
+            "cobell history include")
                 case "$w" in
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
@@ -257,6 +267,7 @@ _cobell() {
                     --since) COMPREPLY=() ;;
                     -n|--limit) COMPREPLY=() ;;
                     -f|--format) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+                    -c|--columns) COMPREPLY=() ;;
                 esac ;;
             "cobell history jobs")
                 case "$opt" in
@@ -346,10 +357,10 @@ _cobell() {
             "cobell history")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
-                else COMPREPLY=($(compgen -W 'list show jobs import export rm' -- "$cur")); fi ;;
+                else COMPREPLY=($(compgen -W 'list show jobs import export rm exclude include' -- "$cur")); fi ;;
             "cobell history list")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job --status --since -n --limit -f --format --json -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job --status --since -n --limit -f --format --json -c --columns -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell history show")
                 if [[ $cur == -* ]]; then
@@ -370,6 +381,14 @@ _cobell() {
             "cobell history rm")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-y --yes -h --help' -- "$cur"))
+                else COMPREPLY=(); fi ;;
+            "cobell history exclude")
+                if [[ $cur == -* ]]; then
+                    COMPREPLY=($(compgen -W '--json -h --help' -- "$cur"))
+                else COMPREPLY=(); fi ;;
+            "cobell history include")
+                if [[ $cur == -* ]]; then
+                    COMPREPLY=($(compgen -W '--json -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell model")
                 if [[ $cur == -* ]]; then

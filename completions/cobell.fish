@@ -40,12 +40,12 @@ function __cobell_node
                 end
             case 'cobell history'
                 switch $w
-                    case list show jobs import export rm
+                    case list show jobs import export rm exclude include
                         set node "$node $w"
                 end
             case 'cobell history list'
                 switch $w
-                    case -j --job --status --since -n --limit -f --format
+                    case -j --job --status --since -n --limit -f --format -c --columns
                         set skip 1
                 end
             case 'cobell history show'
@@ -67,6 +67,12 @@ function __cobell_node
                         set skip 1
                 end
             case 'cobell history rm'
+                switch $w
+                end
+            case 'cobell history exclude'
+                switch $w
+                end
+            case 'cobell history include'
                 switch $w
                 end
             case 'cobell model'
@@ -220,11 +226,13 @@ complete -c cobell -n '__cobell_at \'cobell demo\'' -l seed -r -F -d 'History to
 complete -c cobell -n '__cobell_at \'cobell demo\'' -l co-runner -l no-co-runner -d 'Start a CPU-heavy co-running job first'
 complete -c cobell -n '__cobell_at \'cobell demo\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a list -d 'List recorded runs, newest first'
-complete -c cobell -n '__cobell_at \'cobell history\'' -a show -d 'Show one run in full, with every co-runner it overlapped'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a show -d 'Show one run in full, with every co-runner it overlapped (times in local time; in --json epoch seconds in the `_at` fields and the command as its list of arguments)'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a jobs -d 'One line per job: runs, distinct scale-outs, last run, median runtime'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a import -d 'Import runs from cobell\'s CSV/JSON or Bell\'s Nodes,Runtime CSV, all or nothing; or from the cluster\'s record: YARN\'s finished apps, a Spark History Server, event logs'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a export -d 'Export runs and their co-runners; `cobell history import` reads it back exactly'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a rm -d 'Remove runs (and their co-runner records) from the history'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a exclude -d 'Keep runs out of fitting and planning without deleting them (a stray 0.01 s run, a run on a broken node): they stay in the history, marked excluded; `include` undoes it'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a include -d 'Use runs that `history exclude` kept out of fitting and planning again'
 complete -c cobell -n '__cobell_at \'cobell history\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Only runs of this job'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l status -x -d 'Only runs with this status (repeatable): running, succeeded, failed, killed, lost, pending (finished, waiting in the journal beside the history)'
@@ -232,6 +240,7 @@ complete -c cobell -n '__cobell_at \'cobell history list\'' -l since -x -d 'Only
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s n -l limit -x -d 'At most this many runs'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s f -l format -x -a 'table json csv' -d 'Output format'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l json -d 'Same as --format json'
+complete -c cobell -n '__cobell_at \'cobell history list\'' -s c -l columns -x -d 'The table\'s columns (default: id, job, status, scale_out, runtime_s, target_s, predicted_s, submitted, co_runners); also co_runner_jobs, app_id, source, excluded or any field of a run'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history show\'' -l json -d 'Print JSON'
 complete -c cobell -n '__cobell_at \'cobell history show\'' -s h -l help -d 'Show help and exit'
@@ -261,6 +270,10 @@ complete -c cobell -n '__cobell_at \'cobell history export\'' -s j -l job -x -a 
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history rm\'' -s y -l yes -d 'Do not ask for confirmation'
 complete -c cobell -n '__cobell_at \'cobell history rm\'' -s h -l help -d 'Show help and exit'
+complete -c cobell -n '__cobell_at \'cobell history exclude\'' -l json -d 'Print what changed as JSON'
+complete -c cobell -n '__cobell_at \'cobell history exclude\'' -s h -l help -d 'Show help and exit'
+complete -c cobell -n '__cobell_at \'cobell history include\'' -l json -d 'Print what changed as JSON'
+complete -c cobell -n '__cobell_at \'cobell history include\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a show -d 'The chosen model, its parameters, per co-runner interference, CV errors, runs used'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a eval -d 'Cross-validated errors of cobell\'s model next to Ernest and Bell on the same splits'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a plot -d 'Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the `plot` extra)'

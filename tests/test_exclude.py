@@ -90,3 +90,35 @@ def test_a_removed_run_id_is_never_given_to_another_run(tmp_path: Path) -> None:
         history.delete_runs([6, 4])
         assert history.insert_runs([{"job": "sgd", "status": "failed"}], keep_ids=False) == [7]
         assert history.start_run(job="sgd") == 8
+
+
+def test_history_exclude_and_include_from_the_command_line(tmp_path: Path) -> None:
+    """`history exclude RUN_ID` keeps a stray run out of planning without deleting it; list,
+    show and export say so; `include` undoes it."""
+    from tests.cli_support import cobell
+
+    db = tmp_path / "h.db"
+    stray = tmp_path / "stray.csv"
+    stray.write_text("job,status,scale_out,runtime_s\nsgd,succeeded,12,0.01\n")
+    assert cobell("--db", db, "history", "import", EXAMPLE).exit_code == 0
+    assert cobell("--db", db, "history", "import", stray, "--new-ids").exit_code == 0
+    predict = ["--db", db, "predict", "-j", "sgd", "-t", "300", "--cluster", "none", "--json"]
+    import json
+
+    before = json.loads(cobell(*predict).stdout)["usable_runs"]
+    done = cobell("--db", db, "history", "exclude", "121")
+    assert done.exit_code == 0 and "excluded 1 run(s)" in done.stderr
+    assert json.loads(cobell(*predict).stdout)["usable_runs"] == before - 1
+    listed = cobell("--db", db, "history", "list", "-j", "sgd").stdout.splitlines()
+    (row,) = [line for line in listed if line.startswith("121 ")]
+    assert "succeeded (excl.)" in row
+    shown = cobell("--db", db, "history", "show", "121").stdout
+    assert "excluded:" in shown and "kept out of fitting and planning" in shown
+    exported = json.loads(cobell("--db", db, "history", "export", "-f", "json").stdout)
+    assert [r["excluded"] for r in exported["runs"] if r["id"] == 121] == [1]
+    again = cobell("--db", db, "history", "exclude", "121", "--json")
+    assert json.loads(again.stdout) == {"excluded": [], "unchanged": [121]}
+    assert cobell("--db", db, "history", "include", "121").exit_code == 0
+    assert json.loads(cobell(*predict).stdout)["usable_runs"] == before
+    missing = cobell("--db", db, "history", "exclude", "999")
+    assert missing.exit_code == 2 and "no run with id 999" in missing.stderr
