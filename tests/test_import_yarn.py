@@ -246,6 +246,8 @@ def test_dead_rm_is_exit_4(db: Path, dead_rm_url: str) -> None:
         env={"COBELL_RETRIES": "0"},
     )
     assert result.exit_code == 4 and "connection refused" in result.stderr
+    # the hint names what import takes: it has no --cluster to set to none
+    assert "--rm-url" in result.stderr and "--cluster" not in result.stderr
 
 
 def test_imported_runs_train_the_model_and_overlap_recorded_runs(db: Path, rm: StandinRM) -> None:

@@ -126,10 +126,10 @@ def cluster_flags(
     }
 
 
-def connect_cluster(resolved: Settings, known_jobs: list[str]) -> Any:
+def connect_cluster(resolved: Settings, known_jobs: list[str], **options: Any) -> Any:
     from cobell_cli.cluster import connect
 
-    return connect(resolved, known_jobs)
+    return connect(resolved, known_jobs, **options)
 
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}

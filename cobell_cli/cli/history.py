@@ -623,10 +623,11 @@ def _from_yarn(
     on_page: Any,
 ) -> Any:
     from cobell_cli.cli.common import cluster_flags, connect_cluster, settings
+    from cobell_cli.cluster import YARN_RECORD_FIX
     from cobell_cli.sources.yarn_apps import import_from_yarn
 
     resolved = settings(ctx, **cluster_flags("yarn", opts.rm_url, None, opts.ca_bundle))
-    cluster = connect_cluster(resolved, history.job_names())
+    cluster = connect_cluster(resolved, history.job_names(), yarn_fix=YARN_RECORD_FIX)
     server = _history_server(ctx, opts) if opts.from_spark_history else None
     timeline = _timeline_server(ctx, opts) if opts.timeline_url else None
     return import_from_yarn(
