@@ -10,7 +10,6 @@ CSV keep every value exact.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -100,15 +99,11 @@ def list_table(runs: Sequence[Run], columns: Sequence[str] = DEFAULT_COLUMNS) ->
 def show_record(run: Run) -> dict[str, Any]:
     """A run as `history show --json` prints it: the stored fields, `command` as the list of
     arguments it is (not a JSON text inside JSON), times as epoch `_at` numbers."""
+    from cobell_cli.store.interchange import command_argv
+
     out = dict(run)
-    command = out.get("command")
-    if isinstance(command, str):
-        try:
-            parsed = json.loads(command)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, list):
-            out["command"] = parsed
+    if isinstance(out.get("command"), str):
+        out["command"] = command_argv(out["command"]) or out["command"]
     return out
 
 

@@ -361,12 +361,7 @@ class History(RunQueries):
     def delete_runs(self, run_ids: Iterable[int]) -> int:
         ids = list(run_ids)
         with self._write():
-            missing = [i for i in ids if not self._exists(i)]
-            if missing:
-                raise UsageError(
-                    f"no run with id {', '.join(map(str, missing))} in {self.path}",
-                    hint="see `cobell history list`; nothing was removed",
-                )
+            self._require(ids, "nothing was removed")
             for run_id in ids:
                 self.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return len(ids)
@@ -376,16 +371,20 @@ class History(RunQueries):
         flag changed. Unknown ids change nothing and are a usage error."""
         ids = list(dict.fromkeys(int(i) for i in run_ids))
         with self._write():
-            missing = [i for i in ids if not self._exists(i)]
-            if missing:
-                raise UsageError(
-                    f"no run with id {', '.join(map(str, missing))} in {self.path}",
-                    hint="see `cobell history list`; nothing was changed",
-                )
+            self._require(ids, "nothing was changed")
             changed = [i for i in ids if self.conn.execute(
                 "UPDATE runs SET excluded = ? WHERE id = ? AND excluded != ?",
                 (int(excluded), i, int(excluded))).rowcount]
         return changed
+
+    def _require(self, run_ids: Sequence[int], consequence: str) -> None:
+        """A usage error naming the ids that are not in the history."""
+        missing = [i for i in run_ids if not self._exists(i)]
+        if missing:
+            raise UsageError(
+                f"no run with id {', '.join(map(str, missing))} in {self.path}",
+                hint=f"see `cobell history list`; {consequence}",
+            )
 
     def dead_runs(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
         """`running` runs of this host whose process is gone."""

@@ -190,17 +190,23 @@ def _csv_header(reader: Any) -> list[str]:
     )
 
 
+def command_argv(stored: str) -> list[str] | None:
+    """A stored command (the JSON text of its arguments) as its list, None if it is not one."""
+    try:
+        argv = json.loads(stored)
+    except ValueError:
+        return None
+    return argv if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+
+
 def _redacted_command(record: dict[str, Any]) -> None:
     """An imported command is stored like a recorded one: without its secrets."""
     from cobell_cli.redact import redact, scrub
 
     command = record.get("command")
     if isinstance(command, str):
-        try:
-            argv = json.loads(command)
-        except ValueError:
-            argv = None
-        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+        argv = command_argv(command)
+        if argv is not None:
             record["command"] = json.dumps(redact(argv))
         else:
             record["command"] = scrub(command)
