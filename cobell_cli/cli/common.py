@@ -206,9 +206,9 @@ ConfidenceOpt = Annotated[
     typer.Option(
         "--confidence",
         metavar="P|point",
-        help="Choose the smallest scale-out whose estimated probability of meeting the target "
-        "is at least P (0-1; default 0.9), planning on the calibrated upper bound; `point` "
-        "plans on the point prediction, as the CoBell paper does. "
+        help="The policy: the smallest scale-out whose upper bound at P is within the target, "
+        "so that its P(meet) is at least P (0-1; default 0.9); `point` plans on the "
+        "prediction, as the CoBell paper does. "
         "Example: --confidence 0.99. [env: COBELL_CONFIDENCE]",
     ),
 ]
