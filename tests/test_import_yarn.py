@@ -116,7 +116,7 @@ def test_import_is_idempotent_and_dry_run_writes_nothing(db: Path, rm: StandinRM
     again = imported(db, rm)
     assert again["imported"] == 0 and again["skipped_by_reason"] == {"already in the history": 3}
     assert rows(db, "SELECT count(*) FROM runs")[0][0] == 3
-    listed = cobell("--db", db, "history", "list")
+    listed = cobell("--db", db, "history", "list", "--columns", "id,job,source,app_id")
     assert listed.exit_code == 0 and "application_" in listed.stdout and "yarn" in listed.stdout
 
 
