@@ -71,3 +71,5 @@ def test_show_rounds_for_people_and_keeps_json_exact(db: Path) -> None:
     as_json = json.loads(cobell("--db", db, "history", "show", "121", "--json").stdout)
     assert as_json["command"] == ["spark-submit", "--master", "yarn", "a b.py"]
     assert as_json["runtime_s"] == 44.35970377922058 and as_json["started_at"] == 1.8e9 + 2
+    listed = json.loads(cobell("--db", db, "history", "list", "--json", "-n", "1").stdout)
+    assert listed[0]["command"] == ["spark-submit", "--master", "yarn", "a b.py"]

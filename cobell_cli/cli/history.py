@@ -127,8 +127,9 @@ def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat,
 
     chosen = (history_view.check_columns(columns, list(RUN_COLUMNS)) if columns
               else history_view.DEFAULT_COLUMNS)
-    if fmt is ListFormat.json:
-        typer.echo(output.to_json(interchange.export_records(runs)))
+    if fmt is ListFormat.json:  # as `show --json`: the command as its list of arguments
+        records = interchange.export_records(runs)
+        typer.echo(output.to_json([history_view.show_record(r) for r in records]))
     elif fmt is ListFormat.csv:
         typer.echo(interchange.to_csv(runs), nl=False)
     elif runs:
