@@ -52,3 +52,10 @@ def test_the_summary_says_what_happened_at_a_glance(tmp_path: Path, monkeypatch)
     assert f"{demo.CO_RUNNER_JOB} 85% of the run" in lines[1]
     assert str(db) in lines[2] and f"--db {db} history show 2" in lines[3]
     assert demo.summary(Path("empty.db"), 60)[0].startswith("demo: no run of")
+
+
+def test_paths_below_the_working_directory_are_shown_relative(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jobs").mkdir()
+    assert demo._shown_path(tmp_path / "jobs") == Path("jobs")
+    assert demo._shown_path(Path("/usr")) == Path("/usr")

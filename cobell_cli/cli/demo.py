@@ -32,6 +32,14 @@ def _show(argv: list[str], background: bool = False) -> None:
     info("+ " + shlex.join(str(a) for a in shown) + (" &" if background else ""))
 
 
+def _shown_path(path: Path) -> Path:
+    """`path` relative to the current directory when it is below it, else as it is."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
 def demo_db(ctx: typer.Context) -> Path:
     """The history the demo writes: the one --db, COBELL_DB or the config names, else its own
     demo.db beside the default history."""
@@ -85,8 +93,11 @@ def demo(
     elif not has_runs:
         info(f"(no seed history at {seed}: the demo job starts with its bootstrap runs)")
 
-    spark_submit = str(spark_submit_path())
-    jobs_dir = Path(examples.__file__).parent
+    # `spark-submit` by name, from pyspark's bin on PATH, and the jobs relative to where the
+    # demo runs (the repository root in the README): the commands it echoes stay readable
+    env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
+    spark_submit = "spark-submit"
+    jobs_dir = _shown_path(Path(examples.__file__).parent)
     where = ["--cluster", "standalone", "--standalone-url", cluster.webui_url]
     background = None
     if co_runner:
