@@ -4,13 +4,18 @@
 Without it, each benchmark writes its results under bench/results/ (minutes on one core).
 history_memory and cluster_faults always run in their quick form here: their full runs take
 half an hour and compare against another checkout (`python -m bench.history_memory --before
-PATH`, `python -m bench.cluster_faults --before PATH`; see their results files).
+PATH`, `python -m bench.cluster_faults --before PATH`; see their results files). The others
+run with the arguments their committed results file names on its `Command:` line, so that
+`python -m bench` rewrites the very tables that are committed (one source of truth).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import time
+from pathlib import Path
 from types import ModuleType
 
 BENCHMARKS = (
@@ -27,6 +32,16 @@ BENCHMARKS = (
     "real_colocation",
 )
 QUICK_ONLY = {"history_memory", "cluster_faults"}
+RESULTS = Path(__file__).parent / "results"
+
+
+def committed_arguments(name: str) -> list[str]:
+    """The arguments of `python -m bench.NAME` on the `Command:` line of its results file."""
+    text = (RESULTS / f"{name}.md").read_text()
+    command = re.search(rf"^Command: `[^`]*python -m bench\.{name}(?P<args>[^`]*)`", text, re.M)
+    if command is None:
+        raise SystemExit(f"bench/results/{name}.md names no `python -m bench.{name}` command")
+    return shlex.split(command["args"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -59,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in BENCHMARKS:
         if name not in chosen:
             continue
-        flags = ["--quick"] if args.quick or name in QUICK_ONLY else []
+        quick = args.quick or name in QUICK_ONLY
+        flags = ["--quick"] if quick else committed_arguments(name)
         started = time.perf_counter()
         print(f"== bench.{name} {' '.join(flags)}".rstrip(), flush=True)
         modules[name].main(flags)

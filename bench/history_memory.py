@@ -55,6 +55,14 @@ class Step:
     error: str = ""
 
 
+WRITTEN_COLUMNS = (  # the columns write_history fills, in the order of its values
+    "id", "job", "input_bytes", "scale_out", "backend", "app_id", "queue", "user", "host",
+    "pid", "submitted_at", "started_at", "finished_at", "runtime_s", "status", "target_s",
+    "predicted_s", "model", "reason", "command", "exit_code", "source", "mean_scale_out",
+    "meet_probability", "confidence", "event_log", "colocations",
+)
+
+
 def write_history(path: Path, rows: int, seed: int = 1) -> None:
     """`rows` runs in cobell's CSV format, streamed to `path`."""
     rng = random.Random(seed)
@@ -86,7 +94,7 @@ def write_history(path: Path, rows: int, seed: int = 1) -> None:
                 ["spark-submit", "--master", "yarn", "--num-executors", str(scale_out),
                  "--class", "org.example.Nightly", f"/jobs/{job}.jar", "--date", str(k)]
             )  # fmt: skip
-            writer.writerow([
+            row = dict(zip(WRITTEN_COLUMNS, [
                 k, job, rng.randint(10**9, 10**11), scale_out, "yarn",
                 f"application_1600000000000_{k:06d}", "default", "etl", "edge-1", 4000 + k % 30000,
                 started - 5.0, started, started + runtime_s, runtime_s, "succeeded", 3600.0,
@@ -94,7 +102,9 @@ def write_history(path: Path, rows: int, seed: int = 1) -> None:
                 "smallest scale-out whose estimated probability of meeting the target is >= 0.97",
                 command, 0, "cobell", "", round(rng.uniform(0.5, 1.0), 6), 0.97, "",
                 colocations,
-            ])  # fmt: skip
+            ], strict=True))  # fmt: skip
+            # by name: columns added to the history later stay empty (their defaults)
+            writer.writerow([row.get(column, "") for column in EXPORT_COLUMNS])
 
 
 def run_step(

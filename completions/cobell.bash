@@ -48,7 +48,7 @@ _cobell() {
                 esac ;;
             "cobell submit")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--spark-log-level|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -66,13 +66,13 @@ _cobell() {
                 esac ;;
             "cobell history")
                 case "$w" in
-                    list|show|jobs|import|export|rm) node="$node $w"; npos=0 ;;
+                    list|show|jobs|import|export|rm|exclude|include) node="$node $w"; npos=0 ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history list")
                 case "$w" in
-                    -j|--job|--status|--since|-n|--limit|-f|--format) skip=1; opt=$w ;;
+                    -j|--job|--status|--since|-n|--limit|-f|--format|-c|--columns) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -100,6 +100,16 @@ _cobell() {
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell history rm")
+                case "$w" in
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
+                esac ;;
+            "cobell history exclude")
+                case "$w" in
+                    -*) ;;
+                    *) npos=$((npos + 1)) ;;
+                esac ;;
+            "cobell history include")
                 case "$w" in
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
@@ -221,6 +231,7 @@ _cobell() {
                     --input-tolerance) COMPREPLY=() ;;
                     --cores-per-executor) COMPREPLY=() ;;
                     --log-file) _cobell_complete_files ;;
+                    --spark-log-level) COMPREPLY=() ;;
                     --event-log-dir) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
@@ -256,6 +267,7 @@ _cobell() {
                     --since) COMPREPLY=() ;;
                     -n|--limit) COMPREPLY=() ;;
                     -f|--format) COMPREPLY=($(compgen -W 'table json csv' -- "$cur")) ;;
+                    -c|--columns) COMPREPLY=() ;;
                 esac ;;
             "cobell history jobs")
                 case "$opt" in
@@ -332,11 +344,11 @@ _cobell() {
                 else COMPREPLY=($(compgen -W 'submit predict demo history model cluster local-cluster config' -- "$cur")); fi ;;
             "cobell submit")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --spark-log-level --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else ((npos >= 0)) && COMPREPLY=($(compgen -W "--" -- "$cur")); fi ;;
             "cobell predict")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell demo")
                 if [[ $cur == -* ]]; then
@@ -345,10 +357,10 @@ _cobell() {
             "cobell history")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
-                else COMPREPLY=($(compgen -W 'list show jobs import export rm' -- "$cur")); fi ;;
+                else COMPREPLY=($(compgen -W 'list show jobs import export rm exclude include' -- "$cur")); fi ;;
             "cobell history list")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job --status --since -n --limit -f --format --json -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job --status --since -n --limit -f --format --json -c --columns -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell history show")
                 if [[ $cur == -* ]]; then
@@ -369,6 +381,14 @@ _cobell() {
             "cobell history rm")
                 if [[ $cur == -* ]]; then
                     COMPREPLY=($(compgen -W '-y --yes -h --help' -- "$cur"))
+                else COMPREPLY=(); fi ;;
+            "cobell history exclude")
+                if [[ $cur == -* ]]; then
+                    COMPREPLY=($(compgen -W '--json -h --help' -- "$cur"))
+                else COMPREPLY=(); fi ;;
+            "cobell history include")
+                if [[ $cur == -* ]]; then
+                    COMPREPLY=($(compgen -W '--json -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell model")
                 if [[ $cur == -* ]]; then

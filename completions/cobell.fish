@@ -25,7 +25,7 @@ function __cobell_node
                 end
             case 'cobell submit'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell predict'
@@ -40,12 +40,12 @@ function __cobell_node
                 end
             case 'cobell history'
                 switch $w
-                    case list show jobs import export rm
+                    case list show jobs import export rm exclude include
                         set node "$node $w"
                 end
             case 'cobell history list'
                 switch $w
-                    case -j --job --status --since -n --limit -f --format
+                    case -j --job --status --since -n --limit -f --format -c --columns
                         set skip 1
                 end
             case 'cobell history show'
@@ -67,6 +67,12 @@ function __cobell_node
                         set skip 1
                 end
             case 'cobell history rm'
+                switch $w
+                end
+            case 'cobell history exclude'
+                switch $w
+                end
+            case 'cobell history include'
                 switch $w
                 end
             case 'cobell model'
@@ -174,12 +180,12 @@ complete -c cobell -n '__cobell_at \'cobell\'' -l debug -d 'Show tracebacks for 
 complete -c cobell -n '__cobell_at \'cobell\'' -l version -d 'Print the version and exit'
 complete -c cobell -n '__cobell_at \'cobell\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -s j -l job -x -a '(__cobell_jobs)' -d 'The recurring job\'s name'
-complete -c cobell -n '__cobell_at \'cobell submit\'' -s t -l target-runtime -x -d 'Runtime target in seconds'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -s t -l target-runtime -x -d 'Runtime target: seconds, or a duration such as 90s, 5min, 1h30m'
 complete -c cobell -n '__cobell_at \'cobell submit --\'' -a '(__fish_complete_subcommand --commandline (__cobell_after_dashdash))'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l min-scale-out -x -d 'Smallest scale-out. [env: COBELL_MIN_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l max-scale-out -x -d 'Largest scale-out. [env: COBELL_MAX_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l step -x -d 'Step between candidates. [env: COBELL_SCALE_OUT_STEP]'
-complete -c cobell -n '__cobell_at \'cobell submit\'' -l confidence -x -d 'Choose the smallest scale-out whose estimated probability of meeting the target is at least P (0-1; default 0.9), planning on the calibrated upper bound; `point` plans on the point prediction, as the CoBell paper does'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l confidence -x -d 'The policy: the smallest scale-out whose upper bound at P is within the target, so that its P(meet) is at least P (0-1; default 0.9); `point` plans on the prediction, as the CoBell paper does'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l input -r -F -d 'Input path or hdfs:// URL whose size is measured'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l input-size -x -d 'Input size (e.g. 10G); plans on similar runs only'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l input-tolerance -x -d 'Runs count as similar within ± this fraction of the input size. [env: COBELL_INPUT_TOLERANCE]'
@@ -188,6 +194,7 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l dry-run -d 'Print the p
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l json -d 'Print one JSON summary line at the end (for cron and scripts)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l log-file -r -F -d 'Also append the job\'s output to this file'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l spark-log-level -x -d 'Spark: the job\'s log level (spark.log.level), e.g'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l event-log-dir -x -d 'Spark: where the run writes its event log, read afterwards for the what-if (default: event-logs/ next to the history; off: leave event logging alone)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
@@ -196,33 +203,36 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l ca-bundle -r -F -d 'CA 
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l allow-no-cluster -l require-cluster -d 'Plan without co-runners when the cluster cannot be asked (said in the output). [env: COBELL_ALLOW_NO_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -s j -l job -x -a '(__cobell_jobs)' -d 'The recurring job\'s name'
-complete -c cobell -n '__cobell_at \'cobell predict\'' -s t -l target-runtime -x -d 'Runtime target in seconds'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -s t -l target-runtime -x -d 'Runtime target: seconds, or a duration such as 90s, 5min, 1h30m'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l min-scale-out -x -d 'Smallest scale-out. [env: COBELL_MIN_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l max-scale-out -x -d 'Largest scale-out. [env: COBELL_MAX_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l step -x -d 'Step between candidates. [env: COBELL_SCALE_OUT_STEP]'
-complete -c cobell -n '__cobell_at \'cobell predict\'' -l confidence -x -d 'Choose the smallest scale-out whose estimated probability of meeting the target is at least P (0-1; default 0.9), planning on the calibrated upper bound; `point` plans on the point prediction, as the CoBell paper does'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l confidence -x -d 'The policy: the smallest scale-out whose upper bound at P is within the target, so that its P(meet) is at least P (0-1; default 0.9); `point` plans on the prediction, as the CoBell paper does'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-size -x -d 'Input size (e.g. 10G); plans on similar runs only'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-tolerance -x -d 'Runs count as similar within ± this fraction of the input size. [env: COBELL_INPUT_TOLERANCE]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
-complete -c cobell -n '__cobell_at \'cobell predict\'' -l json -d 'Print the plan as JSON'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l all -d 'Every scale-out in the table, not only those around the decision'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l json -d 'Print the plan as JSON (always with every scale-out)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l standalone-url -x -d 'Spark standalone master web UI. [env: COBELL_STANDALONE_URL]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l ca-bundle -r -F -d 'CA bundle to verify the RM\'s TLS certificate. [env: COBELL_CA_BUNDLE]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l allow-no-cluster -l require-cluster -d 'Plan without co-runners when the cluster cannot be asked (said in the output). [env: COBELL_ALLOW_NO_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -s h -l help -d 'Show help and exit'
-complete -c cobell -n '__cobell_at \'cobell demo\'' -s t -l target-runtime -x -d 'Target of the demo job'
+complete -c cobell -n '__cobell_at \'cobell demo\'' -s t -l target-runtime -x -d 'Target of the demo job: seconds, or e.g. 90s, 2min'
 complete -c cobell -n '__cobell_at \'cobell demo\'' -l workers -x -d 'Local Spark workers'
 complete -c cobell -n '__cobell_at \'cobell demo\'' -l cores-per-worker -x -d 'Cores each'
 complete -c cobell -n '__cobell_at \'cobell demo\'' -l seed -r -F -d 'History to import when the job has none'
 complete -c cobell -n '__cobell_at \'cobell demo\'' -l co-runner -l no-co-runner -d 'Start a CPU-heavy co-running job first'
 complete -c cobell -n '__cobell_at \'cobell demo\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a list -d 'List recorded runs, newest first'
-complete -c cobell -n '__cobell_at \'cobell history\'' -a show -d 'Show one run in full, with every co-runner it overlapped'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a show -d 'Show one run in full, with every co-runner it overlapped (times in local time; in --json epoch seconds in the `_at` fields and the command as its list of arguments)'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a jobs -d 'One line per job: runs, distinct scale-outs, last run, median runtime'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a import -d 'Import runs from cobell\'s CSV/JSON or Bell\'s Nodes,Runtime CSV, all or nothing; or from the cluster\'s record: YARN\'s finished apps, a Spark History Server, event logs'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a export -d 'Export runs and their co-runners; `cobell history import` reads it back exactly'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a rm -d 'Remove runs (and their co-runner records) from the history'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a exclude -d 'Keep runs out of fitting and planning without deleting them (a stray 0.01 s run, a run on a broken node): they stay in the history, marked excluded; `include` undoes it'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a include -d 'Use runs that `history exclude` kept out of fitting and planning again'
 complete -c cobell -n '__cobell_at \'cobell history\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Only runs of this job'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l status -x -d 'Only runs with this status (repeatable): running, succeeded, failed, killed, lost, pending (finished, waiting in the journal beside the history)'
@@ -230,6 +240,7 @@ complete -c cobell -n '__cobell_at \'cobell history list\'' -l since -x -d 'Only
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s n -l limit -x -d 'At most this many runs'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s f -l format -x -a 'table json csv' -d 'Output format'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l json -d 'Same as --format json'
+complete -c cobell -n '__cobell_at \'cobell history list\'' -s c -l columns -x -d 'The table\'s columns (default: id, job, status, scale_out, runtime_s, target_s, predicted_s, submitted, co_runners); also co_runner_jobs, app_id, source, excluded or any field of a run'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history show\'' -l json -d 'Print JSON'
 complete -c cobell -n '__cobell_at \'cobell history show\'' -s h -l help -d 'Show help and exit'
@@ -259,6 +270,10 @@ complete -c cobell -n '__cobell_at \'cobell history export\'' -s j -l job -x -a 
 complete -c cobell -n '__cobell_at \'cobell history export\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history rm\'' -s y -l yes -d 'Do not ask for confirmation'
 complete -c cobell -n '__cobell_at \'cobell history rm\'' -s h -l help -d 'Show help and exit'
+complete -c cobell -n '__cobell_at \'cobell history exclude\'' -l json -d 'Print what changed as JSON'
+complete -c cobell -n '__cobell_at \'cobell history exclude\'' -s h -l help -d 'Show help and exit'
+complete -c cobell -n '__cobell_at \'cobell history include\'' -l json -d 'Print what changed as JSON'
+complete -c cobell -n '__cobell_at \'cobell history include\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a show -d 'The chosen model, its parameters, per co-runner interference, CV errors, runs used'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a eval -d 'Cross-validated errors of cobell\'s model next to Ernest and Bell on the same splits'
 complete -c cobell -n '__cobell_at \'cobell model\'' -a plot -d 'Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the `plot` extra)'
@@ -273,7 +288,7 @@ complete -c cobell -n '__cobell_at \'cobell model eval\'' -l seed -x -d 'Seed of
 complete -c cobell -n '__cobell_at \'cobell model eval\'' -l json -d 'Print the rows as JSON'
 complete -c cobell -n '__cobell_at \'cobell model eval\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Recurring job whose history the model is fitted to'
-complete -c cobell -n '__cobell_at \'cobell model plot\'' -s o -l output -r -F -d 'Image file to write (png, svg, pdf)'
+complete -c cobell -n '__cobell_at \'cobell model plot\'' -s o -l output -r -F -d 'Image file to write (png, svg, pdf); an existing directory, or a path ending in / (created), gets JOB.png inside it'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -l co-runner -x -d 'Co-runner for the curves (default: the most frequent one)'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell model whatif\'' -s e -l event-log -r -F -d 'A Spark event log: one file (plain, .zstd, .lz4, .snappy) or a rolling log directory (eventlog_v2_*)'

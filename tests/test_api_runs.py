@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cobell_cli import api
+from cobell_cli.cli import history_view
 from cobell_cli.errors import CobellError, HistoryError, ImportFileError, UsageError
 from tests.cli_support import cobell
 from tests.yarn_standin import StandinRM
@@ -76,7 +77,9 @@ def test_list_show_jobs_as_the_cli_shows_them(db: Path) -> None:
     assert one["id"] == runs[0]["id"] and "colocations" in one
     cli = json.loads(cobell("--db", db, "history", "list", "--job", "sgd", "--status",
                             "succeeded", "-n", "3", "--json").stdout)
-    assert cli == api.run_records(runs)
+    # the CLI shows the exported records with the command as its list of arguments
+    assert cli == [history_view.show_record(r) for r in api.run_records(runs)]
+    assert [r["id"] for r in cli] == [r["id"] for r in runs]
     assert {j["job"] for j in jobs} == {r["job"] for r in everything}
 
 

@@ -243,7 +243,7 @@ class TestBash:
         assert "history" in got
         assert got == [c.path[-1] for c in tree.subcommands]
         assert bash_complete("cobell", "history", "", env=env) == [
-            "list", "show", "jobs", "import", "export", "rm"
+            "list", "show", "jobs", "import", "export", "rm", "exclude", "include"
         ]
         # global options and their values are skipped when finding the command
         assert "list" in bash_complete("cobell", "--db", "x.db", "history", "l", env=env)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from cobell_cli.sources.event_apps import AppFold
+from tests.extras import require_extra
 
 LOGS = Path(__file__).parent / "data" / "eventlogs" / "logs"
-pytest.importorskip("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
+require_extra("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
 
 
 def _logs() -> list[Path]:

@@ -8,13 +8,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from tests.cli_support import cobell
+from tests.extras import require_extra
 
 LOGS = Path(__file__).parent / "data" / "eventlogs" / "logs"
-pytest.importorskip("cobell_cli.sources.eventlog", reason="needs the streaming event-log reader")
-pytest.importorskip("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
+require_extra("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
 
 
 def rows(db: Path, sql: str) -> list[sqlite3.Row]:
@@ -39,7 +37,7 @@ def test_a_log_directory_becomes_runs(tmp_path: Path) -> None:
     assert summary["skipped_by_reason"] == {"no end event (running or crashed)": 1}
     assert summary["scale_out_from"] == {"executors (event log)": 4}
     runs = {r["job"]: r for r in rows(db, "SELECT * FROM runs")}
-    assert set(runs) == {"etl", "adhoc report", "pi", "broken"}
+    assert set(runs) == {"etl", "adhoc-report", "pi", "broken"}
     assert runs["broken"]["status"] == "failed" and runs["etl"]["status"] == "succeeded"
     assert runs["etl"]["scale_out"] == 2 and runs["pi"]["scale_out"] == 1
     assert all(r["source"] == "event-log" and Path(r["event_log"]).exists() for r in runs.values())
@@ -49,9 +47,26 @@ def test_a_log_directory_becomes_runs(tmp_path: Path) -> None:
         "SELECT r.job, c.co_runner_job FROM colocations c JOIN runs r ON r.id = c.run_id "
         "ORDER BY r.job",
     )
-    assert [tuple(p) for p in pairs] == [("adhoc report", "etl"), ("etl", "adhoc report")]
+    assert [tuple(p) for p in pairs] == [("adhoc-report", "etl"), ("etl", "adhoc-report")]
     again = import_logs(db, LOGS)
     assert again["imported"] == 0 and again["skipped_by_reason"]["already in the history"] == 4
+
+
+def test_every_imported_job_name_is_one_submit_takes(tmp_path: Path) -> None:
+    """The app `adhoc report` became the job `adhoc report`, which predict and model show
+    accepted and submit refused: an app name that is not a job name is mapped, and said so."""
+    db = tmp_path / "h.db"
+    summary = import_logs(db, LOGS)
+    assert summary["renamed_jobs"] == {"adhoc report": "adhoc-report"}
+    listed = cobell("--db", db, "history", "jobs", "--format", "json")
+    jobs = [row["job"] for row in json.loads(listed.stdout)]
+    assert "adhoc-report" in jobs
+    for job in jobs:
+        planned = cobell("--db", db, "submit", "-j", job, "-t", "60", "--cluster", "none",
+                         "--dry-run", "--", "echo", "local[{scale_out}]")
+        assert planned.exit_code == 0, (job, planned.stderr)
+    text = cobell("--db", tmp_path / "other.db", "history", "import", "--from-event-logs", LOGS)
+    assert "'adhoc report' -> adhoc-report" in text.stderr + text.stdout
 
 
 def test_one_file_and_one_rolling_directory(tmp_path: Path) -> None:

@@ -114,11 +114,11 @@ def test_history_server_apps_become_runs(tmp_path: Path, history_server: str) ->
     assert summary["skipped_by_reason"] == {"no end event (running or crashed)": 1}
     assert summary["scale_out_from"] == {"executors": APPS}
     runs = {r["job"]: r for r in rows(db, "SELECT * FROM runs")}
-    assert set(runs) == {"etl", "adhoc report", "pi", "broken"}  # tag, name, cobell: name
+    assert set(runs) == {"etl", "adhoc-report", "pi", "broken"}  # tag, name, cobell: name
     assert runs["etl"]["scale_out"] == 2 and runs["pi"]["scale_out"] == 1
-    assert runs["adhoc report"]["scale_out"] == 2
+    assert runs["adhoc-report"]["scale_out"] == 2
     assert runs["broken"]["status"] == "failed"
-    for job in ("etl", "adhoc report", "pi"):
+    for job in ("etl", "adhoc-report", "pi"):
         run = runs[job]
         assert run["status"] == "succeeded" and run["source"] == "spark-history"
         assert run["app_id"].startswith("app-") and run["target_s"] is None
@@ -131,8 +131,8 @@ def test_history_server_apps_become_runs(tmp_path: Path, history_server: str) ->
         "JOIN runs r ON r.id = c.run_id ORDER BY r.job",
     )
     assert [(p["job"], p["co_runner_job"]) for p in pairs] == [
-        ("adhoc report", "etl"),
-        ("etl", "adhoc report"),
+        ("adhoc-report", "etl"),
+        ("etl", "adhoc-report"),
     ]
     assert all(p["overlap_s"] > 0 and 0 < p["overlap_ratio"] <= 1 for p in pairs)
     # each app's event log was downloaded next to the history, for the what-if
@@ -212,7 +212,9 @@ def test_garbage_instead_of_a_history_server(tmp_path: Path, yarn_rm) -> None:
     wrong = cobell(
         "--db", tmp_path / "h.db", "history", "import", "--from-spark-history", yarn_rm.url
     )
-    assert wrong.exit_code == 4 and "not a list" in wrong.stderr
+    # it said "answered an application list that is not a list" for the 404
+    assert wrong.exit_code == 4 and "not a list" not in wrong.stderr
+    assert "answered HTTP 404" in wrong.stderr and "no History Server's REST API" in wrong.stderr
 
 
 def test_executor_counts_peak_and_mean() -> None:

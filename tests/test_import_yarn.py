@@ -116,7 +116,7 @@ def test_import_is_idempotent_and_dry_run_writes_nothing(db: Path, rm: StandinRM
     again = imported(db, rm)
     assert again["imported"] == 0 and again["skipped_by_reason"] == {"already in the history": 3}
     assert rows(db, "SELECT count(*) FROM runs")[0][0] == 3
-    listed = cobell("--db", db, "history", "list")
+    listed = cobell("--db", db, "history", "list", "--columns", "id,job,source,app_id")
     assert listed.exit_code == 0 and "application_" in listed.stdout and "yarn" in listed.stdout
 
 
@@ -164,7 +164,7 @@ def test_job_identity_order(db: Path, rm: StandinRM, tmp_path: Path) -> None:
     names = {
         r["app_id"]: r["job"] for r in rows(db.with_name("b.db"), "SELECT app_id, job FROM runs")
     }
-    assert names[other] == "something else"
+    assert names[other] == "something-else"  # an app name mapped to a job name
 
 
 def test_paging_by_finish_time_windows_imports_every_app_once(db: Path, rm: StandinRM) -> None:
@@ -246,6 +246,8 @@ def test_dead_rm_is_exit_4(db: Path, dead_rm_url: str) -> None:
         env={"COBELL_RETRIES": "0"},
     )
     assert result.exit_code == 4 and "connection refused" in result.stderr
+    # the hint names what import takes: it has no --cluster to set to none
+    assert "--rm-url" in result.stderr and "--cluster" not in result.stderr
 
 
 def test_imported_runs_train_the_model_and_overlap_recorded_runs(db: Path, rm: StandinRM) -> None:
@@ -443,7 +445,7 @@ def test_the_documented_apps_document_imports(db: Path, rm: StandinRM, yarn_fixt
     assert summary["colocations"] == 2  # the two apps overlapped: one row on each
     runs = {r["app_id"]: r for r in rows(db, "SELECT * FROM runs")}
     word_count = runs["application_1476912658570_0002"]
-    assert word_count["job"] == "word count" and word_count["status"] == "succeeded"
+    assert word_count["job"] == "word-count" and word_count["status"] == "succeeded"
     assert word_count["runtime_s"] == pytest.approx(304.578)
     # 201 vcore-seconds over 304.6 s is 0.66 containers: the AM alone, at least 1 executor
     assert word_count["scale_out"] == 1 and word_count["mean_scale_out"] == 0.0

@@ -17,6 +17,10 @@ from cobell_cli.store.history import STATUSES, History
 finite = st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False)
 text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20)
 opt = st.none() | text
+job_names = st.text(  # core/job_name.py: printable ASCII without spaces or commas
+    st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=","),
+    min_size=1, max_size=20,
+)
 
 colocation = st.fixed_dictionaries(
     {
@@ -31,7 +35,7 @@ colocation = st.fixed_dictionaries(
 )
 run_record = st.fixed_dictionaries(
     {
-        "job": text,
+        "job": job_names,
         "status": st.sampled_from(STATUSES),
         "scale_out": st.integers(1, 10_000),
         "runtime_s": st.floats(min_value=1e-3, max_value=1e7, allow_nan=False),

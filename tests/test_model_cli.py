@@ -15,6 +15,7 @@ from cobell_cli.cli import model as model_cli
 from cobell_cli.cli.common import state
 from cobell_cli.errors import CobellError, UsageError
 from cobell_cli.store.history import History
+from tests.extras import require_extra
 
 
 def make_root() -> typer.Typer:
@@ -94,11 +95,26 @@ def test_eval_compares_cobell_with_the_baselines_on_the_same_splits(db: Path) ->
 
 
 def test_plot_writes_an_image(db: Path, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    require_extra("matplotlib", reason="the plot extra (matplotlib) is not installed")
     out = tmp_path / "fit.png"
     result = invoke(db, "plot", "--job", "sgd", "-o", str(out))
     assert result.exit_code == 0, result.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_into_a_directory_writes_job_png_inside_it(db: Path, tmp_path: Path,
+                                                       monkeypatch) -> None:
+    """`-o plots` (an existing directory) wrote plots.png beside it and said `wrote plots`;
+    `-o plots/new/` wrote plots/new.png."""
+    require_extra("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plots").mkdir()
+    for out, written in (("plots", "plots/sgd.png"), ("plots/new/", "plots/new/sgd.png")):
+        result = invoke(db, "plot", "--job", "sgd", "-o", out)
+        assert result.exit_code == 0, result.output
+        assert f"wrote {written}" in result.output
+        assert (tmp_path / written).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob("plots*.png")) and not (tmp_path / "plots" / "new.png").exists()
 
 
 def test_plot_without_matplotlib_says_how_to_install_it(db: Path, tmp_path: Path,
@@ -154,3 +170,20 @@ def test_show_says_what_each_pair_rests_on_and_flags_thin_ones(tmp_path: Path) -
     thin_rows = [line.split()[1] for line in text.splitlines() if "thin evidence" in line]
     assert set(thin_rows) <= set(rare) and len(thin_rows) >= 3
     assert "s overlapped" in text and "% own data" in text
+
+
+def test_an_uncorrected_what_if_curve_reads_without_zero_terms() -> None:
+    """`model show` printed `exp(2.22e-16 + 0·log x)` for a replay nothing corrected."""
+    curve = {"kind": "what-if", "c0": 2.22e-16, "c1_log_scale_out": 0.0}
+    assert model_cli._curve_text(curve) == "the what-if replay of the job's event-log profile"
+    curve = {"kind": "what-if", "c0": 0.1, "c1_log_scale_out": -0.05}
+    assert model_cli._curve_text(curve).endswith(" x 1.11·x^-0.05")
+
+
+def test_eval_explains_its_noise_floor_row(db: Path) -> None:
+    shown = invoke(db, "eval", "--job", "sgd")
+    assert shown.exit_code == 0, shown.output
+    assert "\nnoise_floor " in shown.output  # the row (repeated scale-outs in the fixture)
+    assert "noise_floor: no model; each test run predicted by the mean" in shown.output
+    help_text = invoke(db, "eval", "--help").output
+    assert "noise_floor row is no model" in " ".join(help_text.split())

@@ -240,8 +240,11 @@ def test_the_table_shows_the_probability_and_the_policy(db: Path) -> None:
     base = ["-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none"]
     shown = cobell("--db", db, "predict", *base)
     assert shown.exit_code == 0, shown.stderr
-    assert "p_meet" in shown.stdout and f"policy: P(meet) >= {DEFAULT_CONFIDENCE:g}" in shown.stdout
-    # Each row's p_meet is the estimate rounded down: never "90%" beside a 0.898 that fails.
+    assert "P(meet)" in shown.stdout
+    assert f"policy: P(meet) >= {DEFAULT_CONFIDENCE:.0%} (--confidence {DEFAULT_CONFIDENCE:g})" \
+        in shown.stdout
+    shown = cobell("--db", db, "predict", *base, "--all")
+    # Each row's P(meet) is the estimate rounded down: never "90%" beside a 0.898 that fails.
     rows = {int(line.split()[0]): line.split() for line in shown.stdout.splitlines()
             if line.split() and line.split()[0].isdigit()}
     for c in predict_json(db, *base)["candidates"]:
@@ -249,6 +252,24 @@ def test_the_table_shows_the_probability_and_the_policy(db: Path) -> None:
             assert f"{math.floor(c['meet_probability'] * 100 + 1e-9)}%" in rows[c["scale_out"]]
     point = cobell("--db", db, "predict", *base, "--confidence", "point")
     assert "policy: point prediction (--confidence point)" in point.stdout
+
+
+def test_the_policy_line_names_the_level_in_effect_during_the_bootstrap(tmp_path: Path) -> None:
+    """A new job's first submit said `policy: point prediction (--confidence point)` while the
+    default 0.9 was in effect: the bootstrap's binary search decides, and the line says so."""
+    db = tmp_path / "new.db"
+    args = ["submit", "-j", "newjob", "-t", "60", "--cluster", "none", "--dry-run", "--",
+            "echo", "local[{scale_out}]"]
+    shown = cobell("--db", db, *args)
+    assert shown.exit_code == 0, shown.stderr
+    (policy,) = [line for line in shown.stdout.splitlines() if line.startswith("policy:")]
+    assert "--confidence point" not in policy and "point prediction" not in policy
+    assert f"P(meet) >= {DEFAULT_CONFIDENCE:.0%}" in policy and "binary search" in policy
+    point = cobell("--db", db, *args[:7], "--confidence", "point", *args[7:])
+    assert "policy: point prediction (--confidence point)" in point.stdout
+    as_json = cobell("--db", db, *args[:7], "--json", *args[7:])
+    plan = json.loads(as_json.stdout.splitlines()[0])
+    assert plan["policy"] == DEFAULT_CONFIDENCE and plan["confidence"] is None
 
 
 @pytest.mark.parametrize("value", ["1.5", "0", "often"])
@@ -267,3 +288,91 @@ def test_a_new_job_during_the_search_has_no_probability(tmp_path: Path) -> None:
     assert plan["phase"] == "bootstrap-search" and plan["meet_probability"] is None
     shown = cobell("--db", tmp_path / "h.db", "submit", *job, *command)
     assert "unknown (binary search: no model yet)" in shown.stdout
+
+
+@pytest.mark.parametrize(("written", "seconds"),
+                         [("300", 300.0), ("5min", 300.0), ("1h30m", 5400.0), ("90s", 90.0)])
+def test_the_target_is_a_duration_as_people_write_it(db: Path, written: str,
+                                                      seconds: float) -> None:
+    """--target-runtime took only seconds; it uses the one time parser (cobell_cli/timespec.py)."""
+    shown = cobell("--db", db, "predict", "-j", "sgd", "-t", written, "--cluster", "none", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["target_s"] == seconds
+
+
+def test_a_target_that_is_no_duration_names_the_forms(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "-t", "soon", "--cluster", "none")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "--target-runtime 'soon' is not a duration" in line and "1h30m" in line
+
+
+def _table_rows(text: str) -> dict[int, dict[str, str]]:
+    """The candidates' table as {scale-out: {column: cell}} (columns split on 2+ spaces)."""
+    import re
+
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("scale-out"))
+    header = re.split(r"\s{2,}", lines[start].strip())
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line[:1].isdigit():
+            break
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[int(cells[0])] = dict(zip(header, cells, strict=False))
+    return rows
+
+
+def test_the_table_shows_the_rows_around_the_decision_and_says_how_many_are_hidden(
+    db: Path,
+) -> None:
+    """64 rows by default (100 000 for --max-scale-out 100000): now the decision's
+    neighbourhood, the count of hidden rows, --all for every row; --json has every one."""
+    base = ["-j", "sgd", "-t", "5min", "--cluster", "none"]
+    plan = predict_json(db, *base)
+    assert len(plan["candidates"]) == 64
+    shown = cobell("--db", db, "predict", *base)
+    rows = _table_rows(shown.stdout)
+    assert plan["scale_out"] in rows and 2 <= len(rows) <= 7
+    assert rows[plan["scale_out"]]["chosen"] == "<-"
+    assert f"({64 - len(rows)} of 64 scale-outs not shown: --all" in shown.stdout
+    every = _table_rows(cobell("--db", db, "predict", *base, "--all").stdout)
+    assert sorted(every) == list(range(1, 65))
+    assert "not shown" not in cobell("--db", db, "predict", *base, "--all").stdout
+
+
+def test_each_candidate_costs_its_executor_seconds_in_the_table_and_json(db: Path) -> None:
+    base = ["-j", "sgd", "-t", "5min", "--cluster", "none"]
+    plan = predict_json(db, *base)
+    for c in plan["candidates"]:
+        assert c["executor_seconds"] == pytest.approx(c["scale_out"] * c["predicted_s"])
+    assert plan["executor_seconds"] == pytest.approx(plan["scale_out"] * plan["predicted_s"])
+    rows = _table_rows(cobell("--db", db, "predict", *base, "--all").stdout)
+    for c in plan["candidates"]:
+        assert rows[c["scale_out"]]["executor-s"] == f"{c['executor_seconds']:.0f}"
+
+
+def test_meets_reads_the_upper_bound_the_table_shows(db: Path) -> None:
+    """A row with P(meet) 92% read `meets: no` under the 0.9 policy, by a rule nobody saw: the
+    table shows the upper bound that decides, and says that it does."""
+    base = ["-j", "sgd", "-t", "5min", "--cluster", "none", "--all"]
+    shown = cobell("--db", db, "predict", *base)
+    assert "meets: upper bound <= target" in shown.stdout
+    rows = _table_rows(shown.stdout)
+    surprising = [r for r in rows.values() if r["meets"] == "no" and r["P(meet)"] != ""
+                  and int(r["P(meet)"].rstrip("%")) >= 90]
+    assert surprising  # the example history has one (P(meet) 92%, upper bound 301 s)
+    for row in rows.values():
+        assert (row["meets"] == "yes") == (float(row["upper bound s"]) <= 300), row
+    point = _table_rows(cobell("--db", db, "predict", *base, "--confidence", "point").stdout)
+    smallest_run = 4  # the example history's smallest scale-out of sgd
+    for x, row in point.items():
+        if x >= smallest_run:
+            assert (row["meets"] == "yes") == (float(row["prediction s"]) <= 300), row
+
+
+def test_no_cluster_information_is_said_once(db: Path) -> None:
+    shown = cobell("--db", db, "predict", "-j", "sgd", "-t", "300", "--cluster", "none")
+    assert (shown.stdout + shown.stderr).count("NO CLUSTER INFORMATION") == 1
+    (line,) = [x for x in shown.stderr.splitlines() if "NO CLUSTER" in x]
+    assert len(line) < 130 and line.count("cluster = none") == 1

@@ -5,6 +5,7 @@ whole path through real processes. The real Spark runs are at the end of the fil
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from cobell_cli.run import event_capture
 from cobell_cli.run.launch import event_log_settings, inject, local_directory
 from tests.cli_support import cobell_process
+from tests.extras import require_extra
 from tests.test_import_yarn import rows
 
 PY = sys.executable
@@ -151,7 +153,7 @@ sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 
 @pytest.fixture
 def fake_spark(tmp_path: Path) -> Path:
-    pytest.importorskip("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
+    require_extra("zstandard", reason="the recorded logs are zstd: needs the eventlog extra")
     fake = tmp_path / "bin" / "spark-submit"
     fake.parent.mkdir()
     fake.write_text(FAKE_SPARK_SUBMIT.format(python=PY))
@@ -341,3 +343,23 @@ def test_a_real_submit_respects_the_users_event_log_dir(local_spark, tmp_path: P
         json.loads(rows(db, "SELECT summary FROM run_profiles")[0][0])["app_id"]
         == (outcome["app_id"])
     )
+
+
+def test_strict_with_no_feasible_scale_out_creates_no_event_log_directory(tmp_path: Path) -> None:
+    """`submit --strict` exited 3 "nothing was started" but had created the event-log
+    directory: nothing is created for a job that does not start."""
+    db, logs = tmp_path / "h.db", tmp_path / "event-logs"
+    example = Path(__file__).parents[1] / "history" / "example.csv"
+    assert cobell_process("--db", db, "history", "import", example).returncode == 0
+    fake = tmp_path / "bin" / "spark-submit"  # never run: the plan stops first
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    path = f"{fake.parent}:{os.environ.get('PATH', '')}"
+    proc = cobell_process(
+        "--db", db, "submit", "-j", "sgd", "-t", "1", "--cluster", "none", "--strict",
+        "--event-log-dir", logs, "--", *STANDALONE, "app.py", env={"PATH": path},
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert "nothing was started" in proc.stderr
+    assert not logs.exists()

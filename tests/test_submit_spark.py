@@ -100,3 +100,21 @@ def test_two_co_located_submissions_are_recorded_with_real_overlap(
         colocation["overlap_s"] / ours["runtime_s"], abs=0.01
     )
     assert 0 < colocation["overlap_ratio"] <= 1
+
+
+def test_a_quiet_spark_log_level_keeps_spark_info_lines_out_of_the_output(
+    local_spark: LocalSpark, tmp_path: Path
+) -> None:
+    """The demo printed 124 Spark INFO/WARN lines around cobell's 15: `--spark-log-level`
+    sets the job's level (spark.log.level) so they stay out of the way."""
+    argv = submit_argv(tmp_path / "h.db", local_spark, "quiet", 1, 300, "scaling_job.py",
+                       "--tasks", "2", "--task-s", "0.5")  # fmt: skip
+    argv.insert(argv.index("--json"), "--spark-log-level")
+    argv.insert(argv.index("--json"), "ERROR")
+    done = subprocess.run(argv, capture_output=True, text=True, env=driver_env(), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    spark_lines = [line for line in (done.stdout + done.stderr).splitlines()
+                   if " INFO " in line or " WARN " in line]
+    # only what the driver prints before its SparkContext exists (its version, the JVM's)
+    assert len(spark_lines) <= 8, spark_lines
+    assert json.loads(done.stdout.strip().splitlines()[-1])["status"] == "succeeded"

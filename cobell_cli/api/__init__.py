@@ -57,12 +57,15 @@ from cobell_cli.api.runs import (
     list_runs,
     open_history,
     remove_runs,
+    run_columns,
     run_records,
     run_statuses,
     runs_csv,
+    set_excluded,
     storable,
 )
 from cobell_cli.core.colocation import measured_overlaps
+from cobell_cli.core.job_name import check_job_name
 
 if TYPE_CHECKING:
     from cobell_cli.config import Settings
@@ -74,6 +77,7 @@ __all__ = [
     "ModelInput",
     "Prediction",
     "check_file",
+    "check_job_name",
     "check_request",
     "check_statuses",
     "cluster_profiles",
@@ -100,10 +104,12 @@ __all__ = [
     "open_history",
     "predict",
     "remove_runs",
+    "run_columns",
     "run_records",
     "run_statuses",
     "running_co_runners",
     "runs_csv",
+    "set_excluded",
     "storable",
     "warm_model_cache",
     "whatif",

@@ -32,6 +32,8 @@ class Prediction:
     warnings: list[str] = field(default_factory=list)
     model_cache: dict[str, int] | None = None  # hits and misses; None when the cache is off
     live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
+    policy: float | None = None  # the P(meet) level asked for (None: point); plan.confidence
+    # is the level that decided, None while the bootstrap's binary search decides
 
     @property
     def all_warnings(self) -> list[str]:
@@ -46,6 +48,7 @@ class Prediction:
             "warnings": self.all_warnings,
             "model_cache": self.model_cache,
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
+            "policy": self.policy,
         }
 
 
@@ -141,7 +144,8 @@ def predict(
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
-    return Prediction(chosen, description, ok, apps, warnings, counts, progress)
+    return Prediction(chosen, description, ok, apps, warnings, counts, progress,
+                      settings.confidence)
 
 
 def live_progress(

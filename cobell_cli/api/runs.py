@@ -111,6 +111,25 @@ def remove_runs(
     return history.delete_runs(run_ids)
 
 
+def set_excluded(history: History, run_ids: Sequence[int], excluded: bool) -> list[int]:
+    """Keep runs out of fitting and planning (or let them back in) without deleting them;
+    returns the ids whose flag changed. An unknown id is a UsageError and changes nothing."""
+    bad = [i for i in run_ids if not storable(i)]
+    if bad:
+        raise UsageError(
+            f"no run with id {', '.join(map(str, bad))}",
+            hint="see `cobell history list`; nothing was changed",
+        )
+    return history.set_excluded(run_ids, excluded)
+
+
+def run_columns() -> list[str]:
+    """Every stored field of a run, in the history's order (what `--columns` may name)."""
+    from cobell_cli.store.schema import RUN_COLUMNS
+
+    return list(RUN_COLUMNS)
+
+
 def run_records(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Runs in the JSON form `export_runs` writes and `import_file` reads back."""
     from cobell_cli.store.interchange import export_records
@@ -308,10 +327,10 @@ def import_from_yarn(
     """The YARN ResourceManager's apps finished in [since, until] (settings name the RM, its
     auth and TLS), with their co-locations; a History Server adds exact executor counts, a
     Timeline Server exact containers. Idempotent: apps already in the history are skipped."""
-    from cobell_cli.cluster import connect
+    from cobell_cli.cluster import YARN_RECORD_FIX, connect
     from cobell_cli.sources.yarn_apps import import_from_yarn as read_yarn
 
-    cluster = connect(settings, history.job_names())
+    cluster = connect(settings, history.job_names(), yarn_fix=YARN_RECORD_FIX)
     server = _history_server(settings, spark_history_url) if spark_history_url else None
     timeline = _timeline_server(settings, timeline_url) if timeline_url else None
     return read_yarn(

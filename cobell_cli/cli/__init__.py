@@ -96,8 +96,10 @@ def _run(args: list[str]) -> int | None:
         typer.echo("cobell: aborted", err=True)
         return EXIT_INTERRUPTED
     except CobellError as exc:
-        if debug:
-            raise
+        if debug:  # the traceback as well, but the same documented exit code
+            import traceback
+
+            traceback.print_exc()
         typer.echo(f"cobell: error: {exc.line()}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -126,10 +126,10 @@ def cluster_flags(
     }
 
 
-def connect_cluster(resolved: Settings, known_jobs: list[str]) -> Any:
+def connect_cluster(resolved: Settings, known_jobs: list[str], **options: Any) -> Any:
     from cobell_cli.cluster import connect
 
-    return connect(resolved, known_jobs)
+    return connect(resolved, known_jobs, **options)
 
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
@@ -162,9 +162,23 @@ def parse_size(text: str) -> int:
 JobOpt = Annotated[
     str, typer.Option("--job", "-j", metavar="NAME", help="The recurring job's name.")
 ]
+def target_runtime(text: str) -> float:
+    """--target-runtime as people write it: 600, 90s, 5min, 1h30m (cobell_cli/timespec.py)."""
+    from cobell_cli.errors import UsageError
+    from cobell_cli.timespec import parse_duration
+
+    if not str(text).strip().startswith("-"):
+        seconds = parse_duration(str(text), "--target-runtime")
+        if seconds > 0:
+            return seconds
+    raise UsageError(f"--target-runtime must be > 0 seconds, got {text!r}")
+
+
+TARGET_HELP = "Runtime target: seconds, or a duration such as 90s, 5min, 1h30m."
 TargetOpt = Annotated[
     float,
-    typer.Option("--target-runtime", "-t", metavar="SECONDS", help="Runtime target in seconds."),
+    typer.Option("--target-runtime", "-t", metavar="DURATION", parser=target_runtime,
+                 help=TARGET_HELP),
 ]
 MinScaleOutOpt = Annotated[
     int | None,
@@ -192,9 +206,9 @@ ConfidenceOpt = Annotated[
     typer.Option(
         "--confidence",
         metavar="P|point",
-        help="Choose the smallest scale-out whose estimated probability of meeting the target "
-        "is at least P (0-1; default 0.9), planning on the calibrated upper bound; `point` "
-        "plans on the point prediction, as the CoBell paper does. "
+        help="The policy: the smallest scale-out whose upper bound at P is within the target, "
+        "so that its P(meet) is at least P (0-1; default 0.9); `point` plans on the "
+        "prediction, as the CoBell paper does. "
         "Example: --confidence 0.99. [env: COBELL_CONFIDENCE]",
     ),
 ]

@@ -1,7 +1,9 @@
 """`cobell demo`: the README's quick start — a real submission on a local Spark cluster.
 
 Every step is an ordinary cobell command, printed before it runs, so the demo doubles as a
-walk-through of what a user would type.
+walk-through of what a user would type. The demo keeps a history of its own (demo.db beside
+the default history, unless --db or COBELL_DB names one), runs its jobs at a quiet Spark log
+level (`submit --spark-log-level`), and ends with a short summary of what happened.
 """
 
 from __future__ import annotations
@@ -12,25 +14,46 @@ from pathlib import Path
 import typer
 
 from cobell_cli.cli.common import info, settings
+from cobell_cli.cli.common import target_runtime as target_runtime_of
 
 DEMO_JOB = "scaling-demo"
 CO_RUNNER_JOB = "corunner-demo"
 DEFAULT_SEED = Path("history") / "local-demo.csv"
 # Mostly waiting (like I/O), so the runtime really shrinks with executors even on 2 cores.
 DEMO_JOB_ARGS = ("--tasks", "16", "--task-s", "3", "--cpu-fraction", "0.1")
+DEMO_DB = "demo.db"  # beside the default history: the demo never writes the user's own
+SPARK_LOG_LEVEL = "ERROR"  # Spark's INFO and WARN lines would bury cobell's
 
 
-def _show(argv: list[str]) -> None:
+def _show(argv: list[str], background: bool = False) -> None:
     import shlex
 
     shown = ["cobell", *argv[3:]] if argv[1:3] == ["-m", "cobell_cli"] else argv
-    info("+ " + shlex.join(str(a) for a in shown))
+    info("+ " + shlex.join(str(a) for a in shown) + (" &" if background else ""))
+
+
+def _shown_path(path: Path) -> Path:
+    """`path` relative to the current directory when it is below it, else as it is."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def demo_db(ctx: typer.Context) -> Path:
+    """The history the demo writes: the one --db, COBELL_DB or the config names, else its own
+    demo.db beside the default history."""
+    from cobell_cli.config import data_dir
+
+    resolved = settings(ctx)
+    return resolved.db_path if resolved.sources.get("db") != "default" else data_dir() / DEMO_DB
 
 
 def demo(
     ctx: typer.Context,
     target_runtime: float = typer.Option(
-        60.0, "--target-runtime", "-t", metavar="SECONDS", help="Target of the demo job."
+        "60", "--target-runtime", "-t", metavar="DURATION", parser=target_runtime_of,
+        help="Target of the demo job: seconds, or e.g. 90s, 2min."
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="Local Spark workers."),
     cores_per_worker: int = typer.Option(4, "--cores-per-worker", min=1, help="Cores each."),
@@ -54,7 +77,7 @@ def demo(
     from cobell_cli.run.local_cluster import LocalCluster, spark_submit_path
     from cobell_cli.store.history import History
 
-    db = settings(ctx).db_path
+    db = demo_db(ctx)
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver stays on loopback too
     cluster = LocalCluster()
@@ -70,17 +93,21 @@ def demo(
     elif not has_runs:
         info(f"(no seed history at {seed}: the demo job starts with its bootstrap runs)")
 
-    spark_submit = str(spark_submit_path())
-    jobs_dir = Path(examples.__file__).parent
+    # `spark-submit` by name, from pyspark's bin on PATH, and the jobs relative to where the
+    # demo runs (the repository root in the README): the commands it echoes stay readable
+    env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
+    spark_submit = "spark-submit"
+    jobs_dir = _shown_path(Path(examples.__file__).parent)
     where = ["--cluster", "standalone", "--standalone-url", cluster.webui_url]
     background = None
     if co_runner:
         step = [
             *cli, "submit", "-j", CO_RUNNER_JOB, "-t", "600", "--min-scale-out", "2",
-            "--max-scale-out", "2", *where, "--", spark_submit, "--master", cluster.master_url,
-            str(jobs_dir / "corunner_job.py"), "--tasks", "2", "--task-s", "25",
+            "--max-scale-out", "2", "--spark-log-level", SPARK_LOG_LEVEL, *where, "--",
+            spark_submit, "--master", cluster.master_url, str(jobs_dir / "corunner_job.py"),
+            "--tasks", "2", "--task-s", "25",
         ]  # fmt: skip
-        _show([*step, "&"])
+        _show(step, background=True)
         background = subprocess.Popen(
             step, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
         )
@@ -97,18 +124,41 @@ def demo(
         time.sleep(3)  # let it take its executors
     step = [
         *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
-        "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0)), *where,
-        "--", spark_submit, "--master", cluster.master_url, str(jobs_dir / "scaling_job.py"),
-        *DEMO_JOB_ARGS,
+        "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0)),
+        "--spark-log-level", SPARK_LOG_LEVEL, *where, "--", spark_submit, "--master",
+        cluster.master_url, str(jobs_dir / "scaling_job.py"), *DEMO_JOB_ARGS,
     ]  # fmt: skip
     _show(step)
     code = subprocess.run(step, env=env).returncode
     if background is not None:
         info("(waiting for the co-running job to finish, so its run is recorded too)")
         background.wait()
-    info(
-        "next: `cobell history list`, `cobell history show RUN_ID`, "
-        f"`cobell predict -j {DEMO_JOB} -t {target_runtime:g} --cluster none`, "
-        "`cobell local-cluster stop`"
-    )
+    for line in summary(db, target_runtime):
+        info(line)
     raise typer.Exit(code)
+
+
+def summary(db: Path, target_s: float) -> list[str]:
+    """What a newcomer should take away, at a glance: the demo job's run against its plan,
+    the co-runner it met, where it is all recorded, and what to type next."""
+    from cobell_cli.store.history import History
+
+    with History.open(db, read_only=True) as history:
+        runs = history.runs(job=DEMO_JOB, limit=1, with_colocations=True)
+    if not runs:
+        return [f"demo: no run of {DEMO_JOB} was recorded in {db}"]
+    run = runs[0]
+    runtime = f"{run['runtime_s']:.1f} s" if run.get("runtime_s") is not None else "?"
+    verdict = ("met" if run.get("status") == "succeeded" and run.get("runtime_s") is not None
+               and run["runtime_s"] <= target_s else "missed")
+    planned = (f"prediction {run['predicted_s']:.0f} s, " if run.get("predicted_s") else "")
+    met = [f"{c.get('co_runner_job') or 'unknown'} {c['overlap_ratio']:.0%} of the run"
+           for c in run.get("colocations") or []]
+    return [
+        f"demo: run {run['id']} of {DEMO_JOB} {run['status']} in {runtime} at scale-out "
+        f"{run['scale_out']} ({planned}target {target_s:g} s: {verdict})",
+        "      co-runners: " + (", ".join(met) if met else "none overlapped"),
+        f"      recorded in the demo's own history {db}",
+        f"next: cobell --db {db} history show {run['id']}",
+        f"      (and history list, model show -j {DEMO_JOB}; cobell local-cluster stop)",
+    ]

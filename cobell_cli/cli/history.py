@@ -22,21 +22,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-LIST_COLUMNS = [
-    "id",
-    "job",
-    "status",
-    "scale_out",
-    "runtime_s",
-    "target_s",
-    "predicted_s",
-    "submitted",
-    "co_runners",
-    "app_id",
-    "source",
-]
-
-
 class ListFormat(enum.StrEnum):
     table = "table"
     json = "json"
@@ -61,17 +46,6 @@ def parse_since(text: str, now: float) -> float:
     return parse(text, "--since", now, local_zone(now))
 
 
-def _screen_row(run: dict[str, Any]) -> dict[str, Any]:
-    from cobell_cli.output import iso
-
-    co = run.get("colocations") or []
-    return {
-        **run,
-        "submitted": iso(run.get("submitted_at") or run.get("started_at")),
-        "co_runners": ", ".join(
-            f"{c.get('co_runner_job') or 'unknown'}:{c['overlap_ratio']:.2f}" for c in co
-        ),
-    }
 
 
 @app.command("list")
@@ -93,13 +67,22 @@ def list_runs(
     limit: int | None = typer.Option(None, "--limit", "-n", min=1, help="At most this many runs."),
     fmt: ListFormat = typer.Option(ListFormat.table, "--format", "-f", help="Output format."),
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    columns: list[str] | None = typer.Option(
+        None, "--columns", "-c", metavar="NAME,...",
+        help="The table's columns (default: id, job, status, scale_out, runtime_s, target_s, "
+        "predicted_s, submitted, co_runners); also co_runner_jobs, app_id, source, excluded "
+        "or any field of a run. JSON and CSV always have every field.",
+    ),
 ) -> None:
     """List recorded runs, newest first.
 
     A run whose completion could not be written (history locked, disk full) is listed as
     `pending` until the next cobell that writes the history applies it from the journal.
+    A run kept out of fitting by `history exclude` shows `(excl.)` after its status.
 
     Example: cobell history list --job sgd --since 7d --format csv
+
+    Example: cobell history list --columns id,job,runtime_s,co_runner_jobs,app_id
     """
     import time
 
@@ -110,7 +93,7 @@ def list_runs(
     since_ts = parse_since(since, time.time()) if since else None
     with open_history(ctx, create=False, read_only=True) as history:
         runs = api.list_runs(history, job=job, status=status, since=since_ts, limit=limit)
-    _print_runs(runs, fmt)
+    _print_runs(runs, fmt, columns)
 
 
 def _list_format(fmt: ListFormat, as_json: bool) -> ListFormat:
@@ -124,15 +107,19 @@ def _list_format(fmt: ListFormat, as_json: bool) -> ListFormat:
     return ListFormat.json if as_json else fmt
 
 
-def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat) -> None:
+def _print_runs(runs: list[dict[str, Any]], fmt: ListFormat,
+                columns: list[str] | None = None) -> None:
     from cobell_cli import api, output
+    from cobell_cli.cli import history_view
 
-    if fmt is ListFormat.json:
-        typer.echo(output.to_json(api.run_records(runs)))
+    chosen = (history_view.check_columns(columns, api.run_columns()) if columns
+              else history_view.DEFAULT_COLUMNS)
+    if fmt is ListFormat.json:  # as `show --json`: the command as its list of arguments
+        typer.echo(output.to_json([history_view.show_record(r) for r in api.run_records(runs)]))
     elif fmt is ListFormat.csv:
         typer.echo(api.runs_csv(runs), nl=False)
     elif runs:
-        typer.echo(output.table([_screen_row(r) for r in runs], LIST_COLUMNS))
+        typer.echo(history_view.list_table(runs, chosen))
     else:
         info("no runs match")
 
@@ -143,47 +130,21 @@ def show(
     run_id: int = typer.Argument(..., help="Run id (see `cobell history list`)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show one run in full, with every co-runner it overlapped.
+    """Show one run in full, with every co-runner it overlapped (times in local time; in
+    --json epoch seconds in the `_at` fields and the command as its list of arguments).
 
     Example: cobell history show 42
     """
     from cobell_cli import api, output
+    from cobell_cli.cli import history_view
 
     with open_history(ctx, create=False, read_only=True) as history:
         run = api.get_run(history, run_id)
     if as_json:
-        typer.echo(output.to_json(run))
+        typer.echo(output.to_json(history_view.show_record(run)))
         return
-    fields = {k: v for k, v in run.items() if k != "colocations"}
-    width = max(len(k) for k in fields) + 1  # columns that later migrations added are longer
-    for key, value in fields.items():
-        shown = output.iso(value) if key.endswith("_at") and value is not None else value
-        typer.echo(f"{key + ':':{width}} {'' if shown is None else output.printable(shown)}")
-    colocations = run["colocations"]
-    typer.echo(f"\nco-runners ({len(colocations)}):")
-    if colocations:
-        rows = [
-            {
-                **c,
-                "started": output.iso(c.get("co_runner_started_at")),
-                "finished": output.iso(c.get("co_runner_finished_at")),
-            }
-            for c in colocations
-        ]
-        typer.echo(
-            output.table(
-                rows,
-                [
-                    "co_runner_app_id",
-                    "co_runner_job",
-                    "co_runner_scale_out",
-                    "started",
-                    "finished",
-                    "overlap_s",
-                    "overlap_ratio",
-                ],
-            )
-        )
+    for line in history_view.show_lines(run):
+        typer.echo(line)
 
 
 @app.command("jobs")
@@ -305,6 +266,10 @@ def import_file(
 
     Example: cobell history import --from-event-logs /var/log/spark-events
     """
+    if job is not None:
+        from cobell_cli import api
+
+        api.check_job_name(job)
     if from_yarn or from_spark_history or from_event_logs:
         _import_record(
             ctx,
@@ -436,6 +401,48 @@ def _confirm_removal(path: Path) -> Callable[[int], None]:
         typer.confirm(f"Remove {count} run(s) from {path}?", abort=True)
 
     return confirm
+
+
+@app.command("exclude")
+def exclude(
+    ctx: typer.Context,
+    run_ids: list[int] = typer.Argument(..., help="Ids of the runs to keep out of the model."),
+    as_json: bool = typer.Option(False, "--json", help="Print what changed as JSON."),
+) -> None:
+    """Keep runs out of fitting and planning without deleting them (a stray 0.01 s run, a run
+    on a broken node): they stay in the history, marked excluded; `include` undoes it.
+
+    Example: cobell history exclude 17
+    """
+    _set_excluded(ctx, run_ids, True, as_json)
+
+
+@app.command("include")
+def include(
+    ctx: typer.Context,
+    run_ids: list[int] = typer.Argument(..., help="Ids of excluded runs to use again."),
+    as_json: bool = typer.Option(False, "--json", help="Print what changed as JSON."),
+) -> None:
+    """Use runs that `history exclude` kept out of fitting and planning again.
+
+    Example: cobell history include 17
+    """
+    _set_excluded(ctx, run_ids, False, as_json)
+
+
+def _set_excluded(ctx: typer.Context, run_ids: list[int], excluded: bool, as_json: bool) -> None:
+    from cobell_cli import api, output
+
+    with open_history(ctx, create=False) as history:
+        changed = api.set_excluded(history, run_ids, excluded)
+    verb = "excluded" if excluded else "included"
+    if as_json:
+        typer.echo(output.to_json({verb: changed, "unchanged": [
+            i for i in dict.fromkeys(run_ids) if i not in changed]}))
+        return
+    already = len(dict.fromkeys(run_ids)) - len(changed)
+    info(f"{verb} {len(changed)} run(s)" + (f"; {already} already {verb}" if already else "")
+         + ("; planning and fitting leave them out" if excluded and changed else ""))
 
 
 # -- import from the cluster's record (issue 14): YARN, Spark History Server, event logs ---------

@@ -5,6 +5,7 @@ commands)."""
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,10 +115,21 @@ def _curve_text(curve: dict[str, Any]) -> str:
     if curve["kind"] == "power":
         return f"f(x) = {curve['c']:.4g}·x^{curve['exponent']:.3f}"
     if curve["kind"] == "what-if":
-        return (f"the what-if replay of the job's event-log profile"
-                f" x exp({curve['c0']:.3g} + {curve['c1_log_scale_out']:.3g}·log x)")
+        return "the what-if replay of the job's event-log profile" + _correction_text(
+            curve["c0"], curve["c1_log_scale_out"])
     label = "local linear" if curve["kind"] == "llr" else "local power law from the edge"
     return f"{label}, bandwidth {curve['bandwidth_log_scale_out']:.3g} (log scale-out)"
+
+
+def _correction_text(c0: float, c1: float) -> str:
+    """The replay's correction by the job's runs, exp(c0 + c1·log x), without the terms that
+    are zero: no `exp(2.22e-16 + 0·log x)` for an uncorrected replay."""
+    import math
+
+    if abs(c1) < 5e-4:
+        factor = math.exp(c0)
+        return "" if abs(factor - 1) < 5e-4 else f" x {factor:.3g}"
+    return f" x {math.exp(c0):.3g}·x^{c1:.3g}"
 
 
 @app.command("show")
@@ -154,6 +166,10 @@ def eval_cmd(
 ) -> None:
     """Cross-validated errors of cobell's model next to Ernest and Bell on the same splits.
 
+    The noise_floor row is no model: each test run predicted by the mean of the job's other
+    runs at the same scale-out, the error the run-to-run noise alone leaves (a model near it
+    cannot do much better; a model far above it can).
+
     Example: cobell model eval --job sgd --protocol extrap
     """
     from cobell_cli import api, output
@@ -164,22 +180,30 @@ def eval_cmd(
         return
     typer.echo(output.table(rows, ["method", "splits", "mape_pct", "median_mape_pct", "mae_s",
                                    "rmse_s"]))
+    if any(r["method"] == "noise_floor" for r in rows):
+        typer.echo("noise_floor: no model; each test run predicted by the mean of the other runs "
+                   "at its scale-out (the run-to-run noise)")
 
 
 @app.command("plot")
 def plot(
     ctx: typer.Context,
     job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
-    out: Path = typer.Option(..., "--output", "-o", help="Image file to write (png, svg, pdf)."),
+    out: str = typer.Option(
+        ..., "--output", "-o", metavar="PATH",
+        help="Image file to write (png, svg, pdf); an existing directory, or a path ending in "
+        "/ (created), gets JOB.png inside it."),
     co_runner: str | None = typer.Option(
         None, "--co-runner", help="Co-runner for the curves (default: the most frequent one)."),
 ) -> None:
     """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the
     `plot` extra).
 
-    Example: cobell model plot --job sgd -o sgd.png
+    Example: cobell model plot --job sgd -o sgd.png   (or -o plots/ for plots/sgd.png)
     """
     from cobell_cli.errors import CobellError
+
+    path = plot_file(out, job)
 
     try:
         import matplotlib
@@ -226,12 +250,29 @@ def plot(
         with warnings.catch_warnings():  # a name the font lacks a glyph for is drawn as a box
             warnings.filterwarnings("ignore", message="Glyph .* missing from font")
             fig.tight_layout()
-            fig.savefig(out)
+            fig.savefig(path)
     except (OSError, ValueError) as exc:
-        raise CobellError(f"cannot write {out}: {exc}") from None
+        raise CobellError(f"cannot write {path}: {exc}") from None
     finally:
         plt.close(fig)
-    info(f"wrote {out}")
+    info(f"wrote {path}")
+
+
+def plot_file(out: str, job: str) -> Path:
+    """The file `-o` names: inside it as JOB.png when it is a directory or ends in a slash
+    (created then); matplotlib would otherwise append .png beside the directory."""
+    from cobell_cli.errors import CobellError
+
+    path = Path(out).expanduser()
+    if not (out.endswith(("/", os.sep)) or path.is_dir()):
+        return path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CobellError(f"cannot create the directory {path}: {exc.strerror}",
+                          hint="pass a writable directory or a file name to -o") from None
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in job).lstrip(".") or "job"
+    return path / f"{safe}.png"
 
 
 @app.command("whatif")

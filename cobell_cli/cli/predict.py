@@ -32,12 +32,45 @@ if TYPE_CHECKING:
     from cobell_cli.api import Prediction
 
 
-def render(prediction: Prediction) -> str:
-    """The human view of a plan: co-runners, candidates, decision and why."""
-    from cobell_cli.output import iso, table
+AROUND = 3  # candidate rows shown on each side of the decision without --all
 
+
+def render(prediction: Prediction, show_all: bool = False) -> str:
+    """The human view of a plan: co-runners, candidates around the decision, the decision."""
     p = prediction.plan
-    lines = [f"job {p.job} · target {p.target_s:g} s · cluster: {prediction.cluster}"]
+    lines = [_header(prediction), *_co_runner_lines(p)]
+    if p.candidates:
+        lines.extend(_candidates(prediction, show_all))
+    facts = [p.phase]
+    if p.predicted_s is not None:
+        facts.append(f"prediction {p.predicted_s:.0f} s")
+    if p.confidence is not None and p.upper_s is not None:
+        facts.append(f"upper bound {p.upper_s:.0f} s")
+    if p.executor_seconds is not None:
+        facts.append(f"{p.executor_seconds:.0f} executor-s")
+    lines.append(f"decision: scale-out {p.scale_out} ({', '.join(facts)}): {p.reason}")
+    lines.append(f"{_policy(prediction.policy, p.phase)}; P(meet) at {p.scale_out}: "
+                 + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
+    return "\n".join(lines)
+
+
+def _header(prediction: Prediction) -> str:
+    p = prediction.plan
+    cluster = prediction.cluster if prediction.cluster_ok else _no_cluster(prediction.cluster)
+    return f"job {p.job} · target {p.target_s:g} s · cluster: {cluster}"
+
+
+def _no_cluster(description: str) -> str:
+    """The header's short form; the warning on stderr says it in full, once."""
+    if description.startswith("none"):
+        return description
+    return "none (co-runners not read: see the warning)"
+
+
+def _co_runner_lines(p: Any) -> list[str]:
+    from cobell_cli.output import iso
+
+    lines = []
     for view in p.co_runners:
         end = iso(view.predicted_end_at) if view.predicted_end_at else "outlasts the new job?"
         lines.append(
@@ -45,38 +78,50 @@ def render(prediction: Prediction) -> str:
             f"scale-out={view.scale_out if view.scale_out is not None else '?'} "
             f"started={iso(view.started_at)} predicted end={end} ({view.source})"
         )
-    if not p.co_runners:
-        lines.append("  no co-runners considered")
-    if p.candidates:
-        app_ids = [v.app_id for v in p.co_runners if v.source != "ignored"]
-        rows = []
-        for c in p.candidates:
-            row: dict[str, Any] = {
-                "scale_out": c.scale_out,
-                "predicted_s": c.predicted_s,
-                "interval_s": (
-                    f"{c.lower_s:.0f}-{c.upper_s:.0f}"
-                    if c.lower_s is not None and c.upper_s is not None
-                    else ""
-                ),
-                "p_meet": _percent(c.meet_probability),
-                "meets": "yes" if c.meets_target else "no",
-            }
-            for i, app_id in enumerate(app_ids):
-                ratio = c.overlap_ratio.get(app_id)
-                row[f"ov{i + 1}"] = "" if ratio is None else f"{ratio:.2f}"
-            row["chosen"] = "<-" if c.scale_out == p.scale_out else ""
-            rows.append(row)
-        columns = ["scale_out", "predicted_s", "interval_s", *[f"ov{i + 1}" for i in
-                   range(len(app_ids))], "p_meet", "meets", "chosen"]
-        lines.append(table(rows, columns))
-        for i, app_id in enumerate(app_ids):
-            lines.append(f"  ov{i + 1} = predicted overlap ratio with {app_id}")
-    predicted = f", predicted {p.predicted_s:.0f} s" if p.predicted_s is not None else ""
-    lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
-    lines.append(f"{_policy(p.confidence)}; estimated P(meet the target) at {p.scale_out}: "
-                 + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
-    return "\n".join(lines)
+    return lines or ["  no co-runners considered"]
+
+
+def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
+    """The candidates' table (the rows around the decision unless `show_all`), what is
+    hidden, and what `meets` means under this plan's policy."""
+    from cobell_cli.output import table
+
+    p = prediction.plan
+    app_ids = [v.app_id for v in p.co_runners if v.source != "ignored"]
+    chosen = next(i for i, c in enumerate(p.candidates) if c.scale_out == p.scale_out)
+    first, last = (0, len(p.candidates)) if show_all else (
+        max(chosen - AROUND, 0), min(chosen + AROUND + 1, len(p.candidates)))
+    overlaps = [f"ov{i + 1}" for i in range(len(app_ids))]
+    columns = ["scale-out", "prediction s", "upper bound s", "P(meet)", "meets", "executor-s",
+               *overlaps, "chosen"]
+    rows = [_row(c, app_ids, c.scale_out == p.scale_out) for c in p.candidates[first:last]]
+    lines = [table(rows, columns)]
+    hidden = len(p.candidates) - (last - first)
+    if hidden:
+        lines.append(f"  ({hidden} of {len(p.candidates)} scale-outs not shown: --all shows "
+                     "every one; --json always has them all)")
+    lines.extend(f"  ov{i + 1} = predicted overlap ratio with {app_id}"
+                 for i, app_id in enumerate(app_ids))
+    rule = ("prediction <= target" if p.confidence is None
+            else "upper bound <= target (P(meet) alone is not enough)")
+    lines.append(f"  meets: {rule}")
+    return lines
+
+
+def _row(c: Any, app_ids: list[str], chosen: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "scale-out": c.scale_out,
+        "prediction s": f"{c.predicted_s:.0f}",
+        "upper bound s": "" if c.upper_s is None else f"{c.upper_s:.0f}",
+        "P(meet)": _percent(c.meet_probability),
+        "meets": "yes" if c.meets_target else "no",
+        "executor-s": f"{c.executor_seconds:.0f}",
+        "chosen": "<-" if chosen else "",
+    }
+    for i, app_id in enumerate(app_ids):
+        ratio = c.overlap_ratio.get(app_id)
+        row[f"ov{i + 1}"] = "" if ratio is None else f"{ratio:.2f}"
+    return row
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
@@ -85,10 +130,13 @@ def _percent(probability: float | None, unknown: str = "") -> str:
     return unknown if probability is None else probability_text(probability)
 
 
-def _policy(confidence: float | None) -> str:
-    if confidence is None:
-        return "policy: point prediction (--confidence point)"
-    return f"policy: P(meet) >= {confidence:g}"
+def _policy(confidence: float | None, phase: str) -> str:
+    """The policy asked for, and when it is not what decides this run, what does."""
+    policy = ("policy: point prediction (--confidence point)" if confidence is None
+              else f"policy: P(meet) >= {confidence:.0%} (--confidence {confidence:g})")
+    if phase == "bootstrap-search":
+        policy += ", not applied yet: the bootstrap's binary search decides the first runs"
+    return policy
 
 
 def _unknown_why(phase: str) -> str:
@@ -146,7 +194,12 @@ def predict(
     input_size: InputSizeOpt = None,
     input_tolerance: InputToleranceOpt = None,
     strict: StrictOpt = False,
-    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    show_all: bool = typer.Option(
+        False, "--all", help="Every scale-out in the table, not only those around the decision."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the plan as JSON (always with every scale-out)."
+    ),
     cluster: ClusterOpt = None,
     rm_url: RmUrlOpt = None,
     standalone_url: StandaloneUrlOpt = None,
@@ -155,13 +208,26 @@ def predict(
 ) -> None:
     """Predict the runtime at every scale-out and pick the smallest that meets the target.
 
-    By default the smallest scale-out whose estimated probability of meeting the target is
-    at least 0.9 (p_meet in the table, calibrated on the job's held-out prediction errors);
-    --confidence sets another level, --confidence point the paper's point decision.
+    By default the smallest scale-out whose upper bound is within the target, so that its
+    P(meet) is at least 0.9; --confidence sets another level, --confidence point the paper's
+    point decision. The table shows the scale-outs around the decision (--all: every one).
+
+    The words, the same in the table, the reasons, the README and --json (its keys in
+    brackets): prediction [predicted_s] is the runtime the model expects at a scale-out, with
+    the co-runners' predicted overlap. Upper bound [upper_s] is the runtime the job stays
+    below with probability P, the policy's level: the wider of the model's calibrated
+    interval and the prediction times the P-quantile of the job's past actual/predicted
+    ratios. P(meet) [meet_probability] is the estimated probability that the runtime is
+    within the target, from the same ratios. A scale-out meets [meets_target] the target when
+    its upper bound is within it (--confidence point: its prediction; below the smallest
+    scale-out ever run, always the upper bound), so a P(meet) above P alone is not enough.
+    executor-s [executor_seconds] is scale-out x prediction, what the reservation costs.
 
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
 
     Example: cobell predict -j sgd -t 300 --confidence point --json
+
+    Example: cobell predict -j sgd -t 5min --all
     """
     import time
 
@@ -182,7 +248,7 @@ def predict(
         require_history=True,
         now=time.time(),
     )
-    typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction))
+    typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
     if not prediction.plan.feasible:
         for message in prediction.plan.warnings:
             warn(message)

@@ -111,6 +111,13 @@ def submit(
         None, "--log-file", metavar="FILE", help="Also append the job's output to this file."
     ),
     strict: StrictOpt = False,
+    spark_log_level: str | None = typer.Option(
+        None,
+        "--spark-log-level",
+        metavar="LEVEL",
+        help="Spark: the job's log level (spark.log.level), e.g. WARN or ERROR to keep Spark's "
+        "INFO lines out of the way; a level the command sets itself is kept.",
+    ),
     event_log_dir: str | None = typer.Option(
         None,
         "--event-log-dir",
@@ -135,13 +142,17 @@ def submit(
     starts they end cobell (128+N); after it ended they only cut cobell's own work short.
     Under `nohup`, SIGHUP stays ignored by cobell and the job.
 
-    Risk-aware by default: the smallest scale-out whose estimated probability of meeting
-    the target is at least 0.9; every finished run's actual/predicted ratio is recorded and
-    calibrates the next decision. --confidence point reproduces the paper's point decision.
+    Risk-aware by default: the smallest scale-out whose upper bound is within the target, so
+    that its P(meet) is at least 0.9; every finished run's actual/predicted ratio is recorded
+    and calibrates the next decision. --confidence point reproduces the paper's point
+    decision. The plan it prints is predict's: its words (prediction, upper bound, P(meet),
+    meets, executor-s) are explained in `cobell predict --help`.
 
     Example: cobell submit -j nightly-sgd -t 350 -- spark-submit --master yarn app.py
 
     Example: cobell submit -j nightly-sgd -t 350 --confidence 0.97 -- spark-submit app.py
+
+    Example: cobell submit -j nightly-sgd -t 6min --spark-log-level WARN -- spark-submit app.py
     """
     import time
 
@@ -149,7 +160,11 @@ def submit(
     from cobell_cli.run import event_capture, launch
 
     size = _input_bytes(input_path, input_size)
-    launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before planning
+    from cobell_cli.run.child import check_can_start
+
+    probe = launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before
+    if not dry_run:  # planning, and before any run is recorded (a dry run may plan for
+        check_can_start(probe.argv, log_file)  # another machine's command)
     submitted_at = time.time()
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
@@ -166,8 +181,11 @@ def submit(
         now=submitted_at,
     )
     injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+    if spark_log_level is not None:
+        injected = launch.with_spark_log_level(injected, spark_log_level)
+    starts = not dry_run and (prediction.plan.feasible or not strict)
     injected = event_capture.prepare(
-        injected, settings(ctx, **flags).event_log_path, create=not dry_run
+        injected, settings(ctx, **flags).event_log_path, create=starts
     )
     _show_plan(prediction, injected, dry_run, as_json, strict, target_runtime)
     if dry_run:
@@ -261,6 +279,7 @@ def _run(
             stdout=stdout,  # type: ignore[arg-type]
             stderr=stderr,  # type: ignore[arg-type]
             on_tick=live.tick if live else None,
+            cluster_ok=prediction.cluster_ok,
         )
     finally:
         if live is not None:
@@ -305,10 +324,11 @@ def _report(outcome: Outcome, as_json: bool, planned: list[str]) -> None:
         typer.echo(to_json({**summary, "warnings": [*planned, *summary["warnings"]]}))
     else:
         verdict = "met" if outcome.met_target else "missed"
-        predicted = f"predicted {outcome.predicted_s:.0f} s, " if outcome.predicted_s else ""
+        predicted = f"prediction {outcome.predicted_s:.0f} s, " if outcome.predicted_s else ""
         info(
             f"cobell: run {outcome.run_id} {outcome.status} in {outcome.runtime_s:.1f} s at "
-            f"scale-out {outcome.scale_out} ({predicted}target {outcome.target_s:g} s {verdict}); "
+            f"scale-out {outcome.scale_out} ({predicted}target {outcome.target_s:g} s: "
+            f"{verdict}); "
             f"{len(outcome.co_runners)} co-runner(s) recorded"
             + (f"; app {outcome.app_id}" if outcome.app_id else "")
         )

@@ -46,6 +46,8 @@ YARN_FIX = (
     "check --rm-url / COBELL_RM_URL or yarn-site.xml, or run with --cluster none "
     "(predictions then ignore co-runners)"
 )
+# `history import --from-yarn` takes no --cluster: only the RM's address can be fixed there.
+YARN_RECORD_FIX = "check --rm-url / COBELL_RM_URL or yarn-site.xml"
 STANDALONE_FIX = (
     "check --standalone-url / COBELL_STANDALONE_URL (the master web UI, e.g. "
     "http://master:8080), or run with --cluster none"
@@ -67,6 +69,7 @@ def connect(
     yarn_conf_default: Path | None = None,
     backoff_s: float | None = None,
     sleep: Callable[[float], None] | None = None,
+    yarn_fix: str = YARN_FIX,
 ) -> Any:
     """The Cluster the settings point at; see the module docstring for `auto`."""
     from cobell_cli.cluster import yarnconf
@@ -122,7 +125,7 @@ def connect(
             )
         return YarnCluster(
             rm_urls,
-            client("YARN RM", YARN_FIX, settings.auth),
+            client("YARN RM", yarn_fix, settings.auth),
             known_jobs=known,
             patterns=patterns,
             source=source or "settings",

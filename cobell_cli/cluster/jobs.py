@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem, valid_job_name
 from cobell_cli.errors import ConfigError
 
 JOB_TAG_PREFIX = "cobell-job:"
@@ -47,6 +48,12 @@ def compile_patterns(patterns: Mapping[str, str]) -> dict[str, re.Pattern[str]]:
     """Compile job_patterns once; a bad regex is the user's input, hence a usage error."""
     compiled: dict[str, re.Pattern[str]] = {}
     for job, regex in patterns.items():
+        problem = job_name_problem(job)
+        if problem is not None:
+            raise ConfigError(
+                f"job_patterns: {job[:40]!r} is not a job name: {problem}",
+                hint=f"name it with {JOB_NAME_RULE}",
+            )
         try:
             compiled[job] = re.compile(regex)
         except re.error as exc:
@@ -76,11 +83,11 @@ def map_job(
         if tag.lower().startswith(JOB_TAG_PREFIX):
             value = tag[len(JOB_TAG_PREFIX) :].strip()
             if value:
-                return _known_spelling(value, known)
+                return _known_spelling(valid_job_name(value), known)
     if name.startswith(JOB_NAME_PREFIX):
         value = name[len(JOB_NAME_PREFIX) :].strip()
         if value:
-            return value
+            return valid_job_name(value)
     for job, pattern in (patterns or {}).items():
         if re.search(pattern, name):
             return job

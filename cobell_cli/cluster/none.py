@@ -9,8 +9,7 @@ from cobell_cli.cluster.deadline import UNBOUNDED, Deadline
 from cobell_cli.core.running import RunningApp
 
 WARNING = (
-    "NO CLUSTER INFORMATION: co-runners are not read (cluster = none), so predictions "
-    "assume the job runs alone"
+    "NO CLUSTER INFORMATION: co-runners are not read, so predictions assume the job runs alone"
 )
 
 
@@ -47,4 +46,4 @@ class NoCluster:
         }
 
     def describe(self) -> str:
-        return f"{WARNING} ({self.reason})"
+        return WARNING.replace(":", f" ({self.reason}):", 1)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,6 +114,45 @@ def _scrubbed(line: bytes) -> bytes:
     return scrub(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
+def open_log(path: str | Path) -> BinaryIO:
+    """The --log-file, opened for appending (the caller closes it)."""
+    try:
+        return open(path, "ab")  # the caller closes it
+    except OSError as exc:
+        raise CobellError(
+            f"cannot open log file {path}: {exc.strerror}",
+            hint="--log-file names a file the job's output is appended to",
+        ) from None
+
+
+def check_can_start(argv: Sequence[str], log_file: str | Path | None) -> None:
+    """What can be known before a run is recorded: the command exists and is executable, and
+    the log file is not a directory and has a directory to live in. Writes nothing."""
+    if not argv:
+        raise CommandNotFound("no command to run")
+    program = argv[0]
+    path = program if os.sep in program else shutil.which(program, path=user_environ().get(
+        "PATH", os.defpath))
+    if path is None or not os.path.exists(path):
+        raise CommandNotFound(
+            f"command not found: {program}", hint="check the command after `--` (is it on PATH?)"
+        )
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise CommandNotExecutable(f"permission denied: {program}",
+                                   hint="is it an executable file?")
+    if log_file is not None:
+        log = Path(log_file)
+        if log.is_dir():
+            raise CobellError(
+                f"cannot open log file {log}: it is a directory",
+                hint="--log-file names a file the job's output is appended to, e.g. "
+                f"{log / 'job.log'}",
+            )
+        if not log.parent.is_dir():
+            raise CobellError(f"cannot open log file {log}: no directory {log.parent}",
+                              hint="create it, or name a log file in an existing directory")
+
+
 class _Log:
     """The --log-file copy both pumps write whole lines to. A write that fails (a full disk)
     stops the copy, never the job's output: a pump that died would stop draining the job's
@@ -174,7 +214,7 @@ def _default_stream(stream: object) -> BinaryIO | None:
 def run(
     argv: Sequence[str],
     *,
-    log_file: str | Path | None = None,
+    log_file: str | Path | BinaryIO | None = None,
     on_start: Callable[[int, float], None] | None = None,
     on_app_id: Callable[[str], None] | None = None,
     on_tick: Callable[[float], None] | None = None,
@@ -191,11 +231,10 @@ def run(
     out = stdout if stdout is not None else _default_stream(sys.stdout)
     err = stderr if stderr is not None else _default_stream(sys.stderr)
     log: _Log | None = None
+    if isinstance(log_file, str | Path):
+        log_file = open_log(log_file)
     if log_file is not None:
-        try:
-            log = _Log(open(log_file, "ab"))  # noqa: SIM115 - closed in finally below
-        except OSError as exc:
-            raise CobellError(f"cannot open log file {log_file}: {exc.strerror}") from None
+        log = _Log(log_file)
 
     try:
         with interrupts.forwarding() as signals:

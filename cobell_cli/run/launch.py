@@ -48,6 +48,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cobell_cli.core.job_name import check_job_name
 from cobell_cli.errors import UsageError
 from cobell_cli.redact import REDACTED, is_secret_key, redact
 
@@ -360,8 +361,7 @@ def inject(
         raise UsageError("no command given", hint="put the job's command after `--`")
     if scale_out < 1:
         raise UsageError(f"scale-out must be >= 1, got {scale_out}")
-    if not job or "," in job or any(c.isspace() for c in job):
-        raise UsageError(f"job name {job!r} must be non-empty, without commas or spaces (tags)")
+    check_job_name(job)
     had_placeholder = any(PLACEHOLDER in tok for tok in argv)
     args = [tok.replace(PLACEHOLDER, str(scale_out)) for tok in argv]
     launcher = detect_launcher(args)
@@ -494,6 +494,27 @@ def local_directory(directory: str) -> str | None:
     if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
         return None
     return unquote(parts.path) or None
+
+
+SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+
+
+def with_spark_log_level(injection: Injection, level: str) -> Injection:
+    """The job's Spark log level (`spark.log.level`, Spark 3.5+: the SparkContext's level from
+    its start, as if the job called setLogLevel), unless the command sets one itself. Lines
+    the driver prints before its SparkContext exists (a few) are not affected."""
+    level = level.upper()
+    if level not in SPARK_LOG_LEVELS:
+        raise UsageError(f"--spark-log-level {level!r} is not a log level",
+                         hint=f"use one of {', '.join(SPARK_LOG_LEVELS)}")
+    if injection.launcher not in SPARK_LAUNCHERS:
+        note = "--spark-log-level applies to spark-submit commands; this one is left alone"
+        return Injection(injection.argv, injection.launcher, [*injection.warnings, note])
+    if "spark.log.level" in spark_confs(injection.argv):
+        return injection
+    _, end = _spark_options(injection.argv)
+    argv = [*injection.argv[:end], "--conf", f"spark.log.level={level}", *injection.argv[end:]]
+    return Injection(argv, injection.launcher, injection.warnings)
 
 
 def with_event_log(argv: Sequence[str], directory_uri: str) -> list[str]:

@@ -103,23 +103,48 @@ def execute(
     stdout: BinaryIO | None = None,
     stderr: BinaryIO | None = None,
     on_tick: Callable[[float], None] | None = None,
+    cluster_ok: bool = True,
 ) -> Outcome:
-    """Record, run, record again. Returns what happened; the child's exit code is in it."""
-    row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
-    recorder = _insert_run(history_path, row)
+    """Record, run, record again. Returns what happened; the child's exit code is in it.
+
+    What can fail before the job starts is tried before its run is recorded (the command,
+    the log file): a job that never started leaves no run. `cluster_ok` says whether the
+    cluster answered when the run was planned."""
+    from cobell_cli.run.child import check_can_start, open_log
+
+    check_can_start(argv, log_file)
+    log = open_log(log_file) if log_file is not None else None
     try:
-        result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
+        row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+        recorder = _insert_run(history_path, row)
+    except BaseException:
+        if log is not None:
+            log.close()
+        raise
+    try:
+        result = _run_job(recorder, argv, log, stdout, stderr, on_tick)
         outcome = _record_completion(recorder, plan, result)
         try:
             with interrupts.abandonable():
                 outcome.warnings += _collect_event_log(recorder, argv, launcher, result)
-            with interrupts.abandonable(), query(cluster):  # after the run: one cluster budget
-                _record_co_runners(recorder, cluster, result, outcome)
+            if _cluster_failed_before(cluster_ok, cluster):
+                outcome.warnings.append(
+                    "co-runners not recorded: the cluster did not answer before the run "
+                    "(one cluster budget per submit)")
+            else:
+                with interrupts.abandonable(), query(cluster):  # after the run: one budget
+                    _record_co_runners(recorder, cluster, result, outcome)
         except interrupts.Abandoned as exc:
             outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
     finally:
         recorder.close()
     return outcome
+
+
+def _cluster_failed_before(cluster_ok: bool, cluster: Any) -> bool:
+    """The cluster could not be asked when the run was planned (--allow-no-cluster went on
+    without it): one dead cluster costs one budget per submit, so it is not asked again."""
+    return not cluster_ok and getattr(cluster, "name", "none") != "none"
 
 
 def _insert_run(history_path: Path, row: dict[str, Any]) -> RunRecorder:
@@ -167,7 +192,7 @@ def _planned_row(
 def _run_job(
     recorder: RunRecorder,
     argv: Sequence[str],
-    log_file: Path | None,
+    log_file: BinaryIO | None,
     stdout: BinaryIO | None,
     stderr: BinaryIO | None,
     on_tick: Callable[[float], None] | None,

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.jobs import map_job
 from cobell_cli.core.colocation import measured_overlaps
+from cobell_cli.core.job_name import JOB_NAME_RULE, valid_job_name
 from cobell_cli.core.running import RunningApp
+from cobell_cli.output import printable
 
 if TYPE_CHECKING:
     from cobell_cli.store.history import History
@@ -94,6 +96,7 @@ class ImportSummary:
     dry_run: bool = False
     run_ids: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # app name -> the valid job name
 
     def skip(self, reason: str, app_id: str | None = None) -> None:
         self.skipped[reason] += 1
@@ -121,6 +124,7 @@ class ImportSummary:
             "scale_out_from": dict(sorted(self.scale_out_how.items())),
             "oldest_finished_at": self.oldest_finished_at,
             "warnings": list(self.warnings),
+            "renamed_jobs": dict(sorted(self.renamed.items())),
         }
 
     def line(self) -> str:
@@ -137,6 +141,12 @@ class ImportSummary:
         if self.unprofiled:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.unprofiled.items()))
             text += f"; no event-log profile for {sum(self.unprofiled.values())}: {reasons}"
+        if self.renamed:
+            shown = ", ".join(f"{printable(name[:40])!r} -> {job}"
+                              for name, job in sorted(self.renamed.items())[:3])
+            more = f" and {len(self.renamed) - 3} more" if len(self.renamed) > 3 else ""
+            text += (f"; app names that are not job names ({JOB_NAME_RULE}) became: "
+                     f"{shown}{more} (--job or job_patterns name them yourself)")
         return text
 
 
@@ -160,7 +170,7 @@ def job_of(
     if default_job:
         return default_job
     known = {j.lower(): j for j in known_jobs}
-    return known.get(name.lower(), name) or "unnamed"
+    return known.get(name.lower()) or (valid_job_name(name) if name else "unnamed")
 
 
 def status_of(final_status: str | None, state: str | None = None) -> str | None:
@@ -248,6 +258,8 @@ def store_imported(
             record["colocations"] = colocation_rows(app, [views[j] for j in pairs.get(i, [])])
             summary.colocations += len(record["colocations"])
             summary.scale_out_how[app.scale_out_how or "unknown"] += 1
+            if app.job != app.name and app.job == valid_job_name(app.name):
+                summary.renamed[app.name] = app.job
             if app.profile is not None:
                 summary.profiles += 1
             elif app.no_profile:
@@ -359,6 +371,7 @@ def _insert_run(history: History, record: Mapping[str, Any], where: str) -> int:
             hint="report it with the app's JSON; --dry-run shows what would be imported",
         ) from None
     rows = clean.pop("colocations")
+    clean["id"] = history.next_run_id()  # above every run ever removed too
     cur = history.conn.execute(
         f"INSERT INTO runs ({', '.join(clean)}) VALUES ({', '.join('?' for _ in clean)})",
         list(clean.values()),

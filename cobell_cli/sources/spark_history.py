@@ -146,7 +146,11 @@ class HistoryServer:
         try:
             data = self._get("/applications", {"status": "completed", "minEndDate": day})
         except _Gone:
-            data = None
+            raise ClusterError(
+                f"the Spark History Server at {self.url} answered HTTP 404 for {API}"
+                "/applications: no History Server's REST API there; nothing was imported",
+                hint="give the URL of the History Server's web UI (e.g. http://shs:18080)",
+            ) from None
         if not isinstance(data, list):
             raise ClusterError(
                 f"the Spark History Server at {self.url} answered an application list that is "

@@ -173,7 +173,22 @@ def connect_read_only(path: Path, *, missing_ok: bool, timeout_s: float) -> sqli
         return _in_memory(None)
     if path.is_dir():
         raise HistoryError(f"history path {path} is a directory", hint="pass a file to --db")
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        conn, version = _open_known(path, timeout_s, immutable=False)
+    except sqlite3.OperationalError as exc:
+        if not cannot_make_wal_index(path, exc):
+            raise
+        # A WAL file in a directory this user cannot write (a team's read-only mount), with
+        # no -wal beside it: every committed page is in the file itself, and SQLite cannot
+        # create the -shm index it would read through. Read the file as the immutable
+        # snapshot it is; nobody can be writing it who cannot create its -wal.
+        conn, version = _open_known(path, timeout_s, immutable=True)
+    return conn if version == SCHEMA_VERSION else _in_memory(conn)
+
+
+def _open_known(path: Path, timeout_s: float, *, immutable: bool) -> tuple[sqlite3.Connection, int]:
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+    uri = f"file:{quote(str(path.resolve()))}?{flags}"
     conn = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
     try:
         version, app_id, has_tables = snapshot(conn)
@@ -181,7 +196,33 @@ def connect_read_only(path: Path, *, missing_ok: bool, timeout_s: float) -> sqli
     except BaseException:
         conn.close()
         raise
-    return conn if version == SCHEMA_VERSION else _in_memory(conn)
+    return conn, version
+
+
+def wal_beside(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+def directory_read_only(path: Path) -> bool:
+    """This user cannot create files beside the history (SQLite's -wal, -shm, -journal)."""
+    return not os.access(path.parent, os.W_OK)
+
+
+def cannot_make_wal_index(path: Path, exc: sqlite3.Error) -> bool:
+    """SQLite's answer when a WAL file's -shm cannot be created: the directory is read-only
+    to this user and no -wal holds changes the file itself lacks."""
+    text = str(exc)
+    unwritable = "readonly" in text or "unable to open" in text
+    return unwritable and directory_read_only(path) and not wal_beside(path).exists()
+
+
+def read_only_directory_error(path: Path) -> HistoryError:
+    return HistoryError(
+        f"cannot write the history {path}: its directory {path.parent} is read-only to you "
+        f"(SQLite keeps {path.name}-wal and {path.name}-shm beside the file)",
+        hint=f"make the directory writable (chmod u+w {path.parent}) or pass another --db; "
+        "read-only commands such as `cobell history list` still work",
+    )
 
 
 def _in_memory(source: sqlite3.Connection | None) -> sqlite3.Connection:

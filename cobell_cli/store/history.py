@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
 from cobell_cli.store.processes import pid_alive, this_host
@@ -146,6 +147,14 @@ class History(RunQueries):
         try:
             conn = files.connect_read_only(path, missing_ok=missing_ok, timeout_s=BUSY_TIMEOUT_S)
         except sqlite3.DatabaseError as exc:
+            if files.directory_read_only(path) and _unwritable(exc):
+                raise HistoryError(
+                    f"cannot read the history {path}: its directory {path.parent} is read-only "
+                    f"to you and {files.wal_beside(path).name} beside it holds changes SQLite "
+                    "cannot read without writing its index there",
+                    hint="ask the file's owner to run any cobell command that writes (which "
+                    "folds them into the file), or copy both files to a writable directory",
+                ) from None
             raise _translate(exc, path) from None
         return cls(path, conn, read_only=True)
 
@@ -335,15 +344,30 @@ class History(RunQueries):
     def delete_runs(self, run_ids: Iterable[int]) -> int:
         ids = list(run_ids)
         with self._write():
-            missing = [i for i in ids if not self._exists(i)]
-            if missing:
-                raise UsageError(
-                    f"no run with id {', '.join(map(str, missing))} in {self.path}",
-                    hint="see `cobell history list`; nothing was removed",
-                )
+            self._require(ids, "nothing was removed")
             for run_id in ids:
                 self.conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return len(ids)
+
+    def set_excluded(self, run_ids: Iterable[int], excluded: bool) -> list[int]:
+        """Keep runs out of fitting and planning (or let them back in); returns the ids whose
+        flag changed. Unknown ids change nothing and are a usage error."""
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        with self._write():
+            self._require(ids, "nothing was changed")
+            changed = [i for i in ids if self.conn.execute(
+                "UPDATE runs SET excluded = ? WHERE id = ? AND excluded != ?",
+                (int(excluded), i, int(excluded))).rowcount]
+        return changed
+
+    def _require(self, run_ids: Sequence[int], consequence: str) -> None:
+        """A usage error naming the ids that are not in the history."""
+        missing = [i for i in run_ids if not self._exists(i)]
+        if missing:
+            raise UsageError(
+                f"no run with id {', '.join(map(str, missing))} in {self.path}",
+                hint=f"see `cobell history list`; {consequence}",
+            )
 
     def dead_runs(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
         """`running` runs of this host whose process is gone."""
@@ -366,7 +390,18 @@ class History(RunQueries):
                     )
         return dead
 
+    def next_run_id(self) -> int:
+        """The id a new run gets: above every run there is and every run ever removed (so an
+        id names one run for good); the caller holds the write lock."""
+        (next_id,) = self.conn.execute(
+            "SELECT max(coalesce((SELECT max(id) FROM runs), 0), "
+            "(SELECT coalesce(max(id), 0) FROM run_id_floor)) + 1"
+        ).fetchone()
+        return int(next_id)
+
     def _insert(self, table: str, row: Mapping[str, Any]) -> int:
+        if table == "runs" and row.get("id") is None:
+            row = {**row, "id": self.next_run_id()}
         columns = ", ".join(f"[{k}]" for k in row)
         marks = ", ".join("?" for _ in row)
         cur = self.conn.execute(
@@ -418,6 +453,8 @@ def _translate(
         )
     if "locked" in text or "busy" in text:
         return _locked(path, busy_timeout_s)
+    if _unwritable(exc) and files.directory_read_only(path):
+        return files.read_only_directory_error(path)
     if "readonly" in text:
         return files.read_only_error(path, f"read-only ({text})")
     if "unable to open" in text:
@@ -429,6 +466,10 @@ def _translate(
     if ("disk" in text or "I/O" in text) and _nearly_full(path.parent):
         return HistoryError(f"history {path}: {text}: no space left on the device")
     return HistoryError(f"history {path}: {text}")
+
+
+def _unwritable(exc: sqlite3.Error) -> bool:
+    return "readonly" in str(exc) or "unable to open" in str(exc)
 
 
 def _nearly_full(directory: Path) -> bool:
@@ -465,6 +506,11 @@ def _integer(value: Any, column: str) -> int:
             raise ValueError
         number = int(value)
     except (TypeError, ValueError, OverflowError):
+        digits = str(value).strip().lstrip("+-")
+        if isinstance(value, str) and digits.isdigit():  # too many digits even to convert
+            raise ValueError(
+                f"{column}: a {len(digits)}-digit number is beyond SQLite's 64-bit integer range"
+            ) from None
         raise ValueError(f"{column}: expected int, got {str(value)[:40]!r}") from None
     if not -INT64 <= number < INT64:
         raise ValueError(f"{column}: {str(value)[:30]} is beyond SQLite's 64-bit integer range")
@@ -489,12 +535,18 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
     row = {k: _coerce(v, RUN_COLUMNS[k], k) for k, v in fields.items()}
     if not partial and not row.get("job"):
         raise ValueError("job: missing")
+    if row.get("job") is not None and (problem := job_name_problem(row["job"])) is not None:
+        raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
     if "status" in row and row["status"] not in STATUSES:
         raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
     if not partial and row.get("status") is None:
         raise ValueError("status: missing")
     if "source" in row and row["source"] is None:
         del row["source"]  # the column's default: a run cobell launched
+    if "excluded" in row and row["excluded"] is None:
+        del row["excluded"]  # the column's default: used for fitting
+    if row.get("excluded") not in (None, 0, 1):
+        raise ValueError(f"excluded: expected 0 or 1, got {row['excluded']}")
     if row.get("source") is not None and row["source"] not in SOURCES:
         raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {row['source']!r}")
     for column in ("meet_probability", "confidence"):

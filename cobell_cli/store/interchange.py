@@ -190,17 +190,23 @@ def _csv_header(reader: Any) -> list[str]:
     )
 
 
+def command_argv(stored: str) -> list[str] | None:
+    """A stored command (the JSON text of its arguments) as its list, None if it is not one."""
+    try:
+        argv = json.loads(stored)
+    except ValueError:
+        return None
+    return argv if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+
+
 def _redacted_command(record: dict[str, Any]) -> None:
     """An imported command is stored like a recorded one: without its secrets."""
     from cobell_cli.redact import redact, scrub
 
     command = record.get("command")
     if isinstance(command, str):
-        try:
-            argv = json.loads(command)
-        except ValueError:
-            argv = None
-        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+        argv = command_argv(command)
+        if argv is not None:
             record["command"] = json.dumps(redact(argv))
         else:
             record["command"] = scrub(command)
@@ -341,6 +347,15 @@ def _check_version(version: Any) -> None:
         )
 
 
+LONGEST_INTEGER_DIGITS = 100  # far beyond SQLite's 19; far below Python's int-from-text limit
+
+
+def _json_integer(text: str) -> int | str:
+    """A JSON integer; one too long to be any column's value stays text, refused by the
+    field's check like a CSV cell (Python refuses to convert more than 4300 digits at all)."""
+    return int(text) if len(text) <= LONGEST_INTEGER_DIGITS else text
+
+
 class _JsonStream:
     """A JSON text read from a stream one value at a time, by the stdlib's scanner.
 
@@ -357,7 +372,7 @@ class _JsonStream:
         self.pos = 0
         self.eof = False
         self.lines_before = 0  # newlines in the text dropped from the front of buf
-        self.decoder = json.JSONDecoder()
+        self.decoder = json.JSONDecoder(parse_int=_json_integer)
 
     def _more(self, at_least: int = READ_CHARS) -> bool:
         """Read on (dropping what was consumed); False, buffer untouched, at the stream's end."""

@@ -191,8 +191,9 @@ class RunQueries:
         *,
         window: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Succeeded runs of `job`, oldest first, with `overlaps` {co_runner_job: summed ratio}
-        and, where known, `co_runner_scale_outs` {co_runner_job: overlap-weighted scale-out}.
+        """Succeeded runs of `job` not excluded by hand, oldest first, with `overlaps`
+        {co_runner_job: summed ratio} and, where known, `co_runner_scale_outs`
+        {co_runner_job: overlap-weighted scale-out}.
 
         `window` keeps the most recent N (None or 0: all): a recurring job's recent runs are
         the relevant ones, and this read is what every `cobell predict` and `cobell submit`
@@ -201,7 +202,7 @@ class RunQueries:
         here only when both input_bytes and tolerance are given; the planner applies its own
         rule otherwise.
         """
-        where = "job = ? AND status = 'succeeded' AND runtime_s > 0"
+        where = "job = ? AND status = 'succeeded' AND runtime_s > 0 AND NOT excluded"
         params: list[Any] = [job]
         if input_bytes is not None and tolerance is not None:
             where += " AND input_bytes BETWEEN ? AND ?"
@@ -266,7 +267,7 @@ class RunQueries:
         is left out: it was written by another cobell and a plan never depends on it."""
         import json
 
-        where, params = "r.status = 'succeeded'", []
+        where, params = "r.status = 'succeeded' AND NOT r.excluded", []
         if job is not None:
             where += " AND r.job = ?"
             params.append(job)
@@ -297,7 +298,8 @@ class RunQueries:
         newest first (the what-if reads such a log when the job has no profile)."""
         rows = self.conn.execute(
             "SELECT r.event_log FROM runs r LEFT JOIN run_profiles p ON p.run_id = r.id "
-            "WHERE r.job = ? AND r.status = 'succeeded' AND r.event_log IS NOT NULL "
+            "WHERE r.job = ? AND r.status = 'succeeded' AND NOT r.excluded "
+            "AND r.event_log IS NOT NULL "
             "AND p.run_id IS NULL "
             "ORDER BY coalesce(r.started_at, r.submitted_at) DESC, r.id DESC LIMIT ?",
             [job, int(limit)],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
@@ -44,6 +44,7 @@ RUN_COLUMNS: dict[str, type] = {
     "meet_probability": float,
     "confidence": float,
     "event_log": str,
+    "excluded": int,  # 1: kept out of fitting and planning by hand (`cobell history exclude`)
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -160,10 +161,35 @@ def _migration_3(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migration_4(conn: sqlite3.Connection) -> None:
+    """A run kept out of the model by hand, without deleting it (`cobell history exclude`):
+    a flag beside the status, not a status (../shared/CONVENTIONS.md, "The history"), so the
+    run still shows what happened and `history include` undoes it."""
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN excluded INTEGER NOT NULL DEFAULT 0 "
+        "CHECK (excluded IN (0, 1))"
+    )
+
+
+def _migration_5(conn: sqlite3.Connection) -> None:
+    """Run ids are never reused: after `history rm` of the newest run, SQLite would give its
+    id to the next run, and a log line, a note or a cron mail naming "run 42" would then
+    point at another run. `run_id_floor` keeps the largest id ever removed (a trigger, so any
+    deletion counts); new runs are numbered above it (History.next_run_id)."""
+    conn.execute("CREATE TABLE run_id_floor (id INTEGER NOT NULL)")
+    conn.execute("INSERT INTO run_id_floor (id) VALUES (0)")
+    conn.execute(
+        "CREATE TRIGGER runs_keep_removed_ids AFTER DELETE ON runs BEGIN "
+        "UPDATE run_id_floor SET id = max(id, OLD.id); END"
+    )
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
     _migration_2,
     _migration_3,
+    _migration_4,
+    _migration_5,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION

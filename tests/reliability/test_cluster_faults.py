@@ -108,9 +108,38 @@ def test_submit_allow_no_cluster_starts_the_job_within_the_budget(
     assert proc.returncode == 0, proc.stderr
     assert "planning WITHOUT co-runner information" in proc.stderr
     assert marker.stat().st_mtime - launched < BUDGET_S + MARGIN_S
-    # the post-run co-runner query asks the same hanging RMs: one more budget at most
+    # the post-run co-runner lookup does not ask the hanging RMs again (counted exactly in
+    # test_a_dead_cluster_costs_one_budget_per_submit); the wall time stays well bounded
     assert wall_s < 2 * BUDGET_S + MARGIN_S
     assert "Traceback" not in proc.stderr
+
+
+COUNT_REQUESTS = """
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1] + "/_standin/requests", timeout=30) as answer:
+    open(sys.argv[2], "w").write(str(len(json.load(answer))))
+"""
+
+
+def test_a_dead_cluster_costs_one_budget_per_submit(history: list[str], tmp_path: Path) -> None:
+    """A job that takes 0 s cost 31 s against a hanging RM with --allow-no-cluster: the query
+    before the run and the co-runner lookup after it each spent the whole budget. The failure
+    before the run is remembered for the rest of the submit: the job counts the requests the
+    RM has had (its own count request among them), and none comes after it."""
+    counted = tmp_path / "requests-before-the-job-ended"
+    with running_standin(hang=True) as rm:
+        proc, _ = run_cli(
+            *history, "submit", "-j", "sgd", "-t", "300", *rm_flags(rm), "--allow-no-cluster",
+            "--json", "--", sys.executable, "-c", COUNT_REQUESTS, rm.url, str(counted),
+            "{scale_out}",
+        )  # fmt: skip
+        after = len(rm.requests)
+    assert proc.returncode == 0, proc.stderr
+    before = int(counted.read_text())
+    assert before >= 2 and after == before, (before, after)  # the job's count is the last
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "co-runners not recorded: the cluster did not answer before the run" in " ".join(
+        summary["warnings"])
 
 
 def test_the_queries_after_a_run_share_one_budget(history: list[str]) -> None:

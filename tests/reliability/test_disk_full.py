@@ -19,7 +19,28 @@ from cobell_cli.store.history import History
 from tests.reliability.faults import job, start_submit
 
 FILL = """
-import os
+import os, sqlite3, time
+# First wait until cobell's writes while the job runs (its start time) are in the history
+# file itself and its -wal is empty again, so nothing cobell wrote during the run can be
+# given back when the disk is full: the filler then takes every page there is, for certain.
+# (A start-time write that had appended its WAL frames but was not yet closed while the
+# filler ran gave those pages back when its connection checkpointed and truncated the WAL:
+# room for the completion or its journal line, and the test failed in 3 of 12 runs.)
+db, deadline = {db!r}, time.monotonic() + 60
+while True:
+    try:
+        conn = sqlite3.connect(f"file:{{db}}?mode=ro&immutable=1", uri=True)
+        try:
+            row = conn.execute("SELECT started_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:  # read while cobell wrote: read again
+        row = None
+    wal = db + "-wal"
+    if row and row[0] is not None and (not os.path.exists(wal) or os.path.getsize(wal) == 0):
+        break
+    assert time.monotonic() < deadline, "cobell never recorded the job's start"
+    time.sleep(0.01)
 path = {filler!r}
 fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
 try:
@@ -28,6 +49,7 @@ try:
 except OSError as exc:
     assert exc.errno == 28, exc  # ENOSPC
 os.close(fd)
+assert os.statvfs(os.path.dirname(path)).f_bavail == 0, "the disk is not full"
 print("disk full", flush=True)
 """
 
@@ -67,7 +89,7 @@ def _submit_filling(db: Path, filler: Path, *arguments: str) -> tuple[int, str, 
     """A submit whose job fills the disk to the last byte and exits 0."""
     with History.open(db):
         pass
-    command = [*job(FILL.format(filler=str(filler))), *arguments]
+    command = [*job(FILL.format(filler=str(filler), db=str(db))), *arguments]
     proc = start_submit(db, command, "--json")
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out, err
@@ -114,7 +136,7 @@ def test_a_disk_too_full_even_for_the_journal_says_so_and_keeps_the_exit_code(
 def test_a_log_file_on_the_full_disk_stops_the_copy_never_the_job(small_disk: Path) -> None:
     db, filler, log = small_disk / "h.db", small_disk / "filler", small_disk / "job.log"
     pid_file = small_disk.parent / "job.pid"
-    chatty = FILL.format(filler=str(filler)) + (
+    chatty = FILL.format(filler=str(filler), db=str(db)) + (
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
         "for i in range(4000):  # 400 kB: far more than a pipe holds\n"
         "    print(f'line {i:05d} ' + 'y' * 88, flush=True)\n"

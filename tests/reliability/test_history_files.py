@@ -4,6 +4,7 @@ systems (issue 15, items 11-13): real SQLite files, real processes."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 from cobell_cli.errors import HistoryError
 from cobell_cli.store import files
-from cobell_cli.store.history import History
+from cobell_cli.store.history import SCHEMA_VERSION, History
 from tests.cli_support import cobell
 from tests.reliability.faults import directory_state
 
@@ -75,7 +76,7 @@ def test_an_old_schema_file_is_listed_without_being_migrated(tmp_path: Path) -> 
     assert directory_state(tmp_path) == before
     # ... and the first write command migrates it for good.
     with History.open(db) as history:
-        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_a_read_only_file_refuses_writes_with_exit_5_and_still_reads(tmp_path: Path) -> None:
@@ -179,3 +180,80 @@ def test_a_history_on_nfs_is_switched_to_the_rollback_journal(tmp_path, monkeypa
 def test_the_history_path_is_a_directory(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="is a directory"):
         History.open(tmp_path, read_only=True)
+
+
+NO_DAC_OVERRIDE = (
+    "setpriv", "--inh-caps=-dac_override,-dac_read_search",
+    "--bounding-set=-dac_override,-dac_read_search",
+)
+
+
+def _as_a_user_bound_by_permissions() -> tuple[str, ...]:
+    """The prefix that runs a command without the power to override file permissions: none
+    for an ordinary user; root drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH with setpriv."""
+    if os.geteuid() != 0:
+        return ()
+    probe = subprocess.run([*NO_DAC_OVERRIDE, "true"], capture_output=True, check=False) \
+        if shutil.which("setpriv") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("running as root without a working setpriv (util-linux): root overrides "
+                    "the directory's permissions, so a read-only directory cannot be made")
+    return NO_DAC_OVERRIDE
+
+
+@pytest.mark.parametrize(
+    ("command", "file_mode", "debug"),
+    [(command, 0o644, ()) for command in READ_ONLY_COMMANDS]
+    + [(("history", "list", "-n", "1"), 0o444, ("--debug",))],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else oct(value),
+)
+def test_read_only_commands_read_a_history_in_a_read_only_directory(
+    tmp_path: Path, command, file_mode: int, debug: tuple[str, ...]
+) -> None:
+    """A team's history on a read-only mount (no -wal/-shm beside it, none can be created) is
+    readable: SQLite cannot make the WAL index there, so it is read as an immutable file."""
+    prefix = _as_a_user_bound_by_permissions()
+    db = _imported(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "h.db").write_bytes(db.read_bytes())
+    (shared / "h.db").chmod(file_mode)
+    shared.chmod(0o555)
+    try:
+        before = directory_state(shared)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "cobell_cli", *debug, "--db",
+             str(shared / "h.db"), *command],
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert done.returncode in (0, 2, 3), done.stderr  # 2/3: no model yet is fine
+        assert "read-only" not in done.stderr and "Traceback" not in done.stderr
+        assert done.stdout.strip()
+        assert directory_state(shared) == before
+    finally:
+        shared.chmod(0o755)
+
+
+def test_a_write_to_a_history_in_a_read_only_directory_names_the_directory(
+    tmp_path: Path,
+) -> None:
+    """The file may be writable; its directory is not, and that is what the line says (and
+    --debug keeps the documented exit code: the traceback is extra, not another outcome)."""
+    prefix = _as_a_user_bound_by_permissions()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "h.db").write_bytes(_imported(tmp_path).read_bytes())
+    shared.chmod(0o555)
+    try:
+        for debug in ((), ("--debug",)):
+            done = subprocess.run(
+                [*prefix, sys.executable, "-m", "cobell_cli", *debug, "--db",
+                 str(shared / "h.db"), "history", "rm", "1", "--yes"],
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+            assert done.returncode == 5, done.stderr
+            line = done.stderr.strip().splitlines()[-1]
+            assert f"directory {shared} is read-only" in line, line
+            assert f"chmod u+w {shared}" in line and f"chmod u+w {shared / 'h.db'}" not in line
+    finally:
+        shared.chmod(0o755)

@@ -81,6 +81,22 @@ def test_json_of_the_wrong_shape_is_one_line(tmp_path: Path, document, expected)
     _nothing_written(db)
 
 
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)], ids=["import", "dry-run"])
+@pytest.mark.parametrize("kind", ["json", "csv"])
+def test_an_integer_of_5000_digits_is_one_line_naming_the_field(tmp_path, kind, dry_run) -> None:
+    """Python refuses to convert more than 4300 digits to an int at all (ValueError from
+    inside json's scanner): the JSON path said 'internal error', exit 1; the CSV path did not."""
+    huge = "9" * 5000
+    if kind == "json":
+        text = f'{{"runs": [{{"job": "a", "status": "succeeded", "scale_out": {huge}}}]}}'
+    else:
+        text = HEADER + f"sgd,succeeded,{huge},10,2,1,0\n"
+    result, source, db = _import(tmp_path, f"runs.{kind}", text, *dry_run)
+    line = _refused(result, str(source), "scale_out:", "5000-digit number is beyond")
+    assert len(line) < 400  # the number is described, not printed
+    _nothing_written(db)
+
+
 def test_json_nested_100000_deep_is_one_line(tmp_path: Path) -> None:
     result, source, db = _import(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
     _refused(result, str(source), "nested too deeply")

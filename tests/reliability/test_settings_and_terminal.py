@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cobell_cli.output import printable
+from cobell_cli.store.history import History
 from tests.cli_support import cobell
 
 BAD_ENV = [
@@ -71,8 +72,15 @@ def test_escape_sequences_in_job_names_never_reach_the_terminal_raw(tmp_path: Pa
     rows = [{"job": evil, "status": "succeeded", "scale_out": 2, "runtime_s": 5.0}]
     source = tmp_path / "runs.json"
     source.write_text(json.dumps({"cobell_history": 1, "runs": rows}))
-    imported = cobell("--db", db, "history", "import", source)
-    assert imported.exit_code == 0, imported.stderr
+    refused = cobell("--db", db, "history", "import", source)  # not a job name (core/job_name)
+    assert refused.exit_code == 2 and "\x1b" not in refused.stderr
+    # ... but a history an older cobell wrote may hold one: it is shown escaped.
+    with History.open(db) as history:
+        history.conn.execute(
+            "INSERT INTO runs (job, status, scale_out, runtime_s) VALUES (?, 'succeeded', 2, 5)",
+            (evil,),
+        )
+        history.conn.commit()
     for command in (("history", "list"), ("history", "jobs"), ("history", "show", "1")):
         shown = cobell("--db", db, *command)
         assert shown.exit_code == 0, shown.stderr

@@ -286,8 +286,11 @@ def test_closing_the_terminal_ends_the_job_and_records_it_killed(tmp_path: Path)
     script = f"""
         import os, pathlib, time
         pathlib.Path({str(started)!r}).write_text(str(os.getpid()))
+        beat = pathlib.Path({str(alive)!r})
         for _ in range(600):  # dies of the SIGHUP it has no handler for
-            pathlib.Path({str(alive)!r}).write_text(str(time.time()))
+            # written whole (a rename): a job killed mid-write leaves the last beat, not ''
+            beat.with_suffix(".new").write_text(str(time.time()))
+            os.replace(beat.with_suffix(".new"), beat)
             time.sleep(0.1)
     """
     pid, master = _submit_on_a_terminal(db, script)

@@ -183,7 +183,7 @@ def _model_plan(
     n_overlapping = len(apps) if ov.prediction is not None else 0
     reason = _reason(phase, candidates, bounds, decision, confidence, common, n_overlapping)
     if not decision.feasible:
-        warnings.append(_infeasible_warning(candidates, target_s, decision))
+        warnings.append(_infeasible_warning(candidates, target_s, decision, confidence))
     return _model_plan_record(model, phase, reason, candidates, bounds, decision, ov, views,
                               confidence, warnings, common)
 
@@ -219,13 +219,19 @@ def _meet_probability(bounds: _Bounds, i: int) -> float | None:
     return bounds.meet_probability[i] if bounds.meet_probability is not None else None
 
 
-def _infeasible_warning(candidates: Sequence[int], target_s: float, decision: _Decision) -> str:
-    """What a plan that meets no target reserves instead."""
+def _infeasible_warning(
+    candidates: Sequence[int], target_s: float, decision: _Decision, confidence: float | None
+) -> str:
+    """What a plan that meets no target reserves instead, in the words of the table: the
+    runtime it was judged on is the upper bound under a P(meet) policy (else the prediction,
+    but for the cautious bound below the smallest scale-out ever run)."""
     i, chosen = decision.index, candidates[decision.index]
+    judged = "upper bound" if confidence is not None else "judged on"
     return (
         f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target (predicted {decision.decide[i]:.0f} s at {chosen}); reserving "
-        + ("the maximum" if chosen == candidates[-1] else "the fastest predicted scale-out")
+        f"target ({judged} {decision.decide[i]:.0f} s at {chosen}); reserving "
+        + ("the maximum" if chosen == candidates[-1] else f"the scale-out with the lowest {judged}"
+           if confidence is not None else "the fastest predicted scale-out")
     )
 
 

@@ -29,9 +29,10 @@ def _model_reason(
     n_runs: int,
     probability: float | None = None,
 ) -> str:
-    bound = f" (upper {confidence:.0%} bound {upper_s:.0f} s)" if confidence is not None else ""
+    # The words of cli/predict.py's WORDS: prediction, upper bound, P(meet).
+    bound = f", upper bound {upper_s:.0f} s" if confidence is not None else ""
     if probability is not None:
-        bound += f"; estimated P(meet) {probability_text(probability)}"
+        bound += f"; P(meet) {probability_text(probability)}"
         if confidence is not None and feasible:
             bound += f" >= {confidence:.0%}"
     if phase == "bootstrap-whatif":
@@ -51,12 +52,14 @@ def _model_reason(
     if feasible:
         return (
             f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
-            f"the {target_s:.0f} s target: {how} predicts {predicted_s:.0f} s{bound}."
+            f"the {target_s:.0f} s target: {how}: prediction {predicted_s:.0f} s{bound}."
         )
+    fastest = ("the one with the lowest upper bound" if confidence is not None
+               else "the fastest predicted")
     return (
         f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target, so the {'maximum' if chosen == candidates[-1] else 'fastest predicted'} "
-        f"{chosen}: {how} predicts {predicted_s:.0f} s{bound} there."
+        f"target, so {'the maximum' if chosen == candidates[-1] else fastest}"
+        f", {chosen}: {how}: prediction {predicted_s:.0f} s{bound} there."
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
+from cobell_cli.core.cost import executor_seconds
 from cobell_cli.core.jsonable import jsonable
 
 Strategy = Literal["joint", "paper", "none"]
@@ -48,6 +49,11 @@ class CandidatePrediction:
     overlap_ratio: Mapping[str, float]
     meets_target: bool
     meet_probability: float | None = None  # estimated P(runtime <= target); None: unknown
+
+    @property
+    def executor_seconds(self) -> float:
+        """What reserving it costs (core/cost.py): scale-out x prediction."""
+        return executor_seconds(self.scale_out, self.predicted_s)
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,19 @@ class Plan:
     overlap_converged: bool | None = None
     calibration: Mapping[str, Any] | None = None  # the job's own prediction record, if used
 
+    @property
+    def executor_seconds(self) -> float | None:
+        """The chosen reservation's cost at its prediction; None before there is one."""
+        if self.predicted_s is None:
+            return None
+        return executor_seconds(self.scale_out, self.predicted_s)
+
     def to_dict(self) -> dict[str, Any]:
-        return jsonable(asdict(self))
+        out = jsonable(asdict(self))
+        out["executor_seconds"] = self.executor_seconds
+        for candidate, row in zip(self.candidates, out["candidates"], strict=True):
+            row["executor_seconds"] = candidate.executor_seconds
+        return out
 
 
 def _floats(values: Iterable[Any]) -> tuple[float, ...]:
