@@ -102,21 +102,22 @@ def loadavg() -> list[float]:
 
 
 def run_one(master: str, script: Path, log_dir: Path, shape: str, executors: int,
-            rep: int) -> dict:
-    """spark-submit one app; returns its manifest entry (the log is moved into OUT)."""
+            rep: int, out: Path = OUT, executor_memory: str = "512m",
+            extra_conf: tuple[str, ...] = ("spark.eventLog.rolling.enabled=false",)) -> dict:
+    """spark-submit one app; returns its manifest entry (the log, a file or a rolling log
+    directory, is moved into `out` as `<shape>-x<N>-r<rep>[.zstd]`)."""
     from cobell_cli.run.local_cluster import find_spark_home
 
     for old in log_dir.iterdir():
-        old.unlink()
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
     name = f"whatif-{shape}-x{executors}-r{rep}"
+    conf = [f"spark.eventLog.dir=file://{log_dir}", "spark.eventLog.enabled=true",
+            "spark.eventLog.compress=true", "spark.ui.enabled=false", *extra_conf]
     argv = [str(find_spark_home() / "bin" / "spark-submit"), "--master", master,
             "--name", name, "--total-executor-cores", str(executors),
-            "--executor-cores", "1", "--executor-memory", "512m", "--driver-memory", "512m",
-            "--conf", "spark.eventLog.enabled=true",
-            "--conf", f"spark.eventLog.dir=file://{log_dir}",
-            "--conf", "spark.eventLog.compress=true",
-            "--conf", "spark.eventLog.rolling.enabled=false",
-            "--conf", "spark.ui.enabled=false", str(script), shape]  # fmt: skip
+            "--executor-cores", "1", "--executor-memory", executor_memory,
+            "--driver-memory", "512m",
+            *[a for c in conf for a in ("--conf", c)], str(script), shape]  # fmt: skip
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_CONF_DIR", None)
     before, started = loadavg(), time.time()
@@ -126,10 +127,14 @@ def run_one(master: str, script: Path, log_dir: Path, shape: str, executors: int
     logs = [p for p in log_dir.iterdir() if not p.name.endswith(".crc")]
     if code != 0 or len(logs) != 1:
         raise SystemExit(f"{name}: spark-submit exited {code}, logs {logs}")
-    target = OUT / f"{shape}-x{executors}-r{rep}.zstd"
+    stem = f"{shape}-x{executors}-r{rep}"
+    target = out / (stem if logs[0].is_dir() else f"{stem}.zstd")
     shutil.move(str(logs[0]), target)
+    for crc in target.glob(".*.crc") if target.is_dir() else ():
+        crc.unlink()
     return {"log": target.name, "shape": shape, "executors": executors, "rep": rep,
-            "loadavg_before": before, "loadavg_after": loadavg(), "wall_s": round(wall, 3)}
+            "started_at": round(started), "loadavg_before": before,
+            "loadavg_after": loadavg(), "wall_s": round(wall, 3)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,6 @@
 * n = 0..2 with at least one event-log profile of the job's runs, "bootstrap-whatif": the
   what-if curve (core/whatif/: the profiles' stages replayed at every candidate, corrected
   by the runs the job has) decides like a model, on its upper bound at a confidence.
-  Co-runners are not considered (as in the rest of the bootstrap). At n = 3..5 the what-if
-  replaces the model without interference when its leave-one-out error on the runs is lower;
-  from n = 3 on it is also one more candidate curve in the runtime model's cross-validation.
 * n = 0..2 (runs 1-3) otherwise, "bootstrap-search": binary search over the candidates.
   State: the index bracket [lo, hi] of the candidates (initially all of them) that may be the
   smallest meeting the target. Each previous similar run, oldest first, at scale-out x:
@@ -16,10 +13,21 @@
   The next run probes the lower midpoint candidates[(lo + hi) // 2]: run 1 is the midpoint of
   [min, max]. The current target is used, not the one each run had, because the question is
   which scale-out meets today's target. Co-runners are not considered, as in the paper.
-* n = 3..5 (runs 4-6), "bootstrap-parametric": the runtime model fitted on the runs with their
-  overlaps removed and predicted without interference (Bell); co-runners are not considered.
+* n = 3..5 (runs 4-6), "bootstrap-parametric": the runtime model without interference (Bell),
+  fitted on the runs with their overlaps removed, as the paper's bootstrap does; but where
+  some of the runs met co-runners and the model fitted with them learned their effect (a
+  co-runner job's own pair, or the pooled one), that model plans, with the running
+  co-runners' overlaps predicted, as from run 7.
 * n >= 6 (run 7 on), "model": the runtime model with interference and the chosen strategy.
   If the model cannot be fitted (e.g. every run at one scale-out), the search continues.
+
+From n = 3 on the what-if replaces the model's scale-out curve f(x) when its leave-one-out
+error on the runs is lower (phase "bootstrap-whatif"), and is also one more candidate curve
+in the runtime model's cross-validation. Where the model knows co-runners' effects, the
+what-if is corrected on the runs with their slow-down divided out and the interference term
+multiplies it (curve_effects.py), so a running co-runner whose effect is known is never
+ignored, whichever phase decides. Without any co-located run no effect is known, and the
+running co-runners are left out with a warning that says so.
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.plan.co_runners import _ignored_views
+from cobell_cli.core.plan.curve_effects import (
+    CurveWithInterference,
+    knows_interference,
+    normalized_runs,
+)
 from cobell_cli.core.plan.history import _without_overlaps
 from cobell_cli.core.plan.records import (
     FitFn,
@@ -169,24 +182,60 @@ def _job_model(
     warnings: list[str],
 ) -> tuple[Any, Phase, str | None]:
     """The job's model (None: search), the phase it plans in, and why the what-if was or was
-    not preferred. Runs 4-6 fit without the overlaps; the what-if stands in for too few runs."""
+    not preferred. The model is fitted on the runs with their co-runners (unless the
+    strategy is 'none'): from run 7 as CoBell does, and at runs 4-6 too, where it has learned
+    a co-runner's effect from the job's co-located runs (`knows_interference`); otherwise
+    runs 4-6 fit without the overlaps, as the paper's bootstrap does. The what-if stands in
+    for too few runs, or replaces the fitted curve f(x) where it predicts the runs better;
+    the interference term the model learned then multiplies it (`CurveWithInterference`)."""
     n = len(runs)
-    model = None
+    model = effects = None
     phase: Phase = "model" if n >= MODEL_FROM_USABLE else "bootstrap-parametric"
-    if n >= SEARCH_RUNS:
-        with_interference = n >= MODEL_FROM_USABLE and interference != "none"
-        try:
-            model = own_fit(runs if with_interference else _without_overlaps(runs))
-        except ValueError as exc:
-            warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+    if n >= SEARCH_RUNS and phase == "model":
+        model = _fit_or_warn(own_fit, runs if interference != "none" else
+                             _without_overlaps(runs), warnings)
+        effects = model if interference != "none" and knows_interference(model) else None
+    elif n >= SEARCH_RUNS:
+        effects = _bootstrap_effects(runs, own_fit, interference)
+        model = effects or _fit_or_warn(own_fit, _without_overlaps(runs), warnings)
     choice = None
     if whatif is not None:
-        model, choice = _whatif_or_model(model, whatif, runs, own_fit, phase == "model")
+        curve = whatif.refit(normalized_runs(runs, effects)) if effects is not None else whatif
+        with_interference = effects is not None or (phase == "model" and model is not None)
+        model, choice = _whatif_or_model(model, curve, runs, own_fit, with_interference)
         if model is None:
-            model = whatif
-        if model is whatif:
+            model = curve
+        if model is curve:
             phase = "bootstrap-whatif"
+            if effects is not None:
+                model = CurveWithInterference(curve, effects)
     return model, phase, choice
+
+
+def _fit_or_warn(own_fit: FitFn, runs: Sequence[Mapping[str, Any]], warnings: list[str],
+                 ) -> Any:
+    try:
+        return own_fit(runs)
+    except ValueError as exc:
+        warnings.append(f"the runtime model could not be fitted ({exc}); searching instead")
+        return None
+
+
+def _bootstrap_effects(runs: Sequence[Mapping[str, Any]], own_fit: FitFn,
+                       interference: Strategy) -> Any:
+    """Runs 4-6: the model fitted with the co-runners where the job's runs met some and the
+    fit learned their effect (else None, and the paper's model without interference)."""
+    if interference == "none" or not _co_located(runs):
+        return None
+    try:
+        model = own_fit(runs)
+    except ValueError:
+        return None
+    return model if knows_interference(model) else None
+
+
+def _co_located(runs: Sequence[Mapping[str, Any]]) -> bool:
+    return any(float(v) > 0 for r in runs for v in (r.get("overlaps") or {}).values())
 
 
 def _whatif_or_model(
@@ -199,10 +248,12 @@ def _whatif_or_model(
     """The what-if (corrected by the runs) or the fitted model, whichever predicts the
     job's runs better, in mean |log(runtime / predicted)|: the what-if's leave-one-out
     error against the larger of the model's own errors on its runs and its leave-one-out
-    errors (runs 4-6: refitted without each run; later: the model's leave-one-out ratios).
-    A handful of runs, some with co-runners, at clustered scale-outs can bend a fitted
-    curve anywhere (its cross-validation holds out only interior scale-outs, so an edge run
-    can be sacrificed and no fold notices); the replay keeps the job's shape."""
+    errors (fitted without the overlaps: refitted without each run; with them: the model's
+    leave-one-out ratios, at the overlaps each run had, while the what-if's are on the runs
+    with the model's slow-down divided out). A handful of runs, some with co-runners, at
+    clustered scale-outs can bend a fitted curve anywhere (its cross-validation holds out
+    only interior scale-outs, so an edge run can be sacrificed and no fold notices); the
+    replay keeps the job's shape."""
     if model is None:
         return whatif, None
     fitted = []
@@ -219,8 +270,9 @@ def _whatif_or_model(
     if mine >= own:
         return model, None
     return whatif, (
-        f"The what-if replaced the runtime model: its leave-one-out error on the {len(runs)}"
-        f" runs is {100 * mine:.0f} % (mean |log ratio|), the model's {100 * own:.0f} %."
+        f"The what-if replaced the runtime model's scale-out curve: its leave-one-out error"
+        f" on the {len(runs)} runs is {100 * mine:.0f} % (mean |log ratio|), the model's"
+        f" {100 * own:.0f} %."
     )
 
 
