@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.plan.co_runners import _ignored_views
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 
 SEARCH_RUNS = 3  # runs 1-3: binary search
+SearchPolicy = Literal["binary", "bounded"]
+SEARCH_POLICIES: tuple[str, ...] = ("binary", "bounded")
 PARAMETRIC_RUNS = 3  # runs 4-6: model without interference
 MODEL_FROM_USABLE = SEARCH_RUNS + PARAMETRIC_RUNS  # usable runs needed for the full model
 
@@ -84,9 +86,13 @@ def _fit_whatif(
 
 
 def search_state(
-    runs: Sequence[Mapping[str, Any]], candidates: Sequence[int], target_s: float
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    target_s: float,
+    policy: SearchPolicy = "binary",
 ) -> SearchState:
-    """The bootstrap binary search state machine (rules in the module doc)."""
+    """The bootstrap search state machine (rules in the module doc; `policy` "bounded" adds
+    Amdahl's bounds, `_amdahl_bounds`)."""
     n = len(candidates)
     lo, hi, max_missed = 0, n - 1, False
     observations: list[SearchObservation] = []
@@ -108,8 +114,39 @@ def search_state(
             if new_lo > hi:
                 hi = n - 1
             lo = max(lo, new_lo)
-    probe = candidates[(lo + hi) // 2]
-    return SearchState(candidates[lo], candidates[hi], probe, max_missed, tuple(observations))
+    probe = (lo + hi) // 2
+    if policy == "bounded" and not max_missed:
+        lo, probe = _amdahl_bounds(observations, candidates, target_s, lo, hi)
+    elif policy not in SEARCH_POLICIES:
+        raise ValueError(f"search policy must be one of {SEARCH_POLICIES}, not {policy!r}")
+    return SearchState(candidates[lo], candidates[hi], candidates[probe], max_missed,
+                       tuple(observations))
+
+
+def _amdahl_bounds(
+    observations: Sequence[SearchObservation],
+    candidates: Sequence[int],
+    target_s: float,
+    lo: int,
+    hi: int,
+) -> tuple[int, int]:
+    """The bracket's lower end and the probe with what the runtimes say under Amdahl's law
+    (runtime = serial + parallel / x: more executors never slow the job, and at most
+    speed it up linearly). A run that missed at x in R seconds needs at least x·R/target
+    executors, so the bracket starts there. A run that met the target at x in R seconds
+    bounds the runtime at x' <= x by R·x/x', so the smallest x' >= x·R/target meets it too:
+    the probe is there, not at the midpoint below it, where the binary search often misses
+    (bench/results/coldstart.md). Without a met run the probe is the bracket's midpoint."""
+    need = [o.scale_out * o.runtime_s / target_s for o in observations if not o.met_target]
+    if need:
+        floor = max(need)
+        lo = max(lo, next((i for i in range(lo, hi + 1) if candidates[i] >= floor), hi))
+    safe = [o.scale_out * o.runtime_s / target_s for o in observations if o.met_target]
+    if not safe:
+        return lo, (lo + hi) // 2
+    bound = min(safe)
+    probe = next((i for i in range(lo, hi + 1) if candidates[i] >= bound), hi)
+    return lo, probe
 
 
 def _search_plan(
@@ -118,9 +155,10 @@ def _search_plan(
     apps: Sequence[RunningApp],
     warnings: list[str],
     common: dict[str, Any],
+    policy: SearchPolicy = "binary",
 ) -> Plan:
     target_s = common["target_s"]
-    state = search_state(runs, candidates, target_s)
+    state = search_state(runs, candidates, target_s, policy)
     hi_all = candidates[-1]
     reason = _search_reason(state, common["run_number"], candidates, target_s)
     feasible = not state.max_missed

@@ -4,16 +4,14 @@ log(runtime / replay) = c0 + c1·log N where its runs say more (chosen by leave-
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from cobell_cli.core.profile import AppProfile
 from cobell_cli.core.whatif.evidence import HOST_SHARE_OFFSET, choose_startup
-from cobell_cli.core.whatif.replay import replay_s
-from cobell_cli.core.whatif.startup import Startup
-from cobell_cli.core.whatif.workload import Workload, workload_digest, workload_or_none
+from cobell_cli.core.whatif.replay import replay_key, replay_s
+from cobell_cli.core.whatif.workload import Workload, workload_or_none
 
 CORRECTIONS = ("none", "constant", "log-linear")
 EXACT_UP_TO = 32  # executors replayed one by one; beyond, a geometric grid
@@ -84,9 +82,9 @@ class WhatIfModel:
         observed = [(float(w.scale_out), w.runtime_s) for w in usable]
         points = _points(runs)
         self.startup_choice_ = choose_startup(profiles, own, points, cluster_profiles,
-                                              self.host_offset)
+                                              self.host_offset, self.memory)
         self.startup_ = self.startup_choice_.startup
-        self._key = _replay_key(usable, self.startup_)
+        self._key = replay_key(usable, self.startup_)
         self._anchors_s: list[float] | None = None
         self._cache: dict[int, float] = (
             {} if self.memory is None else self.memory.setdefault(self._key, {})
@@ -263,13 +261,6 @@ def _points(runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
     """(scale-out, runtime) of the runs that have both."""
     return [(float(r["scale_out"]), float(r["runtime_s"])) for r in runs
             if (r.get("runtime_s") or 0) > 0 and (r.get("scale_out") or 0) >= 1]
-
-
-def _replay_key(workloads: Sequence[Workload], startup: Startup) -> str:
-    """A hash of the workloads' content (`workload_digest`) and the start-up fit (its repr:
-    exact floats); the same app id re-imported with other tasks gets another key."""
-    parts = repr(([workload_digest(w) for w in workloads], startup)).encode()
-    return hashlib.blake2b(parts, digest_size=20).hexdigest()
 
 
 def _fittable(form: str, data: Sequence[tuple[float, float]]) -> bool:

@@ -20,12 +20,12 @@ what-if at all (issue 23: unrelated runs in the history moved the what-if by 60-
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cobell_cli.core.profile import AppProfile
-from cobell_cli.core.whatif.replay import replay_s
+from cobell_cli.core.whatif.replay import replay_key, replay_s
 from cobell_cli.core.whatif.startup import Startup, _job_key, fit_startup
 from cobell_cli.core.whatif.workload import Workload, workload_or_none
 
@@ -63,22 +63,25 @@ def choose_startup(
     points: Sequence[tuple[float, float]],
     cluster_profiles: Sequence[AppProfile],
     host_offset: float | None = HOST_SHARE_OFFSET,
+    memory: MutableMapping[str, dict[int, float]] | None = None,
 ) -> StartupChoice:
     """The job's start-up terms (see the module doc). `profiles`: the job's (newest first),
     `workloads` theirs (None: not replayable), `points` its runs as (scale-out, runtime);
-    `host_offset` None keeps the log's start-up as observed where no trend is learned."""
+    `host_offset` None keeps the log's start-up as observed where no trend is learned;
+    `memory` keeps the candidates' replays (`WhatIfModel`'s), so a job's evidence is replayed
+    once, not on every plan."""
     base = fit_startup(profiles, False, workloads, host_offset)
     source = "own runs" if base.first.knots or base.warmup.knots else "log"
     newest = next((w for w in workloads if w is not None), None)
     evidence = _evidence(newest, points)
     if not evidence or not cluster_profiles:
         return StartupChoice(base, source)
-    errors = {source: _error(base, newest, evidence)}
+    errors = {source: _error(base, newest, evidence, memory)}
     kept: list[AppProfile] = []
     names: list[str] = []
     for name, theirs in _other_jobs(cluster_profiles):
         trend = fit_startup([*profiles, *theirs], False, workloads, host_offset)
-        errors[f"job {name}"] = _error(trend, newest, evidence)
+        errors[f"job {name}"] = _error(trend, newest, evidence, memory)
         if errors[f"job {name}"] < errors[source]:
             kept += theirs
             names.append(name)
@@ -86,7 +89,7 @@ def choose_startup(
         return StartupChoice(base, source, (), errors)
     pooled = len(kept) >= MIN_CLUSTER_PROFILES
     cluster = fit_startup([*profiles, *kept], pooled, workloads, host_offset)
-    errors["cluster"] = _error(cluster, newest, evidence)
+    errors["cluster"] = _error(cluster, newest, evidence, memory)
     if errors["cluster"] >= errors[source]:
         return StartupChoice(base, source, (), errors)
     return StartupChoice(cluster, "cluster", tuple(names), errors)
@@ -101,12 +104,20 @@ def _evidence(w: Workload | None, points: Sequence[tuple[float, float]],
     return other[-EVIDENCE_RUNS:]
 
 
-def _error(startup: Startup, w: Workload, evidence: Sequence[tuple[int, float]]) -> float:
+def _error(startup: Startup, w: Workload, evidence: Sequence[tuple[int, float]],
+           memory: MutableMapping[str, dict[int, float]] | None) -> float:
     """Mean |log(runtime / predicted)| of the runs by the profile's replay with `startup`,
     pinned to the profile's own runtime unless the start-up is the cluster's typical one."""
-    anchor = 0.0 if startup.pooled else w.runtime_s - replay_s(w, w.scale_out, startup)
-    errs = [abs(math.log(y / max(1e-3, replay_s(w, x, startup) + anchor)))
-            for x, y in evidence]
+    cache = {} if memory is None else memory.setdefault("evidence-" + replay_key([w], startup),
+                                                        {})
+
+    def replayed(x: int) -> float:
+        if x not in cache:
+            cache[x] = replay_s(w, x, startup)
+        return cache[x]
+
+    anchor = 0.0 if startup.pooled else w.runtime_s - replayed(w.scale_out)
+    errs = [abs(math.log(y / max(1e-3, replayed(x) + anchor))) for x, y in evidence]
     return sum(errs) / len(errs)
 
 
