@@ -33,6 +33,12 @@ def test_json_is_one_object_with_the_promised_fields(tmp_path: Path) -> None:
     assert out["observed_runtime_s"] == pytest.approx(54.88, abs=0.01)
     assert [p["scale_out"] for p in out["predictions"]] == [1, 4]
     one, four = (p["runtime_s"] for p in out["predictions"])
+    for p in out["predictions"]:
+        assert p["lower_s"] < p["runtime_s"] < p["upper_s"]
+    # the interval widens with the distance from the observed 2 executors (1 and 4: alike)
+    widths = [p["upper_s"] / p["lower_s"] for p in out["predictions"]]
+    near = json.loads(whatif(tmp_path, "--event-log", SINGLE, "-x", "2", "--json").stdout)
+    assert near["predictions"][0]["upper_s"] / near["predictions"][0]["lower_s"] < min(widths)
     # a tiny job: its 24 s start-up and 14 s cold tasks on one host dominate, and both grow
     # with the executors sharing the host, so more executors do not help
     assert one > 0 and four > out["observed_runtime_s"]

@@ -309,6 +309,9 @@ def default_scale_outs(observed: int) -> list[int]:
     return sorted(xs)
 
 
+WHATIF_INTERVAL = 0.9  # the what-if's interval in `model whatif --json` (lower_s, upper_s)
+
+
 def whatif_result(event_log: Path, scale_outs: list[int] | None,
                   cluster_profiles: list[Any]) -> dict[str, Any]:
     """The what-if of one event log: the run it saw and the predicted runtime per count."""
@@ -325,6 +328,7 @@ def whatif_result(event_log: Path, scale_outs: list[int] | None,
                          hint="pass the log of a finished run that ran tasks") from None
     xs = scale_outs or default_scale_outs(profile.scale_out)
     predicted = model.predict(xs)
+    lower, upper = model.predict_interval(xs, confidence=WHATIF_INTERVAL)
     return {
         "app_id": profile.app_id,
         "app_name": profile.app_name,
@@ -332,8 +336,8 @@ def whatif_result(event_log: Path, scale_outs: list[int] | None,
         "observed_runtime_s": profile.runtime_s,
         "cores_per_executor": model.workloads_[0].cores_per_executor,
         "startup_source": model.startup_choice_.source,
-        "predictions": [{"scale_out": x, "runtime_s": y}
-                        for x, y in zip(xs, predicted, strict=True)],
+        "predictions": [{"scale_out": x, "runtime_s": y, "lower_s": lo, "upper_s": hi}
+                        for x, y, lo, hi in zip(xs, predicted, lower, upper, strict=True)],
     }
 
 
