@@ -82,3 +82,14 @@ def test_on_an_amdahl_job_no_probe_after_a_met_run_misses(serial, parallel, firs
         if any(r["runtime_s"] <= target for r in runs):
             assert runtime(x) <= target * (1 + 1e-9)
         runs.append(run(i, x, runtime(x)))
+
+
+def test_the_reason_gives_the_bound_the_probe_rests_on():
+    from cobell_cli.core.plan import plan
+
+    chosen = plan(job="j", history=[{**run(1, 32, 250.0), "status": "succeeded",
+                                     "started_at": 1.0}],
+                  now=10.0, target_s=350.0, min_scale_out=1, max_scale_out=64,
+                  search_policy="bounded")
+    assert chosen.phase == "bootstrap-search" and chosen.scale_out == 23
+    assert "Amdahl's law the run at 32 in 250 s bounds the runtime at 23 by 348 s" in chosen.reason

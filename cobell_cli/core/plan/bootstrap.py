@@ -160,7 +160,7 @@ def _search_plan(
     target_s = common["target_s"]
     state = search_state(runs, candidates, target_s, policy)
     hi_all = candidates[-1]
-    reason = _search_reason(state, common["run_number"], candidates, target_s)
+    reason = _search_reason(state, common["run_number"], candidates, target_s, policy)
     feasible = not state.max_missed
     if state.max_missed:
         warnings.append(
@@ -190,7 +190,11 @@ def _search_plan(
 
 
 def _search_reason(
-    state: SearchState, run_no: int, candidates: Sequence[int], target_s: float
+    state: SearchState,
+    run_no: int,
+    candidates: Sequence[int],
+    target_s: float,
+    policy: SearchPolicy = "binary",
 ) -> str:
     """Why the search probes where it does: the previous run's verdict, or no run yet."""
     head = (
@@ -209,6 +213,16 @@ def _search_reason(
             f"the {target_s:.0f} s target, so search the {half} part "
             f"[{state.lo_scale_out}, {state.hi_scale_out}]"
         )
+    if policy == "bounded":
+        met = [o for o in state.observations if o.met_target]
+        if met and not state.max_missed:
+            best = min(met, key=lambda o: o.scale_out * o.runtime_s)
+            why += (
+                f"; by Amdahl's law the run at {best.scale_out} in {best.runtime_s:.0f} s"
+                f" bounds the runtime at {state.probe_scale_out} by"
+                f" {best.runtime_s * best.scale_out / state.probe_scale_out:.0f} s"
+            )
+        return f"{head}: search with Amdahl's bounds; {why}: {state.probe_scale_out}."
     return f"{head}: binary search; {why}: {state.probe_scale_out}."
 
 
