@@ -126,3 +126,60 @@ def test_a_co_runner_with_no_known_effect_is_still_left_out_of_the_bootstrap_and
     assert chosen.phase == "bootstrap-parametric"
     assert chosen.co_runners[0].source == "ignored"
     assert any("no co-runner's effect on it is known" in w for w in chosen.warnings)
+
+
+# --- end to end: `cobell predict` on a real history, the co-runner on a stand-in RM ---------
+
+
+def test_predict_accounts_for_the_running_co_runner_when_the_whatif_decides(tmp_path, yarn_rm):
+    """Issue 23 item 4 as a user met it: runs with a co-runner whose effect is learned, the
+    what-if deciding, and that co-runner running: `predict --json` must not ignore it."""
+    import csv
+    import json
+    import time
+
+    from tests.cli_support import cobell
+    from tests.test_whatif_plan import store_profile
+
+    t0 = time.time() - 86400.0
+    path = tmp_path / "runs.csv"
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["job", "scale_out", "started_at", "finished_at", "runtime_s", "status",
+                      "colocations"])
+        for i, r in enumerate(eleven_runs()):
+            start = t0 + 1000.0 * i
+            colocations = [{"co_runner_app_id": f"application_1_{9000 + i}",
+                            "co_runner_job": "hog", "co_runner_scale_out": 2,
+                            "co_runner_started_at": start - 5,
+                            "co_runner_finished_at": start + r["runtime_s"] + 5,
+                            "overlap_s": ov * r["runtime_s"], "overlap_ratio": ov}
+                           for ov in r["overlaps"].values()]
+            out.writerow(["etl", r["scale_out"], start, start + r["runtime_s"], r["runtime_s"],
+                          "succeeded", json.dumps(colocations) if colocations else ""])
+        for i in range(4):
+            out.writerow(["hog", 2, t0 + 500.0 * i, t0 + 500.0 * i + 500.0, 500.0, "succeeded",
+                          ""])
+    db = tmp_path / "h.db"
+    assert cobell("--db", db, "history", "import", path).exit_code == 0
+    from cobell_cli.store.history import History
+
+    with History.open(db) as history:
+        newest = max(history.runs(job="etl"), key=lambda r: r["started_at"])
+        store_profile(history, newest["id"], wide_profile(2))
+    yarn_rm.now_s = time.time()
+    app_id = yarn_rm.add_app("hog", tags="cobell,cobell-job:hog", executors=2,
+                             duration_s=3600, start_s=yarn_rm.now_s - 10)
+    args = ("--db", db, "predict", "-j", "etl", "-t", "9", "--max-scale-out", "16",
+            "--confidence", "point")
+    alone = json.loads(cobell(*args, "--cluster", "none", "--json").stdout)
+    busy = cobell(*args, "--rm-url", yarn_rm.url, "--json")
+    assert busy.exit_code == 0, busy.stderr
+    plan = json.loads(busy.stdout)
+    assert plan["phase"] == alone["phase"] == "bootstrap-whatif"
+    (view,) = plan["co_runners"]
+    assert view["app_id"] == app_id and view["source"] == "model"
+    assert not any("not considered" in w for w in plan["warnings"])
+    assert plan["scale_out"] > alone["scale_out"]
+    table = cobell(*args, "--rm-url", yarn_rm.url)
+    assert "(ignored)" not in table.stdout
