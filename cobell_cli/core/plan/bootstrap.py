@@ -15,9 +15,9 @@
   which scale-out meets today's target. Co-runners are not considered, as in the paper.
 * n = 3..5 (runs 4-6), "bootstrap-parametric": the runtime model without interference (Bell),
   fitted on the runs with their overlaps removed, as the paper's bootstrap does; but where
-  some of the runs met co-runners and the model fitted with them learned their effect (a
-  co-runner job's own pair, or the pooled one), that model plans, with the running
-  co-runners' overlaps predicted, as from run 7.
+  some of the runs met co-runners and the model fitted with them pins an effect down (a
+  co-runner job's own pair, or the pooled one, not on thin evidence), its interference term
+  multiplies that curve and the running co-runners' overlaps are predicted, as from run 7.
 * n >= 6 (run 7 on), "model": the runtime model with interference and the chosen strategy.
   If the model cannot be fitted (e.g. every run at one scale-out), the search continues.
 
@@ -248,12 +248,14 @@ def _job_model(
                              _without_overlaps(runs), warnings)
         effects = model if interference != "none" and knows_interference(model) else None
     elif n >= SEARCH_RUNS:
+        model = _fit_or_warn(own_fit, _without_overlaps(runs), warnings)
         effects = _bootstrap_effects(runs, own_fit, interference)
-        model = effects or _fit_or_warn(own_fit, _without_overlaps(runs), warnings)
+        if model is not None and effects is not None:
+            model = CurveWithInterference(model, effects)
     choice = None
     if whatif is not None:
         curve = whatif.refit(normalized_runs(runs, effects)) if effects is not None else whatif
-        with_interference = effects is not None or (phase == "model" and model is not None)
+        with_interference = phase == "model" and model is not None
         model, choice = _whatif_or_model(model, curve, runs, own_fit, with_interference)
         if model is None:
             model = curve
@@ -275,15 +277,18 @@ def _fit_or_warn(own_fit: FitFn, runs: Sequence[Mapping[str, Any]], warnings: li
 
 def _bootstrap_effects(runs: Sequence[Mapping[str, Any]], own_fit: FitFn,
                        interference: Strategy) -> Any:
-    """Runs 4-6: the model fitted with the co-runners where the job's runs met some and the
-    fit learned their effect (else None, and the paper's model without interference)."""
+    """Runs 4-6: the model fitted with the co-runners, whose interference term multiplies
+    the paper's curve, where the job's runs met co-runners and pin an effect down (a pair
+    not resting on thin evidence); else None, and co-runners stay out as in the paper. Its
+    own curve is not used: three to five runs, some slowed, can bend a curve fitted with
+    interference anywhere (bench.coldstart: 11 executors planned where 26 had just missed)."""
     if interference == "none" or not _co_located(runs):
         return None
     try:
         model = own_fit(runs)
     except ValueError:
         return None
-    return model if knows_interference(model) else None
+    return model if knows_interference(model, resolved=True) else None
 
 
 def _co_located(runs: Sequence[Mapping[str, Any]]) -> bool:
@@ -300,9 +305,9 @@ def _whatif_or_model(
     """The what-if (corrected by the runs) or the fitted model, whichever predicts the
     job's runs better, in mean |log(runtime / predicted)|: the what-if's leave-one-out
     error against the larger of the model's own errors on its runs and its leave-one-out
-    errors (fitted without the overlaps: refitted without each run; with them: the model's
-    leave-one-out ratios, at the overlaps each run had, while the what-if's are on the runs
-    with the model's slow-down divided out). A handful of runs, some with co-runners, at
+    errors (runs 4-6: the curve fitted without the overlaps, refitted without each run;
+    from run 7: the model's leave-one-out ratios at the overlaps each run had), while the
+    what-if's are on the runs with the model's known slow-down divided out. A handful of runs, some with co-runners, at
     clustered scale-outs can bend a fitted curve anywhere (its cross-validation holds out
     only interior scale-outs, so an edge run can be sacrificed and no fold notices); the
     replay keeps the job's shape."""

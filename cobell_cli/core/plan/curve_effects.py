@@ -21,13 +21,17 @@ from cobell_cli.core.co_runner_effects import factor_and_sd, widen
 Row = Mapping[Any, float] | None
 
 
-def knows_interference(effects: Any) -> bool:
+def knows_interference(effects: Any, resolved: bool = False) -> bool:
     """Whether a fitted model has learned any co-runner's effect on the job: a pair of its
-    own, or the pooled one (its description names at least one)."""
+    own, or the pooled one (its description names at least one); `resolved`: one whose
+    runs pin it down (not "thin" evidence: model/pair_report.py)."""
     if effects is None:
         return False
     pairs = (effects.describe() or {}).get("interference")
-    return isinstance(pairs, Mapping) and bool(pairs)
+    if not isinstance(pairs, Mapping) or not pairs:
+        return False
+    return not resolved or any(isinstance(p, Mapping) and not p.get("thin", False)
+                               for p in pairs.values())
 
 
 def combination_rule(effects: Any) -> str:
