@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "data" / "whatif"
@@ -148,8 +149,6 @@ def main(argv: list[str] | None = None) -> int:
                              "missing ones")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from cobell_cli.run.local_cluster import LocalCluster
-
     if OUT.exists() and not args.keep:
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -159,27 +158,45 @@ def main(argv: list[str] | None = None) -> int:
     order = [(s, x, r) for r in args.reps for x in args.executors for s in args.shapes
              if (s, x, r) not in done]
     random.Random(args.seed).shuffle(order)
+    record(order, OUT, APP, memory_per_worker="3g")
+    total = sum(p.stat().st_size for p in OUT.iterdir())
+    print(f"{len(order)} logs recorded in {OUT} ({total / 1e6:.2f} MB in all)")
+    return 0
+
+
+def record(order: list[tuple[str, int, int]], out: Path, app: str, *, memory_per_worker: str,
+           minutes: float | None = None, **run: Any) -> int:
+    """Run each (shape, executors, rep) of `order` as `app` on a fresh local cluster (2
+    workers x 4 cores on free loopback ports), adding each log's entry to out/manifest.json
+    as soon as it is there; start no new run after `minutes`. Returns the runs recorded."""
+    from cobell_cli.run.local_cluster import LocalCluster
+
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
+    began, recorded = time.time(), 0
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "app.py"
-        script.write_text(APP)
+        script.write_text(app)
         log_dir = Path(tmp) / "events"
         log_dir.mkdir()
         cluster = LocalCluster(Path(tmp) / "cluster")
-        cluster.start(workers=2, cores_per_worker=4, memory_per_worker="3g",
+        cluster.start(workers=2, cores_per_worker=4, memory_per_worker=memory_per_worker,
                       port=free_port(), webui_port=free_port(), timeout_s=180)  # fmt: skip
         try:
             for i, (shape, x, rep) in enumerate(order, 1):
-                entry = run_one(cluster.master_url, script, log_dir, shape, x, rep)
+                if minutes is not None and time.time() - began > 60 * minutes:
+                    print(f"stopping after {minutes} min: {len(order) - i + 1} runs left")
+                    break
+                entry = run_one(cluster.master_url, script, log_dir, shape, x, rep, out, **run)
                 manifest = [m for m in manifest if m["log"] != entry["log"]] + [entry]
                 manifest_path.write_text(json.dumps(sorted(manifest, key=lambda m: m["log"]),
                                                     indent=1) + "\n")
+                recorded += 1
                 print(f"[{i}/{len(order)}] {entry['log']} {entry['wall_s']:.1f} s, "
                       f"load {entry['loadavg_before'][0]:.2f}", flush=True)
         finally:
             cluster.stop()
-    total = sum(p.stat().st_size for p in OUT.iterdir())
-    print(f"{len(order)} logs recorded in {OUT} ({total / 1e6:.2f} MB in all)")
-    return 0
+    return recorded
 
 
 if __name__ == "__main__":

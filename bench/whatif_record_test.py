@@ -31,11 +31,8 @@ import argparse
 import json
 import random
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-from bench.whatif_record import ROOT, free_port, run_one
+from bench.whatif_record import ROOT, record
 
 OUT = ROOT / "bench" / "data" / "whatif-test"
 SHAPES = ("cpu", "stages3", "skew", "loop")
@@ -93,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=23)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from cobell_cli.run.local_cluster import LocalCluster
-
     OUT.mkdir(parents=True, exist_ok=True)
     manifest_path = OUT / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
@@ -102,29 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     order = [(s, x, r) for r in REPS for x in EXECUTORS for s in SHAPES]
     random.Random(args.seed).shuffle(order)
     order = [o for o in order if o not in done]
-    began = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "app.py"
-        script.write_text(APP)
-        log_dir = Path(tmp) / "events"
-        log_dir.mkdir()
-        cluster = LocalCluster(Path(tmp) / "cluster")
-        cluster.start(workers=2, cores_per_worker=4, memory_per_worker="4g",
-                      port=free_port(), webui_port=free_port(), timeout_s=180)  # fmt: skip
-        try:
-            for i, (shape, x, rep) in enumerate(order, 1):
-                if time.time() - began > 60 * args.minutes:
-                    print(f"stopping after {args.minutes} min: {len(order) - i + 1} runs left")
-                    break
-                entry = run_one(cluster.master_url, script, log_dir, shape, x, rep, OUT,
-                                EXECUTOR_MEMORY, CONF)
-                manifest = [m for m in manifest if m["log"] != entry["log"]] + [entry]
-                manifest_path.write_text(json.dumps(sorted(manifest, key=lambda m: m["log"]),
-                                                    indent=1) + "\n")
-                print(f"[{i}/{len(order)}] {entry['log']} {entry['wall_s']:.1f} s, "
-                      f"load {entry['loadavg_before'][0]:.2f}", flush=True)
-        finally:
-            cluster.stop()
+    record(order, OUT, APP, memory_per_worker="4g", minutes=args.minutes,
+           executor_memory=EXECUTOR_MEMORY, extra_conf=CONF)
     return 0
 
 
