@@ -13,6 +13,8 @@
   The next run probes the lower midpoint candidates[(lo + hi) // 2]: run 1 is the midpoint of
   [min, max]. The current target is used, not the one each run had, because the question is
   which scale-out meets today's target. Co-runners are not considered, as in the paper.
+  That is the paper's search (policy "binary"); the default ("bounded") adds what the
+  runtimes say under Amdahl's law (`_amdahl_bounds`).
 * n = 3..5 (runs 4-6), "bootstrap-parametric": the runtime model without interference (Bell),
   fitted on the runs with their overlaps removed, as the paper's bootstrap does; but where
   some of the runs met co-runners and the model fitted with them pins an effect down (a

@@ -112,7 +112,7 @@ def plan(
     profiles: Sequence[AppProfile] = (),
     cluster_profiles: Sequence[AppProfile] = (),
     whatif_memory: MutableMapping[str, dict[int, float]] | None = None,
-    search_policy: SearchPolicy = "binary",
+    search_policy: SearchPolicy = "bounded",
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -126,8 +126,10 @@ def plan(
     profiles, for how executor start-up grows with the scale-out on this cluster;
     `whatif_memory`: where the what-if keeps its replays (`WhatIfModel`'s `memory`), so that a
     caller that stores it replays a job's profiles once, not on every plan.
-    `search_policy`: how runs 1-3 without a profile search ("binary", the paper's; or
-    "bounded", with Amdahl's bounds from the runtimes: bootstrap._amdahl_bounds).
+    `search_policy`: how runs 1-3 without a profile search: "bounded" (the default: the
+    binary search with Amdahl's bounds from the runtimes, bootstrap._amdahl_bounds; half the
+    binary search's runs over the target in bench.coldstart's two worlds) or "binary" (the
+    paper's).
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
