@@ -307,8 +307,9 @@ def offset_rows(runs: Sequence[Run], label: str) -> list[str]:
         preds = predict_all(runs, offset, methods=("whatif",))
         goal = summary([p for p in preds if goal_cell(p)])
         cont = summary([p for p in preds if contended_cell(p)])
-        worst = max(summary([p for p in preds if p.shape == s and goal_cell(p)])["median"]
-                    for s in {r.shape for r in runs})
+        per_shape = [summary([p for p in preds if p.shape == s and goal_cell(p)])
+                     for s in {r.shape for r in runs}]
+        worst = max((m["median"] for m in per_shape if m["n"]), default=float("nan"))
         log_err = statistics.fmean(abs(math.log(p.predicted_s / p.measured_s)) for p in preds)
         rows.append(f"| {label} | {'as observed' if offset is None else offset} |"
                     f" {log_err:.4f} | {goal['median']:.1f} | {goal['mean']:.1f} | {worst:.1f} |"
@@ -399,18 +400,24 @@ def goal_rows(name: str, preds: Sequence[Prediction]) -> list[str]:
             mine = [p for p in preds if p.shape == shape and p.method == method]
             cell[method] = (summary([p for p in mine if goal_cell(p)]),
                             summary([p for p in mine if contended_cell(p)]))
-        ok = all(_verdict(cell[m][0], False) == "yes" and _verdict(cell[m][1], True) == "yes"
-                 for m in GOAL_METHODS)
+        ranges = [k for k in (0, 1) if cell["whatif"][k]["n"]]  # cells with predictions
+        ok = all(_verdict(cell[m][k], k == 1) == "yes" for m in GOAL_METHODS for k in ranges)
         no_worse = all(cell["whatif"][k]["median"] <= cell["replay"][k]["median"]
                        and cell["whatif"][k]["mean"] <= cell["replay"][k]["mean"]
-                       for k in (0, 1))
+                       for k in ranges)
         (g, c), (rg, rc) = cell["whatif"], cell["replay"]
-        rows.append(f"| {name} | {shape} | {g['median']:.1f} / {g['mean']:.1f} |"
-                    f" {rg['median']:.1f} / {rg['mean']:.1f} | {c['median']:.1f} / {c['mean']:.1f}"
-                    f" | {rc['median']:.1f} / {rc['mean']:.1f} | {g['coverage']:.0f} /"
-                    f" {c['coverage']:.0f} | {'yes' if ok else 'no'} |"
+        rows.append(f"| {name} | {shape} | {_pair(g)} | {_pair(rg)} | {_pair(c)} | {_pair(rc)} |"
+                    f" {_cover(g)} / {_cover(c)} | {'yes' if ok else 'no'} |"
                     f" {'yes' if no_worse else 'no'} |")
     return rows
+
+
+def _pair(s: Mapping[str, float]) -> str:
+    return f"{s['median']:.1f} / {s['mean']:.1f}" if s["n"] else "-"
+
+
+def _cover(s: Mapping[str, float]) -> str:
+    return f"{s['coverage']:.0f}" if s["n"] else "-"
 
 
 def render(sets: Mapping[str, tuple[Sequence[Run], Sequence[Prediction], Sequence[Mapping]]],
