@@ -7,8 +7,10 @@ cluster as bench/whatif_record.py's tuning set (`cobell local-cluster`'s code, 2
 cores on loopback, one-core executors on this 2-core machine) but with other job parameters:
 other shapes, task counts and lengths, a larger CPU share, more stages, executors of 768m,
 rolling event-log directories (zstd) with `spark.eventLog.logStageExecutorMetrics`, and
-executors 1, 2, 3, 4, 6, 8 (two repetitions each, in a shuffled order). Logs land in
-bench/data/whatif-test/ as `<shape>-x<N>-r<rep>` (a rolling `eventlog_v2_*` directory,
+executors 1, 2, 3, 4, 6, 8 (two repetitions each, in a shuffled order; since 25 Nov 21:40
+UTC, a cell's first missing repetition before any cell's second, so that a recording stopped
+early leaves a complete one-repetition grid; the first 18 logs were recorded before that).
+Logs land in bench/data/whatif-test/ as `<shape>-x<N>-r<rep>` (a rolling `eventlog_v2_*` directory,
 renamed), with manifest.json (load averages before and after each run, its start time and
 wall time). `--minutes M` stops starting new runs after M minutes (the machine-wide lock is
 held for at most ~30 min at a time); rerun to record the rest (the manifest says what is
@@ -83,6 +85,20 @@ sc.stop()
 '''
 
 
+def recording_order(done: set[tuple[str, int, int]], seed: int = 23,
+                    ) -> list[tuple[str, int, int]]:
+    """The (shape, executors, rep) runs not yet recorded, shuffled (seeded) so that a drift
+    in the machine's load does not line up with the executor count; a cell's first missing
+    repetition before any cell's second, so that a stopped recording leaves a complete
+    one-repetition grid (the sort is stable: shuffled within)."""
+    order = [(s, x, r) for r in REPS for x in EXECUTORS for s in SHAPES]
+    random.Random(seed).shuffle(order)
+    order = [o for o in order if o not in done]
+    reps_done = {(s, x): sum(1 for d in done if d[:2] == (s, x)) for s, x, _ in order}
+    rank = {o: sum(1 for m in order[:i] if m[:2] == o[:2]) for i, o in enumerate(order)}
+    return sorted(order, key=lambda o: reps_done[o[:2]] + rank[o])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=25.0,
@@ -94,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest_path = OUT / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
     done = {(m["shape"], m["executors"], m["rep"]) for m in manifest}
-    order = [(s, x, r) for r in REPS for x in EXECUTORS for s in SHAPES]
-    random.Random(args.seed).shuffle(order)
-    order = [o for o in order if o not in done]
+    order = recording_order(done, args.seed)
     record(order, OUT, APP, memory_per_worker="4g", minutes=args.minutes,
            executor_memory=EXECUTOR_MEMORY, extra_conf=CONF)
     return 0

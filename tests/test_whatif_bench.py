@@ -67,3 +67,18 @@ def test_the_calibrated_interval_covers_the_asked_share(runs):
               for p in preds]
     assert sum(inside) / len(inside) >= 0.8
     assert sum(inside) / len(inside) <= 0.8 + 2 / len(inside)
+
+
+def test_a_stopped_test_recording_leaves_a_complete_one_repetition_grid():
+    from bench.whatif_record_test import EXECUTORS, REPS, SHAPES, recording_order
+
+    cells = {(s, x) for s in SHAPES for x in EXECUTORS}
+    fresh = recording_order(set())
+    assert sorted(fresh) == sorted((s, x, r) for s, x in cells for r in REPS)
+    assert {o[:2] for o in fresh[:len(cells)]} == cells
+    # part recorded (both repetitions of some cells, one of others, none of the rest)
+    done = {("cpu", 2, 1), ("cpu", 2, 2), ("loop", 3, 2), ("skew", 8, 1)}
+    rest = recording_order(done)
+    assert not done & set(rest) and len(rest) == len(fresh) - len(done)
+    missing_cells = cells - {d[:2] for d in done}
+    assert {o[:2] for o in rest[:len(missing_cells)]} == missing_cells
