@@ -412,6 +412,28 @@ def goal_rows(name: str, preds: Sequence[Prediction]) -> list[str]:
     return rows
 
 
+def in_short(name: str, preds: Sequence[Prediction]) -> str:
+    """One sentence per set, the ranges over its shapes (the README quotes it as written)."""
+    def span(method: str, select: Callable[[Prediction], bool], key: str) -> str:
+        values = [summary([p for p in preds if p.shape == shape and p.method == method
+                           and select(p)]) for shape in sorted({p.shape for p in preds})]
+        values = [v[key] for v in values if v["n"]]
+        return f"{min(values):.1f}–{max(values):.1f}" if values else "-"
+
+    shapes = sorted({p.shape for p in preds})
+    met = [row.split("|")[-3].strip() == "yes" for row in goal_rows(name, preds)]  # goal met
+    return (f"On the {name} set ({len(shapes)} shapes), between 1 and 4 executors the"
+            " empty-history what-if's median / mean error per shape is"
+            f" {span('whatif', goal_cell, 'median')} % / {span('whatif', goal_cell, 'mean')} %"
+            f" (with other jobs' runs in the history {span('history', goal_cell, 'median')} %"
+            f" / {span('history', goal_cell, 'mean')} %), the plain replay's"
+            f" {span('replay', goal_cell, 'median')} % / {span('replay', goal_cell, 'mean')} %;"
+            f" predicted at 6–8 executors, median {span('whatif', contended_cell, 'median')} %"
+            f" (history of other jobs {span('history', contended_cell, 'median')} %) against"
+            f" the replay's {span('replay', contended_cell, 'median')} %. The goal holds for"
+            f" {sum(met)} of {len(shapes)} shapes.")
+
+
 def _pair(s: Mapping[str, float]) -> str:
     return f"{s['median']:.1f} / {s['mean']:.1f}" if s["n"] else "-"
 
@@ -452,6 +474,8 @@ def render(sets: Mapping[str, tuple[Sequence[Run], Sequence[Prediction], Sequenc
         " no worse than replay |",
         "|---|---|---|---|---|---|---|---|---|",
         *[row for name, (_, preds, _) in sets.items() for row in goal_rows(name, preds)],
+        "",
+        "In short: " + " ".join(in_short(name, preds) for name, (_, preds, _) in sets.items()),
         "",
     ]
     for name, (runs, preds, manifest) in sets.items():
