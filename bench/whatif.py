@@ -329,6 +329,17 @@ def runs_table(runs: Sequence[Run]) -> list[str]:
     return rows
 
 
+def repeat_noise(runs: Sequence[Run]) -> list[float]:
+    """|r1 / r2 - 1| (%) per (shape, executors) cell recorded twice: how far the same run
+    moves between two recordings on this machine, a floor no one-log prediction beats."""
+    out = []
+    for shape, x in sorted({(r.shape, r.executors) for r in runs}):
+        times = [r.runtime_s for r in runs if (r.shape, r.executors) == (shape, x)]
+        if len(times) == 2:
+            out.append(100 * abs(times[0] / times[1] - 1))
+    return out
+
+
 COLS = ("| shape | method | predictions | median abs % | mean abs % | max abs % | bias % |"
         " 90 % interval covers % | goal met | no worse than replay |")
 
@@ -383,11 +394,21 @@ def set_section(name: str, runs: Sequence[Run], preds: Sequence[Prediction],
         "",
         "Measured runtimes (s) per executor count (repetitions separated by /):",
         "",
+        *_noise_line(runs),
         "| shape | runtimes |",
         "|---|---|",
         *runs_table(runs),
         "",
     ]
+
+
+def _noise_line(runs: Sequence[Run]) -> list[str]:
+    noise = repeat_noise(runs)
+    if not noise:
+        return []
+    return [f"The same run recorded twice differs by median {statistics.median(noise):.1f} %,"
+            f" mean {statistics.fmean(noise):.1f} %, max {max(noise):.1f} % ({len(noise)}"
+            " cells with two repetitions).", ""]
 
 
 def goal_rows(name: str, preds: Sequence[Prediction]) -> list[str]:
