@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "data" / "whatif"
@@ -102,21 +103,22 @@ def loadavg() -> list[float]:
 
 
 def run_one(master: str, script: Path, log_dir: Path, shape: str, executors: int,
-            rep: int) -> dict:
-    """spark-submit one app; returns its manifest entry (the log is moved into OUT)."""
+            rep: int, out: Path = OUT, executor_memory: str = "512m",
+            extra_conf: tuple[str, ...] = ("spark.eventLog.rolling.enabled=false",)) -> dict:
+    """spark-submit one app; returns its manifest entry (the log, a file or a rolling log
+    directory, is moved into `out` as `<shape>-x<N>-r<rep>[.zstd]`)."""
     from cobell_cli.run.local_cluster import find_spark_home
 
     for old in log_dir.iterdir():
-        old.unlink()
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
     name = f"whatif-{shape}-x{executors}-r{rep}"
+    conf = [f"spark.eventLog.dir=file://{log_dir}", "spark.eventLog.enabled=true",
+            "spark.eventLog.compress=true", "spark.ui.enabled=false", *extra_conf]
     argv = [str(find_spark_home() / "bin" / "spark-submit"), "--master", master,
             "--name", name, "--total-executor-cores", str(executors),
-            "--executor-cores", "1", "--executor-memory", "512m", "--driver-memory", "512m",
-            "--conf", "spark.eventLog.enabled=true",
-            "--conf", f"spark.eventLog.dir=file://{log_dir}",
-            "--conf", "spark.eventLog.compress=true",
-            "--conf", "spark.eventLog.rolling.enabled=false",
-            "--conf", "spark.ui.enabled=false", str(script), shape]  # fmt: skip
+            "--executor-cores", "1", "--executor-memory", executor_memory,
+            "--driver-memory", "512m",
+            *[a for c in conf for a in ("--conf", c)], str(script), shape]  # fmt: skip
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_CONF_DIR", None)
     before, started = loadavg(), time.time()
@@ -126,10 +128,14 @@ def run_one(master: str, script: Path, log_dir: Path, shape: str, executors: int
     logs = [p for p in log_dir.iterdir() if not p.name.endswith(".crc")]
     if code != 0 or len(logs) != 1:
         raise SystemExit(f"{name}: spark-submit exited {code}, logs {logs}")
-    target = OUT / f"{shape}-x{executors}-r{rep}.zstd"
+    stem = f"{shape}-x{executors}-r{rep}"
+    target = out / (stem if logs[0].is_dir() else f"{stem}.zstd")
     shutil.move(str(logs[0]), target)
+    for crc in target.glob(".*.crc") if target.is_dir() else ():
+        crc.unlink()
     return {"log": target.name, "shape": shape, "executors": executors, "rep": rep,
-            "loadavg_before": before, "loadavg_after": loadavg(), "wall_s": round(wall, 3)}
+            "started_at": round(started), "loadavg_before": before,
+            "loadavg_after": loadavg(), "wall_s": round(wall, 3)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,8 +149,6 @@ def main(argv: list[str] | None = None) -> int:
                              "missing ones")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from cobell_cli.run.local_cluster import LocalCluster
-
     if OUT.exists() and not args.keep:
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -154,27 +158,45 @@ def main(argv: list[str] | None = None) -> int:
     order = [(s, x, r) for r in args.reps for x in args.executors for s in args.shapes
              if (s, x, r) not in done]
     random.Random(args.seed).shuffle(order)
+    record(order, OUT, APP, memory_per_worker="3g")
+    total = sum(p.stat().st_size for p in OUT.iterdir())
+    print(f"{len(order)} logs recorded in {OUT} ({total / 1e6:.2f} MB in all)")
+    return 0
+
+
+def record(order: list[tuple[str, int, int]], out: Path, app: str, *, memory_per_worker: str,
+           minutes: float | None = None, **run: Any) -> int:
+    """Run each (shape, executors, rep) of `order` as `app` on a fresh local cluster (2
+    workers x 4 cores on free loopback ports), adding each log's entry to out/manifest.json
+    as soon as it is there; start no new run after `minutes`. Returns the runs recorded."""
+    from cobell_cli.run.local_cluster import LocalCluster
+
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
+    began, recorded = time.time(), 0
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "app.py"
-        script.write_text(APP)
+        script.write_text(app)
         log_dir = Path(tmp) / "events"
         log_dir.mkdir()
         cluster = LocalCluster(Path(tmp) / "cluster")
-        cluster.start(workers=2, cores_per_worker=4, memory_per_worker="3g",
+        cluster.start(workers=2, cores_per_worker=4, memory_per_worker=memory_per_worker,
                       port=free_port(), webui_port=free_port(), timeout_s=180)  # fmt: skip
         try:
             for i, (shape, x, rep) in enumerate(order, 1):
-                entry = run_one(cluster.master_url, script, log_dir, shape, x, rep)
+                if minutes is not None and time.time() - began > 60 * minutes:
+                    print(f"stopping after {minutes} min: {len(order) - i + 1} runs left")
+                    break
+                entry = run_one(cluster.master_url, script, log_dir, shape, x, rep, out, **run)
                 manifest = [m for m in manifest if m["log"] != entry["log"]] + [entry]
                 manifest_path.write_text(json.dumps(sorted(manifest, key=lambda m: m["log"]),
                                                     indent=1) + "\n")
+                recorded += 1
                 print(f"[{i}/{len(order)}] {entry['log']} {entry['wall_s']:.1f} s, "
                       f"load {entry['loadavg_before'][0]:.2f}", flush=True)
         finally:
             cluster.stop()
-    total = sum(p.stat().st_size for p in OUT.iterdir())
-    print(f"{len(order)} logs recorded in {OUT} ({total / 1e6:.2f} MB in all)")
-    return 0
+    return recorded
 
 
 if __name__ == "__main__":

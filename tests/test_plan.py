@@ -248,21 +248,25 @@ def test_search_on_a_step_grid() -> None:
     assert (s.lo_scale_out, s.hi_scale_out, s.probe_scale_out) == (14, 20, 18)
 
 
-def test_bootstrap_runs_1_to_3_follow_the_search_against_a_real_job() -> None:
+@pytest.mark.parametrize(("policy", "expected"), [("binary", [32, 16, 24]),
+                                                  ("bounded", [32, 27, 26])])
+def test_bootstrap_runs_1_to_3_follow_the_search_against_a_real_job(policy, expected) -> None:
     """Simulate three runs of a job whose true runtime is 30 + 3000/x s, target 150 s.
 
-    The smallest meeting scale-out is 25; the search goes 32 (met) -> 16 (missed) -> 24.
+    The smallest meeting scale-out is 25; the paper's binary search goes 32 (met) -> 16
+    (missed) -> 24; with Amdahl's bounds (the default) 32 (met in 124 s) -> 27 (>= 32 · 124 /
+    150, met) -> 26, never missing.
     """
     hist: list[dict[str, Any]] = []
     probes = []
     for i in range(3):
-        p = plan_with(history=hist)
+        p = plan_with(history=hist, search_policy=policy)
         assert p.phase == "bootstrap-search" and p.run_number == i + 1
         assert p.predicted_s is None and p.candidates == ()
         probes.append(p.scale_out)
         x = p.scale_out
         hist.append(run(i, x, float(MODEL.f(np.asarray(float(x))))))
-    assert probes == [32, 16, 24]
+    assert probes == expected
     p = plan_with(history=hist)
     assert p.phase == "bootstrap-parametric" and p.run_number == 4
     assert p.scale_out == 25  # the model phase finds the exact answer

@@ -91,11 +91,10 @@ def test_changed_profile_content_under_the_same_app_id_gets_a_new_key(replays):
 
 
 def test_the_start_up_fit_is_part_of_the_key():
-    others = [etl_profile(executors=x) for x in (1, 3, 4)]  # pooled start-up from the cluster
-    alone = fit_whatif([etl_profile()])
-    pooled = fit_whatif([etl_profile()], cluster_profiles=others)
-    assert alone.startup_ != pooled.startup_
-    assert alone.cache_key() != pooled.cache_key()
+    scaled = fit_whatif([etl_profile()])
+    observed = fit_whatif([etl_profile()], host_offset=None)  # start-up as the log shows it
+    assert scaled.startup_ != observed.startup_
+    assert scaled.cache_key() != observed.cache_key()
 
 
 # --- on disk: ReplayCache ----------------------------------------------------------------

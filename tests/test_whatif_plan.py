@@ -219,11 +219,12 @@ def test_model_show_fits_with_the_jobs_whatif(tmp_path: Path):
 
 
 def test_from_run_7_the_model_with_interference_keeps_its_place_when_it_fits():
-    # runs on the replay's waves, some slowed by a co-runner (a = 0.5 per unit overlap)
+    # runs on a smooth Amdahl curve the replay's waves cannot follow, some slowed by a
+    # co-runner (a = 0.5 per unit overlap): the fitted curve predicts them, the what-if not
     history = []
     for i, x in enumerate((1, 2, 3, 4, 5, 7, 9, 13, 2, 4), start=1):
         ov = 0.8 if i % 2 else 0.0
-        r = run(i, x, (2 + math.ceil(24 / x)) * (1 + 0.5 * ov))
+        r = run(i, x, (3.0 + 30.0 / x) * (1 + 0.5 * ov))
         r["overlaps"] = {"wordcount": ov} if ov else {}
         history.append(r)
     chosen = plan(job="etl", history=history, now=1e6, target_s=8.0, min_scale_out=1,

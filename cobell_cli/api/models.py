@@ -149,11 +149,14 @@ def default_scale_outs(observed: int) -> list[int]:
     return sorted(xs)
 
 
+WHATIF_INTERVAL = 0.9  # the what-if's interval in `whatif` (lower_s, upper_s)
+
+
 def whatif(event_log: str | Path, scale_outs: Sequence[int] | None = None,
            cluster_profiles: Sequence[Any] = ()) -> dict[str, Any]:
     """One run's runtime at other executor counts, from its event log alone: the run it saw
-    (app, scale-out, runtime, cores per executor), how many profiles the start-up trend came
-    from, and the predicted runtime per count (default `default_scale_outs`)."""
+    (app, scale-out, runtime, cores per executor), where its start-up came from, and the
+    predicted runtime with its 90 % interval per count (default `default_scale_outs`)."""
     from cobell_cli.core.whatif import fit_whatif, workload
     from cobell_cli.sources.eventlog_profile import summarize
 
@@ -166,13 +169,14 @@ def whatif(event_log: str | Path, scale_outs: Sequence[int] | None = None,
                          hint="pass the log of a finished run that ran tasks") from None
     xs = list(scale_outs or default_scale_outs(profile.scale_out))
     predicted = model.predict(xs)
+    lower, upper = model.predict_interval(xs, confidence=WHATIF_INTERVAL)
     return {
         "app_id": profile.app_id,
         "app_name": profile.app_name,
         "observed_scale_out": profile.scale_out,
         "observed_runtime_s": profile.runtime_s,
         "cores_per_executor": model.workloads_[0].cores_per_executor,
-        "startup_profiles": model.startup_.profiles,
-        "predictions": [{"scale_out": x, "runtime_s": y}
-                        for x, y in zip(xs, predicted, strict=True)],
+        "startup_source": model.startup_choice_.source,
+        "predictions": [{"scale_out": x, "runtime_s": y, "lower_s": lo, "upper_s": hi}
+                        for x, y, lo, hi in zip(xs, predicted, lower, upper, strict=True)],
     }

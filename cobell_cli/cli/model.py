@@ -292,8 +292,9 @@ def whatif_cmd(
 
     Replays the run's stages and task durations on N x cores slots in the order Spark's
     FIFO scheduler runs them (stage dependencies from the log), the driver's time outside
-    jobs kept serial, executor start-up and cold tasks as the log shows them; the history's
-    profiles, when there are any, add how start-up grows with N on this cluster.
+    jobs kept serial, executor start-up and cold tasks as the log shows them, scaled by the
+    executors sharing a host. Other jobs' runs in the history do not change it: a log with
+    no other run of its job holds no evidence that their start-up fits it.
 
     Example: cobell model whatif --event-log /tmp/spark-events/app-20250101-0001.zstd -x 2 -x 8
     """
@@ -307,8 +308,8 @@ def whatif_cmd(
         return
     info(f"{result['app_id']} ({result['app_name']}): {result['observed_runtime_s']:.1f} s at "
          f"{result['observed_scale_out']} executor(s) x {result['cores_per_executor']} core(s)"
-         + (f"; start-up trends from {result['startup_profiles']} profile(s) in the history"
-            if result["startup_profiles"] > 1 else ""))
+         + ("; start-up as the log shows it, scaled by the executors per host"
+            if result["startup_source"] == "log" else ""))
     rows = [{"scale_out": p["scale_out"], "runtime_s": f"{p['runtime_s']:.1f}",
              "vs_observed": f"{p['runtime_s'] / result['observed_runtime_s']:.2f}x"}
             for p in result["predictions"]]

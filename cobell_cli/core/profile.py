@@ -46,6 +46,9 @@ class ExecutorSpan:
     cores: int
     add_s: float
     remove_s: float | None = None
+    # the host it ran on (None in profiles written before it was kept): how many executors
+    # share a host, whose start-up and CPU they contend for (core/whatif/startup.py)
+    host: str | None = None
 
 
 @dataclass

@@ -49,11 +49,14 @@ class _Fold:
         self.props.update(e.get("Spark Properties") or {})
 
     def _ExecutorAdded(self, e: dict[str, Any]) -> None:
-        cores = int((e.get("Executor Info") or {}).get("Total Cores") or 1)
+        info = e.get("Executor Info") or {}
+        cores = int(info.get("Total Cores") or 1)
         if e["Executor ID"] == "driver":
             self.driver_cores = cores
             return
-        self.executors[e["Executor ID"]] = [cores, self._seen(e["Timestamp"]), None]
+        host = info.get("Host")
+        self.executors[e["Executor ID"]] = [cores, self._seen(e["Timestamp"]), None,
+                                            str(host) if host else None]
 
     def _ExecutorRemoved(self, e: dict[str, Any]) -> None:
         if e["Executor ID"] in self.executors:
@@ -138,7 +141,7 @@ class _Fold:
         if not self.executors:  # local mode: the driver runs the tasks
             return [ExecutorSpan("driver", self.driver_cores, 0.0, None)], True
         spans = [
-            ExecutorSpan(i, v[0], _rel(v[1], start) or 0.0, _rel(v[2], start))
+            ExecutorSpan(i, v[0], _rel(v[1], start) or 0.0, _rel(v[2], start), v[3])
             for i, v in self.executors.items()
         ]
         return spans, False

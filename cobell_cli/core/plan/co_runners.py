@@ -16,6 +16,7 @@ from cobell_cli.core.overlap import (
     OverlapPrediction,
     predict_overlaps,
 )
+from cobell_cli.core.plan.curve_effects import knows_interference
 from cobell_cli.core.plan.history import _is_usable
 from cobell_cli.core.plan.records import (
     CoRunnerView,
@@ -175,6 +176,16 @@ def _sized_interference(
     return sized
 
 
+def considers_co_runners(model: RuntimeModel, phase: Phase, strategy: str) -> bool:
+    """Whether the plan predicts the running co-runners' overlaps and slows the job by them:
+    from run 7 on (the runtime model with interference), and in any phase before whose model
+    knows a co-runner's effect on the job (its own co-located runs, or the pooled pair); never
+    with the 'none' (Bell) strategy."""
+    if strategy == "none":
+        return False
+    return phase == "model" or knows_interference(model)
+
+
 def _co_runner_views(
     apps: Sequence[RunningApp],
     ov: _Overlaps,
@@ -187,7 +198,8 @@ def _co_runner_views(
     pred = ov.prediction
     if pred is None:
         why = (
-            "not considered during the bootstrap"
+            "not considered during the bootstrap: the job has no co-located run yet, so"
+            " no co-runner's effect on it is known"
             if phase != "model"
             else "ignored by the 'none' (Bell) strategy"
         )

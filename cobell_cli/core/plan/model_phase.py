@@ -9,7 +9,12 @@ from typing import Any
 
 from cobell_cli.core.calibration import calibrated_upper
 from cobell_cli.core.jsonable import jsonable
-from cobell_cli.core.plan.co_runners import _co_runner_views, _Overlaps, _predict_overlaps
+from cobell_cli.core.plan.co_runners import (
+    _co_runner_views,
+    _Overlaps,
+    _predict_overlaps,
+    considers_co_runners,
+)
 from cobell_cli.core.plan.reasons import _model_reason
 from cobell_cli.core.plan.records import (
     CandidatePrediction,
@@ -168,7 +173,8 @@ def _model_plan(
     target_s = common["target_s"]
     xs = [float(c) for c in candidates]
     ov = _Overlaps()
-    if phase == "model" and common["strategy"] != "none" and apps:
+    considered = considers_co_runners(model, phase, common["strategy"])
+    if considered and apps:
         ov = _predict_overlaps(
             model, xs, apps, co_runner_histories, fit_fn, runs, common, tol_s, max_iter
         )
@@ -176,7 +182,7 @@ def _model_plan(
         model, phase, xs, ov.per_candidate(), runs, candidates, own_fit or fit_fn, confidence,
         target_s,
     )
-    if phase != "model" and apps:  # co-runners ignored: the errors do not cover them
+    if not considered and apps:  # co-runners ignored: the errors do not cover them
         bounds = replace(bounds, meet_probability=None)
     decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s)
     views = _co_runner_views(apps, ov, decision.index, phase, max_iter, warnings)

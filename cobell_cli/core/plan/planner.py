@@ -10,7 +10,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.core.overlap import MAX_ITER, TOL_S
-from cobell_cli.core.plan.bootstrap import _fit_whatif, _job_model, _search_plan
+from cobell_cli.core.plan.bootstrap import (
+    SearchPolicy,
+    _fit_whatif,
+    _job_model,
+    _search_plan,
+)
 from cobell_cli.core.plan.history import (
     _input_size_warnings,
     _is_usable,
@@ -107,6 +112,7 @@ def plan(
     profiles: Sequence[AppProfile] = (),
     cluster_profiles: Sequence[AppProfile] = (),
     whatif_memory: MutableMapping[str, dict[int, float]] | None = None,
+    search_policy: SearchPolicy = "bounded",
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -120,6 +126,10 @@ def plan(
     profiles, for how executor start-up grows with the scale-out on this cluster;
     `whatif_memory`: where the what-if keeps its replays (`WhatIfModel`'s `memory`), so that a
     caller that stores it replays a job's profiles once, not on every plan.
+    `search_policy`: how runs 1-3 without a profile search: "bounded" (the default: the
+    binary search with Amdahl's bounds from the runtimes, bootstrap._amdahl_bounds; half the
+    binary search's runs over the target in bench.coldstart's two worlds) or "binary" (the
+    paper's).
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -139,7 +149,7 @@ def plan(
     own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
     if model is None:
-        return _search_plan(runs, candidates, apps, warnings, common)
+        return _search_plan(runs, candidates, apps, warnings, common, search_policy)
     chosen = _model_plan(
         model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn, warnings,
         common, confidence, tol_s, max_iter, own_fit

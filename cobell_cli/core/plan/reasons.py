@@ -35,19 +35,28 @@ def _model_reason(
         bound += f"; P(meet) {probability_text(probability)}"
         if confidence is not None and feasible:
             bound += f" >= {confidence:.0%}"
+    kind = "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
+    slowed = (
+        f" times the slow-down of {n_co} running co-runner(s) the job's co-located runs"
+        f" taught the model ({kind})"
+        if n_co
+        else ""
+    )
     if phase == "bootstrap-whatif":
         how = (
             f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the what-if replay of the"
-            " job's event-log profile, corrected by its runs,"
+            f" job's event-log profile, corrected by its runs,{slowed}"
         )
     elif phase == "bootstrap-parametric":
-        how = f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model without interference"
+        how = (
+            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model"
+            + (slowed if n_co else " without interference")
+        )
     elif n_co == 0:
         how = "the runtime model" + (
             " ignoring co-runners (Bell)" if strategy == "none" else " with no co-runner running"
         )
     else:
-        kind = "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
         how = f"the runtime model with the overlap of {n_co} co-runner(s) ({kind})"
     if feasible:
         return (

@@ -3,25 +3,27 @@ log(runtime / replay) = c0 + c1·log N where its runs say more (chosen by leave-
 
 from __future__ import annotations
 
-import hashlib
+import copy
 import math
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from cobell_cli.core.profile import AppProfile
-from cobell_cli.core.whatif.replay import replay_s
-from cobell_cli.core.whatif.startup import Startup, fit_startup
-from cobell_cli.core.whatif.workload import Workload, workload_digest, workload_or_none
+from cobell_cli.core.whatif.evidence import HOST_SHARE_OFFSET, choose_startup
+from cobell_cli.core.whatif.replay import replay_key, replay_s
+from cobell_cli.core.whatif.workload import Workload, workload_or_none
 
 CORRECTIONS = ("none", "constant", "log-linear")
-MIN_CLUSTER_PROFILES = 3  # other runs' profiles from which the cluster's start-up is typical
 EXACT_UP_TO = 32  # executors replayed one by one; beyond, a geometric grid
 GRID_STEP = 1.15
 # The sd of a single-run what-if's log error at the observed scale-out, and its growth per
-# unit of |log(N / N_observed)|: the interval before the job's own runs say more. Measured
-# by bench/whatif.py on all pairs of the recorded runs (bench/results/whatif.md).
-LOG_ERROR_AT_OBSERVED = 0.118
-LOG_ERROR_PER_LOG_SCALE_OUT = 0.044
+# unit of |log(N / N_observed)|: the interval before the job's own runs say more. Fitted by
+# bench/whatif.py on all pairs of the tuning set (bench/data/whatif: least squares of the
+# empty-history what-if's |log error| on the distance, scaled so that its 90 % interval
+# covers 90 % of the pairs; the errors' tails are heavier than a normal's). Re-measured on
+# the fresh test set in bench/results/whatif.md.
+LOG_ERROR_AT_OBSERVED = 0.169
+LOG_ERROR_PER_LOG_SCALE_OUT = 0.085
 
 
 def _scale_outs(scale_outs: Any) -> list[int]:
@@ -54,10 +56,13 @@ class WhatIfModel:
         correction: str = "auto",
         max_profiles: int = 3,
         memory: MutableMapping[str, dict[int, float]] | None = None,
+        host_offset: float | None = HOST_SHARE_OFFSET,
     ) -> None:
         self.correction = correction  # "auto" (LOO CV) or one of CORRECTIONS
         self.max_profiles = max_profiles
         self.memory = memory
+        # the start-up prior's executors-per-host offset (evidence.py); None: as observed
+        self.host_offset = host_offset
 
     def fit(
         self,
@@ -74,25 +79,34 @@ class WhatIfModel:
         if not usable:
             raise ValueError("no profile with tasks and an end to replay")
         self.workloads_ = usable
-        pooled = len(cluster_profiles) >= MIN_CLUSTER_PROFILES
-        self.startup_ = fit_startup([*profiles, *cluster_profiles], pooled, own)
-        self._key = _replay_key(usable, self.startup_)
+        observed = [(float(w.scale_out), w.runtime_s) for w in usable]
+        points = _points(runs)
+        self.startup_choice_ = choose_startup(profiles, own, points, cluster_profiles,
+                                              self.host_offset, self.memory)
+        self.startup_ = self.startup_choice_.startup
+        self._key = replay_key(usable, self.startup_)
         self._anchors_s: list[float] | None = None
         self._cache: dict[int, float] = (
             {} if self.memory is None else self.memory.setdefault(self._key, {})
         )
-        observed = [(float(w.scale_out), w.runtime_s) for w in usable]
-        own = [
-            (float(r["scale_out"]), float(r["runtime_s"]))
-            for r in runs
-            if (r.get("runtime_s") or 0) > 0 and (r.get("scale_out") or 0) >= 1
-        ]
-        self.points_ = own or observed
-        xs = [x for x, _ in self.points_] + [x for x, _ in observed]
+        self._observed = observed
+        return self._fit_runs(points or observed)
+
+    def refit(self, runs: Sequence[Mapping[str, Any]]) -> WhatIfModel:
+        """The same replays (workloads, start-up, cache) with the correction chosen on other
+        runs: the job's runs with each one's co-runner slow-down divided out, so that the
+        interference term multiplies the curve as it does any curve (plan/curve_effects.py)."""
+        twin = copy.copy(self)
+        return twin._fit_runs(_points(runs) or self._observed)
+
+    def _fit_runs(self, points: list[tuple[float, float]]) -> WhatIfModel:
+        self.points_ = points
+        xs = [x for x, _ in self.points_] + [x for x, _ in self._observed]
         self.scale_out_range_ = (min(xs), max(xs))
         self.correction_, self.theta_, self.cv_ = self._choose_correction(self.points_)
         self.correction_range_ = _log_range(self._log_ratios(self.points_))
         self.residual_sd_ = self._residual_sd(self.points_)
+        self.loo_ratios_ = self._loo_ratios(self.points_)
         return self
 
     # -- replay, cached per scale-out
@@ -164,6 +178,22 @@ class WhatIfModel:
             best = "none"
         return best, _fit_correction(best, data), scores
 
+    def _loo_ratios(self, points: Sequence[tuple[float, float]]) -> list[float]:
+        """runtime / predicted of each run by the chosen correction fitted without it (the
+        correction "none" when the rest cannot fit it): the what-if's held-out errors, which
+        planning calibrates its bound on as it does a runtime model's."""
+        data = self._log_ratios(points)
+        out = []
+        for i, (t, y) in enumerate(data):
+            rest = data[:i] + data[i + 1 :]
+            form = self.correction_ if _fittable(self.correction_, rest) else "none"
+            theta = _fit_correction(form, rest)
+            out.append(math.exp(y - _correction(theta, t, _log_range(rest))))
+        return out
+
+    def held_out_ratios(self) -> list[float]:
+        return list(self.loo_ratios_)
+
     def _residual_sd(self, points: Sequence[tuple[float, float]]) -> float:
         data = self._log_ratios(points)
         a, b = self.theta_
@@ -220,18 +250,17 @@ class WhatIfModel:
             ],
             "runs": len(self.points_),
             "scale_out_range": list(self.scale_out_range_),
-            "startup": self.startup_.describe(),
+            "startup": {**self.startup_.describe(), **self.startup_choice_.describe()},
             "correction": {"form": self.correction_, "c0": self.theta_[0],
                            "c1_log_scale_out": self.theta_[1],
                            "cv_mean_abs_log_error": dict(self.cv_)},
         }
 
 
-def _replay_key(workloads: Sequence[Workload], startup: Startup) -> str:
-    """A hash of the workloads' content (`workload_digest`) and the start-up fit (its repr:
-    exact floats); the same app id re-imported with other tasks gets another key."""
-    parts = repr(([workload_digest(w) for w in workloads], startup)).encode()
-    return hashlib.blake2b(parts, digest_size=20).hexdigest()
+def _points(runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """(scale-out, runtime) of the runs that have both."""
+    return [(float(r["scale_out"]), float(r["runtime_s"])) for r in runs
+            if (r.get("runtime_s") or 0) > 0 and (r.get("scale_out") or 0) >= 1]
 
 
 def _fittable(form: str, data: Sequence[tuple[float, float]]) -> bool:

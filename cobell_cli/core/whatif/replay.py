@@ -4,12 +4,13 @@ durations as observed (`sparklens_runtime_s`, the baseline); and a lower bound a
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Sequence
 from statistics import median
 
 from cobell_cli.core.whatif.startup import Startup
-from cobell_cli.core.whatif.workload import StageWork, Workload
+from cobell_cli.core.whatif.workload import StageWork, Workload, workload_digest
 
 
 def replay_s(w: Workload, executors: int, startup: Startup | None = None) -> float:
@@ -39,6 +40,14 @@ def _slowed(task_s: list[float], factor: float) -> list[float]:
         return task_s
     extra = median(task_s) * (factor - 1.0)
     return [max(0.001, d + extra) for d in task_s]
+
+
+def replay_key(workloads: Sequence[Workload], startup: Startup) -> str:
+    """What replays of `workloads` under `startup` depend on: a hash of the workloads' content
+    (`workload_digest`) and the start-up fit (its repr: exact floats); the same app id
+    re-imported with other tasks gets another key. Replays are cached under it."""
+    parts = repr(([workload_digest(w) for w in workloads], startup)).encode()
+    return hashlib.blake2b(parts, digest_size=20).hexdigest()
 
 
 def sparklens_runtime_s(w: Workload, executors: int) -> float:

@@ -77,6 +77,12 @@ class Startup:
     task_log: Trend = Trend()
     profiles: int = 0  # how many profiles the trends were learned from
     pooled: bool = False
+    # Where no trend was learned: the run's own first registration and cold-task extra
+    # scaled by how many executors share its busiest host, (offset + per host at N) /
+    # (offset + per host in the run); None: as observed. The spacing of the registrations
+    # stays as observed (it did not grow with N on the tuning set: bench/results/whatif.md).
+    # See evidence.HOST_SHARE_OFFSET.
+    host_offset: float | None = None
 
     def registration_s(self, w: Workload, executors: int) -> list[float]:
         """When each of N executors registers: the first, then evenly spaced."""
@@ -84,7 +90,7 @@ class Startup:
         n0 = len(own)
         own_first = None if self.pooled else own[0]
         own_spacing = (own[-1] - own[0]) / (n0 - 1) if n0 > 1 and not self.pooled else None
-        first = max(0.0, _value(self.first.at(own_first, n0, executors), own[0]))
+        first = max(0.0, _value(self._at(self.first, own_first, n0, w, executors), own[0]))
         spacing = self.spacing.at(own_spacing, n0, executors)
         if spacing is None:
             spacing = (own[-1] - own[0]) / (n0 - 1) if n0 > 1 else 0.0
@@ -92,7 +98,18 @@ class Startup:
 
     def warmup_s(self, w: Workload, executors: int) -> float:
         """A cold task's extra time at N (0 when neither the log nor the cluster shows it)."""
-        return max(0.0, self.warmup.at(w.warmup_s, w.scale_out, executors) or 0.0)
+        return max(0.0, self._at(self.warmup, w.warmup_s, w.scale_out, w, executors) or 0.0)
+
+    def _at(self, trend: Trend, own: float | None, own_n: int, w: Workload,
+            executors: int) -> float | None:
+        """The trend's value at N, or without one the run's own value scaled by the
+        executors per host (`host_offset`), or as observed."""
+        if trend.knots or own is None or self.host_offset is None:
+            return trend.at(own, own_n, executors)
+        at_n, at_own = w.per_host(executors), w.per_host(own_n)
+        if at_n is None or at_own is None:
+            return trend.at(own, own_n, executors)
+        return own * (self.host_offset + at_n) / (self.host_offset + at_own)
 
     def task_factor(self, w: Workload, executors: int) -> float:
         """How much longer a warm task takes at N than in the run's own log."""
@@ -102,6 +119,7 @@ class Startup:
         return {
             "profiles": self.profiles,
             "pooled_registration": self.pooled,
+            "host_share_offset": self.host_offset,
             "first_registration_s": self.first.describe(),
             "registration_spacing_s": self.spacing.describe(),
             "cold_task_extra_s": self.warmup.describe(),
@@ -117,6 +135,7 @@ def fit_startup(
     profiles: Sequence[AppProfile],
     pooled: bool = False,
     workloads: Sequence[Workload | None] = (),
+    host_offset: float | None = None,
 ) -> Startup:
     """Trends in N from the profiles' executor-added times, cold tasks and warm tasks.
 
@@ -155,7 +174,7 @@ def fit_startup(
         for k in (1, 2, 3)
     )
     return Startup(first, spacing, warmup, _trend(list(tasks.values())),
-                   sum(len(g) for g in groups), pooled)
+                   sum(len(g) for g in groups), pooled, host_offset)
 
 
 def _job_key(p: AppProfile, w: Workload) -> Any:

@@ -49,6 +49,15 @@ class Workload:
     stage_lag_s: float  # a runnable stage's delay before its first task can launch
     registration_s: tuple[float, ...]  # executors' registration, sorted, from app start
     warmup_s: float | None  # a cold task's extra time; None: the log shows no warm peer
+    # the most executors the run had on one host; None: the log does not name the hosts
+    executors_per_host: int | None = None
+
+    def per_host(self, executors: int) -> float | None:
+        """Executors on the busiest host at N, the cluster placing them as in this run (N
+        times its share per host; all on one host for a single-host run), at least 1."""
+        if self.executors_per_host is None:
+            return None
+        return max(1.0, executors * self.executors_per_host / max(1, self.scale_out))
 
     @property
     def n_tasks(self) -> int:
@@ -92,7 +101,15 @@ def workload(profile: AppProfile) -> Workload:
         stage_lag_s=_stage_lag(profile, stages, registration),
         registration_s=registration,
         warmup_s=_warmup(work),
+        executors_per_host=_executors_per_host(profile),
     )
+
+
+def _executors_per_host(profile: AppProfile) -> int | None:
+    hosts = [e.host for e in profile.executors]
+    if not hosts or any(h is None for h in hosts):
+        return None
+    return max(hosts.count(h) for h in set(hosts))
 
 
 def workload_digest(w: Workload) -> str:
@@ -100,7 +117,8 @@ def workload_digest(w: Workload) -> str:
     25 000 tasks; their repr would take ~7 ms), the rest as repr (exact for floats)."""
     digest = hashlib.blake2b(digest_size=20)
     digest.update(repr((w.app_id, w.tail_s, w.cores_per_executor, w.scale_out, w.runtime_s,
-                        w.stage_lag_s, w.registration_s, w.warmup_s)).encode())
+                        w.stage_lag_s, w.registration_s, w.warmup_s,
+                        w.executors_per_host)).encode())
     for g in w.groups:
         digest.update(repr((g.gap_s, g.start_s, g.end_s, len(g.stages))).encode())
         for s in g.stages:
