@@ -41,7 +41,7 @@ import numpy as np
 from cobell_cli.core.co_runner_effects import factor_and_sd, size_weight
 from cobell_cli.core.model.bounds import co_runner_bounds, conformal_scale, curve_bounds
 from cobell_cli.core.model.co_runner_runs import pool_rare, size_references, weigh_by_size
-from cobell_cli.core.model.curve_select import MIN_SCALE_OUTS_FOR_CV, choose_curves
+from cobell_cli.core.model.curve_select import MIN_SCALE_OUTS_FOR_CV, CurveOptions, choose_curves
 from cobell_cli.core.model.curves import log_levels
 from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_runs
 from cobell_cli.core.model.edges import below_range, edge_parallel_fraction, through_regime
@@ -60,6 +60,7 @@ from cobell_cli.core.model.robust import (
 from cobell_cli.core.model.uncertainty import ConformalScale
 from cobell_cli.output import jsonable
 
+_BROKEN_LINE = {"auto": None, "broken-line": True, "ernest": False}  # FormOptions.broken_line
 REFIT_MAX_RUNS = 100  # up to here the held-out errors come from refits (held_out_ratios)
 
 Overlaps = Mapping[Any, float] | Sequence[Mapping[Any, float]] | None
@@ -75,14 +76,17 @@ class RuntimeModel:
                  scaled: bool | None = None, pooling: bool = True,
                  propagate: bool = True, alone_curve: str = "auto",
                  calibrate: bool = True, sized: bool | None = None,
-                 whatif: Any = None) -> None:
+                 whatif: Any = None, selection: str = "one-se", llr: bool = True,
+                 power_law: bool = True, regimes: bool = True) -> None:
         self.confidence_default = confidence_default
         self.combination = combination  # "auto" (CV) or one of combine.RULES
         self.scaled = scaled  # None: CV decides between a + b/x and a
         self.pooling = pooling  # shrink each pair toward the pooled one (empirical Bayes)
         self.propagate = propagate  # widen the interval by the pairs' uncertainty
-        # f the pairs are separated from: "auto" (a broken line when every stretch of
-        # scale-outs has runs, see interference.knots) or "ernest" (the paper's)
+        # f the pairs are separated from: "auto" (the interference CV decides between
+        # Ernest's curve and a broken line where every stretch of scale-outs has runs, see
+        # interference.knots), "broken-line" (wherever there are knots) or "ernest" (the
+        # paper's)
         self.alone_curve = alone_curve
         # the interval calibrated on the model's held-out errors per run class (uncertainty.py)
         self.calibrate = calibrate
@@ -91,6 +95,12 @@ class RuntimeModel:
         # a fitted core.whatif.WhatIfModel (anything with replay(scale_out) -> seconds):
         # its replay joins the candidate curves
         self.whatif = whatif
+        # how every CV choice picks: "one-se" (the simplest form within one standard error
+        # of the best, one_se.py) or "best" (the lowest CV error)
+        self.selection = selection
+        self.llr = llr  # LLR among the interpolating curves
+        self.power_law = power_law  # the edge's power law among the extrapolating curves
+        self.regimes = regimes  # a cliff at the smallest scale-outs is a regime of its own
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
@@ -137,8 +147,8 @@ class RuntimeModel:
         x, y = plain.scale_out, plain.runtime_s
         sized = weigh_by_size(plain, self.size_reference_)
         options = FormOptions(self.combination, self.scaled, self.sized, self.pooling,
-                              self.alone_curve == "auto")
-        (rule, scaled, self.sized_), self.interference_cv_ = choose_form(
+                              _BROKEN_LINE[self._alone_curve()], self.selection)
+        (rule, scaled, self.sized_, self.broken_line_), self.interference_cv_ = choose_form(
             plain, sized, base, options, self.size_reference_)
         data = sized if self.sized_ else plain
         ov = data.overlap
@@ -160,16 +170,20 @@ class RuntimeModel:
         self.sampling_cov_ = pooled.sampling_cov
         self.pool_mean_, self.pool_tau2_ = pooled.mean, pooled.tau2
 
+    def _alone_curve(self) -> str:
+        if self.alone_curve not in _BROKEN_LINE:
+            raise ValueError("alone_curve must be 'auto', 'broken-line' or 'ernest', got "
+                             f"{self.alone_curve!r}")
+        return self.alone_curve
+
     def _knots(self, x: np.ndarray) -> np.ndarray | None:
-        if self.alone_curve not in ("auto", "ernest"):
-            raise ValueError(f"alone_curve must be 'auto' or 'ernest', got {self.alone_curve!r}")
-        return knots(x) if self.alone_curve == "auto" else None
+        return knots(x) if self.broken_line_ else None
 
     def _fit_regime(self, x: np.ndarray, y_alone: np.ndarray, w: np.ndarray) -> None:
         """The cliff at the smallest scale-outs, if any: its scale-outs, their mean log
         runtimes and the first normal scale-out, which edges.through_regime follows below
         that one."""
-        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w)
+        self.regime_scale_outs_ = regime_change_scale_outs(x, y_alone, w) if self.regimes else []
         if self.regime_scale_outs_:
             rows = np.isin(x, self.regime_scale_outs_)
             _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
@@ -188,7 +202,8 @@ class RuntimeModel:
         choice = choose_curves(x, y_alone, w, rejected=rejected,
                                regime_scale_outs=self.regime_scale_outs_,
                                scale_out_range=self.scale_out_range_,
-                               replay=None if self.whatif is None else self.whatif.replay)
+                               replay=None if self.whatif is None else self.whatif.replay,
+                               options=CurveOptions(self.llr, self.power_law, self.selection))
         self.interp_, self.extrap_ = choice.interp, choice.extrap
         self.interval_, self.cv_ = choice.interval, choice.cv
         if rejected:
@@ -222,8 +237,10 @@ class RuntimeModel:
         return RuntimeModel(
             confidence_default=self.confidence_default, combination=self.combination_,
             scaled=bool(self.scaled_), pooling=self.pooling, propagate=self.propagate,
-            alone_curve=self.alone_curve, calibrate=False, sized=self.sized_,
-            whatif=self.whatif,
+            alone_curve="broken-line" if self.broken_line_ else "ernest", calibrate=False,
+            sized=self.sized_,
+            whatif=self.whatif, selection=self.selection, llr=self.llr,
+            power_law=self.power_law, regimes=self.regimes,
         ).fit(runs)
 
     @property
