@@ -66,10 +66,12 @@ DESCRIPTION = (
     "runs, random histories of 6, 12 and 24 runs, the job's other runs the test set. "
     "**simulator / nodesim**: bench.coverage's worlds (not cobell's formula), targets sgd and "
     "kmeans, histories of 12, 24 and 50 runs meeting 0-3 co-runner apps from a pool of 2 or "
-    "20 co-runner jobs, 40 fresh runs with co-runners each, at their measured overlaps.")
+    "20 co-runner jobs (and of 2 whose apps each run at a scale-out of their own, 8-48, where "
+    "size weights can matter), 40 fresh runs with co-runners each, at their measured "
+    "overlaps.")
 BELL_SIZES = (6, 12, 24)
 SIM_SIZES = (12, 24, 50)
-SIM_POOLS = (2, 20)
+SIM_POOLS = (2, 20, "2 varying")  # co-runner jobs; "varying": each app at its own scale-out
 SIM_TARGETS = ("sgd", "kmeans")
 SIM_FRESH = 40
 
@@ -147,20 +149,21 @@ def sim_tasks(data: Path, seeds: int, worlds: Sequence[str]) -> list[Task]:
         world = colocation.truth(world_name)
         for target in SIM_TARGETS:
             for n in SIM_SIZES:
-                for pool_size in SIM_POOLS:
+                for pool_kind in SIM_POOLS:
+                    pool_size, vary = int(str(pool_kind).split()[0]), isinstance(pool_kind, str)
                     for seed in range(seeds):
-                        rng = np.random.default_rng([seed, n, pool_size, len(target), 23])
+                        rng = np.random.default_rng([seed, n, pool_size, len(target), 23, vary])
                         pool = coverage.draw_pool(pool_size, rng)
-                        runs = [coverage.one_run(i, pool, curves, world, rng, target)
+                        runs = [coverage.one_run(i, pool, curves, world, rng, target, vary)
                                 for i in range(n)]
                         fresh, i = [], n
                         while len(fresh) < SIM_FRESH:
-                            run = coverage.one_run(i, pool, curves, world, rng, target)
+                            run = coverage.one_run(i, pool, curves, world, rng, target, vary)
                             i += 1
                             if run["overlaps"]:
                                 fresh.append(run)
                         out.append(Task(f"{world_name}: {n} runs",
-                                        f"{target} pool {pool_size} seed {seed}", runs, fresh))
+                                        f"{target} pool {pool_kind} seed {seed}", runs, fresh))
     return out
 
 

@@ -17,6 +17,7 @@ JOB_HELP = "Recurring job whose history the model is fitted to."
 
 
 class Protocol(enum.StrEnum):
+    nested = "nested"
     loso = "loso"
     extrap = "extrap"
     sparse3 = "sparse3"
@@ -181,23 +182,11 @@ def show(
 
 def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,
                     ) -> list[dict[str, Any]]:
-    """One row per method: splits, mean and median MAPE, MAE and RMSE over the splits."""
-    import numpy as np
-
+    """One row per method (core.model.evaluate.evaluation_rows)."""
     from cobell_cli.core.model.data import prepare_runs
-    from cobell_cli.core.model.evaluate import evaluate, summarise
+    from cobell_cli.core.model.evaluate import evaluation_rows as rows
 
-    results = evaluate(prepare_runs(runs), protocol, seed=seed)
-    rows = []
-    for method, per_split in results.items():
-        if not per_split:
-            continue
-        s = summarise(per_split)
-        rows.append({"method": method, "splits": s["splits"], "mape_pct": s["mean"],
-                     "median_mape_pct": s["median"],
-                     "mae_s": float(np.mean([p["mae_s"] for p in per_split])),
-                     "rmse_s": float(np.mean([p["rmse_s"] for p in per_split]))})
-    return rows
+    return rows(prepare_runs(runs), protocol, seed)
 
 
 @app.command("eval")
@@ -205,13 +194,16 @@ def eval_cmd(
     ctx: typer.Context,
     job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
     protocol: Protocol = typer.Option(
-        Protocol.loso, "--protocol", "-p",
-        help="loso: leave each interior scale-out out; extrap: train on the smaller half of "
-        "the scale-outs, test on the rest; sparse3: five draws of one run at 3 scale-outs."),
+        Protocol.nested, "--protocol", "-p",
+        help="nested: ten folds of runs, each model fitted (all its choices included) on the "
+        "other nine: the error of what cobell uses next to the paper's fit and Bell; loso: "
+        "leave each interior scale-out out; extrap: train on the smaller half of the "
+        "scale-outs, test on the rest; sparse3: five draws of one run at 3 scale-outs."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the sparse3 draws."),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
 ) -> None:
-    """Cross-validated errors of cobell's model next to Ernest and Bell on the same splits.
+    """Cross-validated errors of cobell's model next to the paper's fit, Bell (and Ernest) on
+    the same splits, with the standard error of the mean MAPE over the splits.
 
     Example: cobell model eval --job sgd --protocol extrap
     """
@@ -222,14 +214,16 @@ def eval_cmd(
     rows = evaluation_rows(runs, protocol.value, seed)
     if not any(r["method"] == "cobell" for r in rows):
         n = len({r["scale_out"] for r in runs})
-        raise UsageError(f"job {job!r} has {n} distinct scale-outs: too few for the "
-                         f"{protocol.value} protocol",
-                         hint="loso needs 3, extrap 2 and sparse3 4 distinct scale-outs")
+        what = (f"{len(runs)} runs" if protocol is Protocol.nested
+                else f"{n} distinct scale-outs")
+        raise UsageError(f"job {job!r} has {what}: too few for the {protocol.value} protocol",
+                         hint="nested needs 3 runs; loso 3, extrap 2 and sparse3 4 distinct "
+                         "scale-outs")
     if as_json:
         typer.echo(output.to_json({"job": job, "protocol": protocol.value, "rows": rows}))
         return
-    typer.echo(output.table(rows, ["method", "splits", "mape_pct", "median_mape_pct", "mae_s",
-                                   "rmse_s"]))
+    typer.echo(output.table(rows, ["method", "splits", "mape_pct", "mape_se_pct",
+                                   "median_mape_pct", "mae_s", "rmse_s"]))
 
 
 @app.command("plot")
