@@ -99,7 +99,7 @@ def test_eval_by_default_is_nested_cv_of_cobell_next_to_the_paper_and_bell(db: P
     out = json.loads(result.output)
     assert out["protocol"] == "nested"
     rows = {r["method"]: r for r in out["rows"]}
-    assert {"cobell", "paper", "bell"} <= set(rows)
+    assert set(rows) == {"cobell", "paper", "bell"}  # no repetition floor: co-runners vary
     assert rows["cobell"]["splits"] == 10 and rows["cobell"]["mape_se_pct"] > 0
     # The runs follow the paper's form with one co-runner: cobell must not lose to it by
     # more than the noise, and both must beat Bell, which cannot see the co-runner.
