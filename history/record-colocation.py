@@ -17,14 +17,15 @@ after each run is kept in the run's `reason`-independent side file (`--meta`, JS
 
 The test set (history/colocation-test.csv, recorded after the model was frozen: other job
 parameters, one co-runner at a time, six one-core workers, whatever load the shared machine
-had) in chunks of 16 cells that continue one history (`--work`, `--start`):
+had; 4 x 3 x 3 = 36 target runs) in two chunks of 18 cells (--start 0, then 18) that
+continue one history (`--work`):
 
-    python history/record-colocation.py --seed 2311 --reps 4 --conditions single \
+    python history/record-colocation.py --seed 2311 --reps 3 --conditions single \
         --workers 6 --cores-per-worker 1 --memory-per-worker 2g --executor-memory 768m \
         --target-args "--tasks 30 --cpu-s 0.9 --sleep-s 1.0 --records 15000 --reducers 6" \
         --co-runner-args "colo-shuffle=--rounds 2 --partitions 12" \
         --co-runner-args "colo-scan={scan_input} --rounds 5 --partitions 6" \
-        --work /tmp/colo-test --start 0 --cells 16 \
+        --work /tmp/colo-test --start 0 --cells 18 \
         --out history/colocation-test.csv --meta history/colocation-test.meta.jsonl
 """
 
