@@ -46,10 +46,10 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "lowest CV error (no one-SE rule)": {"selection": "best"},
     "- broken-line separation": {"alone_curve": "ernest"},
     "broken line always": {"alone_curve": "broken-line"},
-    "- combination rules": {"combination": "additive"},
+    "+ combination rules (CV)": {"combination": "auto"},
     "- b/x": {"scaled": False},
     "b/x always": {"scaled": True},
-    "- size weights": {"sized": False},
+    "+ size weights (CV)": {"sized": None},
     "- pooling": {"pooling": False},
     "- LLR": {"llr": False},
     "- power-law extrapolation": {"power_law": False},
@@ -59,7 +59,8 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
 }
 DESCRIPTION = (
     "Each variant is cobell's whole fitting procedure (every CV choice inside it) with one "
-    "component switched off (or forced on), scored on runs none of its choices saw: the error "
+    "component switched off, forced on, or (+) offered to its CV, scored on runs none of its "
+    "choices saw: the error "
     "of the selection procedure itself. **real**: history/colocation-local.csv (the tuning "
     "set), leave-one-run-out around the whole procedure (nested CV), all runs and the runs "
     "with at most one co-runner (the issue's held-out design). **bell**: the Bell authors' "
@@ -180,9 +181,10 @@ def render(tasks: Sequence[Task], scores: Sequence[Mapping[str, np.ndarray]], co
     names = list(VARIANTS)
     lines = ["# Which parts of the runtime model earn their parameters", "",
              f"Command: `{command}` ({elapsed_s:.0f} s).", "", DESCRIPTION, "",
-             "Mean APE % over the data set's test runs; below it, the variant minus cobell "
-             "(percentage points) ± its standard error over the histories. Positive: worse "
-             "without the component, i.e. the component earns its keep there.", "",
+             "Mean APE % over the data set's test runs; in brackets the variant minus cobell "
+             "(percentage points) ± its standard error over the histories. Positive for a "
+             "'-' row: worse without the component, which earns its keep there; negative for "
+             "a '+' row: the offered component would earn its keep.", "",
              "| variant | " + " | ".join(datasets) + " |",
              "|---|" + "---:|" * len(datasets)]
     by_set = {d: [s for t, s in zip(tasks, scores, strict=True) if t.dataset == d]
