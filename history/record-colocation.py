@@ -15,18 +15,22 @@ Takes about an hour on a 2-core machine (4 x 4 x 3 = 48 target runs). Runtimes d
 machine and on what else it runs: record on a quiet machine; the load average before and
 after each run is kept in the run's `reason`-independent side file (`--meta`, JSON lines).
 
-The test set (history/colocation-test.csv, recorded after the model was frozen: other job
-parameters, one co-runner at a time, six one-core workers, whatever load the shared machine
-had; 4 x 3 x 3 = 36 target runs) in two chunks of 18 cells (--start 0, then 18) that
-continue one history (`--work`):
+The test set (history/colocation-test.csv, recorded after the model was frozen: another seed,
+other job parameters, one co-runner at a time, six one-core workers, whatever load the shared
+machine had; 4 x 3 x 2 = 24 cells in a shuffled order) in chunks that hold the machine's
+heavy lock for at most ~20 minutes each (`--minutes`: start no new cell after it) and continue
+one history (`--work`; the next chunk's `--start` is the number of cells recorded so far, the
+lines of the `--meta` file):
 
-    python history/record-colocation.py --seed 2311 --reps 3 --conditions single \
+    python history/record-colocation.py --seed 2311 --reps 2 --conditions single \
         --workers 6 --cores-per-worker 1 --memory-per-worker 2g --executor-memory 768m \
         --target-args "--tasks 30 --cpu-s 0.9 --sleep-s 1.0 --records 15000 --reducers 6" \
         --co-runner-args "colo-shuffle=--rounds 2 --partitions 12" \
         --co-runner-args "colo-scan={scan_input} --rounds 5 --partitions 6" \
-        --work /tmp/colo-test --start 0 --cells 18 \
+        --work /tmp/colo-test --start 0 --cells 12 \
         --out history/colocation-test.csv --meta history/colocation-test.meta.jsonl
+
+The export at the end of every chunk rewrites --out with every run recorded so far.
 """
 
 from __future__ import annotations
@@ -134,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-args", default="--tasks 24",
                         help="arguments of target.py")
     parser.add_argument("--cells", type=int, default=None, help="stop after this many cells")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="start no new cell after this many minutes (a lock hold's budget)")
     parser.add_argument("--start", type=int, default=0,
                         help="first cell (of the seed's shuffled list) to record: a later chunk")
     parser.add_argument("--work", type=Path, default=None,
@@ -181,8 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     offsets = [round(rng.uniform(*OFFSET_S), 1) for _ in cells]  # as drawn cell by cell before
     stop = len(cells) if args.cells is None else min(len(cells), args.start + args.cells)
     meta = args.meta.open("a") if args.meta else None
+    deadline = None if args.minutes is None else time.monotonic() + 60.0 * args.minutes
     try:
         for i in range(args.start, stop):
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"time budget spent: next chunk --start {i}", file=sys.stderr)
+                break
             (x, co), offset = cells[i], offsets[i]
             row = rec.cell(x, co, offset)
             print(f"[{i + 1}/{len(cells)}] x={x} co={'+'.join(co) or '-'} offset={offset} "
