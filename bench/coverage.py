@@ -81,9 +81,11 @@ def draw_pool(n: int, rng: np.random.Generator) -> list[CoJob]:
 
 
 def one_run(index: int, pool: Sequence[CoJob], curves: dict[str, Curve], world: colocation.Truth,
-            rng: np.random.Generator) -> dict[str, Any]:
-    """One target run: co-runners start first, the target at a random offset (from before
-    the first starts to 90 % into the shortest), simulated, overlaps measured."""
+            rng: np.random.Generator, target: str = TARGET, vary_sizes: bool = False,
+            ) -> dict[str, Any]:
+    """One run of `target`: co-runners start first, the target at a random offset (from
+    before the first starts to 90 % into the shortest), simulated, overlaps measured.
+    vary_sizes: each co-runner app at a scale-out of its own (CO_SCALE_OUTS), not its job's."""
     x = int(rng.choice(SCALE_OUTS))
     k = min(int(rng.choice(len(CO_COUNT_P), p=CO_COUNT_P)), len(pool))
     picks = [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
@@ -91,13 +93,15 @@ def one_run(index: int, pool: Sequence[CoJob], curves: dict[str, Curve], world: 
     base = index * RUN_SPACING_S
     jobs = []
     for j, co in enumerate(picks):
-        work = curves[co.kind].isolated_s(co.scale_out, noise.rep_index[co.kind])
+        size = (int(rng.integers(CO_SCALE_OUTS[0], CO_SCALE_OUTS[1] + 1)) if vary_sizes
+                else co.scale_out)
+        work = curves[co.kind].isolated_s(size, noise.rep_index[co.kind])
         start = base + (0.0 if j == 0 else float(rng.uniform(0, 0.2 * work)))
-        jobs.append(SimJob(f"{co.name}-{index}-{j}", co.kind, co.scale_out, start, work))
+        jobs.append(SimJob(f"{co.name}-{index}-{j}", co.kind, size, start, work))
     shortest = min((j.start_s + j.work_s for j in jobs), default=base) - base
     submit = base + float(rng.uniform(-0.3, 0.9)) * max(shortest, 0.0)
-    work = curves[TARGET].isolated_s(x, noise.rep_index[TARGET])
-    jobs.append(SimJob(f"target-{index}", TARGET, x, submit, work))
+    work = curves[target].isolated_s(x, noise.rep_index[target])
+    jobs.append(SimJob(f"target-{index}", target, x, submit, work))
     done = world.simulate(jobs, noise)
     me = done[-1]
     names = {f"{co.name}-{index}-{j}": co.name for j, co in enumerate(picks)}

@@ -101,7 +101,8 @@ def render(results: co.Results, cobell_levels: Sequence[str], bell_levels: Seque
         f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s).", "",
         "Runs, worlds and planner of bench/results/colocation.md (seed"
         f" {cfg.seed}, {cfg.runs_per_interferer} runs per co-runner job), post-bootstrap."
-        " Each entry: runs over the target % / node-seconds over the oracle's. cobell at"
+        " Each entry: runs over the target % / executor-seconds over the oracle's (older"
+        " tables say node-seconds). cobell at"
         " P(meet the target) >= p (`--confidence p`; point: the point decision); Bell +"
         " conformal at p: Bell's prediction times the conformal p-bound of Bell's own past"
         " runtime / predicted ratios (point: plain Bell).", "",
@@ -122,7 +123,7 @@ def render(results: co.Results, cobell_levels: Sequence[str], bell_levels: Seque
     lines += [
         "", "## Matched miss rates", "",
         "For each Bell + conformal level, the cheapest cobell level that missed the target no"
-        " more often. Earns: that cobell level needs fewer node-seconds.", "",
+        " more often. Earns: that cobell level needs fewer executor-seconds.", "",
         "| world | runs | Bell level | Bell | cobell level | cobell | earns |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -145,8 +146,9 @@ def goal_rows(results: co.Results, cobell: Sequence[str]) -> list[str]:
     """Issue 13's per-cell goal for the default, at each cobell level: over % / max overshoot
     % / node-s vs oracle, and whether the cell meets it."""
     lines = ["## The per-cell goal at each cobell level", "",
-             "Each entry: over % / max overshoot % / node-s vs oracle; goal (>="
-             f" {co.GOAL_MEET:.0f} % on time, overshoot <= {co.GOAL_OVERSHOOT_PCT:.0f} %, node-s"
+             "Each entry: over % / max overshoot % / executor-s vs oracle; goal (>="
+             f" {co.GOAL_MEET:.0f} % on time, overshoot <= {co.GOAL_OVERSHOOT_PCT:.0f} %, "
+             "executor-s"
              f" <= {co.GOAL_NODE_S}x): yes or no.", "",
              "| world | variant | job | " + " | ".join(co.LABELS[c] for c in cobell) + " |",
              "|---" * (3 + len(cobell)) + "|"]
@@ -177,6 +179,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="sgd, one and two co-runners, 3 runs per co-runner job; writes"
                              " nothing")
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help="where the report goes (one world per run keeps a run short)")
     args = parser.parse_args(argv)
     cfg = co.Config(worlds=tuple(args.worlds), seed=args.seed)
     if args.quick:
@@ -188,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     command = " ".join(["python -m bench.keep_frontier", *given])
     text = render(results, args.cobell_levels, args.bell_levels, command,
                   time.perf_counter() - started, cfg)
-    publish(text, None if args.quick else RESULTS)
+    publish(text, None if args.quick else args.output)
 
 
 if __name__ == "__main__":

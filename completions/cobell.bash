@@ -297,7 +297,7 @@ _cobell() {
             "cobell model eval")
                 case "$opt" in
                     -j|--job) _cobell_complete_jobs ;;
-                    -p|--protocol) COMPREPLY=($(compgen -W 'loso extrap sparse3' -- "$cur")) ;;
+                    -p|--protocol) COMPREPLY=($(compgen -W 'nested loso extrap sparse3' -- "$cur")) ;;
                     --seed) COMPREPLY=() ;;
                 esac ;;
             "cobell model plot")

@@ -331,3 +331,36 @@ def test_z_ratio_matches_the_normal_quantiles() -> None:
 
     for c in (0.5, 0.9, 0.99):
         assert _z_ratio(c) == pytest.approx(norm.ppf((1 + c) / 2) / norm.ppf(0.95), rel=1e-12)
+
+
+def test_nested_folds_hold_every_run_out_exactly_once() -> None:
+    from cobell_cli.core.model.evaluate import nested_folds
+
+    for n in (3, 7, 10, 23):
+        folds = list(nested_folds(n))
+        assert len(folds) == min(10, n)
+        held = np.sum([test for _, test in folds], axis=0)
+        assert np.all(held == 1)
+        assert all(np.all(train == ~test) for train, test in folds)
+    assert list(nested_folds(2)) == []
+
+
+def test_nested_evaluation_fits_each_method_without_the_held_out_fold() -> None:
+    # A method that remembers what it was fitted on: no fold's test run may be among them.
+    from cobell_cli.core.model.data import prepare_runs
+    from cobell_cli.core.model.evaluate import evaluate
+
+    runs = [{"scale_out": float(x), "runtime_s": 100.0 + i, "overlaps": {}}
+            for i, x in enumerate([2, 4, 8, 16] * 4)]
+    data = prepare_runs(runs)
+    seen = []
+
+    def spy(train):
+        seen.append(set(train.runtime_s.tolist()))
+        fitted_on = seen[-1]
+        return lambda test: (fitted_on.isdisjoint(test.runtime_s.tolist())
+                             or np.nan) * test.runtime_s
+
+    out = evaluate(data, "nested", {"spy": spy})
+    assert len(out["spy"]) == 10
+    assert all(m["mape"] == 0.0 for m in out["spy"])  # NaN if a test run had been seen

@@ -94,6 +94,30 @@ def test_eval_compares_cobell_with_the_baselines_on_the_same_splits(db: Path) ->
     assert table.exit_code == 0 and "median_mape_pct" in table.output
 
 
+def test_eval_by_default_is_nested_cv_of_cobell_next_to_the_paper_and_bell(db: Path) -> None:
+    result = invoke(db, "eval", "--job", "sgd", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["protocol"] == "nested"
+    rows = {r["method"]: r for r in out["rows"]}
+    assert set(rows) == {"cobell", "paper", "bell"}  # no repetition floor: co-runners vary
+    assert rows["cobell"]["splits"] == 10 and rows["cobell"]["mape_se_pct"] > 0
+    # The runs follow the paper's form with one co-runner: cobell must not lose to it by
+    # more than the noise, and both must beat Bell, which cannot see the co-runner.
+    assert rows["cobell"]["mape_pct"] <= rows["paper"]["mape_pct"] + rows["paper"]["mape_se_pct"]
+    assert rows["paper"]["mape_pct"] < 0.5 * rows["bell"]["mape_pct"]
+
+
+def test_eval_nested_with_too_few_runs_says_how_many_it_needs(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    with History.open(path) as history:
+        history.insert_runs([{"job": "j", "status": "succeeded", "scale_out": x, "runtime_s": y}
+                             for x, y in ((4, 400.0), (8, 210.0))])
+    result = invoke(path, "eval", "--job", "j")
+    assert isinstance(result.exception, UsageError)
+    assert "2 runs" in str(result.exception) and "nested needs 3 runs" in result.exception.line()
+
+
 def test_plot_writes_an_image(db: Path, tmp_path: Path) -> None:
     require_extra("matplotlib", reason="the plot extra (matplotlib) is not installed")
     out = tmp_path / "fit.png"
@@ -181,7 +205,7 @@ def test_an_uncorrected_what_if_curve_reads_without_zero_terms() -> None:
 
 
 def test_eval_explains_its_noise_floor_row(db: Path) -> None:
-    shown = invoke(db, "eval", "--job", "sgd")
+    shown = invoke(db, "eval", "--job", "sgd", "--protocol", "loso")  # nested has no floor
     assert shown.exit_code == 0, shown.output
     assert "\nnoise_floor " in shown.output  # the row (repeated scale-outs in the fixture)
     assert "noise_floor: no model; each test run predicted by the mean" in shown.output

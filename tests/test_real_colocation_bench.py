@@ -54,10 +54,24 @@ def test_load_runs_reads_what_planning_reads_and_the_models_rank_as_the_truth_sa
     assert bell > 2 * cobell, "ignoring co-runners should cost accuracy here"
     floor = bench.repetition_floor(runs)
     assert floor.size >= 4 and floor.mean() < 3.0  # 1 % noise on these runs
-    text = bench.report(runs, errors, 1.0, "test")
+    text = bench.report({"made-up": (path, runs, errors)}, 1.0, "test")
     paper = errors["CoBell (paper's fit)"].mean()
-    verdict = "met" if cobell <= 4.0 and cobell <= paper else "not met"
-    assert "| alone |" in text and f"**Goal: {verdict}** (cobell {cobell:.2f} %" in text
+    verdict = "yes" if cobell <= paper else "no"
+    assert "| alone |" in text
+    assert f"| made-up | `{path}` | 32 | {cobell:.2f} | {paper:.2f} |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| made-up |"))
+    assert row.endswith(f"| {verdict} |")
+    diff = errors["cobell"] - errors["CoBell (paper's fit)"]
+    assert f"| {diff.mean():+.2f} (" in row  # the paired difference, run by run
+
+
+def test_the_subset_keeps_runs_alone_or_with_one_co_runner(tmp_path):
+    path = tmp_path / "colo.csv"
+    _write_history(path, 40)
+    runs = bench.load_runs(path)
+    subset = bench.at_most_one_co_runner(runs)
+    assert {bench._kind(r) for r in subset} == CONDITIONS - {"colo-scan+colo-shuffle"}
+    assert len(subset) == sum(bench._kind(r) != "colo-scan+colo-shuffle" for r in runs) < 40
 
 
 @pytest.mark.skipif(not bench.HISTORY.is_file(),
@@ -69,3 +83,12 @@ def test_the_committed_real_history_has_the_issues_design():
     kinds = {bench._kind(r) for r in runs}
     assert kinds == CONDITIONS
     assert all(np.isfinite(r["runtime_s"]) and r["runtime_s"] > 0 for r in runs)
+
+
+@pytest.mark.skipif(not bench.TEST_HISTORY.is_file(),
+                    reason="history/colocation-test.csv not recorded in this checkout")
+def test_the_committed_test_history_has_one_co_runner_at_a_time():
+    runs = bench.load_runs(bench.TEST_HISTORY)
+    assert len(runs) >= 12
+    assert {int(r["scale_out"]) for r in runs} == {1, 2, 3, 4}
+    assert {bench._kind(r) for r in runs} == CONDITIONS - {"colo-scan+colo-shuffle"}

@@ -100,12 +100,12 @@ def test_the_whatif_is_a_candidate_chosen_by_cross_validation():
     runs = [run(i, x, 1.1 * (2 + math.ceil(24 / x))) for i, x in enumerate(
         (1, 2, 3, 4, 5, 7, 9, 13), start=1)]
     model = fit_runtime_model(runs, whatif=w)
-    assert "whatif" in model.cv_["interior_loso_mre"]
+    assert "whatif" in model.cv_["interpolation_cv_mre"]
     assert model.cv_["interpolation"] == "whatif"
-    assert model.cv_["interior_loso_mre"]["whatif"] < 1e-9
+    assert model.cv_["interpolation_cv_mre"]["whatif"] < 1e-9
     assert model.predict([6])[0] == pytest.approx(1.1 * 6.0)
     plain = fit_runtime_model(runs)
-    assert "whatif" not in plain.cv_["interior_loso_mre"]
+    assert "whatif" not in plain.cv_["interpolation_cv_mre"]
 
 
 # --- the history's profiles, read by the API ------------------------------------------------

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from cobell_cli.store.history import History
     from cobell_cli.store.model_cache import ModelCache
 
-EVAL_PROTOCOLS = ("loso", "extrap", "sparse3")
+EVAL_PROTOCOLS = ("nested", "loso", "extrap", "sparse3")
 JOBS_HINT = "list the known jobs with `cobell history jobs`"
 
 
@@ -88,40 +88,23 @@ def describe_model(data: ModelInput, settings: Settings | None = None) -> dict[s
 
 
 def evaluate_model(
-    data: ModelInput, protocol: str = "loso", *, seed: int = 0
+    data: ModelInput, protocol: str = "nested", *, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """Cross-validated errors of cobell's model next to Ernest's and Bell's on the same splits:
-    one row per method (splits, mean and median MAPE, MAE and RMSE over the splits). A
-    UsageError when the job has too few distinct scale-outs for the protocol."""
+    """Cross-validated errors of cobell's model next to the paper's fit, Bell (and Ernest) on
+    the same splits: one row per method (splits, mean MAPE with its standard error, median
+    MAPE, MAE, RMSE). A UsageError when the job has too few runs for the protocol."""
+    from cobell_cli.core.model.data import prepare_runs
+    from cobell_cli.core.model.evaluate import evaluation_rows
+
     if protocol not in EVAL_PROTOCOLS:
         raise UsageError(f"unknown protocol {protocol!r}", hint=f"use {', '.join(EVAL_PROTOCOLS)}")
-    rows = evaluation_rows(data.runs, protocol, seed)
+    rows = evaluation_rows(prepare_runs(data.runs), protocol, seed)
     if not any(r["method"] == "cobell" for r in rows):
         n = len({r["scale_out"] for r in data.runs})
-        raise UsageError(f"job {data.job!r} has {n} distinct scale-outs: too few for the "
-                         f"{protocol} protocol",
-                         hint="loso needs 3, extrap 2 and sparse3 4 distinct scale-outs")
-    return rows
-
-
-def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,
-                    ) -> list[dict[str, Any]]:
-    """One row per method that had splits: splits, mean and median MAPE, MAE and RMSE."""
-    import numpy as np
-
-    from cobell_cli.core.model.data import prepare_runs
-    from cobell_cli.core.model.evaluate import evaluate, summarise
-
-    results = evaluate(prepare_runs(runs), protocol, seed=seed)
-    rows = []
-    for method, per_split in results.items():
-        if not per_split:
-            continue
-        s = summarise(per_split)
-        rows.append({"method": method, "splits": s["splits"], "mape_pct": s["mean"],
-                     "median_mape_pct": s["median"],
-                     "mae_s": float(np.mean([p["mae_s"] for p in per_split])),
-                     "rmse_s": float(np.mean([p["rmse_s"] for p in per_split]))})
+        what = f"{len(data.runs)} runs" if protocol == "nested" else f"{n} distinct scale-outs"
+        raise UsageError(f"job {data.job!r} has {what}: too few for the {protocol} protocol",
+                         hint="nested needs 3 runs; loso 3, extrap 2 and sparse3 4 distinct "
+                         "scale-outs")
     return rows
 
 

@@ -22,6 +22,7 @@ JOB_HELP = "Recurring job whose history the model is fitted to."
 
 
 class Protocol(enum.StrEnum):
+    nested = "nested"
     loso = "loso"
     extrap = "extrap"
     sparse3 = "sparse3"
@@ -158,13 +159,16 @@ def eval_cmd(
     ctx: typer.Context,
     job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
     protocol: Protocol = typer.Option(
-        Protocol.loso, "--protocol", "-p",
-        help="loso: leave each interior scale-out out; extrap: train on the smaller half of "
-        "the scale-outs, test on the rest; sparse3: five draws of one run at 3 scale-outs."),
+        Protocol.nested, "--protocol", "-p",
+        help="nested: ten folds of runs, each model fitted (all its choices included) on the "
+        "other nine: the error of what cobell uses next to the paper's fit and Bell; loso: "
+        "leave each interior scale-out out; extrap: train on the smaller half of the "
+        "scale-outs, test on the rest; sparse3: five draws of one run at 3 scale-outs."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the sparse3 draws."),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
 ) -> None:
-    """Cross-validated errors of cobell's model next to Ernest and Bell on the same splits.
+    """Cross-validated errors of cobell's model next to the paper's fit, Bell (and Ernest) on
+    the same splits, with the standard error of the mean MAPE over the splits.
 
     The noise_floor row is no model: each test run predicted by the mean of the job's other
     runs at the same scale-out, the error the run-to-run noise alone leaves (a model near it
@@ -178,8 +182,8 @@ def eval_cmd(
     if as_json:
         typer.echo(output.to_json({"job": job, "protocol": protocol.value, "rows": rows}))
         return
-    typer.echo(output.table(rows, ["method", "splits", "mape_pct", "median_mape_pct", "mae_s",
-                                   "rmse_s"]))
+    typer.echo(output.table(rows, ["method", "splits", "mape_pct", "mape_se_pct",
+                                   "median_mape_pct", "mae_s", "rmse_s"]))
     if any(r["method"] == "noise_floor" for r in rows):
         typer.echo("noise_floor: no model; each test run predicted by the mean of the other runs "
                    "at its scale-out (the run-to-run noise)")

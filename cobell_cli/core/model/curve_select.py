@@ -2,9 +2,12 @@
 steps 3-6): the curve that interpolates, the one that extrapolates, their CV scores, and the
 relative interval their CV residuals give.
 
-Interpolation asks about a scale-out between observed ones, so its candidates compete in
-interior leave-one-scale-out CV (as in Bell); extrapolation asks about larger ones, so its
-candidates compete in forward CV (train on the smaller scale-outs, test on the larger).
+Interpolation asks about a scale-out between observed ones and at them, so its candidates
+compete in interior leave-one-scale-out CV (as in Bell) joined by half-repetition splits at the
+two edges; extrapolation asks about larger ones, so its candidates compete in forward CV
+(train on the smaller scale-outs, test on the larger). Each CV picks the simplest candidate
+within one standard error of the best (one_se.py): Ernest's subsets by their number of terms,
+then the extensions (the what-if, the power law, LLR).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from cobell_cli.core.model.curves import Curve, Replay, log_levels, whatif_curve
 from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
+from cobell_cli.core.model.one_se import CvErrors, choose
 from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
 from cobell_cli.core.model.uncertainty import RelativeInterval
 
@@ -41,12 +45,22 @@ class CurveChoice:
     cv: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class CurveOptions:
+    """Which candidates compete and how the winner is picked (RuntimeModel's switches)."""
+
+    llr: bool = True  # local linear regression for interpolation (Bell's)
+    power_law: bool = True  # the power law continued from the upper edge, for extrapolation
+    selection: str = "one-se"  # one_se.choose: "one-se" or "best"
+
+
 def choose_curves(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, rejected: Sequence[float],
                   regime_scale_outs: Sequence[float], scale_out_range: tuple[float, float],
-                  replay: Replay | None) -> CurveChoice:
+                  replay: Replay | None, options: CurveOptions | None = None) -> CurveChoice:
     """The curves for alone runtimes y with repetition weights w, by how many scale-outs
     there are (rejected: scale-outs physics rules out, left out where two remain; replay:
     the what-if's, a candidate when given)."""
+    options = CurveOptions() if options is None else options
     n_levels = np.unique(x).size
     kept = ~np.isin(x, rejected)
     if n_levels == 1:
@@ -54,8 +68,8 @@ def choose_curves(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, rejected: Sequ
     if n_levels - len(rejected) == 2:
         return two_scale_outs(x[kept], y[kept], w[kept])
     if n_levels < MIN_SCALE_OUTS_FOR_CV:
-        return three_scale_outs(x, y, w, replay)
-    return cross_validated(x, y, w, regime_scale_outs, scale_out_range, replay)
+        return three_scale_outs(x, y, w, replay, options.selection)
+    return cross_validated(x, y, w, regime_scale_outs, scale_out_range, replay, options)
 
 
 def one_scale_out(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay | None,
@@ -97,27 +111,26 @@ def two_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> CurveChoice:
 
 
 def three_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay | None,
-                     ) -> CurveChoice:
+                     selection: str = "one-se") -> CurveChoice:
     """Three scale-outs: Amdahl's law or a power law, both fitted by least absolute
     relative error (a wild single run cannot drag them), chosen by leave-one-scale-out
-    CV over all three scale-outs; too few points for anything more flexible."""
+    CV over all three scale-outs (Amdahl's law, Ernest's, unless the power law is better by
+    more than a standard error); too few points for anything more flexible."""
     levels, index = np.unique(x, return_inverse=True)
     kinds = ["amdahl", "power"] + (["whatif"] if replay is not None else [])
-    resid: dict[str, list[np.ndarray]] = {kind: [] for kind in kinds}
-    scores: dict[str, float] = {}
-    for kind in kinds:
-        errs = []
-        for j in range(levels.size):
-            test = index == j
-            pred = _sparse_fit(kind, x, y, w, ~test, replay).predict(x[test])
-            errs.append(_split_error(pred, y[test], w[test]))
-            resid[kind].append(np.log(y[test] / pred))
-        scores[kind] = float(np.mean(errs))
-    best = min(scores, key=scores.get)
+    splits = [(index != j, index == j) for j in range(levels.size)]
+    preds = {kind: [_sparse_fit(kind, x, y, w, tr, replay).predict(x[te]) for tr, te in splits]
+             for kind in kinds}
+    scores = {kind: CvErrors.of([np.abs(p - y[te]) / y[te] for (_, te), p in
+                                 zip(splits, preds[kind], strict=True)],
+                                [w[te] for _, te in splits]) for kind in kinds}
+    best = choose(scores, lambda k: (2, int(k != "amdahl")), selection)
     curve = _sparse_fit(best, x, y, w, np.ones_like(x, bool), replay)
-    r = np.concatenate(resid[best])
+    r = np.concatenate([np.log(y[te] / p) for (_, te), p in zip(splits, preds[best],
+                                                                  strict=True)])
     return CurveChoice(curve, curve, RelativeInterval(r, r),
-                       {"loso_mre": scores, "interpolation": best, "extrapolation": best})
+                       {"loso_mre": {k: v.mean for k, v in scores.items()},
+                        "interpolation": best, "extrapolation": best})
 
 
 def _sparse_fit(kind: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray,
@@ -128,13 +141,6 @@ def _sparse_fit(kind: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np
     if kind == "whatif":
         return whatif_curve(x[rows], y[rows], w[rows], replay)
     return Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
-
-
-def _split_error(pred: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
-    """Weighted mean relative error: rejected outliers do not vote on the model."""
-    err = np.abs(pred - y) / y
-    wsum = w.sum()
-    return float((err * w).sum() / wsum) if wsum > 0 else float(err.mean())
 
 
 @dataclass(frozen=True)
@@ -164,8 +170,11 @@ class _Runs:
             rows = train
         return fit_theta(self.x[rows], self.y[rows], feats, sample_weight=self.w[rows])
 
-    def error(self, pred: np.ndarray, test: np.ndarray) -> float:
-        return _split_error(pred, self.y[test], self.w[test])
+    def scores(self, splits: list[Split], preds: list[np.ndarray]) -> CvErrors:
+        """Relative error of each test run of each split, with the runs' weights."""
+        return CvErrors.of([np.abs(p - self.y[te]) / self.y[te] for (_, te), p in
+                            zip(splits, preds, strict=True)],
+                           [self.w[te] for _, te in splits])
 
     def log_residuals(self, pred: np.ndarray | float, test: np.ndarray) -> np.ndarray:
         """log(y / ŷ) of the test runs that kept a weight."""
@@ -174,6 +183,24 @@ class _Runs:
     def interior_splits(self, interior: np.ndarray) -> list[Split]:
         """Leave-one-scale-out: each interior scale-out tested on the runs at all others."""
         return [(~(self.index == j), self.index == j) for j in interior]
+
+    def edge_splits(self, regime_scale_outs: Sequence[float]) -> list[Split]:
+        """Half the repetitions at the smallest and at the largest scale-out held out in
+        turn (the other half stays): the interpolating curve answers at its edges too, and
+        an interior-only CV cannot see a curve that misses them (a constant through three
+        flat scale-outs, 33 % off at the first; real co-location runs, Nov 2026)."""
+        out = []
+        for j in {0, self.levels.size - 1}:
+            if self.levels[j] in regime_scale_outs:
+                continue
+            rows = np.flatnonzero((self.index == j) & (self.w > 0))
+            if rows.size < 2:
+                continue
+            for half in (rows[0::2], rows[1::2]):
+                test = np.zeros(self.x.size, bool)
+                test[half] = True
+                out.append((~test, test))
+        return out
 
     def forward_splits(self) -> list[Split]:
         return [(self.index < j, self.index >= j) for j in self.forward_cuts()]
@@ -184,25 +211,56 @@ class _Runs:
         return range(max(2, (d + 1) // 2), d)
 
 
+def complexity(key: Key, n_levels: int) -> tuple[int, int]:
+    """Sort key of a candidate for the one-SE rule: fitted parameters, then the paper's
+    (Ernest's) curves before the extensions. An LLR has about one parameter per level."""
+    if key == WHATIF_KEY:
+        return 2, 1
+    if isinstance(key, tuple) and key and key[0] == "powerlaw":
+        return 2, 1
+    if isinstance(key, tuple) and key and key[0] == "llr":
+        return max(n_levels, len(FEATURES) + 1), 1
+    return len(key), 0
+
+
 def cross_validated(x: np.ndarray, y: np.ndarray, w: np.ndarray,
                     regime_scale_outs: Sequence[float], scale_out_range: tuple[float, float],
-                    replay: Replay | None) -> CurveChoice:
-    """Four or more scale-outs: the interpolating curve by interior leave-one-scale-out CV,
-    the extrapolating one by forward CV, the interval from the winners' CV residuals."""
+                    replay: Replay | None, options: CurveOptions = CurveOptions(),
+                    ) -> CurveChoice:
+    """Four or more scale-outs: the interpolating curve by leave-one-scale-out CV on the
+    interior scale-outs plus half-repetition splits at the edges, the extrapolating one by
+    forward CV, each the simplest within one standard error of the best (one_se.py); the
+    interval from the winners' interior and forward CV residuals."""
     runs = _Runs.of(x, y, w, regime_scale_outs)
     subsets = _subsets(min(len(FEATURES), runs.levels.size - 2))
-    scores, resid = _interior_scores(runs, _interior(runs, regime_scale_outs), subsets, replay)
-    interp_key = min(scores, key=scores.get)
-    fwd_scores, fwd_resid = _forward_scores(runs, subsets, replay)
-    extrap_key = min(fwd_scores, key=fwd_scores.get)
+    interior = runs.interior_splits(_interior(runs, regime_scale_outs))
+    splits = interior + runs.edge_splits(regime_scale_outs)
+    preds = _interpolation_preds(runs, splits, len(interior), subsets, replay, options.llr)
+    scores = {k: runs.scores(splits, p) for k, p in preds.items()}
+
+    def rank(k: Key) -> tuple[int, int]:
+        return complexity(k, runs.levels.size)
+
+    interp_key = choose(scores, rank, options.selection)
+    fwd_splits = runs.forward_splits()
+    fwd_preds, fwd_splits_of = _forward_preds(runs, fwd_splits, subsets, replay,
+                                              options.power_law)
+    fwd_scores = {k: runs.scores(fwd_splits_of[k], p) for k, p in fwd_preds.items()}
+    extrap_key = choose(fwd_scores, rank, options.selection)
     extrap = _extrapolation_curve(runs, extrap_key, replay)
     interp = _interpolation_curve(runs, interp_key, replay)
-    cv = {"interior_loso_mre": {_name(k): v for k, v in scores.items()},
-          "forward_mre": {_name(k): v for k, v in fwd_scores.items() if np.isfinite(v)},
+    cv = {"interpolation_cv_mre": {_name(k): v.mean for k, v in scores.items()},
+          "forward_mre": {_name(k): v.mean for k, v in fwd_scores.items()
+                          if np.isfinite(v.mean)},
           "interpolation": _name(interp_key), "extrapolation": _name(extrap_key),
-          "interpolation_mre": scores[interp_key], "extrapolation_mre": fwd_scores[extrap_key]}
-    interval = _interval(resid[interp_key], fwd_resid[extrap_key], _forward_log_distances(runs),
-                         scale_out_range)
+          "interpolation_mre": scores[interp_key].mean,
+          "extrapolation_mre": fwd_scores[extrap_key].mean,
+          "selection": options.selection}
+    inner = [runs.log_residuals(p, te) for (_, te), p in
+             zip(interior, preds[interp_key][:len(interior)], strict=True)]
+    outer = [runs.log_residuals(p, te) for (_, te), p in
+             zip(fwd_splits_of[extrap_key], fwd_preds[extrap_key], strict=True)]
+    interval = _interval(inner, outer, _forward_log_distances(runs), scale_out_range)
     return CurveChoice(interp, extrap, interval, cv)
 
 
@@ -221,105 +279,105 @@ def _interior(runs: _Runs, regime_scale_outs: Sequence[float]) -> np.ndarray:
                     dtype=int)
 
 
-def _interior_scores(runs: _Runs, interior: np.ndarray, subsets: list[tuple[str, ...]],
-                     replay: Replay | None) -> tuple[dict[Key, float], Residuals]:
-    """Mean relative error and residuals of each interpolation candidate, held out one
-    interior scale-out at a time: the Ernest subsets, the what-if, the best LLR bandwidth."""
-    splits = runs.interior_splits(interior)
-    err, resid = _parametric_errors(runs, splits, subsets)
-    scores = {feats: float(np.mean(e)) for feats, e in err.items()}
-    if replay is not None and interior.size:
-        errs, resid[WHATIF_KEY] = _whatif_errors(runs, splits, replay)
-        scores[WHATIF_KEY] = float(np.mean(errs))
-    if runs.levels.size >= MIN_SCALE_OUTS_FOR_LLR:
-        key, scores_llr, resid_llr = _interior_llr(runs, interior)
-        scores[key], resid[key] = scores_llr, resid_llr
-    return scores, resid
+Preds = dict[Key, list[np.ndarray]]  # per candidate, per split: ŷ at the split's test runs
 
 
-def _interior_llr(runs: _Runs, interior: np.ndarray,
-                  ) -> tuple[tuple[str, float], float, list[np.ndarray]]:
-    """The local linear regression's best bandwidth on a grid: its key, error, residuals."""
-    x, y, w, index = runs.x, runs.y, runs.w, runs.index
-    t = np.log(runs.levels)
-    _, v, ws = aggregate(x, np.log(y), w)
-    grid = bandwidth_grid(t)
-    est = np.exp(local_linear(t, v, ws, t[interior], grid, leave_out_same=True))
-    llr_err = np.zeros(grid.size)
-    for col, j in enumerate(interior):
-        test = index == j
-        rel = np.abs(est[:, col][:, None] - y[test][None, :]) / y[test][None, :]
-        ww = w[test]
-        llr_err += (rel * ww).sum(1) / max(ww.sum(), 1e-12)
-    llr_err /= interior.size
-    hb = int(np.argmin(llr_err))
-    resid = [runs.log_residuals(est[hb, col], index == j) for col, j in enumerate(interior)]
-    return ("llr", float(grid[hb])), float(llr_err[hb]), resid
-
-
-def _forward_scores(runs: _Runs, subsets: list[tuple[str, ...]], replay: Replay | None,
-                    ) -> tuple[dict[Key, float], Residuals]:
-    """Mean relative error and residuals of each extrapolation candidate in forward CV:
-    the Ernest subsets, the what-if, the power law from the upper edge (best bandwidth)."""
-    splits = runs.forward_splits()
-    err, resid = _parametric_errors(runs, splits, subsets)
+def _interpolation_preds(runs: _Runs, splits: list[Split], n_interior: int,
+                         subsets: list[tuple[str, ...]], replay: Replay | None, llr: bool,
+                         ) -> Preds:
+    """Each interpolation candidate's predictions on every split: the Ernest subsets, the
+    what-if, the LLR at its best bandwidth."""
+    preds = _parametric_preds(runs, splits, subsets)
+    if not splits:
+        return preds
     if replay is not None:
-        err[WHATIF_KEY], resid[WHATIF_KEY] = _whatif_errors(runs, splits, replay)
-    edge = _forward_powerlaw(runs)
-    if edge is not None:
-        key, score, edge_resid = edge
-        err[key], resid[key] = [score], edge_resid
-    return {k: float(np.mean(e)) for k, e in err.items() if e}, resid
+        preds[WHATIF_KEY] = _whatif_preds(runs, splits, replay)
+    if llr and runs.levels.size >= MIN_SCALE_OUTS_FOR_LLR:
+        key, llr_preds = _llr_preds(runs, splits, n_interior)
+        preds[key] = llr_preds
+    return preds
 
 
-def _parametric_errors(runs: _Runs, splits: list[Split], subsets: list[tuple[str, ...]],
-                       ) -> tuple[dict[Key, list[float]], Residuals]:
-    """Each Ernest subset's relative error and residuals on each split's test runs."""
-    err: dict[Key, list[float]] = {feats: [] for feats in subsets}
-    resid: Residuals = {feats: [] for feats in subsets}
-    for train, test in splits:
-        for feats in subsets:
-            pred = evaluate(runs.fit_param(train, feats), runs.x[test])
-            err[feats].append(runs.error(pred, test))
-            resid[feats].append(runs.log_residuals(pred, test))
-    return err, resid
-
-
-def _whatif_errors(runs: _Runs, splits: list[Split], replay: Replay,
-                   ) -> tuple[list[float], list[np.ndarray]]:
-    """The what-if curve's relative error and residuals on each split's test runs."""
-    x, y, w = runs.x, runs.y, runs.w
-    errs, res = [], []
-    for train, test in splits:
-        pred = whatif_curve(x[train], y[train], w[train], replay).predict(x[test])
-        errs.append(runs.error(pred, test))
-        res.append(runs.log_residuals(pred, test))
-    return errs, res
-
-
-def _forward_powerlaw(runs: _Runs) -> tuple[tuple[str, float], float, list[np.ndarray]] | None:
-    """The power law continuing the upper edge's local slope (llr.edge_extrapolate), its
-    bandwidth by forward CV on the normal runs: key, error, residuals (None: no split has
-    two normal scale-outs to train on)."""
+def _llr_preds(runs: _Runs, splits: list[Split], n_choose: int,
+               ) -> tuple[tuple[str, float], list[np.ndarray]]:
+    """The local linear regression on (log x, log y) of each split's training levels, at the
+    bandwidth (on a grid) with the lowest mean relative error on the first `n_choose`
+    splits, the interior ones, as in Bell (at an edge whose other repetitions stay, the
+    narrowest bandwidth is always right)."""
     x, y, w = runs.x, runs.y, runs.w
     grid = bandwidth_grid(np.log(runs.levels))
-    pl_err = []
-    pl_resid: list[list[np.ndarray]] = [[] for _ in grid]
+    per_split = []
+    for train, test in splits:
+        levels, v, ws = aggregate(x[train], np.log(y[train]), w[train])
+        per_split.append(np.exp(local_linear(np.log(levels), v, ws, np.log(x[test]), grid)))
+    chosen = slice(0, n_choose or len(splits))
+    hb = _best_bandwidth(y, w, per_split[chosen], splits[chosen])
+    return ("llr", float(grid[hb])), [e[hb] for e in per_split]
+
+
+def _best_bandwidth(y: np.ndarray, w: np.ndarray, ests: list[np.ndarray],
+                    splits: list[Split]) -> int:
+    """Index of the bandwidth whose estimates (H, test runs) per split have the lowest
+    weighted mean relative error over all the splits' test runs."""
+    rel = np.concatenate([np.abs(e - y[te][None, :]) / y[te][None, :]
+                          for e, (_, te) in zip(ests, splits, strict=True)], axis=1)
+    ww = np.concatenate([w[te] for _, te in splits])
+    return int(np.argmin(rel @ ww / max(ww.sum(), 1e-12)))
+
+
+def _forward_preds(runs: _Runs, splits: list[Split], subsets: list[tuple[str, ...]],
+                   replay: Replay | None, power_law: bool,
+                   ) -> tuple[Preds, dict[Key, list[Split]]]:
+    """Each extrapolation candidate's predictions in forward CV, and the splits they are on:
+    the Ernest subsets and the what-if on all, the power law from the upper edge (best
+    bandwidth) on those with two normal scale-outs to train on."""
+    preds = _parametric_preds(runs, splits, subsets)
+    if replay is not None:
+        preds[WHATIF_KEY] = _whatif_preds(runs, splits, replay)
+    on = dict.fromkeys(preds, splits)
+    edge = _forward_powerlaw(runs) if power_law else None
+    if edge is not None:
+        key, edge_splits, edge_preds = edge
+        preds[key], on[key] = edge_preds, edge_splits
+    return preds, on
+
+
+def _parametric_preds(runs: _Runs, splits: list[Split], subsets: list[tuple[str, ...]],
+                      ) -> Preds:
+    """Each Ernest subset's predictions at each split's test runs."""
+    preds: Preds = {feats: [] for feats in subsets}
+    for train, test in splits:
+        for feats in subsets:
+            preds[feats].append(evaluate(runs.fit_param(train, feats), runs.x[test]))
+    return preds
+
+
+def _whatif_preds(runs: _Runs, splits: list[Split], replay: Replay) -> list[np.ndarray]:
+    """The what-if curve's predictions at each split's test runs."""
+    x, y, w = runs.x, runs.y, runs.w
+    return [whatif_curve(x[train], y[train], w[train], replay).predict(x[test])
+            for train, test in splits]
+
+
+def _forward_powerlaw(runs: _Runs,
+                      ) -> tuple[tuple[str, float], list[Split], list[np.ndarray]] | None:
+    """The power law continuing the upper edge's local slope (llr.edge_extrapolate), its
+    bandwidth by forward CV on the normal runs: key, the splits it was scored on, its
+    predictions (None: no split has two normal scale-outs to train on)."""
+    x, y, w = runs.x, runs.y, runs.w
+    grid = bandwidth_grid(np.log(runs.levels))
+    splits, ests = [], []
     for j in runs.forward_cuts():
         train, test = (runs.index < j) & runs.normal, runs.index >= j
         if np.unique(x[train]).size < 2:
             continue
         t, v, ws = log_levels(x[train], y[train], w[train])
-        est = np.exp(edge_extrapolate(t, v, ws, np.log(x[test]), grid))
-        rel = np.abs(est - y[test][None, :]) / y[test][None, :]
-        pl_err.append((rel * w[test]).sum(1) / max(w[test].sum(), 1e-12))
-        for hb in range(grid.size):
-            pl_resid[hb].append(runs.log_residuals(est[hb], test))
-    if not pl_err:
+        ests.append(np.exp(edge_extrapolate(t, v, ws, np.log(x[test]), grid)))
+        splits.append((train, test))
+    if not splits:
         return None
-    mean_err = np.mean(pl_err, axis=0)
-    hb = int(np.argmin(mean_err))
-    return ("powerlaw", float(grid[hb])), float(mean_err[hb]), pl_resid[hb]
+    hb = _best_bandwidth(y, w, ests, splits)
+    return ("powerlaw", float(grid[hb])), splits, [e[hb] for e in ests]
 
 
 def _forward_log_distances(runs: _Runs) -> list[np.ndarray]:

@@ -2,7 +2,12 @@
 the combination rule (combine.RULES), a + b/x or a, and overlaps weighed by co-runner size or
 not; and the pairs of a fit pooled toward each other (pooling.py), in CV as in the final fit.
 
-A form is (rule, scaled, sized); the paper's is ("additive", True, False).
+A form is (rule, scaled, sized, broken): broken separates the pairs from a broken line in
+log x (interference.knots) instead of Ernest's curve; the paper's form is ("additive", True,
+False, False). The CV keeps the simplest form within one standard error of the best
+(one_se.py): a alone (one parameter per co-runner) before a + b/x (two), the paper's additive
+rule, plain overlaps and Ernest's curve before the other rules, the size weights and the
+broken line, at every history size.
 """
 
 from __future__ import annotations
@@ -22,14 +27,15 @@ from cobell_cli.core.model.interference import (
     pair_covariance,
     slowdown,
 )
+from cobell_cli.core.model.one_se import CvErrors, choose
 from cobell_cli.core.model.pooling import Pooled, no_pooling, shrink
 
 INTERFERENCE_FOLDS = 3  # K of the CV that chooses the combination rule and b/x
 CV_ROUNDS = 4  # alternations per CV fit: enough to rank the forms, a third of the cost
-MIN_RUNS_FOR_RULE_CV = 10  # runs with co-runners below which the paper's form is kept
-RULE_MARGIN = 0.01  # another form must beat the paper's CV error by 1 % to replace it
+MIN_RUNS_FOR_RULE_CV = INTERFERENCE_FOLDS  # one held-out run with co-runners per fold
 
-Form = tuple[str, bool, bool]  # (combination rule, scaled by 1/x, overlaps weighed by size)
+# (combination rule, scaled by 1/x, overlaps weighed by size, separated from a broken line)
+Form = tuple[str, bool, bool, bool]
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,8 @@ class FormOptions:
     scaled: bool | None
     sized: bool | None
     pooling: bool
-    broken_line: bool
+    broken_line: bool | None  # None: the CV decides (where interference.knots gives knots)
+    selection: str = "one-se"  # one_se.choose: "one-se" or "best"
 
 
 def pool_pairs(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, a: np.ndarray,
@@ -55,8 +62,8 @@ def pool_pairs(x: np.ndarray, y: np.ndarray, ov: np.ndarray, curve: AloneCurve, 
 
 
 def interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence[str],
-                    form: tuple[str, bool], pooling: bool, broken_line: bool) -> float:
-    """Mean |log(y / ŷ)| on held-out runs with co-runners, interleaved K folds, each fold
+                    form: tuple[str, bool], pooling: bool, broken_line: bool) -> CvErrors:
+    """|log(y / ŷ)| of each held-out run with co-runners, interleaved K folds, each fold
     fitted (fast: no reweighting) and pooled as the final model will be."""
     busy = np.flatnonzero((ov > 0).any(axis=1))
     errs = []
@@ -74,7 +81,7 @@ def interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence
         pred = curve(x[test]) * slowdown(x[test], ov[test], pooled.pairs[:, 0],
                                          pooled.pairs[:, 1], form[0])
         errs.append(np.abs(np.log(y[test] / np.maximum(pred, 1e-12 * y.min()))))
-    return float(np.mean(np.concatenate(errs))) if errs else float("inf")
+    return CvErrors.of(errs, [np.ones_like(e) for e in errs])
 
 
 def size_options(plain: RunData, sized: RunData, fixed: bool | None,
@@ -88,57 +95,69 @@ def size_options(plain: RunData, sized: RunData, fixed: bool | None,
     return [False, True]
 
 
+def complexity(form: Form) -> tuple[int, int]:
+    """Sort key of a form for the one-SE rule: parameters per co-runner (a: 1, a + b/x: 2),
+    then how far it strays from the paper (another rule, size weights)."""
+    rule, scaled, sized, broken = form
+    return 1 + int(scaled), int(rule != "additive") + int(sized) + int(broken)
+
+
 def choose_form(plain: RunData, sized: RunData, base: Sequence[str], options: FormOptions,
                 references: dict[str, float]) -> tuple[Form, dict[str, float]]:
-    """(rule, scaled, sized) by CV in two stages, to bound the cost: a + b/x against a,
-    each on the plain overlaps and, where co-runner jobs ran at different scale-outs, on
-    the overlaps weighed by the co-runner's scale-out over its usual one (the share of the
-    cluster it presses on), under the paper's additive rule; then the other rules with
-    the winner. The paper's form (plain overlaps) stays unless another beats its CV error
-    by RULE_MARGIN. Also returns the CV error of each form tried, by name (empty when the
-    CV had nothing to choose)."""
+    """(rule, scaled, sized, broken) by CV in stages, to bound the cost: first the curve the
+    pairs are separated from (Ernest's or a broken line, where the runs give knots) under the
+    paper's additive a + b/x; then a + b/x against a, each on the plain overlaps and, where
+    co-runner jobs ran at different scale-outs, on the overlaps weighed by the co-runner's
+    scale-out over its usual one (the share of the cluster it presses on); then the other
+    rules with the winner. Each stage keeps the simplest form within one standard error of
+    the best. Fewer runs with co-runners than folds: the simplest form. Also returns the CV
+    error of each form tried, by name (empty when the CV had nothing to choose)."""
     present = plain.overlap > 0
     rules = [options.combination] if options.combination != "auto" else list(RULES)
     if options.combination == "auto" and not np.any(present.sum(axis=1) >= 2):
         rules = ["additive"]  # no run with two co-runners: every rule is the same
     scaled = [True, False] if options.scaled is None else [bool(options.scaled)]
     sizes = size_options(plain, sized, options.sized, references)
+    breaks = ([False] if options.broken_line is False or knots(plain.scale_out) is None
+              else [True] if options.broken_line else [False, True])
     if int(present.any(axis=1).sum()) < MIN_RUNS_FOR_RULE_CV:
-        return (rules[0], scaled[0], sizes[0]), {}
-    scores: dict[Form, float] = {}
+        return min(((rules[0], s, z, b) for z in sizes for s in scaled for b in breaks),
+                   key=complexity), {}
+    scores: dict[Form, CvErrors] = {}
     score = _form_scorer(plain, sized, base, options, scores)
-    first = [(rules[0], s, z) for z in sizes for s in scaled]
-    form = _pick(first, first[0], score) if len(first) > 1 else first[0]
+    broken = breaks[0]
+    if len(breaks) > 1:
+        paper = (rules[0], scaled[0], sizes[0])
+        broken = _pick([(*paper, b) for b in breaks], score, options.selection)[3]
+    first = [(rules[0], s, z, broken) for z in sizes for s in scaled]
+    form = _pick(first, score, options.selection) if len(first) > 1 else first[0]
     if len(rules) > 1:
-        form = _pick([(r, form[1], form[2]) for r in rules], form, score)
-    named = {form_name(f): v for f, v in scores.items()} if len(scores) > 1 else {}
+        form = _pick([(r, *form[1:]) for r in rules], score, options.selection)
+    named = {form_name(f): v.mean for f, v in scores.items()} if len(scores) > 1 else {}
     return form, named
 
 
 def _form_scorer(plain: RunData, sized: RunData, base: Sequence[str], options: FormOptions,
-                 scores: dict[Form, float]) -> Callable[[Form], float]:
-    """A form's CV error, computed once and kept in `scores`."""
+                 scores: dict[Form, CvErrors]) -> Callable[[Form], CvErrors]:
+    """A form's CV errors, computed once and kept in `scores`."""
     matrices = {False: plain.overlap, True: sized.overlap}
 
-    def score(form: Form) -> float:
+    def score(form: Form) -> CvErrors:
         if form not in scores:
             scores[form] = interference_cv(plain.scale_out, plain.runtime_s, matrices[form[2]],
-                                           base, form[:2], options.pooling,
-                                           options.broken_line)
+                                           base, form[:2], options.pooling, form[3])
         return scores[form]
 
     return score
 
 
-def _pick(forms: list[Form], incumbent: Form, score: Callable[[Form], float]) -> Form:
-    """The best form, unless the incumbent is within RULE_MARGIN of it."""
-    for form in forms:
-        score(form)
-    best = min(forms, key=score)
-    return incumbent if score(incumbent) <= score(best) * (1 + RULE_MARGIN) else best
+def _pick(forms: list[Form], score: Callable[[Form], CvErrors], selection: str) -> Form:
+    """The form the selection rule picks among `forms` (one_se.choose)."""
+    return choose({f: score(f) for f in forms}, complexity, selection)
 
 
-def form_name(form: tuple[str, bool] | tuple[str, bool, bool]) -> str:
-    """How describe() names a form, e.g. "additive, a + b/x, x co-runner size"."""
+def form_name(form: tuple[str, bool] | Form) -> str:
+    """How describe() names a form, e.g. "additive, a + b/x, x co-runner size, broken line"."""
     sized = ", x co-runner size" if len(form) > 2 and form[2] else ""
-    return f"{form[0]}, {'a + b/x' if form[1] else 'a'}{sized}"
+    broken = ", broken line" if len(form) > 3 and form[3] else ""
+    return f"{form[0]}, {'a + b/x' if form[1] else 'a'}{sized}{broken}"

@@ -1,0 +1,60 @@
+"""bench.selection and bench.prior_width on small made-up data (their full runs take minutes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import prior_width, selection
+from cobell_cli.core.model import uncertainty
+from cobell_cli.core.model.data import prepare_runs
+
+
+def _runs(n: int, seed: int, noise: float = 0.01) -> list[dict]:
+    """The paper's form: Amdahl's curve, one co-runner with a + b/x."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        x = int(rng.choice([2, 4, 8, 16]))
+        ov = {"co": float(rng.uniform(0.2, 1.0))} if rng.random() < 0.6 else {}
+        y = (20 + 400 / x) * (1 + (0.2 + 0.8 / x) * ov.get("co", 0.0))
+        out.append({"scale_out": x, "runtime_s": y * float(np.exp(rng.normal(0, noise))),
+                    "overlaps": ov})
+    return out
+
+
+def test_every_variant_is_scored_on_the_same_test_runs_and_bell_misses_the_co_runner():
+    task = selection.Task("made-up", "seed 0", _runs(30, 0), _runs(20, 1))
+    scores = selection.score(task)
+    assert set(scores) == set(selection.VARIANTS)
+    assert all(v.shape == (20,) and np.all(v >= 0) for v in scores.values())
+    assert scores["cobell"].mean() < 3.0
+    assert scores["Bell"].mean() > 2 * scores["cobell"].mean()
+    text = selection.render([task], [scores], "test", 1.0)
+    row = next(line for line in text.splitlines() if line.startswith("| Bell |"))
+    gap = scores["Bell"].mean() - scores["cobell"].mean()
+    assert f"(+{gap:.2f} ± 0.00)" in row
+
+
+def test_prior_width_measures_coverage_at_each_width_and_restores_the_constant():
+    data = prepare_runs(_runs(40, 2, noise=0.05))
+    cuts = prior_width.draws(data, [0])
+    assert len(cuts) == 5 and all(tr.sum() == 3 for tr, _ in cuts)  # one run at 3 levels
+    before = uncertainty.PRIOR_LOG_HALF_WIDTH
+    out = prior_width.measure({"made-up": [(data, cuts)]}, [0.01, 0.5])["made-up"]
+    assert before == uncertainty.PRIOR_LOG_HALF_WIDTH
+    assert out["coverage"][0.01] < out["coverage"][0.5]  # a wider prior covers more
+    assert out["n"] == sum(int(te.sum()) for _, te in cuts) and out["q90"] > 0
+
+
+@pytest.mark.parametrize("pool", [2, "2 varying"])
+def test_simulated_tasks_have_fresh_runs_with_co_runners(bell_dir, pool, monkeypatch):
+    monkeypatch.setattr(selection, "SIM_SIZES", (12,))
+    monkeypatch.setattr(selection, "SIM_POOLS", (pool,))
+    monkeypatch.setattr(selection, "SIM_TARGETS", ("sgd",))
+    monkeypatch.setattr(selection, "SIM_FRESH", 5)
+    (task,) = selection.sim_tasks(bell_dir, 1, ("simulator",))
+    assert len(task.train) == 12 and len(task.test) == 5
+    assert all(r["overlaps"] for r in task.test)
+    sizes = {s for r in task.train + task.test for s in r["co_runner_scale_outs"].values()}
+    assert (len(sizes) > 2) == (pool == "2 varying")  # two jobs, two sizes unless varying
