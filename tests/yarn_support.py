@@ -62,6 +62,7 @@ class RealYarn:
     conf_dir: Path
     spark_submit: Path
     start_s: float  # how long the fixture's start took
+    xdg_data_home: Path | None = None  # the cluster is `cobell local-cluster --yarn`'s there
 
     def env(self) -> dict[str, str]:
         """This process's environment, pointed at the cluster (HADOOP_CONF_DIR, ...)."""
@@ -150,7 +151,8 @@ def require_yarn() -> None:
 @pytest.fixture(scope="session")
 def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
     require_yarn()
-    cluster = LocalYarn(tmp_path_factory.mktemp("local-yarn"))
+    xdg_data_home = tmp_path_factory.mktemp("yarn-xdg-data")
+    cluster = LocalYarn(xdg_data_home / "cobell" / "local-yarn")
     jars = jar_dir(hadoop_version(find_spark_home()), _ENV_AT_IMPORT)
     try:
         t0 = time.monotonic()
@@ -164,6 +166,7 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
             conf_dir=cluster.conf_dir,
             spark_submit=find_spark_home() / "bin" / "spark-submit",
             start_s=start_s,
+            xdg_data_home=xdg_data_home,
         )
     finally:
         cluster.stop()

@@ -29,8 +29,12 @@ def _show(argv: list[str]) -> None:
 
 def demo(
     ctx: typer.Context,
-    target_runtime: float = typer.Option(
-        60.0, "--target-runtime", "-t", metavar="SECONDS", help="Target of the demo job."
+    target_runtime: float | None = typer.Option(
+        None,
+        "--target-runtime",
+        "-t",
+        metavar="SECONDS",
+        help="Target of the demo job. [default: 60; 90 with --yarn]",
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="Local Spark workers."),
     cores_per_worker: int = typer.Option(4, "--cores-per-worker", min=1, help="Cores each."),
@@ -40,11 +44,22 @@ def demo(
     co_runner: bool = typer.Option(
         True, "--co-runner/--no-co-runner", help="Start a CPU-heavy co-running job first."
     ),
+    yarn: bool = typer.Option(
+        False,
+        "--yarn",
+        help="On a local YARN (`cobell local-cluster start --yarn`) instead of Spark "
+        "standalone, with its own jobs and seed history (history/local-yarn-demo.csv); "
+        "without --target-runtime the target is 90 s, allowing for YARN's start-up.",
+    ),
 ) -> None:
     """Start a local Spark cluster, seed the history, start a co-runner, and submit a real job.
 
     Example: cobell demo --target-runtime 60
+
+    Example: cobell demo --yarn
     """
+    if yarn:
+        _yarn_demo(ctx, target_runtime, seed, co_runner)
     import os
     import subprocess
     import time
@@ -54,6 +69,7 @@ def demo(
     from cobell_cli.run.local_cluster import LocalCluster, spark_submit_path
     from cobell_cli.store.history import History
 
+    target_runtime = 60.0 if target_runtime is None else target_runtime
     db = settings(ctx).db_path
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver stays on loopback too
@@ -110,5 +126,18 @@ def demo(
         "next: `cobell history list`, `cobell history show RUN_ID`, "
         f"`cobell predict -j {DEMO_JOB} -t {target_runtime:g} --cluster none`, "
         "`cobell local-cluster stop`"
+    )
+    raise typer.Exit(code)
+
+
+def _yarn_demo(ctx: typer.Context, target: float | None, seed: Path, co_runner: bool) -> None:
+    from cobell_cli.cli import demo_yarn
+
+    code = demo_yarn.run_yarn_demo(
+        settings(ctx).db_path,
+        demo_yarn.DEFAULT_TARGET_S if target is None else target,
+        demo_yarn.DEFAULT_SEED if seed == DEFAULT_SEED else seed,
+        co_runner,
+        _show,
     )
     raise typer.Exit(code)

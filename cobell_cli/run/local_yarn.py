@@ -49,7 +49,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from cobell_cli.errors import ClusterError, UsageError
-from cobell_cli.run.local_cluster import find_java, find_spark_home
+from cobell_cli.run.local_cluster import find_java, find_spark_home, group_exists
 from cobell_cli.run.yarn_jars import hadoop_version, is_complete, jar_dir
 from cobell_cli.threads import user_environ
 
@@ -214,16 +214,6 @@ def _cmdline(pid: int) -> bytes | None:
 def _is_launcher(pid: int) -> bool:
     cmdline = _cmdline(pid)
     return cmdline is not None and LAUNCHER_MARK.encode() in cmdline
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _container_pids(base_dir: Path) -> list[int]:
@@ -434,7 +424,7 @@ class LocalYarn:
         if pid is not None:
             for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
                 end = time.monotonic() + wait_s
-                while _group_alive(pid) and time.monotonic() < end:
+                while group_exists(pid) and time.monotonic() < end:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(pid, sig)
                     if self._proc is not None:
