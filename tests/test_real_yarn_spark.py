@@ -49,7 +49,7 @@ class Scenario:
     logs: dict[str, str] = field(default_factory=dict)
     progress: Any = None  # (apps, report) of read_progress on hog
     predict: dict[str, Any] | None = None
-    apps_seen_running: list[dict[str, Any]] = field(default_factory=list)
+    scaling_running: dict[str, Any] | None = None  # the RM's view once it held its executors
     oom_containers: list[dict[str, Any]] = field(default_factory=list)
     event_log_dir: Path | None = None
 
@@ -72,7 +72,7 @@ def _spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def _finish(name: str, proc: subprocess.Popen[str], sc: Scenario, log: Path) -> None:
-    out, err = proc.communicate(timeout=900)
+    out, err = proc.communicate(timeout=600)
     sc.results[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     lines = out.strip().splitlines()
     sc.summaries[name] = json.loads(lines[-1]) if lines else {}
@@ -110,8 +110,7 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
             lambda: (a := _running_app(real_yarn, "hog")) and a["runningContainers"] >= 3 and a,
             timeout_s=400,
         )
-        time.sleep(3)  # its driver's first job is submitted once the executors registered
-        sc.progress = _read_progress(real_yarn, hog["id"])
+        sc.progress = _progress_with_a_job(real_yarn, hog["id"])
         predicted = subprocess.run(
             _cobell(sc.db, "predict", "-j", "scaling", "-t", "300", "--max-scale-out", "4",
                     "--json"),
@@ -140,17 +139,17 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
             "--conf", f"spark.yarn.executor.nodeLabelExpression={LABEL}",
             str(MEMORY_HOG), "--mb", "1200",
         ), env)  # fmt: skip
+        sc.scaling_running = real_yarn.wait_for(
+            "the cluster-mode job's executors",
+            lambda: (a := _running_app(real_yarn, "scaling")) and a["runningContainers"] >= 3 and a,
+            timeout_s=400,
+        )
         victim = real_yarn.wait_for(
             "the victim running", lambda: _running_app(real_yarn, "victim"), timeout_s=400
         )
-        oom = real_yarn.wait_for(
+        sc.oom_containers = real_yarn.wait_for(
             "the oom job's executor", lambda: _containers(real_yarn, "oom"), timeout_s=400
         )
-        sc.oom_containers = oom
-        sc.apps_seen_running = real_yarn.rest("/ws/v1/cluster/apps?states=RUNNING")["apps"][
-            "app"
-        ]
-        time.sleep(5)  # let the victim's tasks start
         real_yarn.kill(victim["id"])
         for name in ("victim", "oom", "scaling", "hog"):
             _finish(name, procs.pop(name), sc, logs[name])
@@ -170,6 +169,19 @@ def _containers(real_yarn: RealYarn, job: str) -> list[dict[str, Any]] | None:
     doc = real_yarn.rest(f"/ws/v1/cluster/apps/{app['id']}/appattempts/{attempt}/containers")
     found = doc.get("container") or []
     return found if len(found) >= 2 else None
+
+
+def _progress_with_a_job(real_yarn: RealYarn, app_id: str) -> Any:
+    """hog's progress once its driver knows its first job (submitted a moment after the
+    executors came): the last read, whatever it was, after at most 90 s."""
+    deadline = time.monotonic() + 90
+    while True:
+        read = _read_progress(real_yarn, app_id)
+        apps = read[0]
+        driver = apps[0].driver if apps else None
+        if (driver is not None and driver.jobs_known >= 1) or time.monotonic() > deadline:
+            return read
+        time.sleep(1)
 
 
 def _read_progress(real_yarn: RealYarn, app_id: str) -> Any:
@@ -206,9 +218,9 @@ def test_a_cluster_mode_submit_gets_its_executors_and_is_recorded(
     assert command[command.index("--num-executors") + 1] == "2"
     assert "spark.dynamicAllocation.enabled=false" in command
     # what YARN granted: the AM (the driver, in cluster mode) and two executors, one vcore each
-    seen = {a["id"]: a for a in scenario.apps_seen_running}
-    if run["app_id"] in seen:
-        assert seen[run["app_id"]]["runningContainers"] == 3
+    seen = scenario.scaling_running
+    assert seen is not None and seen["id"] == run["app_id"]
+    assert (seen["runningContainers"], seen["allocatedVCores"]) == (3, 3)
     assert app["vcoreSeconds"] > 0 and app["memorySeconds"] > 0
     # our runtime is spark-submit's wall time: it holds the app's whole life on the RM
     assert run["started_at"] <= app["startedTime"] / 1000 + 1
@@ -345,7 +357,8 @@ def test_import_pages_through_the_real_rm(scenario: Scenario, real_yarn: RealYar
 
     cluster = YarnCluster([real_yarn.rm_url], JsonClient(what="YARN RM", timeout_s=30))
     until = time.time() + 60
-    whole = read_finished(cluster, 0, until, ImportSummary(source="yarn", where=""))
+    summary = ImportSummary(source="yarn", where="")
+    whole = read_finished(cluster, 0, until, summary)
     pages: list[int] = []
     paged = read_finished(
         cluster, 0, until, ImportSummary(source="yarn", where=""), page_size=2,
@@ -355,5 +368,5 @@ def test_import_pages_through_the_real_rm(scenario: Scenario, real_yarn: RealYar
     assert sorted(a.app_id for a in paged) == sorted(a.app_id for a in whole)
     assert len(pages) >= 2 and max(pages) <= 2
     raw = real_yarn.rest("/ws/v1/cluster/apps?states=FINISHED,FAILED,KILLED")["apps"]["app"]
-    assert len(raw) == len(whole)
+    assert len(raw) == summary.seen
     assert os.environ.get("HADOOP_CONF_DIR") is None  # the tests never leak the cluster's conf

@@ -158,6 +158,7 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
         t0 = time.monotonic()
         cluster.start(SHAPE, timeout_s=300, parent_pid=os.getpid(), jars=jars)
         start_s = time.monotonic() - t0
+        _STARTS.append(start_s)
         rm_url = cluster.rm_url
         assert rm_url is not None
         yield RealYarn(
@@ -170,3 +171,12 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
         )
     finally:
         cluster.stop()
+
+
+_STARTS: list[float] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how long the real YARN took to start (its goal: 90 s on 2 cores)."""
+    for seconds in _STARTS:
+        terminalreporter.write_line(f"real YARN: the session's cluster started in {seconds:.1f} s")

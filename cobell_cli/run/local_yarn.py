@@ -21,7 +21,8 @@ The cluster (see `yarn_site`, `capacity_scheduler`):
   the default partition and `labeled_node_managers` in an exclusive partition `node_label`
   (node-label-aware placement: `spark.yarn.executor.nodeLabelExpression`);
 - queues `default` (70 %, may grow to 100 %, may use the labelled partition) and `batch` (30 %,
-  capped at 30 %, half of it for ApplicationMasters: a second app there waits ACCEPTED);
+  capped at 30 %, 60 % of it for ApplicationMasters: a second 1 GB app there waits
+  ACCEPTED);
 - YARN's memory enforcement on: a container whose process tree's RSS exceeds its size is
   killed by the NodeManager ("running beyond physical memory limits"), checked every second;
   the virtual-memory check is off (a JVM's reservations are not its use);
@@ -142,7 +143,7 @@ def capacity_scheduler(shape: YarnShape) -> dict[str, str]:
         f"{q}.default.maximum-capacity": "100",
         f"{q}.batch.capacity": "30",
         f"{q}.batch.maximum-capacity": "30",
-        "yarn.scheduler.capacity.maximum-am-resource-percent": "0.5",
+        "yarn.scheduler.capacity.maximum-am-resource-percent": "0.6",
         "yarn.scheduler.capacity.node-locality-delay": "-1",
     }
     if shape.labeled_node_managers:
