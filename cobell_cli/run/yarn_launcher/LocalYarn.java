@@ -60,7 +60,18 @@ public class LocalYarn {
   static final String WEBAPP = "yarn.resourcemanager.webapp.address";
   static final long START = System.currentTimeMillis();
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable e) {
+      // the daemons' own threads would keep a failed start alive: end it, so cobell sees it
+      System.err.println("LocalYarn: start-up failed");
+      e.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  static void run(String[] args) throws Exception {
     if (args.length < 2) {
       System.err.println("usage: LocalYarn.java <base dir> <label of NM 1> [<label of NM 2> ...]");
       System.exit(2);
