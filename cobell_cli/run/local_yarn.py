@@ -11,7 +11,8 @@ default `$XDG_DATA_HOME/cobell/local-yarn`:
     conf/             HADOOP_CONF_DIR and SPARK_CONF_DIR for clients: yarn-site.xml (with the
                       ports the RM really bound, written by the JVM once it is ready),
                       core-site.xml (fs.defaultFS=file:/// : no HDFS on one machine),
-                      capacity-scheduler.xml, spark-defaults.conf, spark-env.sh
+                      capacity-scheduler.xml, spark-defaults.conf, spark-env.sh,
+                      log4j2.properties (Spark's own logs at WARN)
     ready.json        written by the JVM when every NodeManager runs and is labelled
     logs/yarn.out, logs/yarn.log, nm-<i>/logs/   (container logs per NodeManager)
 
@@ -178,6 +179,21 @@ def spark_defaults(spark_home: Path, python: str, base_dir: Path) -> dict[str, s
     }
 
 
+# spark-submit's and the driver's logs: warnings only, but for the line that names the YARN
+# application (cobell reads the app id from the job's output as soon as it appears).
+SPARK_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.submitted.name = org.apache.hadoop.yarn.client.api.impl.YarnClientImpl
+logger.submitted.level = info
+"""
+
+
 def hadoop_xml(props: dict[str, str]) -> str:
     lines = [
         '<?xml version="1.0"?>',
@@ -316,6 +332,7 @@ class LocalYarn:
         (conf / "spark-defaults.conf").write_text(
             "".join(f"{k} {v}\n" for k, v in defaults.items())
         )
+        (conf / "log4j2.properties").write_text(SPARK_LOG4J2)
         (conf / "spark-env.sh").write_text(
             f"export SPARK_LOCAL_IP={HOST}\nexport HADOOP_CONF_DIR={conf}\n"
         )
