@@ -37,7 +37,11 @@ from tests.yarn_support import LABEL, RealYarn
 pytestmark = pytest.mark.yarn
 JOBS = Path(examples.__file__).parent
 MEMORY_HOG = Path(__file__).parent / "data" / "yarn" / "memory_hog_job.py"
-HOG_SEED = "job,scale_out,runtime_s,status\n" + "hog,2,80,succeeded\n" * 3
+# Runs of hog (only co-runners with runs are asked for their progress) and of probe (predict
+# plans only jobs it knows).
+SEED = "job,scale_out,runtime_s,status\n" + ("hog,2,80,succeeded\n" * 3) + (
+    "probe,2,60,succeeded\n" * 3
+)
 
 
 @dataclass
@@ -94,7 +98,7 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
     sc = Scenario(db=root / "history.db", env=env, event_log_dir=root / "user-event-logs")
     sc.event_log_dir.mkdir()
     seed = root / "hog.csv"
-    seed.write_text(HOG_SEED)
+    seed.write_text(SEED)
     subprocess.run(_cobell(sc.db, "history", "import", str(seed)), env=env, check=True,
                    capture_output=True)  # fmt: skip
     spark = str(real_yarn.spark_submit)
@@ -112,7 +116,7 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
         )
         sc.progress = _progress_with_a_job(real_yarn, hog["id"])
         predicted = subprocess.run(
-            _cobell(sc.db, "predict", "-j", "scaling", "-t", "300", "--max-scale-out", "4",
+            _cobell(sc.db, "predict", "-j", "probe", "-t", "300", "--max-scale-out", "4",
                     "--json"),
             env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
