@@ -41,6 +41,7 @@ def test_the_generated_files_are_hadoop_xml_cobell_reads(tmp_path: Path) -> None
 def test_memory_enforcement_and_the_node_resources() -> None:
     props = yarn_site(YarnShape(memory_mb_per_node=6144, vcores_per_node=3), Path("/x"))
     assert props["yarn.nodemanager.pmem-check-enabled"] == "true"
+    assert props["yarn.nodemanager.resource.memory.enforced"] == "false"  # polling, no cgroups
     assert props["yarn.nodemanager.vmem-check-enabled"] == "false"
     assert props["yarn.nodemanager.resource.memory-mb"] == "6144"
     assert props["yarn.scheduler.maximum-allocation-mb"] == "6144"

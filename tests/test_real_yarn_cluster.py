@@ -9,18 +9,27 @@ ApplicationMaster that is just a shell command (tests/yarn_support.py, `submit_s
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from cobell_cli.cluster.http import JsonClient
 from cobell_cli.cluster.yarn import YarnCluster, parse_app
 from tests.cli_support import cobell, cobell_process
 from tests.yarn_support import LABEL, SHAPE, RealYarn
 
 pytestmark = pytest.mark.yarn
 
-# Fills 600 MB (not just reserves it: the NodeManager measures resident memory), then waits.
-HOG_600MB = "python3 -c 'import time; b = b\"x\" * (600 << 20); time.sleep(120)'"
+# Fills 600 MB (written, not just reserved: the NodeManager measures resident memory), then
+# waits. No double quotes: the NodeManager's launch script wraps the command in them.
+HOG_600MB = "python3 -c 'import time; b = bytes(range(256)) * (600 << 12); time.sleep(120)'"
+
+
+def _am_started(real_yarn: RealYarn, app_id: str) -> bool:
+    """The app holds its ApplicationMaster's container. (A shell AM never registers, so its
+    app stays ACCEPTED: RUNNING means a registered AM.)"""
+    return real_yarn.app(app_id)["runningContainers"] >= 1
 
 
 def _running_nodes(real_yarn: RealYarn) -> list[dict]:
@@ -80,17 +89,19 @@ def test_a_second_app_waits_accepted_in_the_capped_queue(real_yarn: RealYarn) ->
     first = real_yarn.submit_shell("sleep 300", name="batch-1", queue="batch", memory_mb=1024)
     second = None
     try:
-        real_yarn.wait_for("the first batch app RUNNING",
-                           lambda: real_yarn.app(first)["state"] == "RUNNING")  # fmt: skip
+        real_yarn.wait_for("the first batch app's AM", lambda: _am_started(real_yarn, first))
         second = real_yarn.submit_shell("sleep 300", name="batch-2", queue="batch",
                                         memory_mb=1024)  # fmt: skip
-        real_yarn.wait_for("the second batch app ACCEPTED",
-                           lambda: real_yarn.app(second)["state"] == "ACCEPTED")  # fmt: skip
-        queue = real_yarn.rest("/ws/v1/cluster/apps?states=ACCEPTED&queue=batch")
-        assert [a["id"] for a in queue["apps"]["app"]] == [second]
+        waiting = real_yarn.wait_for(
+            "the second batch app waiting for the queue's AM share",
+            lambda: "AM resource limit" in (a := real_yarn.app(second))["diagnostics"] and a,
+        )
+        assert waiting["state"] == "ACCEPTED" and waiting["runningContainers"] == 0
+        time.sleep(3)  # the scheduler has had heartbeats to place it, and did not
+        assert not _am_started(real_yarn, second)
         real_yarn.kill(first)
         real_yarn.wait_for("the waiting app to start once the queue has room",
-                           lambda: real_yarn.app(second)["state"] == "RUNNING")  # fmt: skip
+                           lambda: _am_started(real_yarn, second))  # fmt: skip
     finally:
         real_yarn.kill(first)
         if second is not None:
@@ -99,7 +110,7 @@ def test_a_second_app_waits_accepted_in_the_capped_queue(real_yarn: RealYarn) ->
 
 def test_yarn_kills_a_container_that_exceeds_its_memory(real_yarn: RealYarn) -> None:
     """The NodeManager's physical-memory check: the OOM case of the memory issue."""
-    app_id = real_yarn.submit_shell(HOG_600MB, name="hog", memory_mb=256)
+    app_id = real_yarn.submit_shell(HOG_600MB, name="memory-hog", memory_mb=256)
     app = real_yarn.wait_for(
         "the memory hog ended",
         lambda: (a := real_yarn.app(app_id))["state"] in {"FAILED", "FINISHED", "KILLED"} and a,
@@ -111,18 +122,19 @@ def test_yarn_kills_a_container_that_exceeds_its_memory(real_yarn: RealYarn) -> 
 
 
 def test_a_kill_through_rest_is_what_cobell_reads(real_yarn: RealYarn) -> None:
-    app_id = real_yarn.submit_shell("sleep 300", name="victim", tags=("cobell-job:victim",))
-    real_yarn.wait_for("the app RUNNING", lambda: real_yarn.app(app_id)["state"] == "RUNNING")
-    real_yarn.kill(app_id)
+    app_id = real_yarn.submit_shell("sleep 300", name="rest-kill", tags=("cobell-job:rest-kill",))
+    try:
+        real_yarn.wait_for("the app's AM container", lambda: _am_started(real_yarn, app_id))
+    finally:
+        real_yarn.kill(app_id)
     raw = real_yarn.wait_for(
         "the app KILLED", lambda: (a := real_yarn.app(app_id))["state"] == "KILLED" and a
     )
     assert raw["finalStatus"] == "KILLED"
     parsed = parse_app(raw)
     assert parsed is not None
-    assert (parsed.state, parsed.job, parsed.scale_out) == ("KILLED", "victim", None)
+    assert (parsed.state, parsed.job, parsed.scale_out) == ("KILLED", "rest-kill", None)
     assert parsed.finished_at is not None and parsed.finished_at >= (parsed.started_at or 0)
-    from cobell_cli.cluster.http import JsonClient
 
     cluster = YarnCluster([real_yarn.rm_url], JsonClient(what="YARN RM", timeout_s=10, retries=0))
     assert cluster.app(app_id).state == "KILLED"

@@ -126,6 +126,9 @@ def yarn_site(shape: YarnShape, base_dir: Path) -> dict[str, str]:
         "yarn.nodemanager.resource.cpu-vcores": str(shape.vcores_per_node),
         "yarn.nodemanager.resource.detect-hardware-capabilities": "false",
         "yarn.nodemanager.pmem-check-enabled": "true",
+        # the NodeManager's own polling check: "enforced" (the default) leaves it to cgroups'
+        # OOM killer, which a NodeManager without the LinuxContainerExecutor does not have
+        "yarn.nodemanager.resource.memory.enforced": "false",
         "yarn.nodemanager.vmem-check-enabled": "false",
         "yarn.nodemanager.container-monitor.interval-ms": "1000",
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99.9",

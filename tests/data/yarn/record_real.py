@@ -63,6 +63,11 @@ class Recorder:
         self.yarn.wait_for(f"{app_id} {state}", lambda: self.yarn.app(app_id)["state"] == state,
                            timeout_s=600)  # fmt: skip
 
+    def am_started(self, app_id: str) -> None:
+        """Its AM container runs (a shell AM never registers: the app stays ACCEPTED)."""
+        self.yarn.wait_for(f"{app_id}'s AM container",
+                           lambda: self.yarn.app(app_id)["runningContainers"] >= 1)  # fmt: skip
+
 
 def spark_app(cluster: LocalYarn, rm: Recorder) -> None:
     """A PySpark app recorded while it runs (and through the proxy) and once finished."""
@@ -83,10 +88,11 @@ def spark_app(cluster: LocalYarn, rm: Recorder) -> None:
         if time.monotonic() > deadline or proc.poll() is not None:
             raise SystemExit("the Spark app did not get its executors")
         time.sleep(0.5)
-    time.sleep(4)  # its first job submitted
+    jobs = f"/proxy/{app_id}/api/v1/applications/{app_id}/jobs"
+    rm.yarn.wait_for("its first job, through the proxy", lambda: rm.yarn.rest(jobs), timeout_s=120)
     rm.record("apps-running", "/ws/v1/cluster/apps?states=RUNNING")
     rm.record("app-running", f"/ws/v1/cluster/apps/{app_id}")
-    rm.record("proxy-jobs", f"/proxy/{app_id}/api/v1/applications/{app_id}/jobs")
+    rm.record("proxy-jobs", jobs)
     if proc.wait(timeout=600) != 0:
         raise SystemExit("the Spark app failed")
     rm.reach(app_id, "FINISHED")
@@ -108,7 +114,7 @@ def main() -> None:
             rm.record("app-unknown", "/ws/v1/cluster/apps/application_1700000000000_0001")
             spark_app(cluster, rm)
             killed = yarn.submit_shell("sleep 300", name="killed", tags=("cobell-job:killed",))
-            rm.reach(killed, "RUNNING")
+            rm.am_started(killed)
             yarn.kill(killed)
             rm.reach(killed, "KILLED")
             rm.record("app-killed", f"/ws/v1/cluster/apps/{killed}")
