@@ -171,3 +171,12 @@ def test_without_maven_the_error_says_how_to_get_it(
         yarn_jars.fetch("3.5.0", tmp_path / "jars", quiet=True)
     line = info.value.line()
     assert "Maven (mvn) was not found" in line and "apt-get install maven" in line
+
+
+def test_the_yarn_demo_asks_for_what_the_default_partition_holds() -> None:
+    from cobell_cli.cli.demo_yarn import CONTAINER_MB, executors_that_fit
+
+    # two 4096 MB NodeManagers: the demo's AM, the co-runner's AM and its two executors
+    assert executors_that_fit(8192, co_runner=True) == (8192 - 4 * CONTAINER_MB) // CONTAINER_MB
+    assert executors_that_fit(8192, co_runner=False) == 8
+    assert executors_that_fit(1024, co_runner=True) == 1  # never below one
