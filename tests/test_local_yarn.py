@@ -13,8 +13,8 @@ import pytest
 from cobell_cli.cluster.yarnconf import read_properties, rm_web_urls
 from cobell_cli.errors import CobellError
 from cobell_cli.run import yarn_jars
-from cobell_cli.run.local_yarn import (
-    LocalYarn,
+from cobell_cli.run.local_yarn import LocalYarn
+from cobell_cli.run.local_yarn_conf import (
     YarnShape,
     capacity_scheduler,
     hadoop_xml,

@@ -32,7 +32,8 @@ import pytest
 
 from cobell_cli.errors import CobellError
 from cobell_cli.run.local_cluster import find_java, find_spark_home
-from cobell_cli.run.local_yarn import LocalYarn, YarnShape
+from cobell_cli.run.local_yarn import LocalYarn
+from cobell_cli.run.local_yarn_conf import YarnShape
 from cobell_cli.run.yarn_jars import hadoop_version, is_complete, jar_dir
 
 LABEL = "fast"

@@ -11,7 +11,8 @@ import typer
 from cobell_cli.cli.common import info
 
 if TYPE_CHECKING:
-    from cobell_cli.run.local_yarn import LocalYarnStatus, YarnShape
+    from cobell_cli.run.local_yarn import LocalYarnStatus
+    from cobell_cli.run.local_yarn_conf import YarnShape
 
 app = typer.Typer(
     help=(
@@ -89,7 +90,7 @@ def start(
     Example: cobell local-cluster start --yarn --node-managers 2 --labeled-node-managers 2
     """
     if yarn:
-        from cobell_cli.run.local_yarn import YarnShape
+        from cobell_cli.run.local_yarn_conf import YarnShape
 
         shape = YarnShape(
             node_managers=node_managers,
