@@ -180,3 +180,24 @@ def test_the_yarn_demo_asks_for_what_the_default_partition_holds() -> None:
     assert executors_that_fit(8192, co_runner=True) == (8192 - 4 * CONTAINER_MB) // CONTAINER_MB
     assert executors_that_fit(8192, co_runner=False) == 8
     assert executors_that_fit(1024, co_runner=True) == 1  # never below one
+
+
+@pytest.mark.parametrize(
+    ("ci", "outcome"), [(None, pytest.skip.Exception), ("1", pytest.fail.Exception)]
+)
+def test_missing_jars_skip_with_the_reason_but_fail_under_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ci: str | None, outcome: type
+) -> None:
+    import tests.yarn_support as support
+
+    env = {k: v for k, v in support._ENV_AT_IMPORT.items() if k != "CI"}
+    env["COBELL_YARN_JARS"] = str(tmp_path / "no-jars")
+    if ci is not None:
+        env["CI"] = ci
+    monkeypatch.setattr(support, "_ENV_AT_IMPORT", env)
+    if "no-jars" not in str(support.yarn_missing_reason()):
+        pytest.skip("Java or pyspark is missing here, so the jars are not the reason")
+    with pytest.raises((pytest.skip.Exception, pytest.fail.Exception)) as info:
+        support.require_yarn()
+    assert info.type is outcome
+    assert f"{tmp_path / 'no-jars'}" in str(info.value) and "./.ci/setup" in str(info.value)
