@@ -43,6 +43,8 @@ def test_memory_enforcement_and_the_node_resources() -> None:
     assert props["yarn.nodemanager.pmem-check-enabled"] == "true"
     assert props["yarn.nodemanager.resource.memory.enforced"] == "false"  # polling, no cgroups
     assert props["yarn.nodemanager.vmem-check-enabled"] == "false"
+    # a REST kill ends KILLED: the AM gets no SIGTERM hook in which to unregister first
+    assert props["yarn.nodemanager.sleep-delay-before-sigkill.ms"] == "0"
     assert props["yarn.nodemanager.resource.memory-mb"] == "6144"
     assert props["yarn.scheduler.maximum-allocation-mb"] == "6144"
     assert props["yarn.nodemanager.resource.cpu-vcores"] == "3"

@@ -66,6 +66,11 @@ def yarn_site(shape: YarnShape, base_dir: Path) -> dict[str, str]:
         "yarn.nodemanager.resource.memory.enforced": "false",
         "yarn.nodemanager.vmem-check-enabled": "false",
         "yarn.nodemanager.container-monitor.interval-ms": "1000",
+        # a killed container gets SIGKILL at once, not SIGTERM and SIGKILL 250 ms later: with
+        # one AM attempt, Spark's AM unregisters from its SIGTERM hook, and an AM that
+        # unregisters while the RM kills its app turns it FINISHED instead of KILLED (RMAppImpl:
+        # KILLING + ATTEMPT_UNREGISTERED), a race the loaded test machine lost
+        "yarn.nodemanager.sleep-delay-before-sigkill.ms": "0",
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99.9",
         "yarn.node-labels.enabled": "true",
         "yarn.node-labels.fs-store.root-dir": (base_dir / "node-labels").as_uri(),
