@@ -175,6 +175,19 @@ def test_without_maven_the_error_says_how_to_get_it(
     assert "Maven (mvn) was not found" in line and "apt-get install maven" in line
 
 
+def test_without_java_the_error_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_mvn(tmp_path / "bin", "sys.exit(0)")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # Maven, but no java
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(CobellError) as info:
+        yarn_jars.fetch("3.5.0", tmp_path / "jars", quiet=True)
+    line = info.value.line()
+    assert "Java was not found" in line and "openjdk-17-jre-headless" in line
+    assert not (tmp_path / "jars").exists()
+
+
 def test_the_yarn_demo_asks_for_what_the_default_partition_holds() -> None:
     from cobell_cli.cli.demo_yarn import CONTAINER_MB, executors_that_fit
 
