@@ -170,7 +170,7 @@ _cobell() {
                 esac ;;
             "cobell local-cluster start")
                 case "$w" in
-                    --workers|--cores-per-worker|--memory-per-worker|--port|--webui-port|--timeout) skip=1; opt=$w ;;
+                    --workers|--cores-per-worker|--memory-per-worker|--port|--webui-port|--timeout|--node-managers|--labeled-node-managers|--node-label|--memory-per-node|--vcores-per-node) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -333,6 +333,11 @@ _cobell() {
                     --port) COMPREPLY=() ;;
                     --webui-port) COMPREPLY=() ;;
                     --timeout) COMPREPLY=() ;;
+                    --node-managers) COMPREPLY=() ;;
+                    --labeled-node-managers) COMPREPLY=() ;;
+                    --node-label) COMPREPLY=() ;;
+                    --memory-per-node) COMPREPLY=() ;;
+                    --vcores-per-node) COMPREPLY=() ;;
                 esac ;;
         esac
         return 0
@@ -352,7 +357,7 @@ _cobell() {
                 else COMPREPLY=(); fi ;;
             "cobell demo")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-t --target-runtime --workers --cores-per-worker --seed --co-runner --no-co-runner -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-t --target-runtime --workers --cores-per-worker --seed --co-runner --no-co-runner --yarn -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell history")
                 if [[ $cur == -* ]]; then
@@ -428,15 +433,15 @@ _cobell() {
                 else COMPREPLY=($(compgen -W 'start stop status' -- "$cur")); fi ;;
             "cobell local-cluster start")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '--workers --cores-per-worker --memory-per-worker --port --webui-port --timeout --json -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '--workers --cores-per-worker --memory-per-worker --port --webui-port --timeout --yarn --node-managers --labeled-node-managers --node-label --memory-per-node --vcores-per-node --json -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell local-cluster stop")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '--yarn -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell local-cluster status")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '--json -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '--json --yarn -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell config")
                 if [[ $cur == -* ]]; then

@@ -22,7 +22,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-pytest_plugins = ("tests.yarn_standin", "tests.spark_support")
+pytest_plugins = ("tests.yarn_standin", "tests.spark_support", "tests.yarn_support")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BELL_DIR = SHARED / "data" / "bell"

@@ -24,10 +24,16 @@ Awkward corners, switched on through attributes of ``StandinRM``:
   ``"single"`` -> one object instead of a list,
   ``"not_object"`` -> ``{"apps":[]}``; ``raw_apps`` (bytes) is served verbatim;
 - ``acl_hidden=True`` on an app: usage fields -1, progress null, tags missing, "N/A" texts;
-- finished apps (the documented shape, Hadoop 3): ``allocatedMB``, ``allocatedVCores`` and
-  ``runningContainers`` are -1, ``vcoreSeconds``/``memorySeconds`` are what the app's
-  ``executors + 1`` containers of ``vcores`` vcores used; ``usage = "map"`` adds
-  ``resourceSecondsMap`` (newer RMs), ``usage = "map_only"`` sends only that;
+- the documents have the real shapes, checked against a real ResourceManager's answers
+  (Hadoop 3.5.0, tests/data/yarn/real/, tests/test_yarn_standin_real.py): the same keys with
+  the same JSON types, queues by their full path (``root.default``), no match as
+  ``{"apps":{}}``; where the stand-in knowingly differs: a running app's ``progress`` is
+  elapsed / duration (a real Spark ApplicationMaster reports 10 % until it ends);
+- finished apps: ``allocatedMB``, ``allocatedVCores``, ``runningContainers``, ``reservedMB``
+  and ``reservedVCores`` are -1, ``vcoreSeconds``/``memorySeconds`` (and the same numbers in
+  ``resourceSecondsMap``) are what the app's ``executors + 1`` containers of ``vcores`` vcores
+  used; ``usage = "classic"`` leaves out ``resourceSecondsMap`` (RMs before Hadoop 3),
+  ``usage = "map_only"`` sends only that;
   ``max_completed = n`` keeps only the n most recently finished apps, as
   ``yarn.resourcemanager.max-completed-applications`` does; ``limit`` cuts the list in an
   order that is NOT by time (a real RM walks a hash map), so clients must page by
@@ -224,7 +230,7 @@ class StandinRM:
     trickle: str | None = None
     trickle_every_s: float = 1.0
     info_doc: Any = None
-    usage: str = "classic"
+    usage: str = "map"
     timeline: bool = False
     max_completed: int | None = None
     apps: dict[str, StandinApp] = field(default_factory=dict)
@@ -306,7 +312,7 @@ class StandinRM:
             final = {"FINISHED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}[state]
         running = state == "RUNNING"
         elapsed = (end_ms if end_ms is not None and not running else now_ms) - app.start_ms
-        if state == "FINISHED":
+        if state in {"FINISHED", "KILLED"}:  # a real RM reports a killed app at 100 % too
             progress = 100.0
         elif running and app.duration_ms:
             progress = round(min(99.9, 100.0 * elapsed / app.duration_ms), 1)
@@ -318,7 +324,7 @@ class StandinRM:
             "id": app.id,
             "user": app.user,
             "name": app.name,
-            "queue": app.queue,
+            "queue": app.queue if app.queue.startswith("root.") else f"root.{app.queue}",
             "state": state,
             "finalStatus": final,
             "progress": progress,
@@ -340,6 +346,10 @@ class StandinRM:
             "runningContainers": containers,
             "memorySeconds": (app.executors + 1) * 2048 * elapsed // 1000,
             "vcoreSeconds": used_s,
+            "preemptedMemorySeconds": 0,
+            "preemptedVcoreSeconds": 0,
+            "reservedMB": 0 if running else -1,
+            "reservedVCores": 0 if running else -1,
             "queueUsagePercentage": 0.0,
             "clusterUsagePercentage": 0.0,
             "preemptedResourceMB": 0,
@@ -348,14 +358,25 @@ class StandinRM:
             "numAMContainerPreempted": 0,
             "logAggregationStatus": "DISABLED",
             "unmanagedApplication": False,
-            "appNodeLabelExpression": "",
+            "appNodeLabelExpression": "",  # documented; a real 3.5 RM leaves it out when unset
             "amNodeLabelExpression": "",
+            "masterNodeId": "nm1.example:45454",
+            "timeouts": {
+                "timeout": [
+                    {"type": "LIFETIME", "expiryTime": "UNLIMITED", "remainingTimeInSeconds": -1}
+                ]
+            },
         }
+        if running:  # the scheduler's view of a live app, per partition
+            used = {"memory": max(doc["allocatedMB"], 0), "vCores": max(containers, 0)}
+            doc["resourceInfo"] = {
+                "resourceUsagesByPartition": [{"partitionName": "", "used": used}]
+            }
         if self.usage in {"map", "map_only"}:
             doc["resourceSecondsMap"] = {
                 "entry": [
-                    {"key": "memory-mb", "value": str(doc["memorySeconds"])},
-                    {"key": "vcores", "value": str(doc["vcoreSeconds"])},
+                    {"key": "memory-mb", "value": doc["memorySeconds"]},
+                    {"key": "vcores", "value": doc["vcoreSeconds"]},
                 ]
             }
             if self.usage == "map_only":
@@ -469,7 +490,7 @@ class StandinRM:
                     {
                         "RemoteException": {
                             "exception": "NotFoundException",
-                            "message": f"java.lang.Exception: app with id: {app_id} not found",
+                            "message": f"app with id: {app_id} not found",
                             "javaClassName": "org.apache.hadoop.yarn.webapp.NotFoundException",
                         }
                     },
@@ -536,7 +557,7 @@ class StandinRM:
                 continue
             if "user" in first and doc["user"] != first["user"]:
                 continue
-            if "queue" in first and doc["queue"] != first["queue"]:
+            if "queue" in first and doc["queue"] not in {first["queue"], f"root.{first['queue']}"}:
                 continue
             if tags and not tags & set(doc.get("applicationTags", "").split(",")):
                 continue
@@ -553,7 +574,7 @@ class StandinRM:
             docs.sort(key=lambda d: hash_order(d["id"]))
             docs = docs[: int(first["limit"])]
         if not docs:
-            return _json(200, {"apps": None})  # what a real RM answers for "no match"
+            return _json(200, {"apps": {}})  # what a real RM answers for "no match"
         if self.apps_shape == "single":
             return _json(200, {"apps": {"app": docs[0]}})
         return _json(200, {"apps": {"app": docs}})

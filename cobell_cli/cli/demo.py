@@ -20,7 +20,6 @@ DEMO_JOB = "scaling-demo"
 CO_RUNNER_JOB = "corunner-demo"
 DEFAULT_SEED = Path("history") / "local-demo.csv"
 # Mostly waiting (like I/O), so the runtime really shrinks with executors even on 2 cores.
-DEMO_JOB_ARGS = ("--tasks", "16", "--task-s", "3", "--cpu-fraction", "0.1")
 DEMO_DB = "demo.db"  # beside the default history: the demo never writes the user's own
 SPARK_LOG_LEVEL = "ERROR"  # Spark's INFO and WARN lines would bury cobell's
 
@@ -51,9 +50,9 @@ def demo_db(ctx: typer.Context) -> Path:
 
 def demo(
     ctx: typer.Context,
-    target_runtime: float = typer.Option(
-        "60", "--target-runtime", "-t", metavar="DURATION", parser=target_runtime_of,
-        help="Target of the demo job: seconds, or e.g. 90s, 2min."
+    target_runtime: float | None = typer.Option(
+        None, "--target-runtime", "-t", metavar="DURATION", parser=target_runtime_of,
+        help="Target of the demo job: seconds, or e.g. 90s, 2min. [default: 60; 90 with --yarn]"
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="Local Spark workers."),
     cores_per_worker: int = typer.Option(4, "--cores-per-worker", min=1, help="Cores each."),
@@ -63,11 +62,22 @@ def demo(
     co_runner: bool = typer.Option(
         True, "--co-runner/--no-co-runner", help="Start a CPU-heavy co-running job first."
     ),
+    yarn: bool = typer.Option(
+        False,
+        "--yarn",
+        help="On a local YARN (`cobell local-cluster start --yarn`) instead of Spark "
+        "standalone, with its own jobs and seed history (history/local-yarn-demo.csv); "
+        "without --target-runtime the target is 90 s, allowing for YARN's start-up.",
+    ),
 ) -> None:
     """Start a local Spark cluster, seed the history, start a co-runner, and submit a real job.
 
     Example: cobell demo --target-runtime 60
+
+    Example: cobell demo --yarn
     """
+    if yarn:
+        _yarn_demo(ctx, target_runtime, seed, co_runner)
     import os
     import subprocess
     import time
@@ -77,6 +87,7 @@ def demo(
     from cobell_cli.run.local_cluster import LocalCluster, spark_submit_path
     from cobell_cli.store.history import History
 
+    target_runtime = 60.0 if target_runtime is None else target_runtime
     db = demo_db(ctx)
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver stays on loopback too
@@ -126,7 +137,7 @@ def demo(
         *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
         "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0)),
         "--spark-log-level", SPARK_LOG_LEVEL, *where, "--", spark_submit, "--master",
-        cluster.master_url, str(jobs_dir / "scaling_job.py"), *DEMO_JOB_ARGS,
+        cluster.master_url, str(jobs_dir / "scaling_job.py"), *examples.DEMO_JOB_ARGS,
     ]  # fmt: skip
     _show(step)
     code = subprocess.run(step, env=env).returncode
@@ -162,3 +173,16 @@ def summary(db: Path, target_s: float) -> list[str]:
         f"next: cobell --db {db} history show {run['id']}",
         f"      (and history list, model show -j {DEMO_JOB}; cobell local-cluster stop)",
     ]
+
+
+def _yarn_demo(ctx: typer.Context, target: float | None, seed: Path, co_runner: bool) -> None:
+    from cobell_cli.cli import demo_yarn
+
+    code = demo_yarn.run_yarn_demo(
+        demo_db(ctx),
+        demo_yarn.DEFAULT_TARGET_S if target is None else target,
+        demo_yarn.DEFAULT_SEED if seed == DEFAULT_SEED else seed,
+        co_runner,
+        _show,
+    )
+    raise typer.Exit(code)

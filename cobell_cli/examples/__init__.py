@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 EXAMPLES_DIR = Path(__file__).resolve().parent
+# the demos' job: 16 tasks of 3 s that mostly wait, so a 2-core machine can run it at any count
+DEMO_JOB_ARGS = ("--tasks", "16", "--task-s", "3", "--cpu-fraction", "0.1")
 
 
 def example_path(name: str) -> Path:

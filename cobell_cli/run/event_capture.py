@@ -11,7 +11,9 @@ alone when:
   `$SPARK_HOME/conf`): their logs stay where their History Server looks for them, and cobell
   reads them there after the run if the directory is local;
 - the driver runs on the cluster (`--deploy-mode cluster`): it could not write to a directory
-  of this host (a one-line note says so).
+  of this host (a one-line note says so). Where the user's own `spark.eventLog.dir` is a
+  local path, the log is still looked for there after the run: a directory the cluster's
+  nodes share with this host (a network mount, or a YARN on this machine) holds it.
 
 After the run (`collect`): the log of the run's application id (single file or rolling
 directory, plain or compressed, `.inprogress` if the driver died) is folded into a profile
@@ -94,8 +96,8 @@ def _collect(
     from cobell_cli.store.history import History
 
     state = launch.event_log_settings(argv, inherited_properties(argv, env))
-    if not state.enabled or not state.driver_here:
-        return []
+    if not state.enabled or not (state.driver_here or state.user_set):
+        return []  # cluster mode, cobell's own directory: nothing was asked of the driver
     local = launch.local_directory(state.directory)
     if local is None:
         return [f"event log not read: spark.eventLog.dir {state.directory} is not a local path"]
@@ -103,7 +105,8 @@ def _collect(
         return ["event log not read: the job's output named no application id"]
     log = find_log(Path(local), app_id)
     if log is None:
-        return [f"event log not read: no log of {app_id} in {local}"]
+        where = "" if state.driver_here else " (the driver ran on the cluster, not here)"
+        return [f"event log not read: no log of {app_id} in {local}{where}"]
     profile = summarize(log)
     if profile.app_id and profile.app_id != app_id:
         return [f"event log not read: {log} is the log of {profile.app_id}, not {app_id}"]

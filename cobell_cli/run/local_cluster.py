@@ -176,7 +176,8 @@ def _alive(pid: int) -> bool:
     return _pid_exists(pid) and _is_spark_daemon(pid) is not False
 
 
-def _group_exists(pgid: int) -> bool:
+def group_exists(pgid: int) -> bool:
+    """Does process group pgid still have a member (our own exited leader reaped first)?"""
     leader = _SPAWNED.get(pgid)
     if leader is not None:
         leader.poll()  # reap our own leader so its zombie does not keep the group alive
@@ -431,7 +432,7 @@ class LocalCluster:
         was_running = _alive(pid)
         for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
             end = time.monotonic() + wait_s
-            while _group_exists(pid) and time.monotonic() < end:
+            while group_exists(pid) and time.monotonic() < end:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, sig)
                 time.sleep(0.2)

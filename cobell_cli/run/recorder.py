@@ -121,6 +121,18 @@ class RunRecorder:
             return self._journal(why_not_written(exc))
         return None
 
+    def amend(self, **fields: Any) -> str | None:
+        """Change fields of the completed run (what the cluster said of it afterwards), in the
+        history or, like the completion, in the journal; a one-line warning if neither."""
+        self.row.update(fields)
+        if self.journalled is not None:
+            return self._journal("its completion is journalled")
+        try:
+            write_retrying(self.history_path, lambda h: h.finish_run(self.run_id, **fields))
+        except WRITE_ERRORS as exc:
+            return self._journal(why_not_written(exc))
+        return None
+
     def add_colocations(self, rows: Sequence[Mapping[str, Any]]) -> str | None:
         """Store the measured co-runners beside the run (in the journal if the run is there)."""
         if self.journalled is not None:

@@ -9,7 +9,9 @@ the job has started nothing about the history may change its fate or its exit co
   `lost`, and a locked history never holds the job up;
 - a completion the history cannot take is journalled beside it (store/journal.py);
 - once cobell has forwarded a signal to the job the run is `killed`, whatever the job's exit
-  status: only uninterrupted successful runs are ever fitted;
+  status: only uninterrupted successful runs are ever fitted; so is a run whose application
+  the cluster reports KILLED afterwards (`yarn application -kill`, an admin): the job itself
+  only says it failed;
 - co-runners are read from the cluster after the run and stored with the measured overlap;
   a cluster that does not answer, or a signal, then costs the colocations, never the run.
 """
@@ -280,6 +282,7 @@ def _record_co_runners(
         outcome.warnings.append(f"co-runners not recorded: {exc.line()}")
         return
     own = {result.app_id} if result.app_id else set()
+    _killed_on_the_cluster(recorder, apps, result, outcome)
     rows = measured_overlaps(
         result.started_at, result.finished_at, [a for a in apps if a.app_id not in own]
     )
@@ -292,6 +295,21 @@ def _record_co_runners(
             outcome.warnings.append("finished co-runners not learned: see the journal above")
         return
     outcome.warnings += _learn_co_runners(recorder.history_path, cluster, result, own)
+
+
+def _killed_on_the_cluster(
+    recorder: RunRecorder, apps: Sequence[Any], result: ChildResult, outcome: Outcome
+) -> None:
+    """The run is `killed` when the cluster lists its own app as KILLED (module doc)."""
+    if outcome.status == "killed" or not result.app_id:
+        return
+    mine = next((a for a in apps if a.app_id == result.app_id), None)
+    if mine is None or mine.state != "KILLED":
+        return
+    outcome.status = "killed"
+    warning = recorder.amend(status="killed")
+    if warning:
+        outcome.warnings.append(warning)
 
 
 def _learn_co_runners(

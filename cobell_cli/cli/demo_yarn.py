@@ -1,0 +1,123 @@
+"""`cobell demo --yarn`: the quick start on a real YARN on this machine.
+
+The same walk-through as the standalone demo (every step an ordinary, printed cobell command),
+on `cobell local-cluster start --yarn`: spark-submit and cobell find the ResourceManager through
+the cluster's conf directory (HADOOP_CONF_DIR), the jobs carry their own names
+(`scaling-demo-yarn`, `corunner-demo-yarn`: YARN's start-up of an ApplicationMaster and of
+executor containers makes their runtimes differ from the standalone ones) and the seed history
+is its own (history/local-yarn-demo.csv, recorded by history/record-local-yarn-demo.sh).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cobell_cli.cli.common import info
+
+if TYPE_CHECKING:
+    from cobell_cli.run.local_yarn import LocalYarn
+
+DEMO_JOB = "scaling-demo-yarn"
+CO_RUNNER_JOB = "corunner-demo-yarn"
+DEFAULT_SEED = Path("history") / "local-yarn-demo.csv"
+# YARN adds ~15-25 s before the first task (an ApplicationMaster container, then executor
+# containers, each a JVM): the target allows for it.
+DEFAULT_TARGET_S = 90.0
+CONTAINER_MB = 896  # a 512m executor (or client-mode AM) plus Spark's 384 MB overhead
+
+
+def executors_that_fit(memory_mb: int, co_runner: bool) -> int:
+    """Executors the default partition holds next to the demo's AM (and the co-runner's
+    AM and 2 executors): the demo's --max-scale-out."""
+    taken = CONTAINER_MB * (1 + (3 if co_runner else 0))
+    return max(1, (memory_mb - taken) // CONTAINER_MB)
+
+
+def run_yarn_demo(
+    db: Path,
+    target_runtime: float,
+    seed: Path,
+    co_runner: bool,
+    show: Callable[[list[str]], None],
+) -> int:
+    """The demo's steps; returns the demo job's exit code. `show(argv)` prints a step."""
+    import cobell_cli.examples as examples
+    from cobell_cli.errors import CobellError
+    from cobell_cli.run.local_cluster import spark_submit_path
+    from cobell_cli.run.local_yarn import LocalYarn
+    from cobell_cli.store.history import History
+
+    cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
+    cluster = LocalYarn()
+    show([*cli, "local-cluster", "start", "--yarn"])
+    status = cluster.start()
+    env = cluster.client_env()
+    info(f"(HADOOP_CONF_DIR={cluster.conf_dir} SPARK_CONF_DIR={cluster.conf_dir} from here on)")
+    with History.open(db) as history:
+        has_runs = bool(history.training_runs(DEMO_JOB))
+    if not has_runs and seed.exists():
+        step = [*cli, "history", "import", str(seed), "--new-ids"]
+        show(step)
+        subprocess.run(step, check=True, env=env)
+    elif not has_runs:
+        info(f"(no seed history at {seed}: the demo job starts with its bootstrap runs)")
+
+    spark_submit = str(spark_submit_path())
+    jobs_dir = Path(examples.__file__).parent
+    default_mb = sum(
+        n["memory_mb"] for n in status.nodes if n["state"] == "RUNNING" and not n["label"]
+    )
+    background = None
+    if co_runner:
+        step = [
+            *cli, "submit", "-j", CO_RUNNER_JOB, "-t", "600", "--min-scale-out", "2",
+            "--max-scale-out", "2", "--", spark_submit, "--master", "yarn",
+            str(jobs_dir / "corunner_job.py"), "--tasks", "2", "--task-s", "40",
+        ]  # fmt: skip
+        show([*step, "&"])
+        background = subprocess.Popen(
+            step, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+        _wait_running(cluster, background)
+    most = executors_that_fit(default_mb, co_runner)
+    step = [
+        *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
+        "--max-scale-out", str(most), "--", spark_submit, "--master", "yarn",
+        str(jobs_dir / "scaling_job.py"), *examples.DEMO_JOB_ARGS,
+    ]  # fmt: skip
+    show(step)
+    code = subprocess.run(step, env=env).returncode
+    if background is not None:
+        info("(waiting for the co-running job to finish, so its run is recorded too)")
+        background.wait()
+        if background.returncode not in (0, None):
+            raise CobellError(f"the co-running demo job failed (exit {background.returncode})")
+    info(
+        "next: `cobell history list`, `cobell history show RUN_ID`, "
+        f"`cobell predict -j {DEMO_JOB} -t {target_runtime:g} --cluster none`, "
+        "`cobell local-cluster stop --yarn`"
+    )
+    return code
+
+
+def _wait_running(cluster: LocalYarn, background: subprocess.Popen[bytes]) -> None:
+    """Until the co-runner holds its AM and two executors on the RM (at most 240 s)."""
+    from cobell_cli.errors import CobellError
+
+    path = f"/ws/v1/cluster/apps?states=RUNNING&applicationTags=cobell-job:{CO_RUNNER_JOB}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        doc = cluster.rm_json(path) or {}
+        apps = (doc.get("apps") or {}).get("app") or []
+        if any(a.get("runningContainers", 0) >= 3 for a in apps):
+            time.sleep(3)  # let it start its tasks
+            return
+        if background.poll() is not None:
+            raise CobellError("the co-running demo job ended before it started running")
+        time.sleep(0.5)
+    raise CobellError("the co-running demo job did not get its executors within 240 s")
