@@ -30,6 +30,8 @@ from cobell_cli.store.queries import RunQueries
 from cobell_cli.store.schema import (
     APPLICATION_ID,
     COLOCATION_COLUMNS,
+    FAILURE_REASONS,
+    MAX_MEMORY_MB,
     MIGRATIONS,
     RECENCY,
     RUN_COLUMNS,
@@ -522,11 +524,29 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
     for column in ("runtime_s", "input_bytes", "target_s", "predicted_s", "mean_scale_out"):
         if row.get(column) is not None and row[column] < 0:
             raise ValueError(f"{column}: must be >= 0, got {row[column]}")
+    _check_memory(row)
     if row.get("status") == "succeeded" and not partial:
         for column in ("scale_out", "runtime_s"):
             if row.get(column) is None:
                 raise ValueError(f"{column}: missing (a succeeded run needs it)")
     return row
+
+
+def _check_memory(row: Mapping[str, Any]) -> None:
+    """Executor memory within 1 MB (0 for the overhead and the peak) and a petabyte; a known
+    failure reason."""
+    for column, low in (("executor_memory_mb", 1), ("executor_overhead_mb", 0),
+                        ("peak_memory_mb", 0)):  # fmt: skip
+        value = row.get(column)
+        if value is not None and not low <= value <= MAX_MEMORY_MB:
+            raise ValueError(
+                f"{column}: must be within [{low}, {MAX_MEMORY_MB}] MB, got {str(value)[:30]}"
+            )
+    reason = row.get("failure_reason")
+    if reason is not None and reason not in FAILURE_REASONS:
+        raise ValueError(
+            f"failure_reason: expected one of {', '.join(FAILURE_REASONS)}, got {reason!r}"
+        )
 
 
 def _clean_colocation(fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
 # cluster's own record (YARN's finished apps, the Spark History Server, event logs).
 SOURCES = ("cobell", "import", "yarn", "spark-history", "event-log")
+# Why a run failed, beside its status (../shared/CONVENTIONS.md): `memory` (an OOM, or YARN
+# killed a container for exceeding its memory), `killed-by-yarn` (another kill by the cluster).
+FAILURE_REASONS = ("memory", "killed-by-yarn")
+MAX_MEMORY_MB = 1024**3  # a petabyte per executor: beyond it a value is a typo, not a run
 
 RUN_COLUMNS: dict[str, type] = {
     "id": int,
@@ -44,6 +48,10 @@ RUN_COLUMNS: dict[str, type] = {
     "meet_probability": float,
     "confidence": float,
     "event_log": str,
+    "executor_memory_mb": int,
+    "executor_overhead_mb": int,
+    "peak_memory_mb": float,
+    "failure_reason": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -160,10 +168,30 @@ def _migration_3(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migration_4(conn: sqlite3.Connection) -> None:
+    """Executor memory: what each run reserved per executor (`executor_memory_mb`, the heap;
+    `executor_overhead_mb`, YARN's overhead when set), the peak one executor used
+    (`peak_memory_mb`, JVM heap used from the event log's executor metrics), and why a failed
+    run failed (`failure_reason`; `memory` makes it a lower bound on the need)."""
+    reasons = ", ".join(repr(r) for r in FAILURE_REASONS)
+    within = f"BETWEEN {{}} AND {MAX_MEMORY_MB}"
+    checks = {
+        "executor_memory_mb INTEGER": within.format(1),
+        "executor_overhead_mb INTEGER": within.format(0),
+        "peak_memory_mb REAL": within.format(0),
+        "failure_reason TEXT": f"IN ({reasons})",
+    }
+    for column, check in checks.items():
+        name = column.split()[0]
+        check = f"CHECK ({name} IS NULL OR {name} {check})"
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {check}")
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
     _migration_2,
     _migration_3,
+    _migration_4,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION
