@@ -15,6 +15,8 @@ from cobell_cli.cli.common import (
     InputToleranceOpt,
     JobOpt,
     MaxScaleOutOpt,
+    MemoryConfidenceOpt,
+    MinimizeOpt,
     MinScaleOutOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
@@ -65,10 +67,12 @@ def render(prediction: Prediction) -> str:
             for i, app_id in enumerate(app_ids):
                 ratio = c.overlap_ratio.get(app_id)
                 row[f"ov{i + 1}"] = "" if ratio is None else f"{ratio:.2f}"
+            row.update(_memory_cells(c, p.minimize))
             row["chosen"] = "<-" if c.scale_out == p.scale_out else ""
             rows.append(row)
         columns = ["scale_out", "predicted_s", "interval_s", *[f"ov{i + 1}" for i in
-                   range(len(app_ids))], "p_meet", "meets", "chosen"]
+                   range(len(app_ids))], "p_meet", "meets",
+                   *_memory_columns(p), "chosen"]
         lines.append(table(rows, columns))
         for i, app_id in enumerate(app_ids):
             lines.append(f"  ov{i + 1} = predicted overlap ratio with {app_id}")
@@ -76,7 +80,44 @@ def render(prediction: Prediction) -> str:
     lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
     lines.append(f"{_policy(p.confidence)}; estimated P(meet the target) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
+    if p.memory is not None:
+        lines.append(memory_line(p.memory))
     return "\n".join(lines)
+
+
+def _memory_columns(p: Any) -> list[str]:
+    """The memory columns, only where memory was sized: the heap (and the YARN container)."""
+    if p.memory is None or p.memory.get("executor_memory_mb") is None:
+        return []
+    yarn = p.memory.get("executor_overhead_mb") is not None
+    cost = ["memory_mb_s"] if p.minimize == "memory-mb-seconds" else []
+    return ["memory_mb", *(["container_mb"] if yarn else []), *cost]
+
+
+def _memory_cells(c: Any, minimize: str) -> dict[str, Any]:
+    cells: dict[str, Any] = {"memory_mb": c.executor_memory_mb, "container_mb": c.container_mb}
+    if minimize == "memory-mb-seconds" and c.memory_mb_seconds is not None:
+        cells["memory_mb_s"] = f"{c.memory_mb_seconds:.3g}"
+    return cells
+
+
+def memory_line(memory: Any) -> str:
+    """What the executor memory is and why: the reservation, the model, its confidence."""
+    heap = memory.get("executor_memory_mb")
+    if memory.get("source") == "none" or heap is None:
+        return f"memory: not sized ({memory.get('note') or 'no memory model'})"
+    overhead = memory.get("executor_overhead_mb")
+    grant = (f" + {overhead} MB overhead = {memory.get('container_mb')} MB container"
+             if overhead is not None else "")
+    if memory.get("source") == "user":
+        how = "yours (the command sets it; cobell keeps it)"
+    else:
+        how = (f"covers the predicted need {memory.get('predicted_peak_mb'):.0f} MB up to "
+               f"{memory.get('upper_peak_mb'):.0f} MB (P >= {memory.get('memory_confidence'):g})")
+    model = (f"; model {memory.get('model')} on {memory.get('runs')} runs"
+             if memory.get("model") else "")
+    note = f"; {memory['note']}" if memory.get("note") else ""
+    return f"memory: {heap} MB heap per executor{grant}, {how}{model}{note}"
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
@@ -106,8 +147,11 @@ def run_prediction(
     flags: dict[str, Any],
     require_history: bool,
     now: float,
+    memory: Any = None,
+    minimize: str = "executor-seconds",
 ) -> tuple[Prediction, Any]:
     """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
+    `memory` (an api.MemoryAsk) sizes each candidate's executor memory too.
 
     Returns the prediction and the cluster adapter (submit asks it again after the run).
     """
@@ -129,6 +173,8 @@ def run_prediction(
             now=now,
             input_bytes=input_bytes,
             require_history=require_history,
+            memory=memory,
+            minimize=minimize,
         )
     for message in prediction.warnings:
         warn(message)
@@ -146,6 +192,8 @@ def predict(
     input_size: InputSizeOpt = None,
     input_tolerance: InputToleranceOpt = None,
     strict: StrictOpt = False,
+    minimize: MinimizeOpt = "executor-seconds",
+    memory_confidence: MemoryConfidenceOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     cluster: ClusterOpt = None,
     rm_url: RmUrlOpt = None,
@@ -162,10 +210,17 @@ def predict(
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
 
     Example: cobell predict -j sgd -t 300 --confidence point --json
+
+    Each candidate's executor memory is sized from the job's runs with a measured memory peak
+    (its memory model; the `memory` object in --json); --minimize memory-mb-seconds then
+    prefers the scale-out whose containers cost least.
+
+    Example: cobell predict -j sgd -t 300 --input-size 20G --minimize memory-mb-seconds
     """
     import time
 
-    from cobell_cli.cli.common import parse_size
+    from cobell_cli.api import MemoryAsk
+    from cobell_cli.cli.common import check_minimize, parse_size
     from cobell_cli.errors import NoFeasibleScaleOut
     from cobell_cli.output import to_json
 
@@ -181,6 +236,8 @@ def predict(
         flags=flags,
         require_history=True,
         now=time.time(),
+        memory=MemoryAsk(confidence=memory_confidence),
+        minimize=check_minimize(minimize),
     )
     typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction))
     if not prediction.plan.feasible:

@@ -208,7 +208,9 @@ class _MemoryFold:
         self.failures: list[str] = []
 
     def _metrics(self, executor: Any, metrics: Any) -> None:
-        if executor in (None, "driver") or not isinstance(metrics, dict) or not metrics:
+        if executor in (None, "driver") or not isinstance(metrics, dict):
+            return
+        if not float(metrics.get("JVMHeapMemory") or 0):  # not polled yet: no measurement
             return
         peak = self.peaks.setdefault(str(executor), {})
         for key, field_name in _METRICS.items():

@@ -334,11 +334,20 @@ class History(RunQueries):
     def save_profile(self, run_id: int, profile: Any, *, event_log: str | None = None) -> None:
         """Store a run's event-log profile (core/profile.py AppProfile, or its JSON text) and,
         if given, the log's path in `runs.event_log`; replaces an earlier profile of the run.
+        An AppProfile's memory columns (core/memory/measure.py) fill the run's unknown ones
+        (importers put them in the run's row themselves).
 
         Its own transaction, or part of the caller's when one is open (an import)."""
         from cobell_cli.core.profile import PROFILE_FORMAT  # not needed to read the history
 
-        summary = profile if isinstance(profile, str) else profile_json(profile)
+        memory: dict[str, Any] = {}
+        if isinstance(profile, str):
+            summary = profile
+        else:
+            from cobell_cli.core.memory.measure import memory_columns
+
+            summary = profile_json(profile)
+            memory = _clean_run(memory_columns(profile), partial=True)
         with contextlib.nullcontext() if self.conn.in_transaction else self._write():
             if not self._exists(run_id):
                 raise HistoryError(f"run {run_id} is not in the history {self.path}")
@@ -349,6 +358,16 @@ class History(RunQueries):
             if event_log is not None:
                 self.conn.execute(
                     "UPDATE runs SET event_log = ? WHERE id = ?", (str(event_log), run_id)
+                )
+            if memory:  # a memory failure explains only a run that failed
+                fill = ", ".join(
+                    "[failure_reason] = CASE WHEN status = 'failed' "
+                    "THEN coalesce([failure_reason], ?) ELSE [failure_reason] END"
+                    if k == "failure_reason" else f"[{k}] = coalesce([{k}], ?)"
+                    for k in memory
+                )
+                self.conn.execute(
+                    f"UPDATE runs SET {fill} WHERE id = ?", [*memory.values(), run_id]
                 )
 
     def delete_runs(self, run_ids: Iterable[int]) -> int:

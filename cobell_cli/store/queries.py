@@ -235,6 +235,24 @@ class RunQueries:
                 run["co_runner_scale_outs"] = sizes
         return runs
 
+    def memory_runs(self, job: str, *, window: int | None = None) -> list[dict[str, Any]]:
+        """The job's runs the memory models read (core/memory/demand.py), oldest first: the
+        succeeded ones with a measured peak and those that failed for memory, the most recent
+        `window` of them (None or 0: all). Every input size counts: memory must extrapolate."""
+        columns = ("input_bytes", "scale_out", "executor_memory_mb", "executor_overhead_mb",
+                   "peak_memory_mb", "status", "failure_reason", "backend")  # fmt: skip
+        where = (
+            "job = ? AND input_bytes > 0 AND scale_out >= 1 AND ((status = 'succeeded' AND "
+            "peak_memory_mb > 0) OR (status = 'failed' AND failure_reason = 'memory'))"
+        )
+        limit = f" LIMIT {int(window)}" if window else ""
+        rows = self.conn.execute(
+            f"SELECT {', '.join(columns)} FROM runs WHERE {where} "
+            f"ORDER BY {RECENCY} DESC, id DESC{limit}",
+            [job],
+        ).fetchall()
+        return [dict(zip(columns, row, strict=True)) for row in reversed(rows)]
+
     def stage_task_seconds(self, run_ids: Sequence[int]) -> dict[int, list[float]]:
         """Task seconds of each executed stage, in submission order, of the runs that have an
         event-log profile (`run_profiles`): what a run's stage structure weighs. Summed in

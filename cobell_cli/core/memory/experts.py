@@ -40,8 +40,8 @@ class Fitted:
             return f"{self.a:.0f}"
         if self.name == "power":
             return f"{self.a:.3g}·z^{self.b:.3g}"
-        term = {"linear": "z", "log": "ln z", "saturating": f"(1 - e^(-z/{self.tau:.3g}))"}
-        return f"{self.a:.0f} + {self.b:.4g}·{term[self.name]}"
+        term = {"linear": "z", "log": "ln z"}.get(self.name, f"(1 - e^(-z/{self.tau or 0:.3g}))")
+        return f"{self.a:.0f} + {self.b:.4g}·{term}"
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,11 @@ def _basis(name: str, tau: float | None) -> Callable[[float], float]:
 
 def _fit_affine(name: str, g: Sequence[float], y: Sequence[float]) -> Fitted:
     """y = a + b·g by weighted least squares (w = 1/y²), b >= 0 (else the constant)."""
+    return _affine(name, g, y)[0]
+
+
+def _affine(name: str, g: Sequence[float], y: Sequence[float]) -> tuple[Fitted, float]:
+    """The fit and its relative sum of squared errors."""
     w = [1.0 / (v * v) for v in y]
     sw = sum(w)
     sg = sum(wi * gi for wi, gi in zip(w, g, strict=True))
@@ -109,7 +114,8 @@ def _fit_affine(name: str, g: Sequence[float], y: Sequence[float]) -> Fitted:
     b = (sw * sgy - sg * sy) / det if det > 1e-12 * max(sw * sgg, 1e-300) else 0.0
     b = max(b, 0.0)
     a = (sy - b * sg) / sw
-    return Fitted(name, a, b)
+    sse = sum(((a + b * gi - yi) / yi) ** 2 for gi, yi in zip(g, y, strict=True))
+    return Fitted(name, a, b), sse
 
 
 def _fit_power(z: Sequence[float], y: Sequence[float]) -> Fitted:
@@ -126,14 +132,12 @@ def _fit_power(z: Sequence[float], y: Sequence[float]) -> Fitted:
 def _fit_saturating(z: Sequence[float], y: Sequence[float]) -> Fitted:
     """y = a + b·(1 - e^(-z/τ)), τ from a grid scaled to the data, (a, b >= 0) by LS."""
     best: tuple[float, Fitted] | None = None
+    top = max(z)
     for scale in SATURATION_SCALES:
-        tau = scale * max(z)
-        basis = _basis("saturating", tau)
-        fit = _fit_affine("saturating", [basis(v) for v in z], y)
-        fit = Fitted("saturating", fit.a, fit.b, tau)
-        err = relative_sse(fit, z, y)
+        tau = scale * top
+        fit, err = _affine("saturating", [1.0 - math.exp(-v / tau) for v in z], y)
         if best is None or err < best[0] - 1e-12:
-            best = (err, fit)
+            best = (err, Fitted("saturating", fit.a, fit.b, tau))
     assert best is not None
     return best[1]
 

@@ -109,14 +109,7 @@ class MemoryModel:
 
     def failed_below(self, input_bytes: int, scale_out: int) -> float | None:
         """The largest reservation that failed for memory at no more input than this run's."""
-        query = MemoryObservation(input_bytes, scale_out, None)
-        proved = [
-            f.reserved_mb
-            for f in self.failures_
-            if _at_least(query, f, "per_executor")
-            or _at_least(query, f, self.candidate_.feature)
-        ]
-        return max(proved) if proved else None  # type: ignore[type-var]
+        return failure_bound(self.failures_, input_bytes, scale_out, self.candidate_.feature)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -128,6 +121,23 @@ class MemoryModel:
             "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
             "held_out_ratios": len(self.ratios_),
         }
+
+
+def failure_bound(
+    failures: Sequence[MemoryObservation], input_bytes: int, scale_out: int, feature: Any = None
+) -> float | None:
+    """The largest reservation that failed for memory with no more input per executor (or,
+    for a function of the whole input, no more input) than this run has, within SAME_INPUT:
+    the need here is above it."""
+    query = MemoryObservation(input_bytes, scale_out, None)
+    proved = [
+        f.reserved_mb
+        for f in failures
+        if f.failed and f.reserved_mb is not None and (
+            _at_least(query, f, "per_executor") or (feature and _at_least(query, f, feature))
+        )
+    ]
+    return max(proved) if proved else None  # type: ignore[type-var]
 
 
 def _at_least(query: MemoryObservation, failed: MemoryObservation, feature: Any) -> bool:

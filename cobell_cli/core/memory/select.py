@@ -21,6 +21,9 @@ from cobell_cli.core.memory.experts import EXPERTS, Expert, Fitted
 from cobell_cli.core.memory.records import FEATURES, Feature, MemoryObservation, feature_value
 
 MIN_SIZES = 2  # distinct input sizes a fold trains on (a 2-parameter form needs them)
+# Folds judged: those of the largest inputs (the extrapolations most like the next run's),
+# which bounds the nested selection's cost on a long history.
+MAX_FOLDS = 6
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,14 @@ def forward_folds(
     runs: Sequence[MemoryObservation],
 ) -> list[tuple[list[MemoryObservation], MemoryObservation]]:
     """(train, test) per run: trained on the runs with a strictly smaller input, where those
-    cover at least MIN_SIZES distinct input sizes."""
+    cover at least MIN_SIZES distinct input sizes; the MAX_FOLDS of the largest inputs."""
     folds = []
-    for test in runs:
+    for test in sorted(runs, key=lambda r: r.input_bytes)[::-1]:
         train = [r for r in runs if r.input_bytes < test.input_bytes]
         if len({r.input_bytes for r in train}) >= MIN_SIZES:
             folds.append((train, test))
+        if len(folds) == MAX_FOLDS:
+            break
     return folds
 
 
