@@ -215,9 +215,9 @@ def test_user_memory_as_spark_submit_reads_it() -> None:
 
 
 def test_an_unreadable_memory_string_is_a_usage_error_naming_the_forms() -> None:
-    with pytest.raises(UsageError, match="--executor-memory.*4gigs.*512m"):
+    with pytest.raises(UsageError, match=r"--executor-memory.*4gigs.*512m"):
         user_memory([*YARN, "--executor-memory", "4gigs", "a.py"])
-    with pytest.raises(UsageError, match="spark.executor.memoryOverhead"):
+    with pytest.raises(UsageError, match=r"spark\.executor\.memoryOverhead"):
         user_memory([*YARN, "--conf", "spark.executor.memoryOverhead=lots", "a.py"])
 
 
