@@ -90,7 +90,7 @@ elif job == "sort":  # a wide sort: it spills to disk rather than fail
 elif job == "zipf":  # big values per distinct key of a heavy-tailed draw: sqrt-like growth
     keys = spark.range(0, rows, 1, x).select(
         (F.lit(1.0) / (F.rand(2) + F.lit(1e-9))).cast("long").alias("v")).distinct()
-    big = keys.withColumn("payload", payload("v", 32768)).repartition(x)
+    big = keys.withColumn("payload", payload("v", 262144)).repartition(x)
     out = big.groupBy(F.spark_partition_id().alias("p")).agg(F.collect_list("payload").alias("l"))
     out = out.select(F.sum(F.size("l")))
 else:
@@ -224,15 +224,14 @@ def case_key(job: str, rows: int, x: int) -> str:
 
 def find_need(rec: Recorder, job: str, rows: int, x: int, guess: int, timeout_s: float,
               known_ok: int | None) -> dict:
-    """The smallest memory (STEP_MB steps, >= FLOOR_MB) at which the case succeeds."""
+    """The smallest memory (STEP_MB steps, >= FLOOR_MB) at which the case succeeds: probe
+    the guess, walk away from it in doubling steps until the outcome flips, then bisect."""
     ok, fail = known_ok, None  # smallest success, largest failure seen
-    probes = 0
-    probe = max(FLOOR_MB, min(guess, CEILING_MB))
-    while True:
-        if ok is not None and (ok == FLOOR_MB or (fail is not None and ok - fail <= STEP_MB)):
-            break
-        if fail is not None and fail >= CEILING_MB:
-            break
+    probes, step = 0, STEP_MB
+    probe = max(FLOOR_MB, min(_steps(guess), CEILING_MB))
+    if ok is not None and probe >= ok:
+        probe = max(FLOOR_MB, ok - STEP_MB)
+    while not _settled(ok, fail):
         result = rec.run(job, rows, x, probe, "probe", timeout_s)
         probes += 1
         if result["outcome"] == "error":
@@ -242,14 +241,33 @@ def find_need(rec: Recorder, job: str, rows: int, x: int, guess: int, timeout_s:
         else:
             fail = probe if fail is None else max(fail, probe)
         if ok is not None and fail is not None:
-            probe = fail + max(STEP_MB, (ok - fail) // 2 // STEP_MB * STEP_MB)
-        elif ok is not None:  # gallop down
-            probe = max(FLOOR_MB, ok - STEP_MB * 2 ** (probes + 1))
-        else:  # gallop up
-            probe = min(CEILING_MB, fail + STEP_MB * 2 ** (probes + 1))
-    need = ok if ok is not None and (fail is None or ok - fail <= STEP_MB or ok == FLOOR_MB) \
-        else None
-    return {"need_mb": need, "above_mb": fail, "probes": probes}
+            probe = fail + max(STEP_MB, _steps((ok - fail) // 2))
+        elif ok is not None:
+            probe, step = max(FLOOR_MB, ok - step), step * 2
+        else:
+            assert fail is not None
+            probe, step = min(CEILING_MB, fail + step), step * 2
+    settled = ok is not None and (ok == FLOOR_MB or (fail is not None and ok - fail <= STEP_MB))
+    return {"need_mb": ok if settled else None, "above_mb": fail, "probes": probes}
+
+
+def _steps(mb: float) -> int:
+    return round(mb / STEP_MB) * STEP_MB
+
+
+def _settled(ok: int | None, fail: int | None) -> bool:
+    if ok is not None and (ok == FLOOR_MB or (fail is not None and ok - fail <= STEP_MB)):
+        return True
+    return fail is not None and fail >= CEILING_MB
+
+
+def _guess(previous: tuple[int, int] | None, rows: int, job: str) -> int:
+    """Where the search starts: the previous size's need grown by half the input's growth
+    (needs grow less than linearly above Spark's fixed part), else Spark's smallest."""
+    if previous is None:  # many cases need no more than Spark's smallest executor
+        return FLOOR_MB
+    prev_rows, need = previous
+    return _steps(need * (1 + 0.5 * (rows / prev_rows - 1)))
 
 
 def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float) -> bool:
@@ -273,7 +291,7 @@ def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float
                                "profile_outcome": profile["outcome"]}
                 if k >= 2:
                     ok = PROFILE_MEMORY_MB if profile["outcome"] == "succeeded" else None
-                    guess = previous[1] if previous else FLOOR_MB
+                    guess = _guess(previous, rows, job)
                     timeout = PROBE_SLOWDOWN * profile["wall_s"] + 60
                     entry.update(find_need(rec, job, rows, x, guess, timeout, ok))
                     if entry.get("need_mb"):
