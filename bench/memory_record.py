@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -311,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from cobell_cli.run.local_cluster import LocalCluster
+
+    def stop(signum: int, _frame: object) -> None:  # a timeout's SIGTERM: stop the cluster
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
     deadline = time.time() + 60 * args.budget_min
     out = DATA / args.set
