@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.store.schema import RECENCY, TRAINING_COLUMNS
+from cobell_cli.store.schema import MEMORY_RUN, RECENCY, TRAINING_COLUMNS
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -241,13 +241,10 @@ class RunQueries:
         `window` of them (None or 0: all). Every input size counts: memory must extrapolate."""
         columns = ("input_bytes", "scale_out", "executor_memory_mb", "executor_overhead_mb",
                    "peak_memory_mb", "status", "failure_reason", "backend")  # fmt: skip
-        where = (
-            "job = ? AND input_bytes > 0 AND scale_out >= 1 AND ((status = 'succeeded' AND "
-            "peak_memory_mb > 0) OR (status = 'failed' AND failure_reason = 'memory'))"
-        )
         limit = f" LIMIT {int(window)}" if window else ""
         rows = self.conn.execute(
-            f"SELECT {', '.join(columns)} FROM runs WHERE {where} "
+            f"SELECT {', '.join(columns)} FROM runs INDEXED BY runs_memory "
+            f"WHERE job = ? AND ({MEMORY_RUN}) AND input_bytes > 0 AND scale_out >= 1 "
             f"ORDER BY {RECENCY} DESC, id DESC{limit}",
             [job],
         ).fetchall()

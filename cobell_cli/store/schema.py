@@ -55,6 +55,11 @@ RUN_COLUMNS: dict[str, type] = {
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
+# The runs the memory models read: measured peaks of succeeded runs, and memory failures.
+MEMORY_RUN = (
+    "(status = 'succeeded' AND peak_memory_mb > 0) OR "
+    "(status = 'failed' AND failure_reason = 'memory')"
+)
 # What planning and model fitting read of a run (`History.training_runs`).
 TRAINING_COLUMNS: tuple[str, ...] = (
     "id",
@@ -185,6 +190,11 @@ def _migration_4(conn: sqlite3.Connection) -> None:
         name = column.split()[0]
         check = f"CHECK ({name} IS NULL OR {name} {check})"
         conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {check}")
+    # what the memory models read (History.memory_runs), found without scanning a job's runs
+    conn.execute(
+        f"CREATE INDEX runs_memory ON runs (job, {RECENCY}, id) "
+        f"WHERE {MEMORY_RUN}"
+    )
 
 
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
