@@ -195,6 +195,18 @@ def memory_request(
     )
 
 
+def memory_model(history: History, job: str, window: int | None = None) -> tuple[Any, list]:
+    """The job's memory model (core/memory/model.py) on its runs with memory columns, and
+    those observations; (None, observations) when no run has a measured peak."""
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+
+    obs = observations(history.memory_runs(job, window=window))
+    if not any(o.demand_mb for o in obs):
+        return None, obs
+    return MemoryModel().fit(obs), obs
+
+
 def live_progress(
     history: History,
     cluster: Any,

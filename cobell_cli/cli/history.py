@@ -176,6 +176,9 @@ def show(
     for key, value in fields.items():
         shown = output.iso(value) if key.endswith("_at") and value is not None else value
         typer.echo(f"{key + ':':{width}} {'' if shown is None else output.printable(shown)}")
+    memory = memory_summary(run)
+    if memory:
+        typer.echo(f"\nmemory: {memory}")
     colocations = run["colocations"]
     typer.echo(f"\nco-runners ({len(colocations)}):")
     if colocations:
@@ -201,6 +204,25 @@ def show(
                 ],
             )
         )
+
+
+def memory_summary(run: dict) -> str | None:
+    """Reserved against used per executor, in words (None when neither is known)."""
+    reserved, peak = run.get("executor_memory_mb"), run.get("peak_memory_mb")
+    if reserved is None and peak is None:
+        return None
+    parts = []
+    if peak is not None:
+        used = f"peak {peak:.0f} MB heap used per executor"
+        parts.append(used + (f" of {reserved} MB reserved ({100 * peak / reserved:.0f} %)"
+                             if reserved else ""))
+    elif reserved is not None:
+        parts.append(f"{reserved} MB reserved per executor, peak not measured")
+    if run.get("executor_overhead_mb"):
+        parts.append(f"+ {run['executor_overhead_mb']} MB overhead")
+    if run.get("failure_reason") == "memory":
+        parts.append("failed for memory: the reservation was too small")
+    return ", ".join(parts)
 
 
 @app.command("jobs")

@@ -172,11 +172,31 @@ def show(
     runs, whatif = _runs_and_profiles(ctx, job)
     cache = api.model_cache(settings(ctx))
     description = {"job": job, **fit(job, runs, whatif, cache).describe()}
+    with open_history(ctx, create=False, read_only=True) as history:
+        memory, _ = api.memory_model(history, job, settings(ctx).history_window)
+    description["memory"] = memory.describe() if memory is not None else None
     if as_json:
         cached = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
         typer.echo(output.to_json({**description, "model_cache": cached}))
         return
-    typer.echo(output.table(show_rows(description), ["field", "value"]))
+    rows = [*show_rows(description), {"field": "memory function",
+                                      "value": memory_text(description["memory"])}]
+    typer.echo(output.table(rows, ["field", "value"]))
+
+
+def memory_text(memory: dict[str, Any] | None) -> str:
+    """The memory function, what it rests on and how well it extrapolated."""
+    if memory is None:
+        return "none yet (no run with a measured executor memory peak)"
+    text = (f"{memory['function']}: {memory['formula']} MB, z = input "
+            + ("per executor" if "per_executor" in memory["function"] else "")
+            + f" in MB ({memory['runs']} runs")
+    if memory["failures"]:
+        text += f", {memory['failures']} memory failures as lower bounds"
+    chosen = memory["cv_rmsle"].get(memory["function"])
+    if chosen is not None:
+        text += f"; forward-CV error {100 * chosen:.0f} % (RMS log)"
+    return text + ")"
 
 
 def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,
@@ -239,11 +259,18 @@ def plot(
     out: Path = typer.Option(..., "--output", "-o", help="Image file to write (png, svg, pdf)."),
     co_runner: str | None = typer.Option(
         None, "--co-runner", help="Co-runner for the curves (default: the most frequent one)."),
+    memory: bool = typer.Option(
+        False, "--memory",
+        help="Plot the executor memory instead: each run's peak against its input per "
+             "executor (or input), memory failures at the memory that failed, and the chosen "
+             "memory function."),
 ) -> None:
     """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the
     `plot` extra).
 
     Example: cobell model plot --job sgd -o sgd.png
+
+    Example: cobell model plot --job etl --memory -o etl-memory.png
     """
     from cobell_cli.errors import CobellError
 
@@ -253,13 +280,16 @@ def plot(
         raise CobellError("plotting needs matplotlib",
                           hint="pip install 'cobell[plot]'") from None
     matplotlib.use("Agg")
-    import warnings
 
     import matplotlib.pyplot as plt
     import numpy as np
 
     from cobell_cli.output import printable
 
+    if memory:
+        fig = _memory_figure(ctx, job, plt)
+        _save(fig, out, plt)
+        return
     runs = training_runs(ctx, job)
     model = fit(job, runs)
     if co_runner is None:
@@ -286,6 +316,14 @@ def plot(
     ax.set_ylabel("runtime (s)")
     ax.set_title(f"{printable(job)}: {model.n_runs_} runs")  # control characters as \xNN
     ax.legend()
+    _save(fig, out, plt)
+
+
+def _save(fig: Any, out: Path, plt: Any) -> None:
+    import warnings
+
+    from cobell_cli.errors import CobellError
+
     try:
         with warnings.catch_warnings():  # a name the font lacks a glyph for is drawn as a box
             warnings.filterwarnings("ignore", message="Glyph .* missing from font")
@@ -296,6 +334,38 @@ def plot(
     finally:
         plt.close(fig)
     info(f"wrote {out}")
+
+
+def _memory_figure(ctx: typer.Context, job: str, plt: Any) -> Any:
+    """Peak memory per run against the chosen function's feature, with the function."""
+    from cobell_cli import api
+    from cobell_cli.core.memory.records import feature_value
+    from cobell_cli.errors import UsageError
+    from cobell_cli.output import printable
+
+    with open_history(ctx, create=False, read_only=True) as history:
+        model, obs = api.memory_model(history, job, settings(ctx).history_window)
+    if model is None:
+        raise UsageError(f"job {job!r} has no run with a measured executor memory peak",
+                         hint="runs of `cobell submit` on Spark record it from the event log")
+    feature = model.candidate_.feature
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    seen = [o for o in obs if o.demand_mb]
+    failed = [o for o in obs if o.failed]
+    ax.scatter([feature_value(o, feature) for o in seen], [o.demand_mb for o in seen], s=18,
+               label="runs (peak)")
+    if failed:
+        ax.scatter([feature_value(o, feature) for o in failed], [o.reserved_mb for o in failed],
+                   marker="x", color="red", label="failed for memory at")
+    top = max(feature_value(o, feature) for o in obs) * 1.25
+    grid = [top * i / 200 for i in range(1, 201)]
+    ax.plot(grid, [model.fitted_.predict(z) for z in grid], color="black",
+            label=model.candidate_.label)
+    ax.set_xlabel("input per executor (MB)" if feature == "per_executor" else "input (MB)")
+    ax.set_ylabel("executor memory (MB)")
+    ax.set_title(f"{printable(job)}: {model.runs_} runs")
+    ax.legend()
+    return fig
 
 
 def default_scale_outs(observed: int) -> list[int]:

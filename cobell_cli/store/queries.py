@@ -243,7 +243,7 @@ class RunQueries:
                    "peak_memory_mb", "status", "failure_reason", "backend")  # fmt: skip
         limit = f" LIMIT {int(window)}" if window else ""
         rows = self.conn.execute(
-            f"SELECT {', '.join(columns)} FROM runs INDEXED BY runs_memory "
+            f"SELECT {', '.join(columns)} FROM runs "
             f"WHERE job = ? AND ({MEMORY_RUN}) AND input_bytes > 0 AND scale_out >= 1 "
             f"ORDER BY {RECENCY} DESC, id DESC{limit}",
             [job],

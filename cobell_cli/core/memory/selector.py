@@ -13,7 +13,7 @@ that form, the neighbour's fitted function scaled to its own runs (`borrow`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cobell_cli.core.memory.experts import Fitted
@@ -89,9 +89,3 @@ def borrow(fitted: Fitted, z: Sequence[float], y: Sequence[float]) -> Fitted:
     if fitted.name == "power":
         return Fitted("power", fitted.a * factor, fitted.b)
     return Fitted(fitted.name, fitted.a * factor, fitted.b * factor, fitted.tau)
-
-
-def known_jobs(models: Mapping[str, tuple[tuple[float, ...] | None, str, Fitted]]) -> list[KnownJob]:
-    """KnownJobs from {job: (features, label, fitted)}, those with features."""
-    return [KnownJob(job, f, label, fitted) for job, (f, label, fitted) in sorted(models.items())
-            if f is not None]
