@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import publish
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "memory"
 RESULTS = ROOT / "bench" / "results"
@@ -286,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="+", default=["tune"])
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
-    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from cobell_cli.core.memory.plan import DEFAULT_MEMORY_CONFIDENCE
@@ -298,10 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         runs, cases = load(set_name)
         results[set_name] = score(runs, cases, confidence)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
-    text = render(results, confidence, command.strip(), time.perf_counter() - started)
-    if args.output:
-        args.output.write_text(text + "\n")
-    print(text)
+    publish(render(results, confidence, command.strip(), time.perf_counter() - started) + "\n",
+            args.output)
     return 0
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from bench import colocation as co
-from bench import nodesim
+from bench import nodesim, publish
 from bench import simulator as sim
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="4 runs per interferer")
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--data", type=Path, default=co.DEFAULT_DATA)
-    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--output", type=Path, default=RESULTS / "memory_e2e.md")
     args = parser.parse_args(argv)
     cfg = co.Config(runs_per_interferer=4 if args.quick else 12, seed=args.seed)
     curves = sim.load_curves(args.data)
@@ -254,10 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             results[(world, target)] = run_cell(world, target, cfg, curves)
             print(f"{world} {target}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     command = "python -m bench.memory_e2e " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = render(results, command.strip(), time.perf_counter() - started)
-    if args.output:
-        args.output.write_text(text + "\n")
-    print(text)
+    publish(render(results, command.strip(), time.perf_counter() - started) + "\n",
+            None if args.quick else args.output)
     return 0
 
 
