@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cobell_cli.core.memory.demand import observations
-from cobell_cli.core.memory.model import MemoryModel, failure_bound
 from cobell_cli.core.memory.sizing import ContainerRules, Reservation, container_of, reserve
+
+if TYPE_CHECKING:
+    from cobell_cli.core.memory.model import MemoryModel
 
 # --memory-confidence's default: the chosen heap covers the need with at least this estimated
 # probability (bench/results/memory_accuracy.md).
@@ -95,6 +96,11 @@ def plan_memory(
 ) -> MemoryPlan:
     """Each candidate's memory. `runs`: the job's runs with memory columns (any status);
     `model`: an already fitted model of them (a cache's), else fitted here."""
+    if not runs and model is None:  # most jobs on most clusters: nothing to import or fit
+        return _unsized(candidates, request, request.input_bytes, None)
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+
     obs = observations(runs)
     input_bytes, note = _input(request.input_bytes, obs)
     if model is None and any(o.demand_mb for o in obs):
@@ -167,6 +173,8 @@ def _after_failures(
 ) -> MemoryPlan:
     """Only memory failures known: RETRY_GROWTH x the largest that failed with this much
     input per executor; unsized where none did."""
+    from cobell_cli.core.memory.model import failure_bound
+
     rows = []
     for x in candidates:
         failed = failure_bound(obs, input_bytes, x)
