@@ -4,7 +4,9 @@ log, or in a line of the driver's output.
 The JVM's own errors, Spark's exit code for an executor that ran out of memory (52,
 SparkExitCode.OOM), and YARN's kill of a container that exceeded its memory (the NodeManager's
 "running beyond physical memory limits", which the driver reports as "Container killed by
-YARN for exceeding memory limits" or, on Spark >= 3, "exceeding physical memory limits").
+YARN for exceeding memory limits" or, on Spark >= 3, "exceeding physical memory limits"; the
+NodeManager's own diagnostics, which the RM reports for the app, say "beyond the 'PHYSICAL'
+memory limit").
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ MEMORY_FAILURE_MARKERS = (
     "exit code: 52",
     "exceeding memory limits",
     "exceeding physical memory limits",
-    "beyond physical memory limits",
+    "beyond physical memory limits",  # Hadoop 2's NodeManager
     "beyond virtual memory limits",
+    "beyond the 'PHYSICAL' memory limit",  # Hadoop 3's NodeManager diagnostics
+    "beyond the 'VIRTUAL' memory limit",
 )
 
 
