@@ -131,6 +131,7 @@ def predict(
         )
         memory_runs = history.memory_runs(job, window=window) if memory is not None else []
         request = memory_request(cluster, memory, memory_runs) if memory is not None else None
+    sizing = memory_model(history, job, runs=memory_runs)[0] if memory_runs else None
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
     cache = model_cache(settings)
     replays = None
@@ -157,6 +158,7 @@ def predict(
         whatif_memory=replays,
         memory=request,
         memory_runs=memory_runs,
+        memory_model=sizing,
         minimize=minimize,  # type: ignore[arg-type]
     )
     if replays is not None:
@@ -195,16 +197,49 @@ def memory_request(
     )
 
 
-def memory_model(history: History, job: str, window: int | None = None) -> tuple[Any, list]:
-    """The job's memory model (core/memory/model.py) on its runs with memory columns, and
-    those observations; (None, observations) when no run has a measured peak."""
+MEMORY_NEIGHBOURS = 30  # jobs the expert selector compares a new job with, at most
+
+
+def memory_model(
+    history: History, job: str, window: int | None = None, runs: list | None = None
+) -> tuple[Any, list]:
+    """The job's memory model (core/memory/model.py) on its runs with memory columns (`runs`,
+    else read), and those observations; (None, observations) when no run has a measured
+    peak. With too few input sizes to choose its own function, the nearest known job's by
+    event-log profile (core/memory/selector.py) guides it."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.select import MIN_SIZES
 
-    obs = observations(history.memory_runs(job, window=window))
-    if not any(o.demand_mb for o in obs):
+    obs = observations(runs if runs is not None else history.memory_runs(job, window=window))
+    sizes = {o.input_bytes for o in obs if o.demand_mb}
+    if not sizes:
         return None, obs
-    return MemoryModel().fit(obs), obs
+    neighbour = nearest_memory_job(history, job, window) if len(sizes) <= MIN_SIZES else None
+    return MemoryModel(neighbour=neighbour).fit(obs), obs
+
+
+def nearest_memory_job(history: History, job: str, window: int | None) -> Any:
+    """The known job nearest to `job` by event-log profile, with its memory function (None
+    without profiles or known jobs)."""
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.select import MIN_SIZES
+    from cobell_cli.core.memory.selector import KnownJob, job_features, nearest
+
+    mine = job_features(history.profiles(job, limit=JOB_PROFILES))
+    if mine is None:
+        return None
+    known = []
+    for other in [j for j in history.job_names() if j != job][:MEMORY_NEIGHBOURS]:
+        obs = observations(history.memory_runs(other, window=window))
+        if len({o.input_bytes for o in obs if o.demand_mb}) <= MIN_SIZES:
+            continue
+        features = job_features(history.profiles(other, limit=JOB_PROFILES))
+        if features is not None:
+            model = MemoryModel(nested=False).fit(obs)
+            known.append(KnownJob(other, features, model.candidate_.label, model.fitted_))
+    return nearest(mine, known)
 
 
 def live_progress(

@@ -137,3 +137,24 @@ def test_spark_memory_strings(text, mb) -> None:
 def test_bad_memory_strings_name_the_forms(text) -> None:
     with pytest.raises(ValueError, match="memory"):
         memory_mb(text)
+
+
+def test_the_selector_takes_the_nearest_jobs_function_and_scales_it_to_the_own_runs() -> None:
+    from cobell_cli.core.memory.experts import Fitted
+    from cobell_cli.core.memory.selector import KnownJob, nearest
+
+    known = [
+        KnownJob("cache", (0.0, 0.9, 0.05, 1.0), "constant", Fitted("constant", 600.0, 0.0)),
+        KnownJob("collect", (1.0, 0.1, 0.30, 1.5), "linear(per_executor)",
+                 Fitted("linear", 400.0, 3.0)),
+    ]
+    neighbour = nearest((0.9, 0.15, 0.25, 1.4), known)
+    assert neighbour is not None and neighbour.job == "collect"
+    # one run only: the form cannot be fitted, the neighbour's is scaled to the run
+    own = [MemoryObservation(int(200 * MB), 2, 1.5 * (400 + 3 * 100))]
+    model = MemoryModel(neighbour=neighbour).fit(own)
+    assert model.source_ == "selector" and model.candidate_.label == "linear(per_executor)"
+    assert model.predict(int(400 * MB), 1) == pytest.approx(1.5 * (400 + 3 * 400), rel=0.05)
+    assert "collect" in model.describe()["chosen_by"]
+    alone = MemoryModel().fit(own[:1])
+    assert alone.source_ == "default" and alone.candidate_.label == "constant"

@@ -114,8 +114,8 @@ def memory_line(memory: Any) -> str:
     else:
         how = (f"covers the predicted need {memory.get('predicted_peak_mb'):.0f} MB up to "
                f"{memory.get('upper_peak_mb'):.0f} MB (P >= {memory.get('memory_confidence'):g})")
-    model = (f"; model {memory.get('model')} on {memory.get('runs')} runs"
-             if memory.get("model") else "")
+    model = (f"; model {memory.get('model')} on {memory.get('runs')} runs, chosen by "
+             f"{memory.get('chosen_by')}" if memory.get("model") else "")
     note = f"; {memory['note']}" if memory.get("note") else ""
     return f"memory: {heap} MB heap per executor{grant}, {how}{model}{note}"
 

@@ -20,6 +20,7 @@ from cobell_cli.core.calibration import ratio_bound
 from cobell_cli.core.memory.experts import Fitted
 from cobell_cli.core.memory.records import MemoryObservation, feature_value
 from cobell_cli.core.memory.select import CANDIDATES, Candidate, candidate, nested_ratios, select
+from cobell_cli.core.memory.selector import Neighbour, borrow
 
 STEP_MB = 64  # reservations move in 64 MB steps: what the need is measured in
 # The same input (per executor) as a failed run's, within this fraction: its reservation failed
@@ -52,10 +53,12 @@ class MemoryModel:
         fallback: str = "linear(per_executor)",
         pool: Sequence[str] | None = None,
         nested: bool = True,
+        neighbour: Neighbour | None = None,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
         self.nested = nested
+        self.neighbour = neighbour
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
@@ -67,10 +70,15 @@ class MemoryModel:
         measured = [r for r in runs if r.demand_mb is not None and r.demand_mb > 0]
         if not measured:
             raise ValueError("no run with a measured memory demand")
-        fallback = candidate(self.fallback)
+        guide = self.neighbour
+        fallback = candidate(guide.label if guide is not None else self.fallback)
         selection = select(measured, fallback, self._pool())
-        fitted = selection.candidate.fit(measured)
         chosen = selection.candidate
+        fitted = chosen.fit(measured)
+        self.source_ = "own" if selection.folds else ("selector" if guide else "default")
+        if fitted is None and guide is not None and guide.fitted is not None:
+            z = [feature_value(r, chosen.feature) for r in measured]
+            fitted = borrow(guide.fitted, z, [r.demand_mb for r in measured])  # type: ignore[misc]
         if fitted is None:  # too few distinct inputs for the form: the same scaled constant
             chosen = CANDIDATES[0]
             fitted = chosen.fit(measured)
@@ -111,9 +119,13 @@ class MemoryModel:
         """The largest reservation that failed for memory at no more input than this run's."""
         return failure_bound(self.failures_, input_bytes, scale_out, self.candidate_.feature)
 
+    def _chosen_by(self) -> str:
+        return _chosen_by_text(self.source_, self.neighbour)
+
     def describe(self) -> dict[str, Any]:
         return {
             "function": self.candidate_.label,
+            "chosen_by": self._chosen_by(),
             "formula": self.fitted_.describe(),
             "runs": self.runs_,
             "failures": len(self.failures_),
@@ -121,6 +133,14 @@ class MemoryModel:
             "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
             "held_out_ratios": len(self.ratios_),
         }
+
+
+def _chosen_by_text(source: str, neighbour: Neighbour | None) -> str:
+    if source == "own":
+        return "its own runs (nested forward CV)"
+    if source == "selector" and neighbour is not None:
+        return f"the nearest job by event-log profile, {neighbour.job} (KNN)"
+    return "the default: linear in the input per executor (too few input sizes to choose)"
 
 
 def failure_bound(

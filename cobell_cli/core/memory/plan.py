@@ -80,6 +80,7 @@ class MemoryPlan:
             "runs": self.runs,
             "memory_confidence": self.confidence,
             "input_bytes": self.input_bytes,
+            "chosen_by": (self.description or {}).get("chosen_by"),
         }
         if chosen is not None:
             out.update(asdict(chosen))
