@@ -32,12 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,7 +49,7 @@ STEP_MB = 64
 FLOOR_MB = 512  # Spark refuses an executor below 1.5 x 300 MB reserved (450 MiB)
 PROFILE_MEMORY_MB = 2048
 CEILING_MB = 3072  # no probe above: a need beyond is recorded as "> 3072"
-WORKER_MEMORY = "7g"
+WORKER_MEMORY = "9g"
 PROBE_SLOWDOWN = 4.0
 SIZES = 5
 GROWTH = 1.5
@@ -134,13 +136,20 @@ class Recorder:
         self.out, self.tmp, self.master = out, tmp, master
         self.script = tmp / "app.py"
         self.script.write_text(APP)
-        self.events = tmp / "events"
-        self.events.mkdir(exist_ok=True)
+        self.lock = threading.Lock()  # runs.jsonl and needs.json, written by several threads
         self.runs_path = out / "runs.jsonl"
         self.needs_path = out / "needs.json"
         self.needs: dict[str, dict] = (
             json.loads(self.needs_path.read_text()) if self.needs_path.exists() else {}
         )
+
+    def events(self) -> Path:
+        """This thread's own event-log directory, emptied."""
+        path = self.tmp / f"events-{threading.get_ident()}"
+        path.mkdir(exist_ok=True)
+        for old in path.iterdir():
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        return path
 
     def run(self, job: str, rows: int, x: int, memory_mb: int, purpose: str,
             timeout_s: float) -> dict:
@@ -148,8 +157,7 @@ class Recorder:
         from cobell_cli.core.memory.failures import memory_failure
         from cobell_cli.run.local_cluster import find_spark_home
 
-        for old in self.events.iterdir():
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        events = self.events()
         argv = [str(find_spark_home() / "bin" / "spark-submit"), "--master", self.master,
                 "--name", f"mem-{job}-{rows}-x{x}-{memory_mb}", "--total-executor-cores", str(x),
                 "--executor-cores", "1", "--executor-memory", f"{memory_mb}m",
@@ -157,7 +165,7 @@ class Recorder:
                 "--conf", "spark.task.maxFailures=1",
                 "--conf", "spark.ui.enabled=false",
                 "--conf", "spark.eventLog.enabled=true",
-                "--conf", f"spark.eventLog.dir={self.events.as_uri()}",
+                "--conf", f"spark.eventLog.dir={events.as_uri()}",
                 "--conf", "spark.eventLog.logStageExecutorMetrics=true",
                 "--conf", "spark.executor.processTreeMetrics.enabled=true",
                 str(self.script), job, str(rows), str(x)]  # fmt: skip
@@ -183,23 +191,23 @@ class Recorder:
             "job": job, "rows": rows, "input_bytes": rows * JOBS[job][1], "scale_out": x,
             "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
             "wall_s": round(wall, 2), "loadavg": load, "at": round(started, 1),
-            **self._peaks(),
+            **self._peaks(events),
         }  # fmt: skip
         if outcome == "error":
             record["error"] = output.strip().splitlines()[-3:]
-        with self.runs_path.open("a") as fh:
+        with self.lock, self.runs_path.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         print(f"  {purpose:7s} {job} rows={rows} x={x} mem={memory_mb} -> {outcome} "
               f"{wall:.0f}s load {load:.1f}", flush=True)
         return record
 
-    def _peaks(self) -> dict:
+    def _peaks(self, events: Path) -> dict:
         """The run's executor memory as cobell's fold reads it (None without a log)."""
         from dataclasses import asdict
 
         from cobell_cli.sources.eventlog_profile import summarize
 
-        logs = [p for p in self.events.iterdir() if not p.name.endswith(".crc")]
+        logs = [p for p in events.iterdir() if not p.name.endswith(".crc")]
         if len(logs) != 1:
             return {"executors": None}
         try:
@@ -215,8 +223,9 @@ class Recorder:
         }  # fmt: skip
 
     def save_need(self, key: str, need: dict) -> None:
-        self.needs[key] = need
-        self.needs_path.write_text(json.dumps(self.needs, indent=1, sort_keys=True) + "\n")
+        with self.lock:
+            self.needs[key] = need
+            self.needs_path.write_text(json.dumps(self.needs, indent=1, sort_keys=True) + "\n")
 
 
 def case_key(job: str, rows: int, x: int) -> str:
@@ -271,34 +280,59 @@ def _guess(previous: tuple[int, int] | None, rows: int, job: str) -> int:
     return _steps(need * (1 + 0.5 * (rows / prev_rows - 1)))
 
 
-def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float) -> bool:
-    """Every (job, x) in turn, sizes in order; False when the budget ran out first."""
+def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float,
+           parallel: int = 1) -> bool:
+    """Every (job, x), sizes in order, `parallel` of them at a time (a need does not depend on
+    how long a run takes, and the apps wait on their JVMs half the time); False when the
+    budget ran out first."""
+    pairs = queue.SimpleQueue()
     for job in jobs:
         for x in executors:
-            previous: tuple[int, int] | None = None  # (rows, need)
-            for k, rows in enumerate(sizes(job)):
-                key = case_key(job, rows, x)
-                done = rec.needs.get(key)
-                if done is not None and done.get("complete"):
-                    if done.get("need_mb"):
-                        previous = (rows, done["need_mb"])
-                    continue
-                if time.time() > deadline:
-                    return False
-                print(f"{key} (load {loadavg():.1f})", flush=True)
-                profile = rec.run(job, rows, x, PROFILE_MEMORY_MB, "profile", timeout_s=600)
-                entry: dict = {"job": job, "rows": rows, "scale_out": x,
-                               "input_bytes": rows * JOBS[job][1],
-                               "profile_outcome": profile["outcome"]}
-                if k >= 2:
-                    ok = PROFILE_MEMORY_MB if profile["outcome"] == "succeeded" else None
-                    guess = _guess(previous, rows, job)
-                    timeout = PROBE_SLOWDOWN * profile["wall_s"] + 60
-                    entry.update(find_need(rec, job, rows, x, guess, timeout, ok))
-                    if entry.get("need_mb"):
-                        previous = (rows, entry["need_mb"])
-                entry["complete"] = True
-                rec.save_need(key, entry)
+            pairs.put((job, x))
+    finished = []
+
+    def work() -> None:
+        while True:
+            try:
+                job, x = pairs.get_nowait()
+            except queue.Empty:
+                return
+            finished.append(record_pair(rec, job, x, deadline))
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(parallel)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return all(finished)
+
+
+def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
+    """One (job, x): its sizes in order; False when the budget ran out first."""
+    previous: tuple[int, int] | None = None  # (rows, need)
+    for k, rows in enumerate(sizes(job)):
+        key = case_key(job, rows, x)
+        done = rec.needs.get(key)
+        if done is not None and done.get("complete"):
+            if done.get("need_mb"):
+                previous = (rows, done["need_mb"])
+            continue
+        if time.time() > deadline:
+            return False
+        print(f"{key} (load {loadavg():.1f})", flush=True)
+        profile = rec.run(job, rows, x, PROFILE_MEMORY_MB, "profile", timeout_s=600)
+        entry: dict = {"job": job, "rows": rows, "scale_out": x,
+                       "input_bytes": rows * JOBS[job][1],
+                       "profile_outcome": profile["outcome"]}
+        if k >= 2:
+            ok = PROFILE_MEMORY_MB if profile["outcome"] == "succeeded" else None
+            guess = _guess(previous, rows, job)
+            timeout = PROBE_SLOWDOWN * profile["wall_s"] + 60
+            entry.update(find_need(rec, job, rows, x, guess, timeout, ok))
+            if entry.get("need_mb"):
+                previous = (rows, entry["need_mb"])
+        entry["complete"] = True
+        rec.save_need(key, entry)
     return True
 
 
@@ -307,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", required=True, help="tune (constants fitted) or test (fresh)")
     parser.add_argument("--jobs", nargs="+", choices=sorted(JOBS), default=sorted(JOBS))
     parser.add_argument("--executors", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--parallel", type=int, default=2,
+                        help="(job, executors) pairs recorded at the same time")
     parser.add_argument("--budget-min", type=float, default=28.0,
                         help="stop starting cases after this long (a chunk under the lock)")
     args = parser.parse_args(argv)
@@ -323,11 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster")
-        cluster.start(workers=2, cores_per_worker=2, memory_per_worker=WORKER_MEMORY,
+        cluster.start(workers=2, cores_per_worker=4, memory_per_worker=WORKER_MEMORY,
                       port=free_port(), webui_port=free_port(), timeout_s=300)
         try:
             rec = Recorder(out, Path(tmp), cluster.master_url)
-            finished = record(rec, args.jobs, args.executors, deadline)
+            finished = record(rec, args.jobs, args.executors, deadline, args.parallel)
         finally:
             cluster.stop()
     print("all cases recorded" if finished else "budget used: run again to continue")
