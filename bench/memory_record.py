@@ -297,7 +297,11 @@ def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float
                 job, x = pairs.get_nowait()
             except queue.Empty:
                 return
-            finished.append(record_pair(rec, job, x, deadline))
+            try:
+                finished.append(record_pair(rec, job, x, deadline))
+            except Exception as exc:  # one pair's trouble must not end the others
+                print(f"{job} x{x}: {type(exc).__name__}: {exc}", flush=True)
+                finished.append(False)
 
     threads = [threading.Thread(target=work, daemon=True) for _ in range(parallel)]
     for thread in threads:
