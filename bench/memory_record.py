@@ -272,12 +272,12 @@ def _settled(ok: int | None, fail: int | None) -> bool:
 
 
 def _guess(previous: tuple[int, int] | None, rows: int, job: str) -> int:
-    """Where the search starts: the previous size's need grown by half the input's growth
-    (needs grow less than linearly above Spark's fixed part), else Spark's smallest."""
+    """Where the search starts: the previous size's need above Spark's smallest grown with
+    the input (a need at the smallest stays there), else Spark's smallest."""
     if previous is None:  # many cases need no more than Spark's smallest executor
         return FLOOR_MB
     prev_rows, need = previous
-    return _steps(need * (1 + 0.5 * (rows / prev_rows - 1)))
+    return _steps(FLOOR_MB + (need - FLOOR_MB) * rows / prev_rows)
 
 
 def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float,
