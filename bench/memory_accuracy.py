@@ -83,11 +83,13 @@ def granted(heap_mb: float) -> int:
 
 def load(set_name: str) -> tuple[list[Run], list[Case]]:
     base = DATA / set_name
-    runs = []
-    for line in (base / "runs.jsonl").read_text().splitlines():
+    profiles: dict[tuple, dict] = {}  # the last profile run of a case (a chunk cut short
+    for line in (base / "runs.jsonl").read_text().splitlines():  # may have left an earlier)
         r = json.loads(line)
-        if r["purpose"] != "profile":
-            continue
+        if r["purpose"] == "profile":
+            profiles[(r["job"], r["rows"], r["scale_out"])] = r
+    runs = []
+    for r in profiles.values():
         peaks = [e["heap_mb"] for e in r.get("executors") or []]
         runs.append(Run(r["job"], r["input_bytes"], r["scale_out"], r["executor_memory_mb"],
                         r["outcome"], max(peaks) if peaks else None, r))

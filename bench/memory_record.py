@@ -51,6 +51,7 @@ PROFILE_MEMORY_MB = 2048
 CEILING_MB = 3072  # no probe above: a need beyond is recorded as "> 3072"
 WORKER_MEMORY = "9g"
 PROBE_SLOWDOWN = 4.0
+CASE_RESERVE_S = 240.0  # no case starts this close to the end of the budget
 SIZES = 5
 GROWTH = 1.5
 
@@ -321,7 +322,7 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
             if done.get("need_mb"):
                 previous = (rows, done["need_mb"])
             continue
-        if time.time() > deadline:
+        if time.time() > deadline - CASE_RESERVE_S:  # a case started now ends within budget
             return False
         print(f"{key} (load {loadavg():.1f})", flush=True)
         profile = rec.run(job, rows, x, PROFILE_MEMORY_MB, "profile", timeout_s=600)
