@@ -35,7 +35,7 @@ from cobell_cli.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from cobell_cli.api import Prediction
+    from cobell_cli.api import MemoryAsk, Prediction
     from cobell_cli.run.launch import Injection
     from cobell_cli.run.submit import Outcome
 
@@ -218,7 +218,7 @@ def submit(
     raise typer.Exit(outcome.exit_code)
 
 
-def _memory_ask(command: list[str], keep: bool, confidence: float | None) -> object | None:
+def _memory_ask(command: list[str], keep: bool, confidence: float | None) -> MemoryAsk | None:
     """What the planner may size for a Spark command (None: not a Spark command); a memory
     string in the command or its properties file that Spark could not read is a usage error
     before anything starts."""
@@ -246,7 +246,7 @@ def _memory_ask(command: list[str], keep: bool, confidence: float | None) -> obj
 def _with_memory(
     injected: Injection,
     prediction: Prediction,
-    ask: object | None,
+    ask: MemoryAsk | None,
     attempts: list[Outcome],
 ) -> tuple[Injection, dict[str, int | None] | None]:
     """The command with the planned executor memory, unless the user's is kept; a retry after
@@ -257,15 +257,15 @@ def _with_memory(
     memory = prediction.plan.memory
     if ask is None or memory is None:
         return injected, None
-    kept = {"executor_memory_mb": getattr(ask, "user_memory_mb", None),
-            "executor_overhead_mb": getattr(ask, "user_overhead_mb", None)}
+    kept = {"executor_memory_mb": ask.user_memory_mb,
+            "executor_overhead_mb": ask.user_overhead_mb}
     retry = bool(attempts) and attempts[-1].failure_reason == "memory"
     if memory.get("upper_peak_mb") is None:  # not sized: nothing to change
         return injected, kept
-    if getattr(ask, "keep", False) and not retry:
+    if ask.keep and not retry:
         return injected, kept
     heap, overhead = memory.get("executor_memory_mb"), memory.get("executor_overhead_mb")
-    if retry and getattr(ask, "keep", False):
+    if retry and ask.keep:
         heap = _retry_heap(memory, attempts[-1])
         warn(f"memory: the last attempt failed for memory at {attempts[-1].executor_memory_mb} "
              f"MB; this one runs at {heap} MB")
@@ -288,6 +288,8 @@ def _retry(outcome: Outcome, attempts: list[Outcome], retries: int) -> bool:
     """Run again? Only after a memory failure, while retries are left."""
     if outcome.failure_reason != "memory" or len(attempts) > retries:
         return False
+    for message in outcome.warnings:
+        warn(message)
     info(f"cobell: run {outcome.run_id} failed for memory; retrying "
          f"({len(attempts)} of {retries})")
     return True
