@@ -275,3 +275,66 @@ def test_allocation_from_yarn_site_xml(tmp_path: Path) -> None:
     )
     got = site_allocation({"YARN_CONF_DIR": str(tmp_path)})
     assert got is not None and got.step_mb == 768 and got.source == "yarn-site.xml"
+
+
+class _ConfServer:
+    """A ResourceManager's ConfServlet on loopback: /conf?format=json answers `doc`
+    (or XML, as a Hadoop that ignores `format` would, when `doc` is a str)."""
+
+    def __init__(self, doc: object) -> None:
+        import http.server
+        import threading
+
+        served = doc
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if not self.path.startswith("/conf"):
+                    self.send_error(404)
+                    return
+                body = served.encode() if isinstance(served, str) else json.dumps(served).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/xml" if isinstance(served, str)
+                                 else "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_resourcemanagers_own_configuration_wins(tmp_path: Path, monkeypatch) -> None:
+    from cobell_cli.cluster.http import JsonClient
+    from cobell_cli.cluster.yarn import YarnCluster
+
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.scheduler.minimum-allocation-mb</name>"
+        "<value>768</value></property></configuration>")
+    monkeypatch.setenv("YARN_CONF_DIR", str(tmp_path))
+    rm = _ConfServer({"properties": [
+        {"key": "yarn.scheduler.minimum-allocation-mb", "value": "256"},
+        {"key": "yarn.scheduler.maximum-allocation-mb", "value": "4096"}]})
+    old = _ConfServer("<configuration/>")  # an RM that serves only XML
+    try:
+        got = YarnCluster([rm.url], JsonClient(what="YARN RM", retries=0)).allocation()
+        assert (got.step_mb, got.maximum_mb, got.source) == (256, 4096, "resourcemanager")
+        fallback = YarnCluster([old.url], JsonClient(what="YARN RM", retries=0)).allocation()
+        assert (fallback.step_mb, fallback.source) == (768, "yarn-site.xml")
+    finally:
+        rm.close()
+        old.close()
+    monkeypatch.setenv("YARN_CONF_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "nowhere"))
+    dead = YarnCluster(["http://127.0.0.1:9"], JsonClient(what="YARN RM", retries=0,
+                                                          timeout_s=1, budget_s=2))
+    if not Path("/etc/hadoop/conf/yarn-site.xml").exists():
+        assert dead.allocation().source == "default"
