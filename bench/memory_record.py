@@ -1,30 +1,39 @@
 """Record real Spark runs and each case's memory **need** for the memory benchmark.
 
     flock /work/.heavy.lock .venv/bin/python -m bench.memory_record --set tune \\
-        [--jobs broadcast collect ...] [--executors 1 3] [--budget-min 28]
+        [--jobs broadcast collect ...] [--executors 1 3] [--budget-min 26] [--parallel 2]
 
-Starts `cobell local-cluster`'s code on free loopback ports (2 workers x 2 cores; workers
-offer WORKER_MEMORY each, so that every executor count and probe fits: a standalone worker's
-memory is fixed when it starts), runs PySpark jobs whose executor memory behaves differently
-as their input grows, and stops the cluster. Each job is recorded at five input sizes (the
-largest 1.5x the next) and each executor count given:
+Starts `cobell local-cluster`'s code on free loopback ports (2 workers; they offer
+WORKER_MEMORY each, so that every executor count and probe fits: a standalone worker's memory
+is fixed when it starts), runs PySpark jobs whose executor memory behaves differently as their
+input grows, and stops the cluster. A case is (job, input size, executor count); each job is
+recorded at five input sizes (the largest 1.5x the next) and each executor count given.
 
-* a **profile run** at PROFILE_MEMORY (the "user's default" reservation) with event logging
-  and stage executor metrics on: its peaks are what cobell's history would hold;
-* from the third size on, the case's **need**: the smallest executor memory, in 64 MB steps,
-  at which the run succeeds, found by probing (a guess from the previous size's need, then
-  galloping and bisection). A probe fails when the job fails (an executor's
-  OutOfMemoryError ends it: `spark.task.maxFailures=1`) or runs more than PROBE_SLOWDOWN times
-  the profile run's time (GC thrash at the edge counts as not enough memory).
+An application costs a minute or more of JVM start-up on this crowded 2-core machine, far
+more than the small jobs it runs, so one application runs a job at **several sizes**, one
+after the other (each size a Spark job group; the event log's per-job executor peaks tell the
+sizes' peaks apart, sources/eventlog_profile.py), smallest first, and stops at the first that
+fails (a larger input needs at least as much):
 
-Every run lands in bench/data/memory/<set>/runs.jsonl (job, input, executors, memory, purpose,
-outcome, wall time, load, and the peaks the event log reports per executor) and the needs in
-needs.json; the script resumes where a chunk stopped (`--budget-min` ends a chunk cleanly), so
-long recordings split into chunks under the machine-wide lock. Event logs are not kept (the
-peaks are what the benchmark reads; the fold is cobell's own, sources/eventlog_profile.py).
+* a **profile application** at PROFILE_MEMORY_MB (the "user's default" reservation), all five
+  sizes, event logging with stage executor metrics polled every 250 ms: each size's heap peak
+  is what cobell's history would hold (the per-size "runs" of the benchmark);
+* from the third size on, each case's **need**: the smallest executor memory, in 64 MB steps,
+  at which the size succeeds, found by **search applications** at memory M running the sizes
+  whose need is still open: one application answers for all of them (those before its first
+  failure need at most M, the rest more); the next M halves the widest open interval
+  (it starts at the profile's heap peak, which bounds the need from below). A size fails when
+  its job fails (an executor's OutOfMemoryError ends it: `spark.task.maxFailures=1`) or
+  takes more than PROBE_SLOWDOWN times the profile's time for it (GC thrash at the edge counts
+  as not enough memory).
+
+Everything lands in bench/data/memory/<set>/: runs.jsonl (one line per size of every
+application: job, input, executors, memory, purpose, outcome, seconds, load, the size's heap
+peak and the application's executor metrics) and needs.json; the script resumes where a chunk
+stopped (`--budget-min`), so long recordings split into chunks under the machine-wide lock.
 
 Input sizes are the bytes of the rows the job generates (`rows x ROW_BYTES[job]`): the data is
-generated inside the job (spark.range), so no input files are needed and a run takes seconds.
+generated inside the job (spark.range), so no input files are needed.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,63 +64,91 @@ PROBE_SLOWDOWN = 4.0
 CASE_RESERVE_S = 240.0  # no case starts this close to the end of the budget
 SIZES = 5
 GROWTH = 1.5
+# The JVMs compile with C1 only: a short application's CPU goes mostly to start-up and JIT,
+# and the machine is shared; what lives on the heap (the need) does not depend on the JIT.
+JIT = "-XX:TieredStopAtLevel=1"
+# Cheap pairs first (a need at Spark's smallest executor costs one search application), so a
+# budget cut short still covers every job.
+ORDER = ("sort", "cache", "broadcast", "collect", "distinct", "zipf")
 
 APP = r'''
-import sys
+import sys, time
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession, functions as F
 
-job, rows, x = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+job, x, sizes = sys.argv[1], int(sys.argv[2]), [int(v) for v in sys.argv[3:]]
 spark = SparkSession.builder.getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
+sc = spark.sparkContext
+sc.setLogLevel("ERROR")
 
 
 def payload(col, chars):
     return F.expr(f"repeat(lpad(cast({col} as string), 8, '0'), {chars // 8})")
 
 
-if job == "broadcast":  # a broadcast join: every executor holds the whole small side
-    big = spark.range(0, 200000, 1, x).withColumn("k", F.col("id") * 7 % rows)
-    small = spark.range(0, rows, 1, 2).withColumn("payload", payload("id", 96))
-    small = small.withColumnRenamed("id", "k")
-    out = big.join(F.broadcast(small), "k").agg(F.sum(F.length("payload")))
-elif job == "collect":  # one list per executor's partition: memory follows input / executors
-    df = spark.range(0, rows, 1, x).withColumn("payload", payload("id", 96)).repartition(x)
-    out = df.groupBy(F.spark_partition_id().alias("p")).agg(F.collect_list("payload").alias("l"))
-    out = out.select(F.sum(F.size("l")))
-elif job == "distinct":  # a set of values from a bounded domain: memory saturates
-    df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(1) * 1000000).cast("long"))
-    df = df.withColumn("payload", payload("v", 96)).repartition(x)
-    out = df.groupBy(F.spark_partition_id().alias("p")).agg(F.collect_set("payload").alias("s"))
-    out = out.select(F.sum(F.size("s")))
-elif job == "cache":  # a cached dataset read three times: storage evicts, the need stays low
-    df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", 96))
-    df = df.persist(StorageLevel.MEMORY_ONLY)
-    out = spark.createDataFrame([(sum(df.filter(F.col("id") % 7 == i).count()
-                                      for i in range(3)),)], ["n"])
-elif job == "sort":  # a wide sort: it spills to disk rather than fail
-    df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", 96))
-    out = df.orderBy(F.col("payload").desc(), "id").select(F.sum(F.crc32("payload")))
-elif job == "zipf":  # big values per distinct key of a heavy-tailed draw: sqrt-like growth
-    keys = spark.range(0, rows, 1, x).select(
-        (F.lit(1.0) / (F.rand(2) + F.lit(1e-9))).cast("long").alias("v")).distinct()
-    big = keys.withColumn("payload", payload("v", 262144)).repartition(x)
-    out = big.groupBy(F.spark_partition_id().alias("p")).agg(F.collect_list("payload").alias("l"))
-    out = out.select(F.sum(F.size("l")))
-else:
+def per_partition(df, agg):
+    return df.groupBy(F.spark_partition_id().alias("p")).agg(agg.alias("l"))
+
+
+def run(rows):
+    if job == "broadcast":  # a broadcast join: every executor holds the whole small side
+        big = spark.range(0, 200000, 1, x).withColumn("k", F.col("id") * 7 % rows)
+        small = spark.range(0, rows, 1, 2).withColumn("payload", payload("id", 96))
+        small = small.withColumnRenamed("id", "k")
+        return big.join(F.broadcast(small), "k").agg(F.sum(F.length("payload"))).collect()
+    if job == "collect":  # one list per executor's partition: memory follows input/executors
+        df = spark.range(0, rows, 1, x).withColumn("payload", payload("id", 96)).repartition(x)
+        out = per_partition(df, F.collect_list("payload"))
+        return out.select(F.sum(F.size("l"))).collect()
+    if job == "distinct":  # a set of values from a bounded domain: memory saturates
+        df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(1) * 3000000).cast("long"))
+        df = df.withColumn("payload", payload("v", 96)).repartition(x)
+        out = per_partition(df, F.collect_set("payload"))
+        return out.select(F.sum(F.size("l"))).collect()
+    if job == "cache":  # a cached dataset read three times: storage evicts, the need stays low
+        df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", 96))
+        df = df.persist(StorageLevel.MEMORY_ONLY)
+        try:
+            return [df.filter(F.col("id") % 7 == i).count() for i in range(3)]
+        finally:
+            df.unpersist(blocking=True)
+    if job == "sort":  # a wide sort: it spills to disk rather than fail
+        df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", 96))
+        out = df.orderBy(F.col("payload").desc(), "id")
+        return out.select(F.sum(F.crc32("payload"))).collect()
+    if job == "zipf":  # big values per distinct key of a heavy-tailed draw: sqrt-like growth
+        keys = spark.range(0, rows, 1, x).select(
+            (F.lit(1.0) / (F.rand(2) + F.lit(1e-9))).cast("long").alias("v")).distinct()
+        big = keys.withColumn("payload", payload("v", 131072)).repartition(x)
+        out = per_partition(big, F.collect_list("payload"))
+        return out.select(F.sum(F.size("l"))).collect()
     raise SystemExit(f"unknown job {job}")
-print("RESULT", out.collect())
+
+
+for rows in sizes:  # smallest first; the first failure ends it (more input needs more)
+    group = f"rows-{rows}"
+    sc.setJobGroup(group, group)
+    started = time.time()
+    try:
+        run(rows)
+    except Exception as exc:
+        text = str(exc).replace(chr(10), " ")[:400]
+        jobs = ",".join(map(str, sc.statusTracker().getJobIdsForGroup(group)))
+        print(f"CASE {rows} failed {time.time() - started:.1f} {jobs or '-'} {text}", flush=True)
+        break
+    jobs = ",".join(map(str, sc.statusTracker().getJobIdsForGroup(group)))
+    print(f"CASE {rows} succeeded {time.time() - started:.1f} {jobs or '-'}", flush=True)
 spark.stop()
 '''
 
 # Rows at the smallest size, and the bytes each row stands for (its payload and key): the
 # input size of a run is rows x ROW_BYTES. Sizes then grow by GROWTH.
 JOBS: dict[str, tuple[int, int]] = {
-    "broadcast": (400_000, 104),
-    "collect": (300_000, 104),
-    "distinct": (800_000, 104),
-    "cache": (800_000, 104),
-    "sort": (800_000, 104),
+    "broadcast": (500_000, 104),
+    "collect": (1_000_000, 104),
+    "distinct": (1_500_000, 104),
+    "cache": (1_000_000, 104),
+    "sort": (1_000_000, 104),
     "zipf": (300_000, 8),
 }
 
@@ -152,15 +190,16 @@ class Recorder:
             shutil.rmtree(old) if old.is_dir() else old.unlink()
         return path
 
-    def run(self, job: str, rows: int, x: int, memory_mb: int, purpose: str,
-            timeout_s: float) -> dict:
-        """One spark-submit; returns its record (also appended to runs.jsonl)."""
+    def run(self, job: str, x: int, rows: list[int], memory_mb: int, purpose: str,
+            timeout_s: float) -> dict[int, dict]:
+        """One application at `memory_mb` running the sizes in order (the first failure ends
+        it); a record per size it reached (appended to runs.jsonl), by rows."""
         from cobell_cli.core.memory.failures import memory_failure
         from cobell_cli.run.local_cluster import find_spark_home
 
         events = self.events()
         argv = [str(find_spark_home() / "bin" / "spark-submit"), "--master", self.master,
-                "--name", f"mem-{job}-{rows}-x{x}-{memory_mb}", "--total-executor-cores", str(x),
+                "--name", f"mem-{job}-x{x}-{memory_mb}", "--total-executor-cores", str(x),
                 "--executor-cores", "1", "--executor-memory", f"{memory_mb}m",
                 "--driver-memory", "2g",
                 "--conf", "spark.task.maxFailures=1",
@@ -168,8 +207,11 @@ class Recorder:
                 "--conf", "spark.eventLog.enabled=true",
                 "--conf", f"spark.eventLog.dir={events.as_uri()}",
                 "--conf", "spark.eventLog.logStageExecutorMetrics=true",
+                "--conf", "spark.executor.metrics.pollingInterval=250ms",
                 "--conf", "spark.executor.processTreeMetrics.enabled=true",
-                str(self.script), job, str(rows), str(x)]  # fmt: skip
+                "--conf", f"spark.driver.extraJavaOptions={JIT}",
+                "--conf", f"spark.executor.extraJavaOptions={JIT}",
+                str(self.script), job, str(x), *map(str, rows)]  # fmt: skip
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_CONF_DIR", None)
         load, started = loadavg(), time.time()
@@ -178,32 +220,50 @@ class Recorder:
                                   timeout=timeout_s, check=False)
             code, output = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:
-            code, output = None, str(exc.stderr or "")
+            code, output = None, _text(exc.stdout) + _text(exc.stderr)
         wall = time.time() - started
-        if code == 0 and "RESULT" in output:
-            outcome = "succeeded"
-        elif code is None:
-            outcome = "timeout"
-        elif any(memory_failure(line) for line in output.splitlines()):
-            outcome = "memory"
-        else:
-            outcome = "error"
-        record = {
-            "job": job, "rows": rows, "input_bytes": rows * JOBS[job][1], "scale_out": x,
-            "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
-            "wall_s": round(wall, 2), "loadavg": load, "at": round(started, 1),
-            **self._peaks(events),
-        }  # fmt: skip
-        if outcome == "error":
-            record["error"] = output.strip().splitlines()[-3:]
-        with self.lock, self.runs_path.open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        print(f"  {purpose:7s} {job} rows={rows} x={x} mem={memory_mb} -> {outcome} "
-              f"{wall:.0f}s load {load:.1f}", flush=True)
-        return record
+        app = self._peaks(events)
+        cases = _cases(output)
+        out: dict[int, dict] = {}
+        for size in rows:
+            case = cases.get(size)
+            if case is None:
+                if code is None and (not out or all(r["outcome"] == "succeeded"
+                                                    for r in out.values())):
+                    outcome = "timeout"  # the size running when time ran out
+                elif out and any(r["outcome"] != "succeeded" for r in out.values()):
+                    break  # after the first failure: not run
+                elif any(memory_failure(line) for line in output.splitlines()):
+                    outcome = "memory"
+                else:
+                    outcome = "error"
+                seconds, jobs, why = None, [], output.strip().splitlines()[-3:]
+            else:
+                outcome, seconds, jobs, why = case
+                if outcome == "failed":
+                    outcome = "memory" if memory_failure(why or output) else "error"
+            record = {
+                "job": job, "rows": size, "input_bytes": size * JOBS[job][1], "scale_out": x,
+                "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
+                "seconds": seconds, "app_wall_s": round(wall, 2), "loadavg": load,
+                "at": round(started, 1),
+                "heap_mb": max((app["job_heap_mb"].get(str(j), 0.0) for j in jobs), default=None)
+                if app.get("job_heap_mb") else None,
+                **({"why": why} if outcome not in ("succeeded",) else {}),
+                **app,
+            }  # fmt: skip
+            out[size] = record
+            with self.lock, self.runs_path.open("a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            print(f"  {purpose:7s} {job} x={x} mem={memory_mb} rows={size} -> {outcome} "
+                  f"({seconds or 0:.0f} s of an app of {wall:.0f} s, load {load:.1f})",
+                  flush=True)
+            if outcome != "succeeded":
+                break
+        return out
 
     def _peaks(self, events: Path) -> dict:
-        """The run's executor memory as cobell's fold reads it (None without a log)."""
+        """The application's executor memory as cobell's fold reads it (None without a log)."""
         from dataclasses import asdict
 
         from cobell_cli.sources.eventlog_profile import summarize
@@ -213,14 +273,14 @@ class Recorder:
             return {"executors": None}
         try:
             memory = summarize(logs[0]).memory
-        except Exception as exc:  # a torn log of a killed probe
+        except Exception as exc:  # a torn log of a killed application
             return {"executors": None, "log_error": str(exc)[:100]}
         assert memory is not None
         return {
             "executors": [asdict(e) for e in memory.executors],
             "task_run_s": memory.task_run_s, "task_gc_s": memory.task_gc_s,
             "shuffle_write_bytes": memory.shuffle_write_bytes, "tasks": memory.tasks,
-            "memory_failures": memory.memory_failures[:2],
+            "memory_failures": memory.memory_failures[:2], "job_heap_mb": memory.job_heap_mb,
         }  # fmt: skip
 
     def save_need(self, key: str, need: dict) -> None:
@@ -229,56 +289,85 @@ class Recorder:
             self.needs_path.write_text(json.dumps(self.needs, indent=1, sort_keys=True) + "\n")
 
 
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value or ""  # type: ignore[return-value]
+
+
+def _cases(output: str) -> dict[int, tuple[str, float, list[int], str]]:
+    """The application's `CASE rows outcome seconds jobs [why]` lines, by rows."""
+    out = {}
+    for line in output.splitlines():
+        parts = line.split(" ", 5)
+        if len(parts) >= 5 and parts[0] == "CASE" and parts[1].isdigit():
+            jobs = [int(j) for j in parts[4].split(",") if j.isdigit()]
+            out[int(parts[1])] = (parts[2], float(parts[3]), jobs, parts[5] if len(parts) > 5
+                                  else "")
+    return out
+
+
 def case_key(job: str, rows: int, x: int) -> str:
     return f"{job}/{rows}/x{x}"
-
-
-def find_need(rec: Recorder, job: str, rows: int, x: int, guess: int, timeout_s: float,
-              known_ok: int | None) -> dict:
-    """The smallest memory (STEP_MB steps, >= FLOOR_MB) at which the case succeeds: probe
-    the guess, walk away from it in doubling steps until the outcome flips, then bisect."""
-    ok, fail = known_ok, None  # smallest success, largest failure seen
-    probes, step = 0, STEP_MB
-    probe = max(FLOOR_MB, min(_steps(guess), CEILING_MB))
-    if ok is not None and probe >= ok:
-        probe = max(FLOOR_MB, ok - STEP_MB)
-    while not _settled(ok, fail):
-        result = rec.run(job, rows, x, probe, "probe", timeout_s)
-        probes += 1
-        if result["outcome"] == "error":
-            return {"need_mb": None, "error": result.get("error"), "probes": probes}
-        if result["outcome"] == "succeeded":
-            ok = probe if ok is None else min(ok, probe)
-        else:
-            fail = probe if fail is None else max(fail, probe)
-        if ok is not None and fail is not None:
-            probe = fail + max(STEP_MB, _steps((ok - fail) // 2))
-        elif ok is not None:
-            probe, step = max(FLOOR_MB, ok - step), step * 2
-        else:
-            assert fail is not None
-            probe, step = min(CEILING_MB, fail + step), step * 2
-    settled = ok is not None and (ok == FLOOR_MB or (fail is not None and ok - fail <= STEP_MB))
-    return {"need_mb": ok if settled else None, "above_mb": fail, "probes": probes}
 
 
 def _steps(mb: float) -> int:
     return round(mb / STEP_MB) * STEP_MB
 
 
-def _settled(ok: int | None, fail: int | None) -> bool:
-    if ok is not None and (ok == FLOOR_MB or (fail is not None and ok - fail <= STEP_MB)):
-        return True
-    return fail is not None and fail >= CEILING_MB
+@dataclass
+class Open:
+    """What the applications so far say of one case's need: above `fail`, at most `ok`."""
+
+    ok: int | None
+    fail: int = FLOOR_MB - STEP_MB
+
+    @property
+    def settled(self) -> bool:
+        if self.ok is not None and (self.ok == FLOOR_MB or self.ok - self.fail <= STEP_MB):
+            return True
+        return self.fail >= CEILING_MB
+
+    @property
+    def width(self) -> float:
+        return (self.ok if self.ok is not None else 2 * CEILING_MB) - self.fail
 
 
-def _guess(previous: tuple[int, int] | None, rows: int, job: str) -> int:
-    """Where the search starts: the previous size's need above Spark's smallest grown with
-    the input (a need at the smallest stays there), else Spark's smallest."""
-    if previous is None:  # many cases need no more than Spark's smallest executor
-        return FLOOR_MB
-    prev_rows, need = previous
-    return _steps(FLOOR_MB + (need - FLOOR_MB) * rows / prev_rows)
+def next_memory(cases: dict[int, Open]) -> int:
+    """Halve the widest open interval (or, above the profile's memory, gallop up)."""
+    widest = max((c for c in cases.values() if not c.settled), key=lambda c: c.width)
+    if widest.ok is None:
+        return min(CEILING_MB, max(widest.fail + STEP_MB, 2 * widest.fail))
+    return widest.fail + max(STEP_MB, _steps((widest.ok - widest.fail) / 2))
+
+
+def search(rec: Recorder, job: str, x: int, cases: dict[int, Open], timeout_s: float,
+           deadline: float) -> int:
+    """Search applications until every case's need is settled (or the budget ends); each
+    runs the open sizes in order, and a larger input is taken to need at least as much."""
+    apps = 0
+    while any(not c.settled for c in cases.values()) and time.time() < deadline:
+        # Spark's smallest executor first: many cases need no more (one application answers)
+        memory = FLOOR_MB if apps == 0 else next_memory(cases)
+        todo = sorted(r for r, c in cases.items() if not (c.ok is not None and c.ok <= memory))
+        todo = [r for r in todo if not cases[r].fail >= memory]
+        got = rec.run(job, x, todo, memory, "search", timeout_s)
+        apps += 1
+        if not got:  # the application did not start a size: the search cannot go on
+            break
+        for rows in sorted(cases):
+            record = got.get(rows)
+            if record is not None and record["outcome"] == "succeeded":
+                for smaller in (r for r in cases if r <= rows):  # less input: no more need
+                    c = cases[smaller]
+                    c.ok = memory if c.ok is None else min(c.ok, memory)
+            elif record is not None or (rows > min(got) and rows in todo):
+                if record is not None and record["outcome"] == "error":
+                    return apps
+                for larger in (r for r in cases if r >= rows):  # more input: no less need
+                    cases[larger].fail = max(cases[larger].fail, memory)
+                break
+    return apps
 
 
 def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float,
@@ -313,39 +402,41 @@ def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float
 
 
 def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
-    """One (job, x): its sizes in order; False when the budget ran out first."""
-    previous: tuple[int, int] | None = None  # (rows, need)
-    for k, rows in enumerate(sizes(job)):
-        key = case_key(job, rows, x)
-        done = rec.needs.get(key)
-        if done is not None and done.get("complete"):
-            if done.get("need_mb"):
-                previous = (rows, done["need_mb"])
-            continue
-        if time.time() > deadline - CASE_RESERVE_S:  # a case started now ends within budget
-            return False
-        print(f"{key} (load {loadavg():.1f})", flush=True)
-        profile = rec.run(job, rows, x, PROFILE_MEMORY_MB, "profile", timeout_s=600)
+    """One (job, x): a profile application of all sizes, then the search for the needs of the
+    sizes from the third on. False when the budget ran out first (it resumes later)."""
+    all_sizes = sizes(job)
+    keys = {rows: case_key(job, rows, x) for rows in all_sizes}
+    if all(rec.needs.get(k, {}).get("complete") for k in keys.values()):
+        return True
+    if time.time() > deadline - CASE_RESERVE_S:
+        return False
+    print(f"{job} x{x} (load {loadavg():.1f})", flush=True)
+    profile = rec.run(job, x, all_sizes, PROFILE_MEMORY_MB, "profile", timeout_s=1800)
+    seconds = sum(r["seconds"] or 0 for r in profile.values())
+    cases = {rows: Open(PROFILE_MEMORY_MB if profile.get(rows, {}).get("outcome")
+                        == "succeeded" else None)
+             for rows in all_sizes[2:]}
+    if any(r["outcome"] == "error" for r in profile.values()):
+        return True  # recorded as it is; the job needs fixing, not more applications
+    apps = search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline)
+    for rows in all_sizes:
         entry: dict = {"job": job, "rows": rows, "scale_out": x,
                        "input_bytes": rows * JOBS[job][1],
-                       "profile_outcome": profile["outcome"]}
-        if k >= 2:
-            ok = PROFILE_MEMORY_MB if profile["outcome"] == "succeeded" else None
-            guess = _guess(previous, rows, job)
-            timeout = PROBE_SLOWDOWN * profile["wall_s"] + 60
-            entry.update(find_need(rec, job, rows, x, guess, timeout, ok))
-            if entry.get("need_mb"):
-                previous = (rows, entry["need_mb"])
-        entry["complete"] = True
-        rec.save_need(key, entry)
-    return True
+                       "profile_outcome": profile.get(rows, {}).get("outcome")}
+        c = cases.get(rows)
+        if c is not None:
+            entry.update(need_mb=c.ok if c.settled and c.fail < CEILING_MB else None,
+                         above_mb=c.fail, at_most_mb=c.ok, search_apps=apps)
+        entry["complete"] = c is None or c.settled
+        rec.save_need(keys[rows], entry)
+    return all(c.settled for c in cases.values())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", required=True, help="tune (constants fitted) or test (fresh)")
-    parser.add_argument("--jobs", nargs="+", choices=sorted(JOBS), default=sorted(JOBS))
-    parser.add_argument("--executors", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--jobs", nargs="+", choices=sorted(JOBS), default=list(ORDER))
+    parser.add_argument("--executors", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--parallel", type=int, default=2,
                         help="(job, executors) pairs recorded at the same time")
     parser.add_argument("--budget-min", type=float, default=28.0,

@@ -82,6 +82,7 @@ class MemoryProfile:
     shuffle_write_bytes: int = 0
     tasks: int = 0
     memory_failures: list[str] = field(default_factory=list)  # why tasks/executors died of it
+    job_heap_mb: dict[str, float] = field(default_factory=dict)  # Spark job id -> heap peak
 
     def peak(self, metric: str) -> float | None:
         """The largest value of one metric over the executors; None without metrics."""

@@ -497,9 +497,12 @@ def local_directory(directory: str) -> str | None:
 
 
 # What the memory models need in the log besides the tasks' executor metrics: each stage's
-# per-executor peaks, and the processes' resident memory (off-heap, PySpark workers)
+# per-executor peaks, polled often enough to see them (at the default, only at the 10 s
+# heartbeats: a short task's peak is missed), and the processes' resident memory (off-heap,
+# PySpark workers)
 PEAK_METRICS_CONFS = (
     "spark.eventLog.logStageExecutorMetrics=true",
+    "spark.executor.metrics.pollingInterval=250ms",
     "spark.executor.processTreeMetrics.enabled=true",
 )
 

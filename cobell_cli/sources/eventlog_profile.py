@@ -201,6 +201,8 @@ class _MemoryFold:
 
     def __init__(self) -> None:
         self.peaks: dict[str, dict[str, float]] = {}
+        self.stage_job: dict[int, int] = {}
+        self.job_heap: dict[int, float] = {}  # a Spark job's (action's) executor heap peak
         self.task_run_ms = 0
         self.task_gc_ms = 0
         self.shuffle_write = 0
@@ -219,9 +221,22 @@ class _MemoryFold:
         gc_s = float(metrics.get("TotalGCTime") or 0) / 1000.0
         peak["gc_s"] = max(peak.get("gc_s", 0.0), gc_s)
 
+    def _JobStart(self, e: dict[str, Any]) -> None:
+        for info in e.get("Stage Infos") or []:
+            self.stage_job.setdefault(info["Stage ID"], e["Job ID"])
+
+    def _stage_peak(self, stage: Any, executor: Any, metrics: Any) -> None:
+        job = self.stage_job.get(stage)
+        if job is None or executor in (None, "driver") or not isinstance(metrics, dict):
+            return
+        heap = float(metrics.get("JVMHeapMemory") or 0) / _MB
+        if heap > 0:
+            self.job_heap[job] = max(self.job_heap.get(job, 0.0), heap)
+
     def _TaskEnd(self, e: dict[str, Any]) -> None:
         info = e.get("Task Info") or {}
         self._metrics(info.get("Executor ID"), e.get("Task Executor Metrics"))
+        self._stage_peak(e.get("Stage ID"), info.get("Executor ID"), e.get("Task Executor Metrics"))
         metrics = e.get("Task Metrics") or {}
         self.tasks += 1
         self.task_run_ms += int(metrics.get("Executor Run Time") or 0)
@@ -234,6 +249,7 @@ class _MemoryFold:
 
     def _StageExecutorMetrics(self, e: dict[str, Any]) -> None:
         self._metrics(e.get("Executor ID"), e.get("Executor Metrics"))
+        self._stage_peak(e.get("Stage ID"), e.get("Executor ID"), e.get("Executor Metrics"))
 
     def _ExecutorMetricsUpdate(self, e: dict[str, Any]) -> None:
         for update in e.get("Executor Metrics Updated") or []:
@@ -257,6 +273,7 @@ class _MemoryFold:
             shuffle_write_bytes=self.shuffle_write,
             tasks=self.tasks,
             memory_failures=self.failures,
+            job_heap_mb={str(j): round(v, 1) for j, v in sorted(self.job_heap.items())},
         )
 
 
