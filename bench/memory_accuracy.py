@@ -89,10 +89,9 @@ def load(set_name: str) -> tuple[list[Run], list[Case]]:
         if r["purpose"] == "profile":
             profiles[(r["job"], r["rows"], r["scale_out"])] = r
     runs = []
-    for r in profiles.values():
-        peaks = [e["heap_mb"] for e in r.get("executors") or []]
+    for r in profiles.values():  # the size's own heap peak (its Spark jobs', from the fold)
         runs.append(Run(r["job"], r["input_bytes"], r["scale_out"], r["executor_memory_mb"],
-                        r["outcome"], max(peaks) if peaks else None, r))
+                        r["outcome"], r.get("heap_mb") or None, r))
     cases = [Case(n["job"], n["input_bytes"], n["scale_out"], n["need_mb"])
              for n in json.loads((base / "needs.json").read_text()).values()
              if n.get("need_mb")]
