@@ -342,13 +342,13 @@ def next_memory(cases: dict[int, Open]) -> int:
 
 
 def search(rec: Recorder, job: str, x: int, cases: dict[int, Open], timeout_s: float,
-           deadline: float) -> int:
+           deadline: float, first_mb: int = FLOOR_MB) -> int:
     """Search applications until every case's need is settled (or the budget ends); each
-    runs the open sizes in order, and a larger input is taken to need at least as much."""
+    runs the open sizes in order, and a larger input is taken to need at least as much.
+    The first runs at `first_mb` (Spark's smallest executor: many cases need no more)."""
     apps = 0
     while any(not c.settled for c in cases.values()) and time.time() < deadline:
-        # Spark's smallest executor first: many cases need no more (one application answers)
-        memory = FLOOR_MB if apps == 0 else next_memory(cases)
+        memory = first_mb if apps == 0 else next_memory(cases)
         todo = sorted(r for r, c in cases.items() if not (c.ok is not None and c.ok <= memory))
         todo = [r for r in todo if not cases[r].fail >= memory]
         got = rec.run(job, x, todo, memory, "search", timeout_s)
@@ -418,7 +418,12 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
              for rows in all_sizes[2:]}
     if any(r["outcome"] == "error" for r in profile.values()):
         return True  # recorded as it is; the job needs fixing, not more applications
-    apps = search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline)
+    # the smallest open size's heap peak at the profile's memory: where its need starts to
+    # be plausible (a need at the floor shows a small peak)
+    peaks = [profile[r].get("heap_mb") for r in cases if r in profile]
+    first = max(FLOOR_MB, min(CEILING_MB, _steps(min(peaks)))) if all(peaks) and peaks \
+        else FLOOR_MB
+    apps = search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline, first)
     for rows in all_sizes:
         entry: dict = {"job": job, "rows": rows, "scale_out": x,
                        "input_bytes": rows * JOBS[job][1],
