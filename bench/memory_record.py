@@ -76,7 +76,8 @@ import sys, time
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession, functions as F
 
-job, x, sizes = sys.argv[1], int(sys.argv[2]), [int(v) for v in sys.argv[3:]]
+job, x, chars = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sizes = [int(v) for v in sys.argv[4:]]
 spark = SparkSession.builder.getOrCreate()
 sc = spark.sparkContext
 sc.setLogLevel("ERROR")
@@ -93,33 +94,33 @@ def per_partition(df, agg):
 def run(rows):
     if job == "broadcast":  # a broadcast join: every executor holds the whole small side
         big = spark.range(0, 200000, 1, x).withColumn("k", F.col("id") * 7 % rows)
-        small = spark.range(0, rows, 1, 2).withColumn("payload", payload("id", 96))
+        small = spark.range(0, rows, 1, 2).withColumn("payload", payload("id", chars))
         small = small.withColumnRenamed("id", "k")
         return big.join(F.broadcast(small), "k").agg(F.sum(F.length("payload"))).collect()
     if job == "collect":  # one list per executor's partition: memory follows input/executors
-        df = spark.range(0, rows, 1, x).withColumn("payload", payload("id", 96)).repartition(x)
+        df = spark.range(0, rows, 1, x).withColumn("payload", payload("id", chars)).repartition(x)
         out = per_partition(df, F.collect_list("payload"))
         return out.select(F.sum(F.size("l"))).collect()
     if job == "distinct":  # a set of values from a bounded domain: memory saturates
         df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(1) * 3000000).cast("long"))
-        df = df.withColumn("payload", payload("v", 96)).repartition(x)
+        df = df.withColumn("payload", payload("v", chars)).repartition(x)
         out = per_partition(df, F.collect_set("payload"))
         return out.select(F.sum(F.size("l"))).collect()
     if job == "cache":  # a cached dataset read three times: storage evicts, the need stays low
-        df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", 96))
+        df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", chars))
         df = df.persist(StorageLevel.MEMORY_ONLY)
         try:
             return [df.filter(F.col("id") % 7 == i).count() for i in range(3)]
         finally:
             df.unpersist(blocking=True)
     if job == "sort":  # a wide sort: it spills to disk rather than fail
-        df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", 96))
+        df = spark.range(0, rows, 1, 2 * x).withColumn("payload", payload("id", chars))
         out = df.orderBy(F.col("payload").desc(), "id")
         return out.select(F.sum(F.crc32("payload"))).collect()
     if job == "zipf":  # big values per distinct key of a heavy-tailed draw: sqrt-like growth
         keys = spark.range(0, rows, 1, x).select(
             (F.lit(1.0) / (F.rand(2) + F.lit(1e-9))).cast("long").alias("v")).distinct()
-        big = keys.withColumn("payload", payload("v", 131072)).repartition(x)
+        big = keys.withColumn("payload", payload("v", chars)).repartition(x)
         out = per_partition(big, F.collect_list("payload"))
         return out.select(F.sum(F.size("l"))).collect()
     raise SystemExit(f"unknown job {job}")
@@ -141,20 +142,37 @@ for rows in sizes:  # smallest first; the first failure ends it (more input need
 spark.stop()
 '''
 
-# Rows at the smallest size, and the bytes each row stands for (its payload and key): the
-# input size of a run is rows x ROW_BYTES. Sizes then grow by GROWTH.
-JOBS: dict[str, tuple[int, int]] = {
-    "broadcast": (500_000, 104),
-    "collect": (1_000_000, 104),
-    "distinct": (1_500_000, 104),
-    "cache": (1_000_000, 104),
-    "sort": (1_000_000, 104),
-    "zipf": (300_000, 8),
+# Per set, per job: rows at the smallest size, the bytes each row stands for (its payload
+# and key: the input size of a run is rows x row bytes), and the payload characters per value.
+# Sizes then grow by GROWTH. The test set's jobs have other parameters (wider values, other
+# row counts) than the tune set's, on which every constant of the memory model was chosen.
+JOBS: dict[str, dict[str, tuple[int, int, int]]] = {
+    "tune": {
+        "broadcast": (500_000, 104, 96),
+        "collect": (1_000_000, 104, 96),
+        "distinct": (1_500_000, 104, 96),
+        "cache": (1_000_000, 104, 96),
+        "sort": (1_000_000, 104, 96),
+        "zipf": (300_000, 8, 131072),
+    },
+    "test": {
+        "broadcast": (300_000, 168, 160),
+        "collect": (600_000, 168, 160),
+        "distinct": (1_000_000, 168, 160),
+        "cache": (600_000, 168, 160),
+        "sort": (600_000, 168, 160),
+        "zipf": (400_000, 8, 98304),
+    },
 }
 
 
-def sizes(job: str) -> list[int]:
-    base = JOBS[job][0]
+def params(set_name: str) -> dict[str, tuple[int, int, int]]:
+    """A set's job parameters (a set of another name records with the tune set's)."""
+    return JOBS.get(set_name, JOBS["tune"])
+
+
+def sizes(job: str, set_name: str = "tune") -> list[int]:
+    base = params(set_name)[job][0]
     return [int(round(base * GROWTH**k, -3)) for k in range(SIZES)]
 
 
@@ -171,8 +189,9 @@ def loadavg() -> float:
 class Recorder:
     """The cluster, the app script, and the files runs and needs are appended to."""
 
-    def __init__(self, out: Path, tmp: Path, master: str) -> None:
-        self.out, self.tmp, self.master = out, tmp, master
+    def __init__(self, out: Path, tmp: Path, master: str, set_name: str = "tune") -> None:
+        self.out, self.tmp, self.master, self.set_name = out, tmp, master, set_name
+        self.jobs = params(set_name)
         self.script = tmp / "app.py"
         self.script.write_text(APP)
         self.lock = threading.Lock()  # runs.jsonl and needs.json, written by several threads
@@ -211,7 +230,7 @@ class Recorder:
                 "--conf", "spark.executor.processTreeMetrics.enabled=true",
                 "--conf", f"spark.driver.extraJavaOptions={JIT}",
                 "--conf", f"spark.executor.extraJavaOptions={JIT}",
-                str(self.script), job, str(x), *map(str, rows)]  # fmt: skip
+                str(self.script), job, str(x), str(self.jobs[job][2]), *map(str, rows)]  # fmt: skip
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_CONF_DIR", None)
         load, started = loadavg(), time.time()
@@ -243,7 +262,7 @@ class Recorder:
                 if outcome == "failed":
                     outcome = "memory" if memory_failure(why or output) else "error"
             record = {
-                "job": job, "rows": size, "input_bytes": size * JOBS[job][1], "scale_out": x,
+                "job": job, "rows": size, "input_bytes": size * self.jobs[job][1], "scale_out": x,
                 "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
                 "seconds": seconds, "app_wall_s": round(wall, 2), "loadavg": load,
                 "at": round(started, 1),
@@ -404,7 +423,7 @@ def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float
 def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
     """One (job, x): a profile application of all sizes, then the search for the needs of the
     sizes from the third on. False when the budget ran out first (it resumes later)."""
-    all_sizes = sizes(job)
+    all_sizes = sizes(job, rec.set_name)
     keys = {rows: case_key(job, rows, x) for rows in all_sizes}
     if all(rec.needs.get(k, {}).get("complete") for k in keys.values()):
         return True
@@ -426,7 +445,7 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
     apps = search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline, first)
     for rows in all_sizes:
         entry: dict = {"job": job, "rows": rows, "scale_out": x,
-                       "input_bytes": rows * JOBS[job][1],
+                       "input_bytes": rows * rec.jobs[job][1],
                        "profile_outcome": profile.get(rows, {}).get("outcome")}
         c = cases.get(rows)
         if c is not None:
@@ -440,7 +459,7 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", required=True, help="tune (constants fitted) or test (fresh)")
-    parser.add_argument("--jobs", nargs="+", choices=sorted(JOBS), default=list(ORDER))
+    parser.add_argument("--jobs", nargs="+", choices=sorted(JOBS["tune"]), default=list(ORDER))
     parser.add_argument("--executors", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--parallel", type=int, default=2,
                         help="(job, executors) pairs recorded at the same time")
@@ -463,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.start(workers=2, cores_per_worker=4, memory_per_worker=WORKER_MEMORY,
                       port=free_port(), webui_port=free_port(), timeout_s=300)
         try:
-            rec = Recorder(out, Path(tmp), cluster.master_url)
+            rec = Recorder(out, Path(tmp), cluster.master_url, args.set)
             finished = record(rec, args.jobs, args.executors, deadline, args.parallel)
         finally:
             cluster.stop()
