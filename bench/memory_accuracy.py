@@ -250,6 +250,14 @@ def summary(scores: Sequence[Score], method: str) -> dict[str, float]:
     }
 
 
+def loads(set_name: str) -> tuple[float, float] | None:
+    """The 1-minute load average the set's applications started at: (min, max)."""
+    path = DATA / set_name / "runs.jsonl"
+    values = [json.loads(line).get("loadavg") for line in path.read_text().splitlines()]
+    values = [v for v in values if v is not None]
+    return (min(values), max(values)) if values else None
+
+
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
            elapsed_s: float) -> str:
     lines = [
@@ -258,13 +266,26 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         f"Command: `{command}` ({elapsed_s:.1f} s). Cases and runs: bench/data/memory/<set>/ "
         "(bench/memory_record.py). A case succeeds when the reservation is at least its "
         f"measured need; container ratio = reserved / the smallest grant covering the need. "
-        f"cobell at memory confidence {confidence:g}.",
+        f"cobell at memory confidence {confidence:g}. Every constant of cobell's memory model "
+        "(core/memory: demand.py's mapping, the confidence default, the bound's minimum margin) "
+        "and of the peers (1.2, the paper's 10 %) was chosen on set `tune` only; set `test` "
+        "(other job parameters, bench/memory_record.py JOBS) was recorded for scoring. "
+        "Recorded on the shared 2-core machine; the load average each set's applications "
+        "started at is given per set (needs do not depend on speed, except that a probe "
+        "slower than 4x its profile run counts as failed).",
         "",
     ]
     for set_name, scores in results.items():
         jobs = sorted({s.case.job for s in scores})
         n = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores})
+        span = loads(set_name)
         lines += [f"## set `{set_name}`: {n} sized cases, {len(jobs)} jobs ({', '.join(jobs)})",
+                  "",
+                  "In-sample: the set the constants were chosen on." if set_name == "tune"
+                  else "Out-of-sample: recorded after the method was frozen.",
+                  "",
+                  f"Load average at the applications' start: {span[0]:.1f}-{span[1]:.1f}."
+                  if span else "Load average: not recorded.",
                   "",
                   "| method | sized | succeeds | median container / need | mean | worst |",
                   "|---|---|---|---|---|---|"]

@@ -302,6 +302,18 @@ class Recorder:
             "memory_failures": memory.memory_failures[:2], "job_heap_mb": memory.job_heap_mb,
         }  # fmt: skip
 
+    def earlier(self, job: str, x: int) -> tuple[dict[int, dict], list[dict]]:
+        """What runs.jsonl already holds for (job, x): the last profile application's records
+        by rows, and every search record (a chunk cut short resumes from them)."""
+        if not self.runs_path.exists():
+            return {}, []
+        mine = [r for r in map(json.loads, self.runs_path.read_text().splitlines())
+                if r["job"] == job and r["scale_out"] == x]
+        profiles = [r for r in mine if r["purpose"] == "profile"]
+        last = max((r["at"] for r in profiles), default=None)
+        profile = {r["rows"]: r for r in profiles if r["at"] == last}
+        return profile, [r for r in mine if r["purpose"] == "search"]
+
     def save_need(self, key: str, need: dict) -> None:
         with self.lock:
             self.needs[key] = need
@@ -430,11 +442,11 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
     if time.time() > deadline - CASE_RESERVE_S:
         return False
     print(f"{job} x{x} (load {loadavg():.1f})", flush=True)
-    profile = rec.run(job, x, all_sizes, PROFILE_MEMORY_MB, "profile", timeout_s=1800)
+    profile, searched = rec.earlier(job, x)
+    if not profile:
+        profile = rec.run(job, x, all_sizes, PROFILE_MEMORY_MB, "profile", timeout_s=1800)
     seconds = sum(r["seconds"] or 0 for r in profile.values())
-    cases = {rows: Open(PROFILE_MEMORY_MB if profile.get(rows, {}).get("outcome")
-                        == "succeeded" else None)
-             for rows in all_sizes[2:]}
+    cases = bounds(profile, searched, all_sizes)
     if any(r["outcome"] == "error" for r in profile.values()):
         return True  # recorded as it is; the job needs fixing, not more applications
     # the smallest open size's heap peak at the profile's memory: where its need starts to
@@ -442,7 +454,37 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
     peaks = [profile[r].get("heap_mb") for r in cases if r in profile]
     first = max(FLOOR_MB, min(CEILING_MB, _steps(min(peaks)))) if all(peaks) and peaks \
         else FLOOR_MB
-    apps = search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline, first)
+    if searched and not all(c.settled for c in cases.values()):
+        first = next_memory(cases)  # resumed: go on where the last chunk stopped
+    apps = len({r["at"] for r in searched})
+    if time.time() < deadline:
+        apps += search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline, first)
+    save_needs(rec, job, x, all_sizes, profile, cases, apps)
+    return all(c.settled for c in cases.values())
+
+
+def bounds(profile: dict[int, dict], searched: list[dict], all_sizes: list[int]
+           ) -> dict[int, Open]:
+    """The open cases (the third size on) as the profile and earlier search records bound
+    them: a size that succeeded at M needs at most M (and so does every smaller one), one that
+    failed for memory or time at M needs more (and so does every larger one)."""
+    cases = {rows: Open(PROFILE_MEMORY_MB if profile.get(rows, {}).get("outcome")
+                        == "succeeded" else None)
+             for rows in all_sizes[2:]}
+    for r in searched:
+        memory = r["executor_memory_mb"]
+        if r["outcome"] == "succeeded":
+            for c in (c for rows, c in cases.items() if rows <= r["rows"]):
+                c.ok = memory if c.ok is None else min(c.ok, memory)
+        elif r["outcome"] in ("memory", "timeout"):
+            for c in (c for rows, c in cases.items() if rows >= r["rows"]):
+                c.fail = max(c.fail, memory)
+    return cases
+
+
+def save_needs(rec: Recorder, job: str, x: int, all_sizes: list[int], profile: dict[int, dict],
+               cases: dict[int, Open], apps: int) -> None:
+    """needs.json's entries for (job, x): a need where the search settled it, its bounds."""
     for rows in all_sizes:
         entry: dict = {"job": job, "rows": rows, "scale_out": x,
                        "input_bytes": rows * rec.jobs[job][1],
@@ -452,8 +494,7 @@ def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
             entry.update(need_mb=c.ok if c.settled and c.fail < CEILING_MB else None,
                          above_mb=c.fail, at_most_mb=c.ok, search_apps=apps)
         entry["complete"] = c is None or c.settled
-        rec.save_need(keys[rows], entry)
-    return all(c.settled for c in cases.values())
+        rec.save_need(case_key(job, rows, x), entry)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -465,9 +506,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="(job, executors) pairs recorded at the same time")
     parser.add_argument("--budget-min", type=float, default=28.0,
                         help="stop starting cases after this long (a chunk under the lock)")
+    parser.add_argument("--summarize", action="store_true",
+                        help="rebuild needs.json from runs.jsonl (a chunk killed mid-search), "
+                        "no cluster")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from cobell_cli.run.local_cluster import LocalCluster
+
+    if args.summarize:
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = Recorder(DATA / args.set, Path(tmp), "", args.set)
+        for job in args.jobs:
+            for x in args.executors:
+                profile, searched = rec.earlier(job, x)
+                if profile:
+                    all_sizes = sizes(job, args.set)
+                    save_needs(rec, job, x, all_sizes, profile,
+                               bounds(profile, searched, all_sizes),
+                               len({r["at"] for r in searched}))
+        return 0
 
     def stop(signum: int, _frame: object) -> None:  # a timeout's SIGTERM: stop the cluster
         raise SystemExit(128 + signum)
