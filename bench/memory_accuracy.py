@@ -73,7 +73,15 @@ class Case:
     job: str
     input_bytes: int
     scale_out: int
-    need_mb: int
+    above_mb: int  # the need is above this (a reservation that failed, or Spark's floor - 64)
+    at_most_mb: int | None  # and at most this (one that succeeded); None: unbounded
+
+    @property
+    def need_mb(self) -> int | None:
+        """The need when the search settled it (to 64 MB), else None."""
+        if self.at_most_mb is not None and self.at_most_mb - self.above_mb <= STEP_MB:
+            return self.at_most_mb
+        return None
 
 
 def granted(heap_mb: float) -> int:
@@ -92,9 +100,14 @@ def load(set_name: str) -> tuple[list[Run], list[Case]]:
     for r in profiles.values():  # the size's own heap peak (its Spark jobs', from the fold)
         runs.append(Run(r["job"], r["input_bytes"], r["scale_out"], r["executor_memory_mb"],
                         r["outcome"], r.get("heap_mb") or None, r))
-    cases = [Case(n["job"], n["input_bytes"], n["scale_out"], n["need_mb"])
-             for n in json.loads((base / "needs.json").read_text()).values()
-             if n.get("need_mb")]
+    cases = []  # every searched case: settled to 64 MB, or only bounded (a search cut short)
+    for n in json.loads((base / "needs.json").read_text()).values():
+        if n.get("need_mb"):
+            cases.append(Case(n["job"], n["input_bytes"], n["scale_out"],
+                              max(n["above_mb"], n["need_mb"] - STEP_MB), n["need_mb"]))
+        elif n.get("above_mb") is not None:
+            cases.append(Case(n["job"], n["input_bytes"], n["scale_out"], n["above_mb"],
+                              n.get("at_most_mb")))
     return runs, cases
 
 
@@ -217,13 +230,27 @@ class Score:
 
     @property
     def ok(self) -> bool:
-        return self.reserved_mb is not None and self.reserved_mb >= self.case.need_mb
+        return self.reserved_mb is not None and self.case.at_most_mb is not None \
+            and self.reserved_mb >= self.case.at_most_mb
+
+    @property
+    def failed(self) -> bool:
+        """Certainly too small: at most a reservation that failed."""
+        return self.reserved_mb is not None and self.reserved_mb <= self.case.above_mb
 
     @property
     def ratio(self) -> float | None:
+        """Reserved / the smallest grant covering the need, at the need's largest value."""
+        if self.reserved_mb is None or self.case.at_most_mb is None:
+            return None
+        return self.reserved_mb / granted(self.case.at_most_mb)
+
+    @property
+    def ratio_high(self) -> float | None:
+        """The same at the need's smallest value (equal to `ratio` once settled)."""
         if self.reserved_mb is None:
             return None
-        return self.reserved_mb / granted(self.case.need_mb)
+        return self.reserved_mb / granted(self.case.above_mb + STEP_MB)
 
 
 def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> list[Score]:
@@ -237,14 +264,20 @@ def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> list
 
 
 def summary(scores: Sequence[Score], method: str) -> dict[str, float]:
+    """Cases certainly covered / certainly short / undetermined (a need only bounded), and the
+    container ratio's median at the need's largest (`median_ratio`) and smallest value."""
     mine = [s for s in scores if s.method == method]
     sized = [s for s in mine if s.reserved_mb is not None]
     ratios = [s.ratio for s in sized if s.ratio is not None]
+    highs = [s.ratio_high for s in sized if s.ratio_high is not None]
     return {
         "cases": len(mine),
         "sized": len(sized),
+        "ok": sum(s.ok for s in mine),
+        "failed": sum(s.failed for s in mine),
         "success_pct": 100.0 * sum(s.ok for s in mine) / max(len(mine), 1),
         "median_ratio": statistics.median(ratios) if ratios else math.nan,
+        "median_high": statistics.median(highs) if highs else math.nan,
         "mean_ratio": statistics.fmean(ratios) if ratios else math.nan,
         "worst_under": min(ratios) if ratios else math.nan,
     }
@@ -278,31 +311,47 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
     for set_name, scores in results.items():
         jobs = sorted({s.case.job for s in scores})
         n = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores})
+        settled = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores
+                       if s.case.need_mb is not None})
         span = loads(set_name)
-        lines += [f"## set `{set_name}`: {n} sized cases, {len(jobs)} jobs ({', '.join(jobs)})",
-                  "",
-                  "In-sample: the set the constants were chosen on." if set_name == "tune"
-                  else "Out-of-sample: recorded after the method was frozen.",
+        lines += [f"## set `{set_name}`: {n} sized cases ({settled} with the need settled to "
+                  f"64 MB, the rest bounded), {len(jobs)} jobs ({', '.join(jobs)})",
                   "",
                   f"Load average at the applications' start: {span[0]:.1f}-{span[1]:.1f}."
                   if span else "Load average: not recorded.",
                   "",
-                  "| method | sized | succeeds | median container / need | mean | worst |",
+                  "| method | sized | certainly succeeds | certainly too small | undetermined "
+                  "| median container / need (need at its upper .. lower bound) |",
                   "|---|---|---|---|---|---|"]
         for method in METHODS:
             s = summary(scores, method)
-            lines.append(f"| {LABELS[method]} | {s['sized']}/{s['cases']} | "
-                         f"{s['success_pct']:.0f} % | {s['median_ratio']:.2f} | "
-                         f"{s['mean_ratio']:.2f} | {s['worst_under']:.2f} |")
-        lines += ["", "Per job (cobell): succeeds / median ratio; need range", ""]
-        for job in jobs:
-            mine = [s for s in scores if s.case.job == job]
-            c = summary(mine, "cobell")
-            needs = [s.case.need_mb for s in mine if s.method == "cobell"]
-            lines.append(f"- {job}: {c['success_pct']:.0f} % / {c['median_ratio']:.2f}; "
-                         f"needs {min(needs)}-{max(needs)} MB")
+            lines.append(f"| {LABELS[method]} | {s['sized']}/{s['cases']} | {s['ok']} | "
+                         f"{s['failed']} | {s['sized'] - s['ok'] - s['failed']} | "
+                         f"{s['median_ratio']:.2f} .. {s['median_high']:.2f} |")
+        lines += ["", "Per case: the need's bounds and each method's reservation (MB; "
+                  "✓ covers the need, ✗ at most a reservation that failed, ? inside the bounds)",
+                  "", "| job | executors | input MB | need | "
+                  + " | ".join(LABELS[m] for m in METHODS) + " |",
+                  "|---|---|---|---|" + "---|" * len(METHODS)]
+        by_case: dict[Case, dict[str, Score]] = {}
+        for sc in scores:
+            by_case.setdefault(sc.case, {})[sc.method] = sc
+        for case, row in sorted(by_case.items(), key=lambda kv: (kv[0].job, kv[0].scale_out,
+                                                                kv[0].input_bytes)):
+            need = (f"{case.need_mb}" if case.need_mb is not None else
+                    f"({case.above_mb}, {case.at_most_mb if case.at_most_mb else 'inf'}]")
+            cells = [_cell(row[m]) for m in METHODS]
+            lines.append(f"| {case.job} | {case.scale_out} | {case.input_bytes / MB:.0f} | "
+                         f"{need} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _cell(score: Score) -> str:
+    if score.reserved_mb is None:
+        return "-"
+    mark = "✓" if score.ok else ("✗" if score.failed else "?")
+    return f"{score.reserved_mb} {mark}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
+    parser.add_argument("--note", default="", help="a paragraph for the report's head")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from cobell_cli.core.memory.plan import DEFAULT_MEMORY_CONFIDENCE
@@ -322,8 +372,11 @@ def main(argv: list[str] | None = None) -> int:
         runs, cases = load(set_name)
         results[set_name] = score(runs, cases, confidence)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
-    publish(render(results, confidence, command.strip(), time.perf_counter() - started) + "\n",
-            args.output)
+    text = render(results, confidence, command.strip(), time.perf_counter() - started)
+    if args.note:
+        head, _, rest = text.partition("\n\n## ")
+        text = f"{head}\n\n{args.note}\n\n## {rest}"
+    publish(text + "\n", args.output)
     return 0
 
 

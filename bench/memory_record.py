@@ -467,11 +467,12 @@ def bounds(profile: dict[int, dict], searched: list[dict], all_sizes: list[int]
            ) -> dict[int, Open]:
     """The open cases (the third size on) as the profile and earlier search records bound
     them: a size that succeeded at M needs at most M (and so does every smaller one), one that
-    failed for memory or time at M needs more (and so does every larger one)."""
+    failed for memory or time at M needs more (and so does every larger one). The profile's
+    records count as search records at PROFILE_MEMORY_MB."""
     cases = {rows: Open(PROFILE_MEMORY_MB if profile.get(rows, {}).get("outcome")
                         == "succeeded" else None)
              for rows in all_sizes[2:]}
-    for r in searched:
+    for r in [*profile.values(), *searched]:
         memory = r["executor_memory_mb"]
         if r["outcome"] == "succeeded":
             for c in (c for rows, c in cases.items() if rows <= r["rows"]):
