@@ -13,7 +13,13 @@ from cobell_cli.core.memory.records import MemoryObservation
 
 
 def demand_mb(peak_mb: float, reserved_mb: float | None) -> float:
-    """The need a run's peak shows (see the module doc of measure.py for the peak)."""
+    """The need a run's peak shows: the peak itself (measure.py says which peak).
+
+    Decided on the tune set (bench/data/memory/tune, bench/results/memory_accuracy.md): the
+    heap peak at a generous reservation did not overstate the need there (a `collect` run
+    whose peak was 950 MB at 2048 MB failed at 960 MB), so nothing is subtracted for garbage;
+    and six bounded needs of one job cannot fit a factor, so none is added: the conformal
+    bound (model.py) carries the error."""
     return peak_mb
 
 
