@@ -56,6 +56,9 @@ LABELS = {
     "cobell": "cobell",
 }
 
+# Why a method may size nothing on a set
+UNSIZED = {"paper": "its selector takes the function of another job, and the set has one"}
+
 
 @dataclass(frozen=True)
 class Run:
@@ -309,6 +312,10 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         "",
     ]
     for set_name, scores in results.items():
+        if not scores:
+            lines += [f"## set `{set_name}`: not recorded (no bench/data/memory/{set_name}/): "
+                      "nothing measured on it", ""]
+            continue
         jobs = sorted({s.case.job for s in scores})
         n = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores})
         settled = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores
@@ -328,6 +335,11 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
             lines.append(f"| {LABELS[method]} | {s['sized']}/{s['cases']} | {s['ok']} | "
                          f"{s['failed']} | {s['sized'] - s['ok'] - s['failed']} | "
                          f"{s['median_ratio']:.2f} .. {s['median_high']:.2f} |")
+        unsized = [m for m in METHODS if summary(scores, m)["sized"] == 0]
+        if unsized:
+            lines += ["", "Sized no case: " + "; ".join(
+                f"{LABELS[m]} ({UNSIZED.get(m, 'no runs to size from')})" for m in unsized)
+                + "."]
         lines += ["", "Per case: the need's bounds and each method's reservation (MB; "
                   "✓ covers the need, ✗ at most a reservation that failed, ? inside the bounds)",
                   "", "| job | executors | input MB | need | "
@@ -360,7 +372,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
-    parser.add_argument("--note", default="", help="a paragraph for the report's head")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from cobell_cli.core.memory.plan import DEFAULT_MEMORY_CONFIDENCE
@@ -369,13 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results = {}
     for set_name in args.sets:
+        if not (DATA / set_name / "needs.json").exists():
+            results[set_name] = []  # not recorded: said so, not skipped silently
+            continue
         runs, cases = load(set_name)
         results[set_name] = score(runs, cases, confidence)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
     text = render(results, confidence, command.strip(), time.perf_counter() - started)
-    if args.note:
-        head, _, rest = text.partition("\n\n## ")
-        text = f"{head}\n\n{args.note}\n\n## {rest}"
     publish(text + "\n", args.output)
     return 0
 
