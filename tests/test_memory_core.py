@@ -93,6 +93,19 @@ def test_a_memory_failure_lifts_the_bound_above_the_failed_reservation() -> None
     assert model.estimate(int(100 * MB), 3, confidence=0.9).failed_below_mb is None
 
 
+def test_a_power_fit_on_nearly_equal_inputs_predicts_a_finite_memory() -> None:
+    """Two runs at almost the same input and different peaks fit an enormous exponent; its
+    prediction at a larger input once overflowed (bench/memory_e2e.py crashed there)."""
+    fitted = expert("power").fit([100.0, 100.0000001], [600.0, 1200.0])
+    assert fitted is not None and fitted.b <= 4.0
+    assert math.isfinite(fitted.predict(1e6)) and fitted.predict(400.0) > 900.0
+    runs = [MemoryObservation(int(100 * MB), 1, 600.0), MemoryObservation(int(100 * MB) + 1, 1,
+                                                                          1200.0),
+            MemoryObservation(int(400 * MB), 1, 900.0)]
+    est = MemoryModel().fit(runs).estimate(int(800 * MB), 1, confidence=0.95)
+    assert math.isfinite(est.upper_mb)
+
+
 def test_model_without_any_measured_run_refuses() -> None:
     with pytest.raises(ValueError, match="no run"):
         MemoryModel().fit([MemoryObservation(10 * MB, 1, None, 1024.0, failed=True)])

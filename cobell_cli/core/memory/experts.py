@@ -19,6 +19,10 @@ from dataclasses import dataclass
 # Saturation scales tried, as multiples of the largest z seen: from "saturated already" to
 # "still nearly linear". The fit picks the best; a finer grid only chases noise on few runs.
 SATURATION_SCALES = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
+# The power form's largest exponent: two runs at nearly equal inputs would fit one in the
+# millions (whose prediction overflows); memory growing faster than the 4th power of the input
+# is no expert's shape, and cross-validation scores such a fit out.
+MAX_POWER = 4.0
 
 
 @dataclass(frozen=True)
@@ -119,13 +123,14 @@ def _affine(name: str, g: Sequence[float], y: Sequence[float]) -> tuple[Fitted, 
 
 
 def _fit_power(z: Sequence[float], y: Sequence[float]) -> Fitted:
-    """y = a·z^b, least squares in logs (a relative error), b >= 0."""
+    """y = a·z^b, least squares in logs (a relative error), 0 <= b <= MAX_POWER."""
     lz = [math.log(v) for v in z]
     ly = [math.log(v) for v in y]
     n = len(z)
     mz, my = sum(lz) / n, sum(ly) / n
     szz = sum((v - mz) ** 2 for v in lz)
-    b = max(sum((u - mz) * (v - my) for u, v in zip(lz, ly, strict=True)) / szz, 0.0)
+    b = sum((u - mz) * (v - my) for u, v in zip(lz, ly, strict=True)) / szz
+    b = min(max(b, 0.0), MAX_POWER)
     return Fitted("power", math.exp(my - b * mz), b)
 
 
