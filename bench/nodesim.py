@@ -60,7 +60,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.simulator import JOB_FILES, Curve, SimJob, driver_progress, load_curves
+from bench.simulator import (
+    JOB_FILES,
+    MEMORY_HEADROOM,
+    Curve,
+    MemoryBehaviour,
+    SimJob,
+    driver_progress,
+    load_curves,
+)
+from bench.simulator import heap_peak_mb as simulator_heap_peak_mb
 
 RESOURCES = ("cpu", "disk", "network")
 
@@ -188,3 +197,32 @@ def simulate(jobs: Sequence[SimJob], noise: NodeNoise, cluster: Cluster | None =
 
 __all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Cluster", "NodeNoise", "driver_progress",
            "executor_rates", "fair_shares", "job_rates", "load_curves", "nodes_of", "simulate"]
+
+
+# --- executor memory (issue 26; only bench/memory_e2e.py reads it) --------------------------
+#
+# Not the first world's memory either: other shapes (SGD's executors hold a sampled model
+# whose size grows as the root of their share; K-Means' centroid statistics grow with the
+# logarithm of the whole input), and the largest executor decides: hash partitioning's
+# largest share grows ~ log x above the mean, so the need is not a function of the input per
+# executor alone. The heap peak an event log reports is sampled at heartbeats: it may fall
+# short of the live peak (PEAK_SAMPLED of it, at worst).
+
+MEMORY = {
+    "sgd": MemoryBehaviour("power", True, 500.0, 1400.0, 1000.0),
+    "kmeans": MemoryBehaviour("log", False, 800.0, 900.0, 20_000.0),
+}
+MEMORY_SKEW = 0.12
+PEAK_SAMPLED = 0.90
+
+
+def memory_need_mb(job: str, input_mb: float, scale_out: int, noise: float) -> float:
+    """The heap the largest executor of one run of `job` needs (`noise`: its factor)."""
+    skew = 1.0 + MEMORY_SKEW * math.log(scale_out)
+    return MEMORY_HEADROOM * MEMORY[job].live_mb(input_mb * skew, scale_out) * noise
+
+
+def heap_peak_mb(need_mb: float, reserved_mb: float, fill: float) -> float:
+    """The reported heap peak: garbage as in the first world, the top possibly missed."""
+    sampled = PEAK_SAMPLED + (1.0 - PEAK_SAMPLED) * fill
+    return sampled * simulator_heap_peak_mb(need_mb, reserved_mb, fill)

@@ -341,6 +341,53 @@ def _tasks(rng: np.random.Generator, tasks: int, slots: int, phase: float) -> tu
     return completed, min(slots, tasks - completed)
 
 
+# --- executor memory (issue 26; only bench/memory_e2e.py reads it) --------------------------
+
+
+@dataclass(frozen=True)
+class MemoryBehaviour:
+    """How a job's live heap per executor grows: base + scale · g(z / ref), z the input each
+    executor processes (MB) when `per_executor`, else the whole input; g one of the shapes
+    memory grows by. Chosen from what the jobs hold, not fitted to cobell's experts."""
+
+    form: str  # "linear" | "saturating" | "power" | "log"
+    per_executor: bool
+    base_mb: float
+    scale_mb: float
+    ref_mb: float
+
+    def live_mb(self, input_mb: float, scale_out: int) -> float:
+        z = (input_mb / scale_out if self.per_executor else input_mb) / self.ref_mb
+        g = {"linear": z, "saturating": 1.0 - math.exp(-z), "power": z ** 0.5,
+             "log": math.log1p(z)}[self.form]
+        return self.base_mb + self.scale_mb * g
+
+
+# SGD caches its training partitions (heap grows with each executor's share); K-Means caches
+# the points and keeps per-centroid sums (saturating once every centroid is populated).
+MEMORY: dict[str, MemoryBehaviour] = {
+    "sgd": MemoryBehaviour("linear", True, 700.0, 800.0, 1000.0),
+    "kmeans": MemoryBehaviour("saturating", True, 600.0, 2600.0, 1500.0),
+}
+INPUT_MB: dict[str, float] = {"sgd": 30_000.0, "kmeans": 40_000.0}  # a typical night's input
+MEMORY_HEADROOM = 1.15  # a JVM fails below ~15 % above its live peak (GC cannot keep up)
+MEMORY_SIGMA = 0.04  # log-normal run-to-run noise of the live heap
+# What a run's event log reports as its heap peak at reservation R: the live peak plus a
+# share of the slack R - live that garbage fills before a collection, uniform in this range
+GARBAGE_FILL = (0.05, 0.45)
+
+
+def memory_need_mb(job: str, input_mb: float, scale_out: int, noise: float) -> float:
+    """The heap one run of `job` needs per executor (`noise`: its log-normal factor)."""
+    return MEMORY_HEADROOM * MEMORY[job].live_mb(input_mb, scale_out) * noise
+
+
+def heap_peak_mb(need_mb: float, reserved_mb: float, fill: float) -> float:
+    """The heap peak a succeeded run's event log reports (garbage included)."""
+    live = need_mb / MEMORY_HEADROOM
+    return min(reserved_mb, live + fill * max(reserved_mb - live, 0.0))
+
+
 __all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "SHAPES", "Contention", "Curve", "RunNoise",
            "SimJob", "SparkShape", "driver_progress", "executed_stages", "load_curves",
            "pair_slowdown", "run_shape", "simulate", "slowdown", "stage_shares"]

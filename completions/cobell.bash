@@ -48,13 +48,13 @@ _cobell() {
                 esac ;;
             "cobell submit")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--spark-log-level|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--spark-log-level|--minimize|--memory-confidence|--retry-on-oom|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell predict")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--minimize|--memory-confidence|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -232,6 +232,9 @@ _cobell() {
                     --cores-per-executor) COMPREPLY=() ;;
                     --log-file) _cobell_complete_files ;;
                     --spark-log-level) COMPREPLY=() ;;
+                    --minimize) COMPREPLY=($(compgen -W 'executor-seconds memory-mb-seconds' -- "$cur")) ;;
+                    --memory-confidence) COMPREPLY=() ;;
+                    --retry-on-oom) COMPREPLY=() ;;
                     --event-log-dir) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
@@ -248,6 +251,8 @@ _cobell() {
                     --confidence) COMPREPLY=() ;;
                     --input-size) COMPREPLY=() ;;
                     --input-tolerance) COMPREPLY=() ;;
+                    --minimize) COMPREPLY=($(compgen -W 'executor-seconds memory-mb-seconds' -- "$cur")) ;;
+                    --memory-confidence) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
@@ -349,11 +354,11 @@ _cobell() {
                 else COMPREPLY=($(compgen -W 'submit predict demo history model cluster local-cluster config' -- "$cur")); fi ;;
             "cobell submit")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --spark-log-level --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --spark-log-level --minimize --memory-confidence --keep-memory --retry-on-oom --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else ((npos >= 0)) && COMPREPLY=($(compgen -W "--" -- "$cur")); fi ;;
             "cobell predict")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --minimize --memory-confidence --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell demo")
                 if [[ $cur == -* ]]; then
@@ -409,7 +414,7 @@ _cobell() {
                 else COMPREPLY=(); fi ;;
             "cobell model plot")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -o --output --co-runner -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -o --output --co-runner --memory -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell model whatif")
                 if [[ $cur == -* ]]; then

@@ -25,12 +25,12 @@ function __cobell_node
                 end
             case 'cobell submit'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --minimize --memory-confidence --retry-on-oom --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell predict'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --minimize --memory-confidence --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell demo'
@@ -195,6 +195,10 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l json -d 'Print one JSON
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l log-file -r -F -d 'Also append the job\'s output to this file'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l spark-log-level -x -d 'Spark: the job\'s log level (spark.log.level), e.g'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l minimize -x -a 'executor-seconds memory-mb-seconds' -d 'What the reservation minimises among the scale-outs that meet the target: executor-seconds (the smallest scale-out) or memory-mb-seconds (container MB x executors x predicted runtime, with each scale-out\'s memory sized)'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l memory-confidence -x -d 'Spark: size each executor\'s memory to cover the job\'s predicted need with estimated probability P (default 0.95)'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l keep-memory -d 'Spark: leave the executor memory as the command or Spark\'s defaults have it (implied when the command sets --executor-memory); cobell still warns when its memory model finds it too small or far too large'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l retry-on-oom -x -d 'Spark: when the run fails for memory, run it again, at most N times, each at the larger executor memory the memory model bounds the need at after the failure; every attempt is recorded as its own run'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l event-log-dir -x -d 'Spark: where the run writes its event log, read afterwards for the what-if (default: event-logs/ next to the history; off: leave event logging alone)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
@@ -212,6 +216,8 @@ complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-size -x -d 'Inpu
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-tolerance -x -d 'Runs count as similar within ± this fraction of the input size. [env: COBELL_INPUT_TOLERANCE]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l all -d 'Every scale-out in the table, not only those around the decision'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l minimize -x -a 'executor-seconds memory-mb-seconds' -d 'What the reservation minimises among the scale-outs that meet the target: executor-seconds (the smallest scale-out) or memory-mb-seconds (container MB x executors x predicted runtime, with each scale-out\'s memory sized)'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l memory-confidence -x -d 'Spark: size each executor\'s memory to cover the job\'s predicted need with estimated probability P (default 0.95)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l json -d 'Print the plan as JSON (always with every scale-out)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
@@ -291,6 +297,7 @@ complete -c cobell -n '__cobell_at \'cobell model eval\'' -s h -l help -d 'Show 
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Recurring job whose history the model is fitted to'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s o -l output -r -F -d 'Image file to write (png, svg, pdf); an existing directory, or a path ending in / (created), gets JOB.png inside it'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -l co-runner -x -d 'Co-runner for the curves (default: the most frequent one)'
+complete -c cobell -n '__cobell_at \'cobell model plot\'' -l memory -d 'Plot the executor memory instead: each run\'s peak against its input per executor (or input), memory failures at the memory that failed, and the chosen memory function'
 complete -c cobell -n '__cobell_at \'cobell model plot\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell model whatif\'' -s e -l event-log -r -F -d 'A Spark event log: one file (plain, .zstd, .lz4, .snappy) or a rolling log directory (eventlog_v2_*)'
 complete -c cobell -n '__cobell_at \'cobell model whatif\'' -s x -l scale-out -x -d 'Executor count to predict (repeatable); default 1, 2, 4, ... up to 4x the observed count (at least 8), and the observed count'

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from cobell_cli.cluster.base import RunningApp
 from cobell_cli.core.plan import plan
 from cobell_cli.core.plan.curve_effects import CurveWithInterference, normalized_runs
+from cobell_cli.core.running import RunningApp
 from cobell_cli.core.whatif import fit_whatif
 from tests.test_whatif_plan import wide_profile
 

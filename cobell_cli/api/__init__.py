@@ -32,11 +32,15 @@ from cobell_cli.api.models import (
 from cobell_cli.api.planning import (
     CLUSTER_PROFILES,
     JOB_PROFILES,
+    MemoryAsk,
     Prediction,
     check_request,
     job_profiles,
     live_progress,
+    memory_model,
+    memory_request,
     model_cache,
+    nearest_memory_job,
     predict,
     running_co_runners,
     warm_model_cache,
@@ -65,6 +69,7 @@ from cobell_cli.api.runs import (
 )
 from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.job_name import check_job_name
+from cobell_cli.core.memory.records import feature_value as memory_feature_value
 
 if TYPE_CHECKING:
     from cobell_cli.config import Settings
@@ -73,6 +78,7 @@ __all__ = [
     "CLUSTER_PROFILES",
     "JOB_PROFILES",
     "CheckedFile",
+    "MemoryAsk",
     "ModelInput",
     "Prediction",
     "check_file",
@@ -97,8 +103,12 @@ __all__ = [
     "live_progress",
     "load_settings",
     "measured_overlaps",
+    "memory_feature_value",
+    "memory_model",
+    "memory_request",
     "model_cache",
     "model_input",
+    "nearest_memory_job",
     "open_history",
     "predict",
     "remove_runs",

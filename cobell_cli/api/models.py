@@ -10,7 +10,7 @@ left it there. numpy loads inside the functions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,8 @@ class ModelInput:
     job: str
     runs: list[dict[str, Any]]
     whatif: Any = None
+    memory: Any = None  # the job's memory model (core/memory), None without a measured peak
+    memory_observations: list[Any] = field(default_factory=list)
 
 
 def model_input(history: History, job: str, *, window: int | None = None) -> ModelInput:
@@ -44,7 +46,10 @@ def model_input(history: History, job: str, *, window: int | None = None) -> Mod
     if not runs:
         why = "has no succeeded runs" if job in known else "is not in the history"
         raise UsageError(f"job {job!r} {why}", hint=JOBS_HINT)
-    return ModelInput(job, runs, whatif)
+    from cobell_cli.api.planning import memory_model
+
+    memory, observations = memory_model(history, job, window)
+    return ModelInput(job, runs, whatif, memory, observations)
 
 
 def _job_whatif(history: History, job: str, runs: list[dict[str, Any]]) -> Any:
@@ -84,7 +89,8 @@ def describe_model(data: ModelInput, settings: Settings | None = None) -> dict[s
     cache = model_cache(settings) if settings is not None else None
     description = {"job": data.job, **fit_model(data, cache=cache).describe()}
     counts = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
-    return {**description, "model_cache": counts}
+    memory = data.memory.describe() if data.memory is not None else None
+    return {**description, "memory": memory, "model_cache": counts}
 
 
 def evaluate_model(

@@ -230,6 +230,41 @@ InputToleranceOpt = Annotated[
 StrictOpt = Annotated[
     bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target.")
 ]
+MinimizeOpt = Annotated[
+    str,
+    typer.Option(
+        "--minimize",
+        metavar="executor-seconds|memory-mb-seconds",
+        help="What the reservation minimises among the scale-outs that meet the target: "
+        "executor-seconds (the smallest scale-out) or memory-mb-seconds (container MB x "
+        "executors x predicted runtime, with each scale-out's memory sized). "
+        "Example: --minimize memory-mb-seconds.",
+    ),
+]
+MemoryConfidenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--memory-confidence",
+        min=0.5,
+        max=0.999,
+        metavar="P",
+        help="Spark: size each executor's memory to cover the job's predicted need with "
+        "estimated probability P (default 0.95). Example: --memory-confidence 0.99.",
+    ),
+]
+
+
+def check_minimize(minimize: str) -> str:
+    """The --minimize value, or a usage error naming the choices."""
+    from cobell_cli.core.cost import MINIMIZE_CHOICES
+    from cobell_cli.errors import UsageError
+
+    if minimize not in MINIMIZE_CHOICES:
+        raise UsageError(
+            f"--minimize {minimize!r} is not one of {', '.join(MINIMIZE_CHOICES)}",
+            hint="e.g. --minimize memory-mb-seconds",
+        )
+    return minimize
 
 
 def planning_flags(

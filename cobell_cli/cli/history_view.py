@@ -132,6 +132,9 @@ def show_lines(run: Run) -> list[str]:
         else:
             shown = value
         lines.append(f"{key + ':':{width}} {printable(shown)}")
+    memory = memory_summary(run)
+    if memory:
+        lines.append(f"\nmemory: {memory}")
     colocations = run.get("colocations") or []
     lines.append(f"\nco-runners ({len(colocations)}):")
     if colocations:
@@ -142,3 +145,22 @@ def show_lines(run: Run) -> list[str]:
         lines.append(table(rows, ["co_runner_app_id", "co_runner_job", "co_runner_scale_out",
                                   "started", "finished", "overlap_s", "overlap_ratio"]))
     return lines
+
+
+def memory_summary(run: Run) -> str | None:
+    """Reserved against used per executor, in words (None when neither is known)."""
+    reserved, peak = run.get("executor_memory_mb"), run.get("peak_memory_mb")
+    if reserved is None and peak is None:
+        return None
+    parts = []
+    if peak is not None:
+        used = f"peak {peak:.0f} MB heap used per executor"
+        parts.append(used + (f" of {reserved} MB reserved ({100 * peak / reserved:.0f} %)"
+                             if reserved else ""))
+    elif reserved is not None:
+        parts.append(f"{reserved} MB reserved per executor, peak not measured")
+    if run.get("executor_overhead_mb"):
+        parts.append(f"+ {run['executor_overhead_mb']} MB overhead")
+    if run.get("failure_reason") == "memory":
+        parts.append("failed for memory: the reservation was too small")
+    return ", ".join(parts)

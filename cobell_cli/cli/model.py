@@ -151,7 +151,24 @@ def show(
     if as_json:
         typer.echo(output.to_json(description))
         return
-    typer.echo(output.table(show_rows(description), ["field", "value"]))
+    rows = [*show_rows(description), {"field": "memory function",
+                                      "value": memory_text(description["memory"])}]
+    typer.echo(output.table(rows, ["field", "value"]))
+
+
+def memory_text(memory: dict[str, Any] | None) -> str:
+    """The memory function, what it rests on and how well it extrapolated."""
+    if memory is None:
+        return "none yet (no run with a measured executor memory peak)"
+    text = (f"{memory['function']}: {memory['formula']} MB, z = input "
+            + ("per executor" if "per_executor" in memory["function"] else "")
+            + f" in MB ({memory['runs']} runs")
+    if memory["failures"]:
+        text += f", {memory['failures']} memory failures as lower bounds"
+    chosen = memory["cv_rmsle"].get(memory["function"])
+    if chosen is not None:
+        text += f"; forward-CV error {100 * chosen:.0f} % (RMS log)"
+    return text + ")"
 
 
 @app.command("eval")
@@ -199,11 +216,18 @@ def plot(
         "/ (created), gets JOB.png inside it."),
     co_runner: str | None = typer.Option(
         None, "--co-runner", help="Co-runner for the curves (default: the most frequent one)."),
+    memory: bool = typer.Option(
+        False, "--memory",
+        help="Plot the executor memory instead: each run's peak against its input per "
+             "executor (or input), memory failures at the memory that failed, and the chosen "
+             "memory function."),
 ) -> None:
     """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the
     `plot` extra).
 
     Example: cobell model plot --job sgd -o sgd.png   (or -o plots/ for plots/sgd.png)
+
+    Example: cobell model plot --job etl --memory -o etl-memory.png
     """
     from cobell_cli.errors import CobellError
 
@@ -215,7 +239,6 @@ def plot(
         raise CobellError("plotting needs matplotlib",
                           hint="pip install 'cobell[plot]'") from None
     matplotlib.use("Agg")
-    import warnings
 
     import matplotlib.pyplot as plt
     import numpy as np
@@ -224,6 +247,9 @@ def plot(
     from cobell_cli.output import printable
 
     data = model_input(ctx, job)
+    if memory:
+        _save(_memory_figure(data, plt), path, plt)
+        return
     runs = data.runs
     model = api.fit_model(data, whatif=False)
     if co_runner is None:
@@ -250,6 +276,14 @@ def plot(
     ax.set_ylabel("runtime (s)")
     ax.set_title(f"{printable(job)}: {model.n_runs_} runs")  # control characters as \xNN
     ax.legend()
+    _save(fig, path, plt)
+
+
+def _save(fig: Any, path: Path, plt: Any) -> None:
+    import warnings
+
+    from cobell_cli.errors import CobellError
+
     try:
         with warnings.catch_warnings():  # a name the font lacks a glyph for is drawn as a box
             warnings.filterwarnings("ignore", message="Glyph .* missing from font")
@@ -260,6 +294,37 @@ def plot(
     finally:
         plt.close(fig)
     info(f"wrote {path}")
+
+
+def _memory_figure(data: ModelInput, plt: Any) -> Any:
+    """Peak memory per run against the chosen function's feature, with the function."""
+    from cobell_cli import api
+    from cobell_cli.errors import UsageError
+    from cobell_cli.output import printable
+
+    job, model, obs = data.job, data.memory, data.memory_observations
+    if model is None:
+        raise UsageError(f"job {job!r} has no run with a measured executor memory peak",
+                         hint="runs of `cobell submit` on Spark record it from the event log")
+    feature = model.candidate_.feature
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    seen = [o for o in obs if o.demand_mb]
+    failed = [o for o in obs if o.failed]
+    at = api.memory_feature_value
+    ax.scatter([at(o, feature) for o in seen], [o.demand_mb for o in seen], s=18,
+               label="runs (peak)")
+    if failed:
+        ax.scatter([at(o, feature) for o in failed], [o.reserved_mb for o in failed],
+                   marker="x", color="red", label="failed for memory at")
+    top = max(at(o, feature) for o in obs) * 1.25
+    grid = [top * i / 200 for i in range(1, 201)]
+    ax.plot(grid, [model.fitted_.predict(z) for z in grid], color="black",
+            label=model.candidate_.label)
+    ax.set_xlabel("input per executor (MB)" if feature == "per_executor" else "input (MB)")
+    ax.set_ylabel("executor memory (MB)")
+    ax.set_title(f"{printable(job)}: {model.runs_} runs")
+    ax.legend()
+    return fig
 
 
 def plot_file(out: str, job: str) -> Path:

@@ -15,6 +15,8 @@ from cobell_cli.cli.common import (
     InputToleranceOpt,
     JobOpt,
     MaxScaleOutOpt,
+    MemoryConfidenceOpt,
+    MinimizeOpt,
     MinScaleOutOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
@@ -51,6 +53,8 @@ def render(prediction: Prediction, show_all: bool = False) -> str:
     lines.append(f"decision: scale-out {p.scale_out} ({', '.join(facts)}): {p.reason}")
     lines.append(f"{_policy(prediction.policy, p.phase)}; P(meet) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
+    if p.memory is not None:
+        lines.append(memory_line(p.memory))
     return "\n".join(lines)
 
 
@@ -93,8 +97,9 @@ def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
         max(chosen - AROUND, 0), min(chosen + AROUND + 1, len(p.candidates)))
     overlaps = [f"ov{i + 1}" for i in range(len(app_ids))]
     columns = ["scale-out", "prediction s", "upper bound s", "P(meet)", "meets", "executor-s",
-               *overlaps, "chosen"]
-    rows = [_row(c, app_ids, c.scale_out == p.scale_out) for c in p.candidates[first:last]]
+               *overlaps, *_memory_columns(p), "chosen"]
+    rows = [{**_row(c, app_ids, c.scale_out == p.scale_out), **_memory_cells(c, p.minimize)}
+            for c in p.candidates[first:last]]
     lines = [table(rows, columns)]
     hidden = len(p.candidates) - (last - first)
     if hidden:
@@ -122,6 +127,41 @@ def _row(c: Any, app_ids: list[str], chosen: bool) -> dict[str, Any]:
         ratio = c.overlap_ratio.get(app_id)
         row[f"ov{i + 1}"] = "" if ratio is None else f"{ratio:.2f}"
     return row
+
+
+def _memory_columns(p: Any) -> list[str]:
+    """The memory columns, only where memory was sized: the heap (and the YARN container)."""
+    if p.memory is None or p.memory.get("executor_memory_mb") is None:
+        return []
+    yarn = p.memory.get("executor_overhead_mb") is not None
+    cost = ["memory MB-s"] if p.minimize == "memory-mb-seconds" else []
+    return ["memory MB", *(["container MB"] if yarn else []), *cost]
+
+
+def _memory_cells(c: Any, minimize: str) -> dict[str, Any]:
+    cells: dict[str, Any] = {"memory MB": c.executor_memory_mb, "container MB": c.container_mb}
+    if minimize == "memory-mb-seconds" and c.memory_mb_seconds is not None:
+        cells["memory MB-s"] = f"{c.memory_mb_seconds:.3g}"
+    return cells
+
+
+def memory_line(memory: Any) -> str:
+    """What the executor memory is and why: the reservation, the model, its confidence."""
+    heap = memory.get("executor_memory_mb")
+    if memory.get("source") == "none" or heap is None:
+        return f"memory: not sized ({memory.get('note') or 'no memory model'})"
+    overhead = memory.get("executor_overhead_mb")
+    grant = (f" + {overhead} MB overhead = {memory.get('container_mb')} MB container"
+             if overhead is not None else "")
+    if memory.get("source") == "user":
+        how = "yours (the command sets it; cobell keeps it)"
+    else:
+        how = (f"covers the predicted need {memory.get('predicted_peak_mb'):.0f} MB up to "
+               f"{memory.get('upper_peak_mb'):.0f} MB (P >= {memory.get('memory_confidence'):g})")
+    model = (f"; model {memory.get('model')} on {memory.get('runs')} runs, chosen by "
+             f"{memory.get('chosen_by')}" if memory.get("model") else "")
+    note = f"; {memory['note']}" if memory.get("note") else ""
+    return f"memory: {heap} MB heap per executor{grant}, {how}{model}{note}"
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
@@ -154,8 +194,11 @@ def run_prediction(
     flags: dict[str, Any],
     require_history: bool,
     now: float,
+    memory: Any = None,
+    minimize: str = "executor-seconds",
 ) -> tuple[Prediction, Any]:
     """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
+    `memory` (an api.MemoryAsk) sizes each candidate's executor memory too.
 
     Returns the prediction and the cluster adapter (submit asks it again after the run).
     """
@@ -177,6 +220,8 @@ def run_prediction(
             now=now,
             input_bytes=input_bytes,
             require_history=require_history,
+            memory=memory,
+            minimize=minimize,
         )
     for message in prediction.warnings:
         warn(message)
@@ -197,6 +242,8 @@ def predict(
     show_all: bool = typer.Option(
         False, "--all", help="Every scale-out in the table, not only those around the decision."
     ),
+    minimize: MinimizeOpt = "executor-seconds",
+    memory_confidence: MemoryConfidenceOpt = None,
     as_json: bool = typer.Option(
         False, "--json", help="Print the plan as JSON (always with every scale-out)."
     ),
@@ -228,10 +275,17 @@ def predict(
     Example: cobell predict -j sgd -t 300 --confidence point --json
 
     Example: cobell predict -j sgd -t 5min --all
+
+    Each candidate's executor memory is sized from the job's runs with a measured memory peak
+    (its memory model; the `memory` object in --json); --minimize memory-mb-seconds then
+    prefers the scale-out whose containers cost least.
+
+    Example: cobell predict -j sgd -t 300 --input-size 20G --minimize memory-mb-seconds
     """
     import time
 
-    from cobell_cli.cli.common import parse_size
+    from cobell_cli.api import MemoryAsk
+    from cobell_cli.cli.common import check_minimize, parse_size
     from cobell_cli.errors import NoFeasibleScaleOut
     from cobell_cli.output import to_json
 
@@ -247,6 +301,8 @@ def predict(
         flags=flags,
         require_history=True,
         now=time.time(),
+        memory=MemoryAsk(confidence=memory_confidence),
+        minimize=check_minimize(minimize),
     )
     typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
     if not prediction.plan.feasible:

@@ -18,6 +18,8 @@ from cobell_cli.cli.common import (
     InputToleranceOpt,
     JobOpt,
     MaxScaleOutOpt,
+    MemoryConfidenceOpt,
+    MinimizeOpt,
     MinScaleOutOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
@@ -33,7 +35,7 @@ from cobell_cli.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from cobell_cli.api import Prediction
+    from cobell_cli.api import MemoryAsk, Prediction
     from cobell_cli.run.launch import Injection
     from cobell_cli.run.submit import Outcome
 
@@ -118,6 +120,25 @@ def submit(
         help="Spark: the job's log level (spark.log.level), e.g. WARN or ERROR to keep Spark's "
         "INFO lines out of the way; a level the command sets itself is kept.",
     ),
+    minimize: MinimizeOpt = "executor-seconds",
+    memory_confidence: MemoryConfidenceOpt = None,
+    keep_memory: bool = typer.Option(
+        False,
+        "--keep-memory",
+        help="Spark: leave the executor memory as the command or Spark's defaults have it "
+        "(implied when the command sets --executor-memory); cobell still warns when its "
+        "memory model finds it too small or far too large.",
+    ),
+    retry_on_oom: int = typer.Option(
+        0,
+        "--retry-on-oom",
+        min=0,
+        max=10,
+        metavar="N",
+        help="Spark: when the run fails for memory, run it again, at most N times, each at "
+        "the larger executor memory the memory model bounds the need at after the failure; "
+        "every attempt is recorded as its own run. Example: --retry-on-oom 2.",
+    ),
     event_log_dir: str | None = typer.Option(
         None,
         "--event-log-dir",
@@ -153,9 +174,17 @@ def submit(
     Example: cobell submit -j nightly-sgd -t 350 --confidence 0.97 -- spark-submit app.py
 
     Example: cobell submit -j nightly-sgd -t 6min --spark-log-level WARN -- spark-submit app.py
+
+    Spark: each executor's memory is sized with the scale-out from the job's runs with a
+    measured memory peak (--executor-memory, and the overhead on YARN), unless the command
+    sets it or --keep-memory; a run that fails for memory is recorded with failure_reason
+    memory, and --retry-on-oom N runs it again at a larger memory.
+
+    Example: cobell submit -j etl -t 600 --retry-on-oom 2 -- spark-submit --master yarn etl.py
     """
     import time
 
+    from cobell_cli.cli.common import check_minimize
     from cobell_cli.cli.predict import run_prediction
     from cobell_cli.run import event_capture, launch
 
@@ -165,35 +194,123 @@ def submit(
     probe = launch.inject(command, 1, job, cores_per_executor)  # bad commands fail before
     if not dry_run:  # planning, and before any run is recorded (a dry run may plan for
         check_can_start(probe.argv, log_file)  # another machine's command)
+    ask = _memory_ask(command, keep_memory, memory_confidence)  # and bad memory strings
+    check_minimize(minimize)
     submitted_at = time.time()
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
         "event_log_dir": event_log_dir,
     }
-    prediction, cluster_adapter = run_prediction(
-        ctx,
-        job=job,
-        target_s=target_runtime,
-        input_bytes=size,
-        flags=flags,
-        require_history=False,
-        now=submitted_at,
-    )
-    injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
-    if spark_log_level is not None:
-        injected = launch.with_spark_log_level(injected, spark_log_level)
-    starts = not dry_run and (prediction.plan.feasible or not strict)
-    injected = event_capture.prepare(
-        injected, settings(ctx, **flags).event_log_path, create=starts
-    )
-    _show_plan(prediction, injected, dry_run, as_json, strict, target_runtime)
-    if dry_run:
-        return
-    outcome = _run(ctx, prediction, cluster_adapter, injected, size, submitted_at, log_file)
+    attempts: list[Outcome] = []
+    while True:
+        prediction, cluster_adapter = run_prediction(
+            ctx,
+            job=job,
+            target_s=target_runtime,
+            input_bytes=size,
+            flags=flags,
+            require_history=False,
+            now=submitted_at if not attempts else time.time(),
+            memory=ask,
+            minimize=minimize,
+        )
+        injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+        injected, memory = _with_memory(injected, prediction, ask, attempts)
+        if spark_log_level is not None:
+            injected = launch.with_spark_log_level(injected, spark_log_level)
+        starts = not dry_run and (prediction.plan.feasible or not strict)
+        injected = event_capture.prepare(
+            injected, settings(ctx, **flags).event_log_path, create=starts
+        )
+        _show_plan(prediction, injected, dry_run, as_json, strict, target_runtime)
+        if dry_run:
+            return
+        outcome = _run(ctx, prediction, cluster_adapter, injected, size, time.time(), log_file,
+                       memory)
+        attempts.append(outcome)
+        if not _retry(outcome, attempts, retry_on_oom):
+            break
     planned = [*injected.warnings, *prediction.all_warnings]
-    _after_the_job(ctx, outcome, as_json, flags, job, target_runtime, size, planned)
+    _after_the_job(ctx, attempts, as_json, flags, job, target_runtime, size, planned)
     raise typer.Exit(outcome.exit_code)
+
+
+def _memory_ask(command: list[str], keep: bool, confidence: float | None) -> MemoryAsk | None:
+    """What the planner may size for a Spark command (None: not a Spark command); a memory
+    string in the command or its properties file that Spark could not read is a usage error
+    before anything starts."""
+    from cobell_cli.api import MemoryAsk
+    from cobell_cli.run import event_capture, launch
+
+    launcher = launch.detect_launcher(command)
+    if launcher not in launch.SPARK_LAUNCHERS:
+        if launcher == "flink":
+            warn("memory: not sized for Flink (taskmanager memory stays as configured)")
+        return None
+    inherited = event_capture.inherited_properties(
+        command, prefixes=(launch.EXECUTOR_MEMORY, launch.EXECUTOR_OVERHEAD)
+    )
+    user = launch.user_memory(command, inherited)
+    return MemoryAsk(
+        backend="yarn" if launcher == "spark-yarn" else "standalone",
+        user_memory_mb=user.executor_memory_mb,
+        user_overhead_mb=user.executor_overhead_mb,
+        confidence=confidence,
+        keep=keep or user.given,
+    )
+
+
+def _with_memory(
+    injected: Injection,
+    prediction: Prediction,
+    ask: MemoryAsk | None,
+    attempts: list[Outcome],
+) -> tuple[Injection, dict[str, int | None] | None]:
+    """The command with the planned executor memory, unless the user's is kept; a retry after
+    a memory failure overrides the user's (it just proved too small). Returns what the run
+    is given, to record with it (None: unknown)."""
+    from cobell_cli.run import launch
+
+    memory = prediction.plan.memory
+    if ask is None or memory is None:
+        return injected, None
+    kept = {"executor_memory_mb": ask.user_memory_mb,
+            "executor_overhead_mb": ask.user_overhead_mb}
+    retry = bool(attempts) and attempts[-1].failure_reason == "memory"
+    if memory.get("upper_peak_mb") is None:  # not sized: nothing to change
+        return injected, kept
+    if ask.keep and not retry:
+        return injected, kept
+    heap, overhead = memory.get("executor_memory_mb"), memory.get("executor_overhead_mb")
+    if retry and ask.keep:
+        heap = _retry_heap(memory, attempts[-1])
+        warn(f"memory: the last attempt failed for memory at {attempts[-1].executor_memory_mb} "
+             f"MB; this one runs at {heap} MB")
+    planned = {"executor_memory_mb": heap, "executor_overhead_mb": overhead}
+    return launch.with_memory(injected, int(heap), overhead), planned  # type: ignore[arg-type]
+
+
+def _retry_heap(memory: dict, failed: Outcome) -> int:
+    """The heap for a retry of a run whose memory the user set: the model's bound after the
+    failure, and above the memory that failed."""
+    import math
+
+    from cobell_cli.core.memory.sizing import STEP_MB
+
+    bound = math.ceil(float(memory.get("upper_peak_mb") or 0) / STEP_MB) * STEP_MB
+    return max(bound, (failed.executor_memory_mb or 0) + STEP_MB)
+
+
+def _retry(outcome: Outcome, attempts: list[Outcome], retries: int) -> bool:
+    """Run again? Only after a memory failure, while retries are left."""
+    if outcome.failure_reason != "memory" or len(attempts) > retries:
+        return False
+    for message in outcome.warnings:
+        warn(message)
+    info(f"cobell: run {outcome.run_id} failed for memory; retrying "
+         f"({len(attempts)} of {retries})")
+    return True
 
 
 def _input_bytes(input_path: str | None, input_size: str | None) -> int | None:
@@ -257,6 +374,7 @@ def _run(
     size: int | None,
     submitted_at: float,
     log_file: Path | None,
+    memory: dict[str, int | None] | None = None,
 ) -> Outcome:
     """The job, with the live 'elapsed' line on a terminal."""
     from cobell_cli.run import launch
@@ -280,6 +398,7 @@ def _run(
             stderr=stderr,  # type: ignore[arg-type]
             on_tick=live.tick if live else None,
             cluster_ok=prediction.cluster_ok,
+            memory=memory,
         )
     finally:
         if live is not None:
@@ -288,7 +407,7 @@ def _run(
 
 def _after_the_job(
     ctx: typer.Context,
-    outcome: Outcome,
+    attempts: list[Outcome],
     as_json: bool,
     flags: dict,
     job: str,
@@ -300,8 +419,9 @@ def _after_the_job(
     stands), and a terminal that has gone (SIGHUP) just gets nothing more."""
     from cobell_cli import interrupts
 
+    outcome = attempts[-1]
     try:
-        _report(outcome, as_json, planned)
+        _report(attempts, as_json, planned)
         with interrupts.abandonable():
             if outcome.status == "succeeded":
                 prepare_next_run(ctx, flags, job, target_s, input_bytes)
@@ -312,15 +432,23 @@ def _after_the_job(
         pass
 
 
-def _report(outcome: Outcome, as_json: bool, planned: list[str]) -> None:
+def _report(attempts: list[Outcome], as_json: bool, planned: list[str]) -> None:
     """The run's warnings and summary. The JSON line carries the planning's warnings too
-    (printed before the job, as `predict --json` carries them): a script reads only it."""
+    (printed before the job, as `predict --json` carries them): a script reads only it.
+    After retries for memory (--retry-on-oom) it is the last attempt's, with `attempts`
+    (every one) and `total_s` (their runtimes added) against the target."""
     from cobell_cli.output import to_json
 
+    outcome = attempts[-1]
     for message in outcome.warnings:
         warn(message)
     if as_json:
         summary = outcome.to_dict()
+        if len(attempts) > 1:
+            total = sum(a.runtime_s for a in attempts)
+            summary.update(attempts=[a.to_dict() for a in attempts], total_s=round(total, 3),
+                           met_target_in_total=outcome.status == "succeeded"
+                           and total <= outcome.target_s)
         typer.echo(to_json({**summary, "warnings": [*planned, *summary["warnings"]]}))
     else:
         verdict = "met" if outcome.met_target else "missed"
@@ -331,7 +459,12 @@ def _report(outcome: Outcome, as_json: bool, planned: list[str]) -> None:
             f"{verdict}); "
             f"{len(outcome.co_runners)} co-runner(s) recorded"
             + (f"; app {outcome.app_id}" if outcome.app_id else "")
+            + ("; failed for memory" if outcome.failure_reason == "memory" else "")
         )
+        if len(attempts) > 1:
+            total = sum(a.runtime_s for a in attempts)
+            info(f"cobell: {len(attempts)} attempts, {total:.1f} s in all "
+                 f"(target {outcome.target_s:g} s)")
 
 
 def prepare_next_run(

@@ -276,6 +276,19 @@ class YarnCluster:
             "cluster_id": info.get("id"),
         }
 
+    def allocation(self) -> Any:
+        """The container step and maximum the RM runs with (cluster/allocation.py), else
+        yarn-site.xml's, else the defaults; never raises for a conf the RM does not serve."""
+        from cobell_cli.cluster.allocation import DEFAULT, allocation_of, conf_values
+        from cobell_cli.cluster.yarnconf import site_allocation
+
+        try:
+            answer = self._get("/conf", {"format": "json"}, missing_ok=True)
+        except ClusterError:
+            answer = None
+        props = conf_values(answer.data if answer is not None else None)
+        return allocation_of(props, "resourcemanager") or site_allocation() or DEFAULT
+
     def describe(self) -> str:
         if self.answered_url is None:
             return f"yarn RM {', '.join(self.rm_urls)} (not contacted yet)"

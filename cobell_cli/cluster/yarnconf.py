@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from cobell_cli.errors import ConfigError
 
@@ -135,3 +136,18 @@ def discover_rm_urls(
     if path is None:
         return [], None
     return rm_web_urls(read_properties(path), env), path
+
+
+def site_allocation(env: Mapping[str, str] | None = None) -> Any:
+    """The container allocation yarn-site.xml names (cluster/allocation.py), or None."""
+    from cobell_cli.cluster.allocation import allocation_of
+
+    path = find_yarn_site(env)
+    if path is None:
+        return None
+    try:
+        props = read_properties(path)
+    except ConfigError:
+        return None
+    env = os.environ if env is None else env
+    return allocation_of({k: expand(v, props, env) for k, v in props.items()}, "yarn-site.xml")

@@ -1,4 +1,5 @@
-"""What one Spark run did, compactly: the input of the one-run what-if (core/whatif/).
+"""What one Spark run did, compactly: the input of the one-run what-if (core/whatif/) and of
+the memory models (core/memory/).
 
 Built from an event log by sources/eventlog_profile.py and stored as JSON in the history's
 `run_profiles` table. Times are seconds from the application's start, so a profile is the same
@@ -52,6 +53,47 @@ class ExecutorSpan:
 
 
 @dataclass
+class ExecutorMemory:
+    """The peaks of one executor's memory metrics over the run, MB (Spark's executor metrics:
+    "Peak JVM Memory OnHeap" is `heap_mb`); the GC time it reported, seconds."""
+
+    executor_id: str
+    heap_mb: float = 0.0  # JVMHeapMemory: heap used, garbage included
+    offheap_mb: float = 0.0  # JVMOffHeapMemory: metaspace, code cache, ...
+    execution_mb: float = 0.0  # OnHeapExecutionMemory: shuffles, joins, sorts, aggregations
+    storage_mb: float = 0.0  # OnHeapStorageMemory: cached blocks and broadcasts
+    unified_mb: float = 0.0  # OnHeapUnifiedMemory: the two together, at one moment
+    direct_mb: float = 0.0  # DirectPoolMemory (NIO buffers)
+    jvm_rss_mb: float = 0.0  # ProcessTreeJVMRSSMemory (0 unless process-tree metrics are on)
+    python_rss_mb: float = 0.0  # ProcessTreePythonRSSMemory (PySpark workers)
+    gc_s: float = 0.0  # TotalGCTime
+
+
+@dataclass
+class MemoryProfile:
+    """What a run's event log says about its executors' memory.
+
+    `executors` is empty when the log carries no executor metrics (Spark before 3.0, or
+    metrics off): then there is no peak, and nothing is guessed.
+    """
+
+    executor_memory_mb: int | None = None  # spark.executor.memory, as the run had it
+    executor_overhead_mb: int | None = None  # spark.executor.memoryOverhead, if set
+    executors: list[ExecutorMemory] = field(default_factory=list)
+    task_run_s: float = 0.0  # executor run time of all tasks
+    task_gc_s: float = 0.0  # JVM GC time within them
+    shuffle_write_bytes: int = 0
+    tasks: int = 0
+    memory_failures: list[str] = field(default_factory=list)  # why tasks/executors died of it
+    job_heap_mb: dict[str, float] = field(default_factory=dict)  # Spark job id -> heap peak
+
+    def peak(self, metric: str) -> float | None:
+        """The largest value of one metric over the executors; None without metrics."""
+        values = [getattr(e, metric) for e in self.executors]
+        return max(values) if values else None
+
+
+@dataclass
 class AppProfile:
     """One application: identity, lifetime, executors, jobs and stages."""
 
@@ -67,6 +109,7 @@ class AppProfile:
     jobs: list[JobProfile] = field(default_factory=list)
     stages: list[StageProfile] = field(default_factory=list)
     local_mode: bool = False
+    memory: MemoryProfile | None = None  # None in profiles written before it was kept
 
     @property
     def runtime_s(self) -> float:
@@ -125,4 +168,8 @@ class AppProfile:
         raw["executors"] = [ExecutorSpan(**e) for e in raw.get("executors", [])]
         raw["jobs"] = [JobProfile(**j) for j in raw.get("jobs", [])]
         raw["stages"] = [StageProfile(**s) for s in raw.get("stages", [])]
+        if raw.get("memory") is not None:
+            memory = dict(raw["memory"])
+            memory["executors"] = [ExecutorMemory(**e) for e in memory.get("executors", [])]
+            raw["memory"] = MemoryProfile(**memory)
         return cls(**raw)

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cobell_cli import interrupts
+from cobell_cli.core.memory.failures import memory_failure
 from cobell_cli.errors import CobellError
 from cobell_cli.run.launch import parse_app_id
 from cobell_cli.threads import user_environ
@@ -78,6 +79,7 @@ class ChildResult:
     signal_received: int | None  # the first signal cobell received and forwarded
     pid: int
     log_error: str | None = None  # why the --log-file copy stopped (a full disk), if it did
+    memory_failure: str | None = None  # the first output line that says memory ran out
 
     @property
     def runtime_s(self) -> float:
@@ -90,16 +92,21 @@ def shell_exit_code(returncode: int) -> int:
 
 
 class _AppIdCatcher:
-    """Keeps the first app id seen on any stream (reader threads write, the main thread reads)."""
+    """Keeps the first app id seen on any stream, and the first line saying an executor or the
+    driver ran out of memory (reader threads write, the main thread reads)."""
 
     def __init__(self) -> None:
         self.app_id: str | None = None
+        self.memory_failure: str | None = None
         self._lock = threading.Lock()
 
     def feed(self, line: bytes) -> None:
+        text = line.decode("utf-8", "replace")
+        if self.memory_failure is None and memory_failure(text):
+            self.memory_failure = _scrubbed(line).decode("utf-8", "replace").strip()[:300]
         if self.app_id is not None:
             return
-        found = parse_app_id(line.decode("utf-8", "replace"))
+        found = parse_app_id(text)
         if found is None:
             return
         with self._lock:
@@ -348,4 +355,5 @@ def _supervise(
         signal_received=forwarded[0] if forwarded else None,
         pid=proc.pid,
         log_error=log.error if log is not None else None,
+        memory_failure=catcher.memory_failure,
     )

@@ -163,11 +163,14 @@ def _in_progress(path: Path, rolling: bool) -> bool:
 
 
 def inherited_properties(
-    argv: Sequence[str], env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    prefixes: tuple[str, ...] = (launch.EVENT_LOG_PREFIX,),
 ) -> dict[str, str]:
-    """The spark.eventLog.* settings of the properties file spark-submit will read: the
-    `--properties-file`, else spark-defaults.conf in $SPARK_CONF_DIR, else $SPARK_HOME/conf
-    (both also from an `env NAME=value` prefix of the command), else next to spark-submit."""
+    """The spark.eventLog.* settings (or those under other `prefixes`) of the properties file
+    spark-submit will read: the `--properties-file`, else spark-defaults.conf in
+    $SPARK_CONF_DIR, else $SPARK_HOME/conf (both also from an `env NAME=value` prefix of the
+    command), else next to spark-submit."""
     path = _properties_path(argv, env)
     if path is None:
         return {}
@@ -175,9 +178,7 @@ def inherited_properties(
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return {}
-    return {
-        k: v for k, v in parse_properties(text).items() if k.startswith(launch.EVENT_LOG_PREFIX)
-    }
+    return {k: v for k, v in parse_properties(text).items() if k.startswith(prefixes)}
 
 
 def _properties_path(argv: Sequence[str], env: Mapping[str, str] | None) -> Path | None:

@@ -517,8 +517,20 @@ def with_spark_log_level(injection: Injection, level: str) -> Injection:
     return Injection(argv, injection.launcher, injection.warnings)
 
 
+# What the memory models need in the log besides the tasks' executor metrics: each stage's
+# per-executor peaks, polled often enough to see them (at the default, only at the 10 s
+# heartbeats: a short task's peak is missed), and the processes' resident memory (off-heap,
+# PySpark workers)
+PEAK_METRICS_CONFS = (
+    "spark.eventLog.logStageExecutorMetrics=true",
+    "spark.executor.metrics.pollingInterval=250ms",
+    "spark.executor.processTreeMetrics.enabled=true",
+)
+
+
 def with_event_log(argv: Sequence[str], directory_uri: str) -> list[str]:
-    """The spark-submit command with event logging into `directory_uri`, among its options."""
+    """The spark-submit command with event logging into `directory_uri`, among its options,
+    with the executors' memory peaks logged (unless the command sets those itself)."""
     _, end = _spark_options(argv)
     extra = [
         "--conf",
@@ -526,4 +538,80 @@ def with_event_log(argv: Sequence[str], directory_uri: str) -> list[str]:
         "--conf",
         f"spark.eventLog.dir={directory_uri}",
     ]
+    confs = spark_confs(argv)
+    for conf in PEAK_METRICS_CONFS:
+        if conf.partition("=")[0] not in confs:
+            extra += ["--conf", conf]
     return [*argv[:end], *extra, *argv[end:]]
+
+
+# --- executor memory (issue 26) ----------------------------------------------------------
+
+EXECUTOR_MEMORY = "spark.executor.memory"
+EXECUTOR_OVERHEAD = "spark.executor.memoryOverhead"
+
+
+@dataclass(frozen=True)
+class UserMemory:
+    """The executor memory a spark-submit command sets itself, MB (None: not set there)."""
+
+    executor_memory_mb: int | None
+    executor_overhead_mb: int | None
+
+    @property
+    def given(self) -> bool:
+        return self.executor_memory_mb is not None
+
+
+def user_memory(argv: Sequence[str], inherited: Mapping[str, str] | None = None) -> UserMemory:
+    """`--executor-memory` / `spark.executor.memory` and the overhead as the command gives
+    them (the last one wins, as in spark-submit), over its properties file's (`inherited`);
+    a value Spark could not read is a UsageError."""
+    from cobell_cli.core.memory.units import memory_mb
+
+    if detect_launcher(argv) not in SPARK_LAUNCHERS:
+        return UserMemory(None, None)
+    opts, _ = _spark_options(argv)
+    confs = {**(inherited or {}), **spark_confs(argv)}
+    flags = [o.value for o in opts if o.name == "--executor-memory" and o.value is not None]
+    found = {
+        EXECUTOR_MEMORY: flags[-1] if flags else confs.get(EXECUTOR_MEMORY),
+        EXECUTOR_OVERHEAD: confs.get(EXECUTOR_OVERHEAD),
+    }
+    parsed: dict[str, int | None] = {}
+    for key, text in found.items():
+        try:
+            parsed[key] = memory_mb(text) if text is not None else None
+        except ValueError as exc:
+            name = "--executor-memory" if key == EXECUTOR_MEMORY and flags else key
+            raise UsageError(
+                f"{name}: {exc}", hint="write it as spark-submit does, e.g. 4g or 4096m"
+            ) from None
+    return UserMemory(parsed[EXECUTOR_MEMORY], parsed[EXECUTOR_OVERHEAD])
+
+
+def with_memory(
+    injection: Injection, executor_memory_mb: int, executor_overhead_mb: int | None
+) -> Injection:
+    """The injected spark-submit command with this executor memory (and, on YARN, overhead):
+    set among its options, or replaced where the command gives it (`--executor-memory`,
+    `spark.executor.memory`, the overhead), with a warning, never duplicated. The caller
+    decides whether a memory the user gave may be replaced (a retry after a memory failure)."""
+    if injection.launcher not in SPARK_LAUNCHERS:
+        return injection
+    argv = injection.argv
+    opts, end = _spark_options(argv)
+    ed = _Editor(argv)
+    heap = f"{executor_memory_mb}m"
+    flags = [o for o in opts if o.name == "--executor-memory"]
+    for opt in flags:
+        ed.set_opt(opt, heap)
+    _set_conf(ed, opts, EXECUTOR_MEMORY, heap, _SPARK_CONF)
+    if not flags:
+        ed.append.extend(["--executor-memory", heap])
+    if injection.launcher == "spark-yarn" and executor_overhead_mb:
+        overhead = f"{executor_overhead_mb}m"
+        _set_conf(ed, opts, EXECUTOR_OVERHEAD, overhead, _SPARK_CONF)
+        if not _confs(opts, EXECUTOR_OVERHEAD, _SPARK_CONF):
+            ed.append.extend(["--conf", f"{EXECUTOR_OVERHEAD}={overhead}"])
+    return Injection(ed.result(end), injection.launcher, [*injection.warnings, *ed.warnings])

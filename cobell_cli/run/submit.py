@@ -60,6 +60,8 @@ class Outcome:
     recorded_in: str = "history"  # or the pending journal's path (run/recorder.py)
     co_runners: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    failure_reason: str | None = None  # "memory": the reservation was too small
+    executor_memory_mb: int | None = None  # the heap the run had, where cobell knows it
 
     @property
     def met_target(self) -> bool:
@@ -79,6 +81,8 @@ class Outcome:
             "meet_probability": self.meet_probability,
             "confidence": self.confidence,
             "exit_code": self.exit_code,
+            "failure_reason": self.failure_reason,
+            "executor_memory_mb": self.executor_memory_mb,
             "co_runners": len(self.co_runners),
             "recorded_in": self.recorded_in,
             "warnings": self.warnings,
@@ -106,18 +110,21 @@ def execute(
     stderr: BinaryIO | None = None,
     on_tick: Callable[[float], None] | None = None,
     cluster_ok: bool = True,
+    memory: dict[str, int | None] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it.
 
     What can fail before the job starts is tried before its run is recorded (the command,
     the log file): a job that never started leaves no run. `cluster_ok` says whether the
-    cluster answered when the run was planned."""
+    cluster answered when the run was planned; `memory`: the executor memory the run is
+    given (executor_memory_mb, executor_overhead_mb), recorded with it."""
     from cobell_cli.run.child import check_can_start, open_log
 
     check_can_start(argv, log_file)
     log = open_log(log_file) if log_file is not None else None
     try:
         row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+        row.update({k: v for k, v in (memory or {}).items() if v is not None})
         recorder = _insert_run(history_path, row)
     except BaseException:
         if log is not None:
@@ -129,6 +136,7 @@ def execute(
         try:
             with interrupts.abandonable():
                 outcome.warnings += _collect_event_log(recorder, argv, launcher, result)
+                _memory_from_history(recorder, outcome)
             if _cluster_failed_before(cluster_ok, cluster):
                 outcome.warnings.append(
                     "co-runners not recorded: the cluster did not answer before the run "
@@ -224,6 +232,7 @@ def _run_job(
 
 def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) -> Outcome:
     status = status_of(result.exit_code, result.interrupted)
+    failure = "memory" if status == "failed" and result.memory_failure else None
     warning = recorder.finish(
         _signalled,
         status=status,
@@ -232,6 +241,7 @@ def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) ->
         runtime_s=result.runtime_s,
         exit_code=result.exit_code,
         app_id=result.app_id,
+        failure_reason=failure,
     )
     return Outcome(
         run_id=recorder.run_id,
@@ -247,7 +257,25 @@ def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) ->
         confidence=plan.confidence,
         recorded_in=str(recorder.journalled) if recorder.journalled else "history",
         warnings=[w for w in (warning, _log_warning(result)) if w],
+        failure_reason=failure,
+        executor_memory_mb=recorder.row.get("executor_memory_mb"),
     )
+
+
+def _memory_from_history(recorder: RunRecorder, outcome: Outcome) -> None:
+    """What the event log added (core/memory/measure.py): the reservation the run really
+    had, and a memory failure its log shows when the output did not."""
+    from cobell_cli.store.history import History
+
+    if recorder.journalled is not None:
+        return
+    try:
+        with History.open(recorder.history_path, reap_lost=False, read_only=True) as history:
+            run = history.run(recorder.run_id) or {}
+    except WRITE_ERRORS:
+        return
+    outcome.failure_reason = outcome.failure_reason or run.get("failure_reason")
+    outcome.executor_memory_mb = outcome.executor_memory_mb or run.get("executor_memory_mb")
 
 
 def _log_warning(result: ChildResult) -> str | None:

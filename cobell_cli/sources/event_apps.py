@@ -196,7 +196,7 @@ def import_from_event_logs(
             continue
         summary.note_finished(parsed.finished_at)
         profile, why = shape.json(name)
-        apps.append(replace(parsed, profile=profile, no_profile=why))
+        apps.append(replace(parsed, profile=profile, no_profile=why, memory=shape.memory))
     store_imported(history, apps, summary, dry_run=dry_run)
     return summary
 
@@ -210,6 +210,7 @@ class ProfileFeed:
 
         self.fold: Any = _Fold()
         self.error: str | None = None
+        self.memory: dict[str, Any] = {}  # the run's memory columns, once json() folded it
 
     def feed(self, event: Mapping[str, Any]) -> None:
         if self.fold is None:
@@ -221,11 +222,14 @@ class ProfileFeed:
 
     def json(self, name: str) -> tuple[str | None, str]:
         """The profile's JSON text, or None and why not."""
+        from cobell_cli.core.memory.measure import memory_columns
         from cobell_cli.store.history import profile_json
 
         if self.fold is not None:
             try:
-                return profile_json(self.fold.profile(Path(name))), ""
+                profile = self.fold.profile(Path(name))
+                self.memory = memory_columns(profile)
+                return profile_json(profile), ""
             except (CobellError, KeyError, TypeError, ValueError) as exc:
                 self.error = first_line(exc)
         return None, f"event not understood ({self.error})"

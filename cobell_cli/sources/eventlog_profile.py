@@ -1,7 +1,8 @@
-"""Fold a Spark event log, streamed, into an AppProfile (core/profile.py): what the what-if needs.
+"""Fold a Spark event log, streamed, into an AppProfile (core/profile.py): what the what-if and
+the memory models need.
 
 Only a few numbers per task are kept (its launch and duration), so memory grows with the number
-of tasks, not with the log's size.
+of tasks, not with the log's size; executor memory peaks are kept per executor.
 """
 
 from __future__ import annotations
@@ -10,7 +11,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cobell_cli.core.profile import AppProfile, ExecutorSpan, JobProfile, StageProfile
+from cobell_cli.core.memory.failures import memory_failure
+from cobell_cli.core.memory.units import memory_mb
+from cobell_cli.core.profile import (
+    AppProfile,
+    ExecutorMemory,
+    ExecutorSpan,
+    JobProfile,
+    MemoryProfile,
+    StageProfile,
+)
 from cobell_cli.sources.eventlog import EventLogError, iter_events
 
 JOB_TAG_PREFIX = "cobell-job:"
@@ -27,9 +37,14 @@ class _Fold:
         self.jobs: dict[int, list[Any]] = {}  # id -> [submit_ms, end_ms, stage ids]
         self.stages: dict[int, dict[str, Any]] = {}
         self.last_ms = 0
+        self.memory = _MemoryFold()
 
     def feed(self, event: dict[str, Any]) -> None:
-        handler = getattr(self, "_" + event["Event"].removeprefix("SparkListener"), None)
+        name = "_" + event["Event"].removeprefix("SparkListener")
+        handler = getattr(self, name, None)
+        if handler is not None:
+            handler(event)
+        handler = getattr(self.memory, name, None)
         if handler is not None:
             handler(event)
 
@@ -135,6 +150,7 @@ class _Fold:
             ],
             stages=[self._stage_profile(i, s, start) for i, s in sorted(self.stages.items())],
             local_mode=local,
+            memory=self.memory.profile(self.props),
         )
 
     def _executor_spans(self, start: int) -> tuple[list[ExecutorSpan], bool]:
@@ -168,6 +184,107 @@ class _Fold:
 
     def _job_of(self, stage_id: int) -> int:
         return next((j for j, v in self.jobs.items() if stage_id in v[2]), -1)
+
+
+# Executor metrics (Spark >= 3.0) -> ExecutorMemory fields, in bytes (GC time in ms)
+_METRICS = {
+    "JVMHeapMemory": "heap_mb",
+    "JVMOffHeapMemory": "offheap_mb",
+    "OnHeapExecutionMemory": "execution_mb",
+    "OnHeapStorageMemory": "storage_mb",
+    "OnHeapUnifiedMemory": "unified_mb",
+    "DirectPoolMemory": "direct_mb",
+    "ProcessTreeJVMRSSMemory": "jvm_rss_mb",
+    "ProcessTreePythonRSSMemory": "python_rss_mb",
+}
+_MB = 1024 * 1024
+class _MemoryFold:
+    """Executors' memory peaks (from every event that carries executor metrics), task GC and
+    shuffle totals, and the failures that say memory."""
+
+    def __init__(self) -> None:
+        self.peaks: dict[str, dict[str, float]] = {}
+        self.stage_job: dict[int, int] = {}
+        self.job_heap: dict[int, float] = {}  # a Spark job's (action's) executor heap peak
+        self.task_run_ms = 0
+        self.task_gc_ms = 0
+        self.shuffle_write = 0
+        self.tasks = 0
+        self.failures: list[str] = []
+
+    def _metrics(self, executor: Any, metrics: Any) -> None:
+        if executor in (None, "driver") or not isinstance(metrics, dict):
+            return
+        if not float(metrics.get("JVMHeapMemory") or 0):  # not polled yet: no measurement
+            return
+        peak = self.peaks.setdefault(str(executor), {})
+        for key, field_name in _METRICS.items():
+            value = float(metrics.get(key) or 0) / _MB
+            peak[field_name] = max(peak.get(field_name, 0.0), value)
+        gc_s = float(metrics.get("TotalGCTime") or 0) / 1000.0
+        peak["gc_s"] = max(peak.get("gc_s", 0.0), gc_s)
+
+    def _JobStart(self, e: dict[str, Any]) -> None:
+        for info in e.get("Stage Infos") or []:
+            self.stage_job.setdefault(info["Stage ID"], e["Job ID"])
+
+    def _stage_peak(self, stage: Any, executor: Any, metrics: Any) -> None:
+        job = self.stage_job.get(stage)
+        if job is None or executor in (None, "driver") or not isinstance(metrics, dict):
+            return
+        heap = float(metrics.get("JVMHeapMemory") or 0) / _MB
+        if heap > 0:
+            self.job_heap[job] = max(self.job_heap.get(job, 0.0), heap)
+
+    def _TaskEnd(self, e: dict[str, Any]) -> None:
+        info = e.get("Task Info") or {}
+        self._metrics(info.get("Executor ID"), e.get("Task Executor Metrics"))
+        self._stage_peak(e.get("Stage ID"), info.get("Executor ID"), e.get("Task Executor Metrics"))
+        metrics = e.get("Task Metrics") or {}
+        self.tasks += 1
+        self.task_run_ms += int(metrics.get("Executor Run Time") or 0)
+        self.task_gc_ms += int(metrics.get("JVM GC Time") or 0)
+        shuffle = metrics.get("Shuffle Write Metrics") or {}
+        self.shuffle_write += int(shuffle.get("Shuffle Bytes Written") or 0)
+        reason = e.get("Task End Reason") or {}
+        if reason.get("Reason") not in (None, "Success"):
+            self._failure(" ".join(str(v) for v in reason.values()))
+
+    def _StageExecutorMetrics(self, e: dict[str, Any]) -> None:
+        self._metrics(e.get("Executor ID"), e.get("Executor Metrics"))
+        self._stage_peak(e.get("Stage ID"), e.get("Executor ID"), e.get("Executor Metrics"))
+
+    def _ExecutorMetricsUpdate(self, e: dict[str, Any]) -> None:
+        for update in e.get("Executor Metrics Updated") or []:
+            if isinstance(update, dict):
+                self._metrics(e.get("Executor ID"), update.get("Executor Metrics"))
+
+    def _ExecutorRemoved(self, e: dict[str, Any]) -> None:
+        self._failure(str(e.get("Removed Reason") or ""))
+
+    def _failure(self, text: str) -> None:
+        if memory_failure(text) and len(self.failures) < 5:
+            self.failures.append(text.strip()[:300])
+
+    def profile(self, props: dict[str, str]) -> MemoryProfile:
+        return MemoryProfile(
+            executor_memory_mb=_memory_setting(props, "spark.executor.memory"),
+            executor_overhead_mb=_memory_setting(props, "spark.executor.memoryOverhead"),
+            executors=[ExecutorMemory(i, **p) for i, p in sorted(self.peaks.items())],
+            task_run_s=self.task_run_ms / 1000.0,
+            task_gc_s=self.task_gc_ms / 1000.0,
+            shuffle_write_bytes=self.shuffle_write,
+            tasks=self.tasks,
+            memory_failures=self.failures,
+            job_heap_mb={str(j): round(v, 1) for j, v in sorted(self.job_heap.items())},
+        )
+
+
+def _memory_setting(props: dict[str, str], key: str) -> int | None:
+    try:
+        return memory_mb(props[key]) if key in props else None
+    except ValueError:
+        return None
 
 
 def _rel(ms: int | None, start: int) -> float | None:

@@ -57,6 +57,7 @@ class ImportedApp:
     event_log: str | None = None
     backend: str | None = None
     profile: str | None = field(default=None, repr=False, compare=False)  # AppProfile JSON
+    memory: Mapping[str, Any] = field(default_factory=dict)  # its memory columns (the log's)
     no_profile: str = ""  # why a log that was read gave no profile (counted when imported)
 
     @property
@@ -185,7 +186,10 @@ def status_of(final_status: str | None, state: str | None = None) -> str | None:
 def run_record(app: ImportedApp, where: str) -> dict[str, Any]:
     """The `runs` row of an imported app (no target, prediction or model: nothing was planned)."""
     how = f"; scale-out from {app.scale_out_how}" if app.scale_out_how else ""
+    memory = {k: v for k, v in app.memory.items()
+              if k != "failure_reason" or app.status == "failed"}
     return {
+        **memory,
         "job": app.job,
         "input_bytes": app.input_bytes,
         "scale_out": app.scale_out,

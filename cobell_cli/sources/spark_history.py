@@ -345,6 +345,7 @@ class LogProfiles:
         self.stopped: str | None = None
 
     def __call__(self, app: ImportedApp) -> ImportedApp:
+        from cobell_cli.core.memory.measure import memory_columns
         from cobell_cli.sources.eventlog_profile import summarize
         from cobell_cli.store.history import profile_json
 
@@ -365,6 +366,7 @@ class LogProfiles:
             event_log=path,
             profile=profile_json(profile),
             input_bytes=profile.input_bytes or app.input_bytes,
+            memory=memory_columns(profile),
         )
 
 

@@ -32,6 +32,8 @@ from cobell_cli.store.queries import RunQueries
 from cobell_cli.store.schema import (
     APPLICATION_ID,
     COLOCATION_COLUMNS,
+    FAILURE_REASONS,
+    MAX_MEMORY_MB,
     MIGRATIONS,
     RECENCY,
     RUN_COLUMNS,
@@ -324,11 +326,20 @@ class History(RunQueries):
     def save_profile(self, run_id: int, profile: Any, *, event_log: str | None = None) -> None:
         """Store a run's event-log profile (core/profile.py AppProfile, or its JSON text) and,
         if given, the log's path in `runs.event_log`; replaces an earlier profile of the run.
+        An AppProfile's memory columns (core/memory/measure.py) fill the run's unknown ones
+        (importers put them in the run's row themselves).
 
         Its own transaction, or part of the caller's when one is open (an import)."""
         from cobell_cli.core.profile import PROFILE_FORMAT  # not needed to read the history
 
-        summary = profile if isinstance(profile, str) else profile_json(profile)
+        memory: dict[str, Any] = {}
+        if isinstance(profile, str):
+            summary = profile
+        else:
+            from cobell_cli.core.memory.measure import memory_columns
+
+            summary = profile_json(profile)
+            memory = _clean_run(memory_columns(profile), partial=True)
         with contextlib.nullcontext() if self.conn.in_transaction else self._write():
             if not self._exists(run_id):
                 raise HistoryError(f"run {run_id} is not in the history {self.path}")
@@ -339,6 +350,16 @@ class History(RunQueries):
             if event_log is not None:
                 self.conn.execute(
                     "UPDATE runs SET event_log = ? WHERE id = ?", (str(event_log), run_id)
+                )
+            if memory:  # a memory failure explains only a run that failed
+                fill = ", ".join(
+                    "[failure_reason] = CASE WHEN status = 'failed' "
+                    "THEN coalesce([failure_reason], ?) ELSE [failure_reason] END"
+                    if k == "failure_reason" else f"[{k}] = coalesce([{k}], ?)"
+                    for k in memory
+                )
+                self.conn.execute(
+                    f"UPDATE runs SET {fill} WHERE id = ?", [*memory.values(), run_id]
                 )
 
     def delete_runs(self, run_ids: Iterable[int]) -> int:
@@ -557,11 +578,29 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
     for column in ("runtime_s", "input_bytes", "target_s", "predicted_s", "mean_scale_out"):
         if row.get(column) is not None and row[column] < 0:
             raise ValueError(f"{column}: must be >= 0, got {row[column]}")
+    _check_memory(row)
     if row.get("status") == "succeeded" and not partial:
         for column in ("scale_out", "runtime_s"):
             if row.get(column) is None:
                 raise ValueError(f"{column}: missing (a succeeded run needs it)")
     return row
+
+
+def _check_memory(row: Mapping[str, Any]) -> None:
+    """Executor memory within 1 MB (0 for the overhead and the peak) and a petabyte; a known
+    failure reason."""
+    for column, low in (("executor_memory_mb", 1), ("executor_overhead_mb", 0),
+                        ("peak_memory_mb", 0)):  # fmt: skip
+        value = row.get(column)
+        if value is not None and not low <= value <= MAX_MEMORY_MB:
+            raise ValueError(
+                f"{column}: must be within [{low}, {MAX_MEMORY_MB}] MB, got {str(value)[:30]}"
+            )
+    reason = row.get("failure_reason")
+    if reason is not None and reason not in FAILURE_REASONS:
+        raise ValueError(
+            f"failure_reason: expected one of {', '.join(FAILURE_REASONS)}, got {reason!r}"
+        )
 
 
 def _clean_colocation(fields: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.store.schema import RECENCY, TRAINING_COLUMNS
+from cobell_cli.store.schema import MEMORY_RUN, RECENCY, TRAINING_COLUMNS
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -235,6 +235,21 @@ class RunQueries:
             if sizes:  # the co-runners' overlap-weighted mean scale-outs (model/data.py)
                 run["co_runner_scale_outs"] = sizes
         return runs
+
+    def memory_runs(self, job: str, *, window: int | None = None) -> list[dict[str, Any]]:
+        """The job's runs the memory models read (core/memory/demand.py), oldest first: the
+        succeeded ones with a measured peak and those that failed for memory, the most recent
+        `window` of them (None or 0: all). Every input size counts: memory must extrapolate."""
+        columns = ("input_bytes", "scale_out", "executor_memory_mb", "executor_overhead_mb",
+                   "peak_memory_mb", "status", "failure_reason", "backend")  # fmt: skip
+        limit = f" LIMIT {int(window)}" if window else ""
+        rows = self.conn.execute(
+            f"SELECT {', '.join(columns)} FROM runs "
+            f"WHERE job = ? AND ({MEMORY_RUN}) AND input_bytes > 0 AND scale_out >= 1 "
+            f"ORDER BY {RECENCY} DESC, id DESC{limit}",
+            [job],
+        ).fetchall()
+        return [dict(zip(columns, row, strict=True)) for row in reversed(rows)]
 
     def stage_task_seconds(self, run_ids: Sequence[int]) -> dict[int, list[float]]:
         """Task seconds of each executed stage, in submission order, of the runs that have an

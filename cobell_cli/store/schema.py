@@ -10,12 +10,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
 # cluster's own record (YARN's finished apps, the Spark History Server, event logs).
 SOURCES = ("cobell", "import", "yarn", "spark-history", "event-log")
+# Why a run failed, beside its status (../shared/CONVENTIONS.md): `memory` (an OOM, or YARN
+# killed a container for exceeding its memory), `killed-by-yarn` (another kill by the cluster).
+FAILURE_REASONS = ("memory", "killed-by-yarn")
+MAX_MEMORY_MB = 1024**3  # a petabyte per executor: beyond it a value is a typo, not a run
 
 RUN_COLUMNS: dict[str, type] = {
     "id": int,
@@ -45,9 +49,18 @@ RUN_COLUMNS: dict[str, type] = {
     "confidence": float,
     "event_log": str,
     "excluded": int,  # 1: kept out of fitting and planning by hand (`cobell history exclude`)
+    "executor_memory_mb": int,
+    "executor_overhead_mb": int,
+    "peak_memory_mb": float,
+    "failure_reason": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
+# The runs the memory models read: measured peaks of succeeded runs, and memory failures.
+MEMORY_RUN = (
+    "(status = 'succeeded' AND peak_memory_mb > 0) OR "
+    "(status = 'failed' AND failure_reason = 'memory')"
+)
 # What planning and model fitting read of a run (`History.training_runs`).
 TRAINING_COLUMNS: tuple[str, ...] = (
     "id",
@@ -184,6 +197,30 @@ def _migration_5(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migration_6(conn: sqlite3.Connection) -> None:
+    """Executor memory: what each run reserved per executor (`executor_memory_mb`, the heap;
+    `executor_overhead_mb`, YARN's overhead when set), the peak one executor used
+    (`peak_memory_mb`, JVM heap used from the event log's executor metrics), and why a failed
+    run failed (`failure_reason`; `memory` makes it a lower bound on the need)."""
+    reasons = ", ".join(repr(r) for r in FAILURE_REASONS)
+    within = f"BETWEEN {{}} AND {MAX_MEMORY_MB}"
+    checks = {
+        "executor_memory_mb INTEGER": within.format(1),
+        "executor_overhead_mb INTEGER": within.format(0),
+        "peak_memory_mb REAL": within.format(0),
+        "failure_reason TEXT": f"IN ({reasons})",
+    }
+    for column, check in checks.items():
+        name = column.split()[0]
+        check = f"CHECK ({name} IS NULL OR {name} {check})"
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {check}")
+    # what the memory models read (History.memory_runs), found without scanning a job's runs
+    conn.execute(
+        f"CREATE INDEX runs_memory ON runs (job, {RECENCY}, id) "
+        f"WHERE {MEMORY_RUN}"
+    )
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
@@ -191,5 +228,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_3,
     _migration_4,
     _migration_5,
+    _migration_6,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -102,6 +102,7 @@ def _decide(
     observed: tuple[float, float],
     confidence: float | None,
     target_s: float,
+    prices: Sequence[float] | None = None,
 ) -> _Decision:
     """The smallest candidate meeting the target, else the fastest (the largest among equals).
 
@@ -115,7 +116,9 @@ def _decide(
     speed-up); judge those candidates on the cautious bound, or a flat history would make
     every smaller scale-out "meet" the target. Infeasible: the fastest predicted candidate
     is the maximum when runtime falls with scale-out, but not past a job's sweet spot
-    (overheads, co-runners).
+    (overheads, co-runners). `prices` (per executor-second, e.g. container MB for
+    `--minimize memory-mb-seconds`): among the candidates meeting the target, the one whose
+    price x scale-out x predicted runtime is least, instead of the smallest.
     """
     lo = observed[0]
     decide = tuple(
@@ -126,6 +129,9 @@ def _decide(
     feasible = any(meets)
     fastest_s = min(decide)
     i = meets.index(True) if feasible else max(j for j, d in enumerate(decide) if d == fastest_s)
+    if feasible and prices is not None:
+        i = min((j for j, m in enumerate(meets) if m),
+                key=lambda j: (prices[j] * xs[j] * bounds.predicted[j], j))
     return _Decision(decide, meets, feasible, i)
 
 
@@ -167,9 +173,11 @@ def _model_plan(
     tol_s: float,
     max_iter: int,
     own_fit: FitFn | None = None,
+    prices: Sequence[float] | None = None,
 ) -> Plan:
     """Plan with a fitted model: overlaps, bounds, the decision, and the record of why.
-    `own_fit` refits the job's own model (with its what-if), `fit_fn` the co-runners'."""
+    `own_fit` refits the job's own model (with its what-if), `fit_fn` the co-runners';
+    `prices` see `_decide`."""
     target_s = common["target_s"]
     xs = [float(c) for c in candidates]
     ov = _Overlaps()
@@ -184,7 +192,7 @@ def _model_plan(
     )
     if not considered and apps:  # co-runners ignored: the errors do not cover them
         bounds = replace(bounds, meet_probability=None)
-    decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s)
+    decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s, prices)
     views = _co_runner_views(apps, ov, decision.index, phase, max_iter, warnings)
     n_overlapping = len(apps) if ov.prediction is not None else 0
     reason = _reason(phase, candidates, bounds, decision, confidence, common, n_overlapping)

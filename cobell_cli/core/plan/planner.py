@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from cobell_cli.core.cost import DEFAULT_MINIMIZE, MINIMIZE_CHOICES, Minimize
 from cobell_cli.core.overlap import MAX_ITER, TOL_S
 from cobell_cli.core.plan.bootstrap import (
     SearchPolicy,
@@ -29,6 +30,8 @@ from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.plan import MemoryPlan, MemoryRequest
     from cobell_cli.core.profile import AppProfile
 
 
@@ -113,6 +116,10 @@ def plan(
     cluster_profiles: Sequence[AppProfile] = (),
     whatif_memory: MutableMapping[str, dict[int, float]] | None = None,
     search_policy: SearchPolicy = "bounded",
+    memory: MemoryRequest | None = None,
+    memory_runs: Sequence[Mapping[str, Any]] = (),
+    memory_model: MemoryModel | None = None,
+    minimize: Minimize = DEFAULT_MINIMIZE,
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -130,10 +137,18 @@ def plan(
     binary search with Amdahl's bounds from the runtimes, bootstrap._amdahl_bounds; half the
     binary search's runs over the target in bench.coldstart's two worlds) or "binary" (the
     paper's).
+    `memory`: size each candidate's executor memory too (core/memory/plan.py) from
+    `memory_runs`, the job's runs with memory columns (any status; `memory_model` a fitted
+    model of them, if the caller keeps one); `minimize`: what the smallest-reservation rule
+    minimises (core/cost.py): executor-seconds takes the smallest scale-out that meets the
+    target, memory-MB-seconds the one whose containers cost least over the predicted runtime.
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
     )
+    if minimize not in MINIMIZE_CHOICES:
+        choices = ", ".join(MINIMIZE_CHOICES)
+        raise UsageError(f"--minimize must be one of {choices}, not {minimize!r}")
     fit_fn: FitFn = fit or _default_fit
     candidates = candidate_scale_outs(min_scale_out, max_scale_out, step)
     succeeded = [r for r in history if _is_usable(r)]
@@ -147,13 +162,78 @@ def plan(
 
     whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings, whatif_memory)
     own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
+    sized = _memory_plan(memory, memory_runs, memory_model, candidates, input_bytes)
+    prices = _prices(sized, minimize)
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
     if model is None:
-        return _search_plan(runs, candidates, apps, warnings, common, search_policy)
+        return _with_memory(
+            _search_plan(runs, candidates, apps, warnings, common, search_policy), sized, minimize
+        )
     chosen = _model_plan(
         model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn, warnings,
-        common, confidence, tol_s, max_iter, own_fit
+        common, confidence, tol_s, max_iter, own_fit, prices
     )
     if choice is not None:
         chosen = replace(chosen, reason=f"{chosen.reason} {choice}")
-    return _note_whatif(chosen) if whatif is not None and phase != "bootstrap-whatif" else chosen
+    if whatif is not None and phase != "bootstrap-whatif":
+        chosen = _note_whatif(chosen)
+    return _with_memory(chosen, sized, minimize)
+
+
+def _memory_plan(
+    request: MemoryRequest | None,
+    runs: Sequence[Mapping[str, Any]],
+    model: MemoryModel | None,
+    candidates: Sequence[int],
+    input_bytes: int | None,
+) -> MemoryPlan | None:
+    if request is None:
+        return None
+    from cobell_cli.core.memory.plan import plan_memory
+
+    if request.input_bytes is None and input_bytes is not None:
+        request = replace(request, input_bytes=input_bytes)
+    return plan_memory(runs, candidates, request, model)
+
+
+def _prices(sized: MemoryPlan | None, minimize: Minimize) -> list[float] | None:
+    """Container MB per candidate for memory-MB-seconds (a container over the cluster's
+    largest cannot be granted: never chosen); None for the default rule or when unsized."""
+    if minimize != "memory-mb-seconds" or sized is None:
+        return None
+    if any(c.container_mb is None for c in sized.candidates):
+        return None
+    return [float(c.container_mb) if c.fits else math.inf  # type: ignore[arg-type]
+            for c in sized.candidates]
+
+
+def _with_memory(chosen: Plan, sized: MemoryPlan | None, minimize: Minimize) -> Plan:
+    """The plan with each candidate's memory, the `memory` object at the choice, and what the
+    memory model says of a memory the user set."""
+    if sized is None:
+        return replace(chosen, minimize=minimize)
+    from cobell_cli.core.memory.plan import user_memory_warnings
+
+    rows = []
+    for c in chosen.candidates:
+        mem = sized.at(c.scale_out)
+        container = mem.container_mb if mem is not None else None
+        rows.append(replace(
+            c,
+            executor_memory_mb=mem.executor_memory_mb if mem is not None else None,
+            container_mb=container,
+            memory_mb_seconds=(container * c.scale_out * c.predicted_s
+                               if container is not None else None),
+        ))
+    notes = [*user_memory_warnings(sized, chosen.scale_out), *sized.warnings]
+    at = sized.at(chosen.scale_out)
+    if at is not None and not at.fits:
+        notes.append(f"the {at.container_mb} MB container the memory needs at scale-out "
+                     f"{chosen.scale_out} is larger than the cluster grants")
+    return replace(
+        chosen,
+        candidates=tuple(rows),
+        memory=sized.to_dict(chosen.scale_out),
+        minimize=minimize,
+        warnings=(*chosen.warnings, *notes),
+    )

@@ -49,6 +49,9 @@ class CandidatePrediction:
     overlap_ratio: Mapping[str, float]
     meets_target: bool
     meet_probability: float | None = None  # estimated P(runtime <= target); None: unknown
+    executor_memory_mb: int | None = None  # the heap sized for it (None: memory not sized)
+    container_mb: int | None = None  # what the cluster grants per executor for it
+    memory_mb_seconds: float | None = None  # container x scale-out x predicted runtime
 
     @property
     def executor_seconds(self) -> float:
@@ -126,6 +129,8 @@ class Plan:
     overlap_iterations: int | None = None
     overlap_converged: bool | None = None
     calibration: Mapping[str, Any] | None = None  # the job's own prediction record, if used
+    memory: Mapping[str, Any] | None = None  # executor memory at scale_out (core/memory/plan.py)
+    minimize: str = "executor-seconds"  # what the smallest-reservation rule minimised
 
     @property
     def executor_seconds(self) -> float | None:

@@ -1,0 +1,396 @@
+"""Memory accuracy, extrapolating in input size, on real Spark runs (bench/memory_record.py).
+
+    python -m bench.memory_accuracy [--sets tune test] [--confidence 0.95] [--output FILE]
+
+Each sized case is a (job, input size, executor count) whose **need** was measured (the
+smallest executor memory, 64 MB steps, at which the run succeeds). Every method sizes it from
+the job's runs with a smaller input only (its profile runs at the user's default reservation:
+the peaks their event logs report, cobell's own fold), at every executor count recorded, and
+is scored against the need: the reservation succeeds when it is at least the need, and its
+container against the smallest container covering the need (on standalone a container is the
+heap, in 64 MB steps, at least Spark's 512 MB: the same rule for both). Peers in one table:
+
+* user's default: the reservation the runs were recorded at (memory_record.PROFILE_MEMORY_MB);
+* 1.2 x largest peak: the practitioners' rule on the largest heap peak seen;
+* linear fit of peak: one least-squares line of the heap peak against input size (the
+  memory-profiling tools' model), its prediction at the case;
+* paper (KNN): the memory function chosen by the nearest other job (the paper's selector on
+  cobell's event-log features, core/memory/selector.py), fitted to this job's runs, plus the
+  paper's suggested 10 % over-provisioning;
+* cobell: core/memory (the experts chosen per job by nested forward CV, one-standard-error
+  rule; the conformal upper bound at --confidence), what `cobell predict` reserves.
+
+The paper's and cobell's rows use the demand core/memory/demand.py derives from each run; the
+two practitioners' rows the raw heap peak, as their rules say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import publish
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data" / "memory"
+RESULTS = ROOT / "bench" / "results"
+MB = 1024 * 1024
+STEP_MB = 64
+FLOOR_MB = 512
+PAPER_MARGIN = 1.10
+
+METHODS = ("default", "peak12", "linear", "paper", "cobell")
+LABELS = {
+    "default": "user's default",
+    "peak12": "1.2 x largest peak",
+    "linear": "linear fit of peak",
+    "paper": "paper (KNN function) + 10 %",
+    "cobell": "cobell",
+}
+
+# Why a method may size nothing on a set
+UNSIZED = {"paper": "its selector takes the function of another job, and the set has one"}
+
+
+@dataclass(frozen=True)
+class Run:
+    job: str
+    input_bytes: int
+    scale_out: int
+    reserved_mb: int
+    outcome: str
+    peak_mb: float | None  # the heap peak cobell's fold reads (peak_memory_mb)
+    profile: Mapping[str, Any]  # the run's record: executors' peaks, GC, shuffle, tasks
+
+
+@dataclass(frozen=True)
+class Case:
+    job: str
+    input_bytes: int
+    scale_out: int
+    above_mb: int  # the need is above this (a reservation that failed, or Spark's floor - 64)
+    at_most_mb: int | None  # and at most this (one that succeeded); None: unbounded
+
+    @property
+    def need_mb(self) -> int | None:
+        """The need when the search settled it (to 64 MB), else None."""
+        if self.at_most_mb is not None and self.at_most_mb - self.above_mb <= STEP_MB:
+            return self.at_most_mb
+        return None
+
+
+def granted(heap_mb: float) -> int:
+    """A standalone worker's grant for a heap: 64 MB steps, at least Spark's smallest."""
+    return max(FLOOR_MB, math.ceil(heap_mb / STEP_MB - 1e-9) * STEP_MB)
+
+
+def load(set_name: str) -> tuple[list[Run], list[Case]]:
+    base = DATA / set_name
+    profiles: dict[tuple, dict] = {}  # the last profile run of a case (a chunk cut short
+    for line in (base / "runs.jsonl").read_text().splitlines():  # may have left an earlier)
+        r = json.loads(line)
+        if r["purpose"] == "profile":
+            profiles[(r["job"], r["rows"], r["scale_out"])] = r
+    runs = []
+    for r in profiles.values():  # the size's own heap peak (its Spark jobs', from the fold)
+        runs.append(Run(r["job"], r["input_bytes"], r["scale_out"], r["executor_memory_mb"],
+                        r["outcome"], r.get("heap_mb") or None, r))
+    cases = []  # every searched case: settled to 64 MB, or only bounded (a search cut short)
+    for n in json.loads((base / "needs.json").read_text()).values():
+        if n.get("need_mb"):
+            cases.append(Case(n["job"], n["input_bytes"], n["scale_out"],
+                              max(n["above_mb"], n["need_mb"] - STEP_MB), n["need_mb"]))
+        elif n.get("above_mb") is not None:
+            cases.append(Case(n["job"], n["input_bytes"], n["scale_out"], n["above_mb"],
+                              n.get("at_most_mb")))
+    return runs, cases
+
+
+def history_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """The runs as cobell's history holds them (memory columns): what the core reads."""
+    return [{"input_bytes": r.input_bytes, "scale_out": r.scale_out,
+             "executor_memory_mb": r.reserved_mb, "peak_memory_mb": r.peak_mb,
+             "status": "succeeded" if r.outcome == "succeeded" else "failed",
+             "failure_reason": "memory" if r.outcome == "memory" else None}
+            for r in runs]
+
+
+def training(runs: Sequence[Run], case: Case) -> list[Run]:
+    return [r for r in runs if r.job == case.job and r.input_bytes < case.input_bytes]
+
+
+# --- the methods ------------------------------------------------------------------------------
+
+
+def size_default(train: Sequence[Run], case: Case, **_: Any) -> float | None:
+    return float(train[0].reserved_mb) if train else None
+
+
+def size_peak12(train: Sequence[Run], case: Case, **_: Any) -> float | None:
+    peaks = [r.peak_mb for r in train if r.peak_mb]
+    return 1.2 * max(peaks) if peaks else None
+
+
+def size_linear(train: Sequence[Run], case: Case, **_: Any) -> float | None:
+    points = [(r.input_bytes / MB, r.peak_mb) for r in train if r.peak_mb]
+    if len({p[0] for p in points}) < 2:
+        return None
+    xs, ys = zip(*points, strict=True)
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x in xs)
+    return my + slope * (case.input_bytes / MB - mx)
+
+
+def size_cobell(train: Sequence[Run], case: Case, confidence: float, **_: Any) -> float | None:
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+
+    obs = observations(history_rows(train))
+    if not any(o.demand_mb for o in obs):
+        return None
+    model = MemoryModel().fit(obs)
+    return model.estimate(case.input_bytes, case.scale_out, confidence).upper_mb
+
+
+def size_paper(train: Sequence[Run], case: Case, all_runs: Sequence[Run],
+               **_: Any) -> float | None:
+    """The nearest other job's memory function (chosen on all its own runs), fitted here."""
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.select import candidate
+    from cobell_cli.core.memory.selector import KnownJob, nearest
+
+    mine = _features(train)
+    if mine is None:
+        return None
+    known = []
+    for job in sorted({r.job for r in all_runs} - {case.job}):
+        theirs = [r for r in all_runs if r.job == job]
+        features = _features(theirs)
+        obs = observations(history_rows(theirs))
+        if features is None or not any(o.demand_mb for o in obs):
+            continue
+        label = MemoryModel(nested=False).fit(obs).candidate_.label
+        known.append(KnownJob(job, features, label))
+    neighbour = nearest(mine, known)
+    if neighbour is None:
+        return None
+    obs = [o for o in observations(history_rows(train)) if o.demand_mb]
+    chosen = candidate(neighbour.label)
+    fitted = chosen.fit(obs) or candidate("constant").fit(obs)
+    if fitted is None:
+        return None
+    from cobell_cli.core.memory.records import MemoryObservation, feature_value
+
+    query = MemoryObservation(case.input_bytes, case.scale_out, None)
+    feature = chosen.feature if chosen.fit(obs) else "input"
+    return PAPER_MARGIN * fitted.predict(feature_value(query, feature))
+
+
+def _features(runs: Sequence[Run]) -> tuple[float, ...] | None:
+    """The selector's features (core/memory/selector.py) from the runs' recorded profiles."""
+    from cobell_cli.core.memory.selector import FEATURE_NAMES
+
+    rows = []
+    for r in runs:
+        p = r.profile
+        heaps = [e["heap_mb"] for e in p.get("executors") or []]
+        if not heaps:
+            continue
+        storage = max(e["storage_mb"] for e in p["executors"])
+        rows.append((p["shuffle_write_bytes"] / max(r.input_bytes, 1),
+                     storage / max(heaps) if max(heaps) > 0 else 0.0,
+                     p["task_gc_s"] / p["task_run_s"] if p["task_run_s"] > 0 else 0.0,
+                     math.log10(max(p["tasks"], 1))))
+    if not rows:
+        return None
+    assert len(rows[0]) == len(FEATURE_NAMES)
+    return tuple(statistics.fmean(col) for col in zip(*rows, strict=True))
+
+
+SIZERS: dict[str, Callable[..., float | None]] = {
+    "default": size_default, "peak12": size_peak12, "linear": size_linear,
+    "paper": size_paper, "cobell": size_cobell,
+}
+
+
+# --- scoring ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Score:
+    method: str
+    case: Case
+    reserved_mb: int | None  # None: the method could not size it
+
+    @property
+    def ok(self) -> bool:
+        return self.reserved_mb is not None and self.case.at_most_mb is not None \
+            and self.reserved_mb >= self.case.at_most_mb
+
+    @property
+    def failed(self) -> bool:
+        """Certainly too small: at most a reservation that failed."""
+        return self.reserved_mb is not None and self.reserved_mb <= self.case.above_mb
+
+    @property
+    def ratio(self) -> float | None:
+        """Reserved / the smallest grant covering the need, at the need's largest value."""
+        if self.reserved_mb is None or self.case.at_most_mb is None:
+            return None
+        return self.reserved_mb / granted(self.case.at_most_mb)
+
+    @property
+    def ratio_high(self) -> float | None:
+        """The same at the need's smallest value (equal to `ratio` once settled)."""
+        if self.reserved_mb is None:
+            return None
+        return self.reserved_mb / granted(self.case.above_mb + STEP_MB)
+
+
+def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> list[Score]:
+    out = []
+    for case in cases:
+        train = [r for r in training(runs, case) if r.outcome == "succeeded"]
+        for method in METHODS:
+            heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs)
+            out.append(Score(method, case, granted(heap) if heap is not None else None))
+    return out
+
+
+def summary(scores: Sequence[Score], method: str) -> dict[str, float]:
+    """Cases certainly covered / certainly short / undetermined (a need only bounded), and the
+    container ratio's median at the need's largest (`median_ratio`) and smallest value."""
+    mine = [s for s in scores if s.method == method]
+    sized = [s for s in mine if s.reserved_mb is not None]
+    ratios = [s.ratio for s in sized if s.ratio is not None]
+    highs = [s.ratio_high for s in sized if s.ratio_high is not None]
+    return {
+        "cases": len(mine),
+        "sized": len(sized),
+        "ok": sum(s.ok for s in mine),
+        "failed": sum(s.failed for s in mine),
+        "success_pct": 100.0 * sum(s.ok for s in mine) / max(len(mine), 1),
+        "median_ratio": statistics.median(ratios) if ratios else math.nan,
+        "median_high": statistics.median(highs) if highs else math.nan,
+        "mean_ratio": statistics.fmean(ratios) if ratios else math.nan,
+        "worst_under": min(ratios) if ratios else math.nan,
+    }
+
+
+def loads(set_name: str) -> tuple[float, float] | None:
+    """The 1-minute load average the set's applications started at: (min, max)."""
+    path = DATA / set_name / "runs.jsonl"
+    values = [json.loads(line).get("loadavg") for line in path.read_text().splitlines()]
+    values = [v for v in values if v is not None]
+    return (min(values), max(values)) if values else None
+
+
+def render(results: Mapping[str, list[Score]], confidence: float, command: str,
+           elapsed_s: float) -> str:
+    lines = [
+        "# Memory accuracy: extrapolating in input size (real Spark runs)",
+        "",
+        f"Command: `{command}` ({elapsed_s:.1f} s). Cases and runs: bench/data/memory/<set>/ "
+        "(bench/memory_record.py). A case succeeds when the reservation is at least its "
+        f"measured need; container ratio = reserved / the smallest grant covering the need. "
+        f"cobell at memory confidence {confidence:g}. cobell's constants were set before set "
+        "`tune` was recorded (the confidence default, the bound's minimum margin) or decided "
+        "on it (demand.py's mapping: kept the heap peak itself); the peers' constants (1.2, "
+        "the paper's 10 %) are their sources'. Set `test` (other job parameters, "
+        "bench/memory_record.py JOBS) is for scoring only, never for choosing. "
+        "Recorded on the shared 2-core machine; the load average each set's applications "
+        "started at is given per set (needs do not depend on speed, except that a probe "
+        "slower than 4x its profile run counts as failed).",
+        "",
+    ]
+    for set_name, scores in results.items():
+        if not scores:
+            lines += [f"## set `{set_name}`: not recorded (no bench/data/memory/{set_name}/): "
+                      "nothing measured on it", ""]
+            continue
+        jobs = sorted({s.case.job for s in scores})
+        n = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores})
+        settled = len({(s.case.job, s.case.input_bytes, s.case.scale_out) for s in scores
+                       if s.case.need_mb is not None})
+        span = loads(set_name)
+        lines += [f"## set `{set_name}`: {n} sized cases ({settled} with the need settled to "
+                  f"64 MB, the rest bounded), {len(jobs)} jobs ({', '.join(jobs)})",
+                  "",
+                  f"Load average at the applications' start: {span[0]:.1f}-{span[1]:.1f}."
+                  if span else "Load average: not recorded.",
+                  "",
+                  "| method | sized | certainly succeeds | certainly too small | undetermined "
+                  "| median container / need (need at its upper .. lower bound) |",
+                  "|---|---|---|---|---|---|"]
+        for method in METHODS:
+            s = summary(scores, method)
+            lines.append(f"| {LABELS[method]} | {s['sized']}/{s['cases']} | {s['ok']} | "
+                         f"{s['failed']} | {s['sized'] - s['ok'] - s['failed']} | "
+                         f"{s['median_ratio']:.2f} .. {s['median_high']:.2f} |")
+        unsized = [m for m in METHODS if summary(scores, m)["sized"] == 0]
+        if unsized:
+            lines += ["", "Sized no case: " + "; ".join(
+                f"{LABELS[m]} ({UNSIZED.get(m, 'no runs to size from')})" for m in unsized)
+                + "."]
+        lines += ["", "Per case: the need's bounds and each method's reservation (MB; "
+                  "✓ covers the need, ✗ at most a reservation that failed, ? inside the bounds)",
+                  "", "| job | executors | input MB | need | "
+                  + " | ".join(LABELS[m] for m in METHODS) + " |",
+                  "|---|---|---|---|" + "---|" * len(METHODS)]
+        by_case: dict[Case, dict[str, Score]] = {}
+        for sc in scores:
+            by_case.setdefault(sc.case, {})[sc.method] = sc
+        for case, row in sorted(by_case.items(), key=lambda kv: (kv[0].job, kv[0].scale_out,
+                                                                kv[0].input_bytes)):
+            need = (f"{case.need_mb}" if case.need_mb is not None else
+                    f"({case.above_mb}, {case.at_most_mb if case.at_most_mb else 'inf'}]")
+            cells = [_cell(row[m]) for m in METHODS]
+            lines.append(f"| {case.job} | {case.scale_out} | {case.input_bytes / MB:.0f} | "
+                         f"{need} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(score: Score) -> str:
+    if score.reserved_mb is None:
+        return "-"
+    mark = "✓" if score.ok else ("✗" if score.failed else "?")
+    return f"{score.reserved_mb} {mark}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="+", default=["tune"])
+    parser.add_argument("--confidence", type=float, default=None,
+                        help="cobell's memory confidence (default: the CLI's)")
+    parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from cobell_cli.core.memory.plan import DEFAULT_MEMORY_CONFIDENCE
+
+    confidence = args.confidence or DEFAULT_MEMORY_CONFIDENCE
+    started = time.perf_counter()
+    results = {}
+    for set_name in args.sets:
+        if not (DATA / set_name / "needs.json").exists():
+            results[set_name] = []  # not recorded: said so, not skipped silently
+            continue
+        runs, cases = load(set_name)
+        results[set_name] = score(runs, cases, confidence)
+    command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
+    text = render(results, confidence, command.strip(), time.perf_counter() - started)
+    publish(text + "\n", args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,263 @@
+"""Executor memory end to end, in both simulated worlds: memory-MB-seconds, OOMs, targets.
+
+    python -m bench.memory_e2e [--quick] [--seed N] [--output FILE]
+
+The co-location benchmark's runs (bench/colocation.py: the `single` variant, targets SGD and
+K-Means, their co-runners, delays and noise drawn before anyone decides) with a memory model
+per job in each world (bench/simulator.py `MEMORY`, bench/nodesim.py `MEMORY`: other shapes,
+skewed executors, sampled peaks): each run of the target has an input (a recurring job's
+input, growing over the runs by up to 2x, with run-to-run noise) and so a heap **need** per
+executor; a run given less heap fails for memory part-way (`failure_reason` memory: a lower
+bound for the next plan) and is retried (`--retry-on-oom 3`), its lost time counted. A run
+that succeeds reports its heap peak as an event log would (garbage included; the world's
+rule). The scale-out is cobell's default plan (`plan()`, the same for every memory strategy,
+so the memory strategies are compared on the same runs); memory strategies:
+
+* user's default: USER_HEAP_MB for every run (what a careful user reserves);
+* 1.2 x largest peak: the practitioners' rule on the peaks seen so far (the default until a
+  peak is seen; after a memory failure, 1.5x the memory that failed);
+* cobell: `plan_memory` (core/memory/plan.py, what `cobell predict`/`submit` size) at the
+  default memory confidence, retries as `cobell submit --retry-on-oom` runs them;
+* oracle: the smallest container that covers the run's need, knowing it.
+
+Containers follow YARN's rules (ContainerRules: Spark's overhead, rounded up to a 512 MB
+allocation step, at most 16 GB); memory-MB-seconds = container x executors x seconds held,
+failed attempts included. Post-bootstrap = after the runtime model's bootstrap runs
+(colocation.MODEL_FROM_USABLE), as bench.colocation reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import colocation as co
+from bench import nodesim, publish
+from bench import simulator as sim
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+MB = 1024 * 1024
+USER_HEAP_MB = 8192
+RULES = {"backend": "yarn", "allocation_mb": 512, "maximum_mb": 16384}
+RETRIES = 3
+STRATEGIES = ("default", "peak12", "cobell", "oracle")
+LABELS = {"default": "user's default (8 GB heap)", "peak12": "1.2 x largest peak",
+          "cobell": "cobell", "oracle": "oracle (knows each run's need)"}
+GOAL_MB_S, GOAL_OOM_PCT = 1.15, 1.0
+
+
+def memory_truth(world: str) -> Any:
+    return sim if world == "simulator" else nodesim
+
+
+@dataclass
+class Attempt:
+    heap_mb: int
+    container_mb: int
+    seconds: float
+    failed: bool
+
+
+@dataclass
+class MemRecord:
+    index: int
+    strategy: str
+    scale_out: int
+    runtime_s: float
+    target_s: float
+    need_mb: float
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def mb_s(self) -> float:
+        return sum(a.container_mb * self.scale_out * a.seconds for a in self.attempts)
+
+    @property
+    def ooms(self) -> int:
+        return sum(a.failed for a in self.attempts)
+
+    @property
+    def total_s(self) -> float:
+        return sum(a.seconds for a in self.attempts)
+
+    @property
+    def met(self) -> bool:
+        return not self.attempts[-1].failed and self.total_s <= self.target_s
+
+    @property
+    def bootstrap(self) -> bool:
+        return self.index <= co.MODEL_FROM_USABLE
+
+
+def rules() -> Any:
+    from cobell_cli.core.memory.sizing import ContainerRules
+
+    return ContainerRules(**RULES)
+
+
+def grant(heap_mb: float) -> tuple[int, int]:
+    """(heap, container) YARN grants for a heap need (the same rules for every strategy)."""
+    from cobell_cli.core.memory.sizing import reserve
+
+    r = reserve(heap_mb, rules())
+    return r.executor_memory_mb, r.container_mb
+
+
+def choose(strategy: str, history: Sequence[Mapping[str, Any]], input_mb: float, x: int,
+           need_mb: float) -> int:
+    """The heap a strategy gives the next attempt (history: its own memory runs)."""
+    failed = [r["executor_memory_mb"] for r in history if r["status"] == "failed"
+              and r.get("pending")]
+    if strategy == "oracle":
+        return grant(need_mb)[0]
+    if strategy == "default":
+        return USER_HEAP_MB if not failed else int(1.5 * max(failed))
+    if strategy == "peak12":
+        peaks = [r["peak_memory_mb"] for r in history if r["status"] == "succeeded"]
+        heap = grant(1.2 * max(peaks))[0] if peaks else USER_HEAP_MB
+        return max(heap, grant(1.5 * max(failed))[0]) if failed else heap
+    from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
+
+    plan = plan_memory(history, [x], MemoryRequest(rules(), input_bytes=int(input_mb * MB)))
+    chosen = plan.at(x)
+    if chosen is None or chosen.executor_memory_mb is None or plan.source == "none":
+        return USER_HEAP_MB
+    return chosen.executor_memory_mb
+
+
+def run_cell(world_name: str, target: str, cfg: co.Config, curves: Mapping[str, Any],
+             ) -> dict[str, list[MemRecord]]:
+    """One (world, target): the co-location runs, each sized by every memory strategy."""
+    world = co.truth(world_name)
+    truth = memory_truth(world_name)
+    setups = co.draw_runs("single", target, cfg, curves, world)
+    rng = np.random.default_rng([cfg.seed, 26, co.WORLDS.index(world_name),
+                                 list(co.TARGETS_S).index(target)])
+    n = len(setups)
+    inputs = [sim.INPUT_MB[target] * (0.6 + 0.8 * i / max(n - 1, 1))
+              * float(rng.lognormal(0.0, 0.10)) for i in range(n)]
+    noise = [float(rng.lognormal(0.0, sim.MEMORY_SIGMA)) for _ in range(n)]
+    fills = [float(rng.uniform(*sim.GARBAGE_FILL)) for _ in range(n)]
+    lost_at = [float(rng.uniform(0.1, 0.9)) for _ in range(n)]
+    memory = co.seed_world(target, curves, world, cfg.seed)
+    histories: dict[str, list[dict[str, Any]]] = {s: [] for s in STRATEGIES}
+    out: dict[str, list[MemRecord]] = {s: [] for s in STRATEGIES}
+    target_s = co.TARGETS_S[target]
+    for i, setup in enumerate(setups):
+        record = co.play("default", memory, setup, curves, target_s, world)
+        x = record.scale_out
+        need = truth.memory_need_mb(target, inputs[i], x, noise[i])
+        for strategy in STRATEGIES:
+            out[strategy].append(attempt_run(strategy, histories[strategy], record, inputs[i],
+                                             need, fills[i], lost_at[i], truth))
+    return out
+
+
+def attempt_run(strategy: str, history: list[dict[str, Any]], record: Any, input_mb: float,
+                need: float, fill: float, lost_at: float, truth: Any) -> MemRecord:
+    """One run under a memory strategy: attempts until one has enough heap (or retries end)."""
+    x = record.scale_out
+    rec = MemRecord(record.index, strategy, x, record.runtime_s, record.target_s, need)
+    for _ in range(RETRIES + 1):
+        heap = choose(strategy, history, input_mb, x, need)
+        heap, container = grant(heap)
+        row = {"input_bytes": int(input_mb * MB), "scale_out": x, "executor_memory_mb": heap}
+        if heap < need:
+            rec.attempts.append(Attempt(heap, container, lost_at * record.runtime_s, True))
+            history.append({**row, "status": "failed", "failure_reason": "memory",
+                            "pending": True})
+            continue
+        rec.attempts.append(Attempt(heap, container, record.runtime_s, False))
+        history.append({**row, "status": "succeeded",
+                        "peak_memory_mb": truth.heap_peak_mb(need, heap, fill)})
+        break
+    for row in history:
+        row.pop("pending", None)  # a failure's own retry rule ends with the run
+    return rec
+
+
+def stats(records: Sequence[MemRecord], oracle: Sequence[MemRecord]) -> dict[str, float]:
+    mine = [r for r in records if not r.bootstrap]
+    ref = {r.index: r for r in oracle}
+    return {
+        "runs": len(mine),
+        "mb_s_vs_oracle": sum(r.mb_s for r in mine) / sum(ref[r.index].mb_s for r in mine),
+        "oom_pct": 100.0 * sum(r.ooms > 0 for r in mine) / len(mine),
+        "met_pct": 100.0 * statistics.fmean(r.met for r in mine),
+        "met_without_memory_pct": 100.0 * statistics.fmean(
+            r.runtime_s <= r.target_s for r in mine),
+        "bootstrap_ooms": sum(r.ooms for r in records if r.bootstrap),
+    }
+
+
+def render(results: Mapping[tuple[str, str], Mapping[str, list[MemRecord]]], command: str,
+           elapsed_s: float) -> str:
+    from cobell_cli.core.memory.plan import DEFAULT_MEMORY_CONFIDENCE
+
+    lines = [
+        "# Executor memory end to end (simulated worlds)",
+        "",
+        f"Command: `{command}` ({elapsed_s:.0f} s). bench/colocation.py's `single` runs, each "
+        "target run with an input growing over the runs and a heap need from the world's "
+        "memory model; YARN containers (512 MB step, Spark's overhead). Post-bootstrap runs. "
+        f"cobell at memory confidence {DEFAULT_MEMORY_CONFIDENCE:g}. Goals: MB-s <= "
+        f"{GOAL_MB_S:g}x the oracle's, OOM failures <= {GOAL_OOM_PCT:g} % of runs, targets "
+        "met as without memory sizing (`met, no sizing`: the same runs, never short of "
+        "memory).",
+        "",
+        "| world | target | memory strategy | runs | MB-s / oracle | runs with an OOM | "
+        "targets met | met, no sizing |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (world, target), per in results.items():
+        for strategy in STRATEGIES:
+            s = stats(per[strategy], per["oracle"])
+            lines.append(f"| {world} | {target} | {LABELS[strategy]} | {s['runs']} | "
+                         f"{s['mb_s_vs_oracle']:.3f} | {s['oom_pct']:.1f} % | "
+                         f"{s['met_pct']:.1f} % | {s['met_without_memory_pct']:.1f} % |")
+    lines += ["", "Pooled per world (cobell):", ""]
+    for world in sorted({w for w, _ in results}):
+        mine = [r for (w, _), per in results.items() if w == world for r in per["cobell"]]
+        ref = [r for (w, _), per in results.items() if w == world for r in per["oracle"]]
+        mb = sum(r.mb_s for r in mine if not r.bootstrap)
+        mb_o = sum(r.mb_s for r in ref if not r.bootstrap)
+        post = [r for r in mine if not r.bootstrap]
+        oom = 100.0 * sum(r.ooms > 0 for r in post) / len(post)
+        verdict = "met" if mb / mb_o <= GOAL_MB_S and oom <= GOAL_OOM_PCT else "MISSED"
+        lines.append(f"- {world}: MB-s / oracle {mb / mb_o:.3f}, runs with an OOM {oom:.1f} % "
+                     f"({verdict}); bootstrap OOMs {sum(r.ooms for r in mine if r.bootstrap)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 runs per interferer")
+    parser.add_argument("--seed", type=int, default=2018)
+    parser.add_argument("--data", type=Path, default=co.DEFAULT_DATA)
+    parser.add_argument("--output", type=Path, default=RESULTS / "memory_e2e.md")
+    args = parser.parse_args(argv)
+    cfg = co.Config(runs_per_interferer=4 if args.quick else 12, seed=args.seed)
+    curves = sim.load_curves(args.data)
+    started = time.perf_counter()
+    results = {}
+    for world in co.WORLDS:
+        for target in co.TARGETS_S:
+            results[(world, target)] = run_cell(world, target, cfg, curves)
+            print(f"{world} {target}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    command = "python -m bench.memory_e2e " + " ".join(argv if argv is not None else sys.argv[1:])
+    publish(render(results, command.strip(), time.perf_counter() - started) + "\n",
+            None if args.quick else args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""A job's memory model: the chosen memory function and a calibrated upper bound on the need.
+
+`MemoryModel` follows scikit-learn's estimator contract: hyper-parameters in the constructor,
+`fit(runs)` returns self, learned values end in `_`, `predict`/`upper` have no side effects.
+
+The upper bound at confidence p is the prediction times the conformal p-bound of the nested
+held-out ratios (measured / predicted, select.py), as the runtime's is (calibration.py), and
+never below what the job's memory failures prove: a run that failed at R MB with at least as
+much input per executor (or input, for a function of the input) needed more than R.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cobell_cli.core.calibration import ratio_bound
+from cobell_cli.core.memory.experts import Fitted
+from cobell_cli.core.memory.records import MemoryObservation, feature_value
+from cobell_cli.core.memory.select import CANDIDATES, Candidate, candidate, nested_ratios, select
+from cobell_cli.core.memory.selector import Neighbour, borrow
+
+STEP_MB = 64  # reservations move in 64 MB steps: what the need is measured in
+# The same input (per executor) as a failed run's, within this fraction: its reservation failed
+# there, so it is never offered again.
+SAME_INPUT = 0.10
+# With fewer held-out ratios than this, the bound is widened to at least MIN_MARGIN: one or two
+# held-out errors say nothing about the tail.
+MIN_RATIOS = 3
+MIN_MARGIN = 1.25
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The model's answer for one run: point and upper need in MB, and what it rests on."""
+
+    predicted_mb: float
+    upper_mb: float
+    failed_below_mb: float | None  # the largest reservation that failed at this much input
+
+
+class MemoryModel:
+    """Peak memory per executor as one expert's function of the input, chosen per job.
+
+    `fallback`: the candidate label used when the runs are too few to choose (the expert
+    selector's or the default); `pool`: the candidates considered.
+    """
+
+    def __init__(
+        self,
+        fallback: str = "linear(per_executor)",
+        pool: Sequence[str] | None = None,
+        nested: bool = True,
+        neighbour: Neighbour | None = None,
+    ) -> None:
+        self.fallback = fallback
+        self.pool = pool
+        self.nested = nested
+        self.neighbour = neighbour
+
+    def _pool(self) -> tuple[Candidate, ...]:
+        if self.pool is None:
+            return CANDIDATES
+        return tuple(candidate(label) for label in self.pool)
+
+    def fit(self, runs: Sequence[MemoryObservation]) -> MemoryModel:
+        """Fit on the job's runs: those with a demand are fitted, memory failures bound."""
+        measured = [r for r in runs if r.demand_mb is not None and r.demand_mb > 0]
+        if not measured:
+            raise ValueError("no run with a measured memory demand")
+        guide = self.neighbour
+        fallback = candidate(guide.label if guide is not None else self.fallback)
+        selection = select(measured, fallback, self._pool())
+        chosen = selection.candidate
+        fitted = chosen.fit(measured)
+        self.source_ = "own" if selection.folds else ("selector" if guide else "default")
+        if fitted is None and guide is not None and guide.fitted is not None:
+            z = [feature_value(r, chosen.feature) for r in measured]
+            fitted = borrow(guide.fitted, z, [r.demand_mb for r in measured])  # type: ignore[misc]
+        if fitted is None:  # too few distinct inputs for the form: the same scaled constant
+            chosen = CANDIDATES[0]
+            fitted = chosen.fit(measured)
+        assert fitted is not None
+        self.candidate_: Candidate = chosen
+        self.fitted_: Fitted = fitted
+        self.scores_: dict[str, float] = selection.scores
+        self.folds_: int = selection.folds
+        self.ratios_: list[float] = (
+            nested_ratios(measured, fallback, self._pool()) if self.nested else []
+        )
+        self.failures_: list[MemoryObservation] = [
+            r for r in runs if r.failed and r.reserved_mb is not None
+        ]
+        self.runs_: int = len(measured)
+        return self
+
+    def predict(self, input_bytes: int, scale_out: int) -> float:
+        """The point prediction of the need per executor, MB."""
+        run = MemoryObservation(input_bytes, scale_out, None)
+        return max(self.fitted_.predict(feature_value(run, self.candidate_.feature)), 1.0)
+
+    def ratio(self, confidence: float) -> float:
+        """The factor on the prediction that bounds the need with probability >= confidence."""
+        if len(self.ratios_) < MIN_RATIOS:
+            return max([MIN_MARGIN, *self.ratios_])
+        return max(ratio_bound(self.ratios_, confidence), 1.0)
+
+    def estimate(self, input_bytes: int, scale_out: int, confidence: float) -> MemoryEstimate:
+        predicted = self.predict(input_bytes, scale_out)
+        failed = self.failed_below(input_bytes, scale_out)
+        upper = predicted * self.ratio(confidence)
+        if failed is not None:
+            upper = max(upper, failed + STEP_MB)
+        return MemoryEstimate(predicted, upper, failed)
+
+    def failed_below(self, input_bytes: int, scale_out: int) -> float | None:
+        """The largest reservation that failed for memory at no more input than this run's."""
+        return failure_bound(self.failures_, input_bytes, scale_out, self.candidate_.feature)
+
+    def _chosen_by(self) -> str:
+        return _chosen_by_text(self.source_, self.neighbour)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "function": self.candidate_.label,
+            "chosen_by": self._chosen_by(),
+            "formula": self.fitted_.describe(),
+            "runs": self.runs_,
+            "failures": len(self.failures_),
+            "cv_folds": self.folds_,
+            "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
+            "held_out_ratios": len(self.ratios_),
+        }
+
+
+def _chosen_by_text(source: str, neighbour: Neighbour | None) -> str:
+    if source == "own":
+        return "its own runs (nested forward CV)"
+    if source == "selector" and neighbour is not None:
+        return f"the nearest job by event-log profile, {neighbour.job} (KNN)"
+    return "the default: linear in the input per executor (too few input sizes to choose)"
+
+
+def failure_bound(
+    failures: Sequence[MemoryObservation], input_bytes: int, scale_out: int, feature: Any = None
+) -> float | None:
+    """The largest reservation that failed for memory with no more input per executor (or,
+    for a function of the whole input, no more input) than this run has, within SAME_INPUT:
+    the need here is above it."""
+    query = MemoryObservation(input_bytes, scale_out, None)
+    proved = [
+        f.reserved_mb
+        for f in failures
+        if f.failed and f.reserved_mb is not None and (
+            _at_least(query, f, "per_executor") or (feature and _at_least(query, f, feature))
+        )
+    ]
+    return max(proved) if proved else None  # type: ignore[type-var]
+
+
+def _at_least(query: MemoryObservation, failed: MemoryObservation, feature: Any) -> bool:
+    return feature_value(query, feature) >= (1 - SAME_INPUT) * feature_value(failed, feature)

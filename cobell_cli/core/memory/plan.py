@@ -1,0 +1,240 @@
+"""The memory of each candidate scale-out: the need's upper bound, the reservation that covers
+it, and what that costs; chosen with the scale-out (planner.py).
+
+Which model answers, in order: the job's own memory model (model.py) when it has runs with a
+measured demand (`source` "model"); else, when runs failed for memory, RETRY_GROWTH times the
+largest reservation that failed at this much input per executor (`source` "failures"); else
+nothing is sized, and the user's or Spark's memory stays, said so (`source` "none"). A memory
+the user set in the command, or --keep-memory, is kept (`source` "user"), with a warning when
+the model finds it too small or more than twice the need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from cobell_cli.core.memory.sizing import ContainerRules, Reservation, container_of, reserve
+
+if TYPE_CHECKING:
+    from cobell_cli.core.memory.model import MemoryModel
+
+# --memory-confidence's default: the chosen heap covers the need with at least this estimated
+# probability (bench/results/memory_accuracy.md).
+DEFAULT_MEMORY_CONFIDENCE = 0.95
+TOO_GENEROUS = 2.0  # a user's memory above this many times the need is worth a warning
+# Only failures known: the next reservation is this many times the largest that failed (the
+# need is above it, by how much nothing says; half as much again bounds a bisection's steps).
+RETRY_GROWTH = 1.5
+
+
+@dataclass(frozen=True)
+class MemoryRequest:
+    """What planning knows of memory beyond the job's runs."""
+
+    rules: ContainerRules
+    confidence: float = DEFAULT_MEMORY_CONFIDENCE
+    user_memory_mb: int | None = None  # the command's own --executor-memory (kept)
+    user_overhead_mb: int | None = None
+    input_bytes: int | None = None  # the next run's input; None: the largest seen
+    keep: bool = False  # leave the memory as the command or Spark's defaults have it
+
+
+@dataclass(frozen=True)
+class CandidateMemory:
+    """One candidate scale-out's memory: the need's point and upper bound, the reservation."""
+
+    scale_out: int
+    predicted_peak_mb: float | None
+    upper_peak_mb: float | None
+    executor_memory_mb: int | None
+    executor_overhead_mb: int | None
+    container_mb: int | None
+    fits: bool = True
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The memory side of a plan; `at(x)` is one candidate's."""
+
+    source: str  # "model" | "failures" | "user" | "none"
+    model: str | None  # the memory function, e.g. "linear(per_executor)"
+    runs: int  # runs with a measured demand it rests on
+    confidence: float
+    input_bytes: int | None
+    input_note: str | None
+    candidates: tuple[CandidateMemory, ...]
+    warnings: tuple[str, ...] = ()
+    description: Mapping[str, Any] | None = None
+
+    def at(self, scale_out: int) -> CandidateMemory | None:
+        return next((c for c in self.candidates if c.scale_out == scale_out), None)
+
+    def to_dict(self, scale_out: int) -> dict[str, Any]:
+        """predict --json's `memory` object at the chosen scale-out."""
+        chosen = self.at(scale_out)
+        out = {
+            "source": self.source,
+            "model": self.model,
+            "runs": self.runs,
+            "memory_confidence": self.confidence,
+            "input_bytes": self.input_bytes,
+            "chosen_by": (self.description or {}).get("chosen_by"),
+        }
+        if chosen is not None:
+            out.update(asdict(chosen))
+        if self.input_note:
+            out["note"] = self.input_note
+        return out
+
+
+def plan_memory(
+    runs: Sequence[Mapping[str, Any]],
+    candidates: Sequence[int],
+    request: MemoryRequest,
+    model: MemoryModel | None = None,
+) -> MemoryPlan:
+    """Each candidate's memory. `runs`: the job's runs with memory columns (any status);
+    `model`: an already fitted model of them (a cache's), else fitted here."""
+    if not runs and model is None:  # most jobs on most clusters: nothing to import or fit
+        return _unsized(candidates, request, request.input_bytes, None)
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+
+    obs = observations(runs)
+    input_bytes, note = _input(request.input_bytes, obs)
+    if model is None and any(o.demand_mb for o in obs):
+        model = MemoryModel().fit(obs)
+    if input_bytes is not None and model is None and any(o.failed for o in obs):
+        return _after_failures(obs, candidates, request, input_bytes, note)
+    if model is None or input_bytes is None:
+        return _unsized(candidates, request, input_bytes, note)
+    rows = tuple(_candidate(model, x, input_bytes, request) for x in candidates)
+    return MemoryPlan(
+        source="user" if request.keep else "model",
+        model=model.candidate_.label,
+        runs=model.runs_,
+        confidence=request.confidence,
+        input_bytes=input_bytes,
+        input_note=note,
+        candidates=rows,
+        description=model.describe(),
+    )
+
+
+def _input(
+    given: int | None, obs: Sequence[Any]
+) -> tuple[int | None, str | None]:
+    if given is not None:
+        return given, None
+    sizes = [o.input_bytes for o in obs if o.input_bytes]
+    if not sizes:
+        return None, "no input size: give --input-size to size the memory"
+    return max(sizes), "no --input-size: sized for the largest input seen"
+
+
+def _candidate(
+    model: MemoryModel, scale_out: int, input_bytes: int, request: MemoryRequest
+) -> CandidateMemory:
+    est = model.estimate(input_bytes, scale_out, request.confidence)
+    return _sized(scale_out, est.predicted_mb, est.upper_mb, request)
+
+
+def _sized(
+    scale_out: int, predicted_mb: float, upper_mb: float, request: MemoryRequest
+) -> CandidateMemory:
+    """The candidate's reservation: the one covering `upper_mb`, or the user's when kept."""
+    reservation: Reservation | None = reserve(upper_mb, request.rules)
+    if request.keep:
+        user = request.user_memory_mb
+        reservation = Reservation(
+            user, request.user_overhead_mb or 0,
+            container_of(user, request.rules, request.user_overhead_mb), True,
+        ) if user is not None else None  # fmt: skip
+    return CandidateMemory(
+        scale_out=scale_out,
+        predicted_peak_mb=round(predicted_mb, 1),
+        upper_peak_mb=round(upper_mb, 1),
+        executor_memory_mb=reservation.executor_memory_mb if reservation else None,
+        executor_overhead_mb=(
+            reservation.executor_overhead_mb if reservation and request.rules.yarn else None
+        ),
+        container_mb=reservation.container_mb if reservation else None,
+        fits=reservation.fits if reservation else True,
+    )
+
+
+def _after_failures(
+    obs: Sequence[Any],
+    candidates: Sequence[int],
+    request: MemoryRequest,
+    input_bytes: int,
+    note: str | None,
+) -> MemoryPlan:
+    """Only memory failures known: RETRY_GROWTH x the largest that failed with this much
+    input per executor; unsized where none did."""
+    from cobell_cli.core.memory.model import failure_bound
+
+    rows = []
+    for x in candidates:
+        failed = failure_bound(obs, input_bytes, x)
+        if failed is None:
+            rows.append(CandidateMemory(x, None, None, request.user_memory_mb,
+                                        request.user_overhead_mb, None))
+        else:
+            rows.append(_sized(x, failed, RETRY_GROWTH * failed, request))
+    return MemoryPlan(
+        source="user" if request.keep else "failures",
+        model=None,
+        runs=0,
+        confidence=request.confidence,
+        input_bytes=input_bytes,
+        input_note=note or f"only memory failures known: {RETRY_GROWTH:g}x the largest that failed",
+        candidates=tuple(rows),
+    )
+
+
+def _unsized(
+    candidates: Sequence[int], request: MemoryRequest, input_bytes: int | None, note: str | None
+) -> MemoryPlan:
+    """No model: the user's memory if given (its container still priced), else nothing."""
+    user = request.user_memory_mb
+    rows = tuple(
+        CandidateMemory(
+            x, None, None, user, request.user_overhead_mb,
+            container_of(user, request.rules, request.user_overhead_mb) if user else None,
+        )
+        for x in candidates
+    )  # fmt: skip
+    why = note or "no run of the job with a measured memory peak yet"
+    return MemoryPlan(
+        source="user" if user is not None else "none",
+        model=None,
+        runs=0,
+        confidence=request.confidence,
+        input_bytes=input_bytes,
+        input_note=why,
+        candidates=rows,
+    )
+
+
+def user_memory_warnings(plan: MemoryPlan, scale_out: int) -> list[str]:
+    """What the model says of a memory the user set: too small, or far more than needed."""
+    chosen = plan.at(scale_out)
+    if plan.source != "user" or chosen is None or chosen.upper_peak_mb is None:
+        return []
+    given = chosen.executor_memory_mb or 0
+    if given < chosen.upper_peak_mb:
+        return [
+            f"your executor memory {given} MB is below the {chosen.upper_peak_mb:.0f} MB the "
+            f"memory model bounds the need at (P >= {plan.confidence:g}); the run may fail for "
+            "memory (drop --executor-memory to let cobell size it)"
+        ]
+    if chosen.predicted_peak_mb and given > TOO_GENEROUS * chosen.predicted_peak_mb:
+        return [
+            f"your executor memory {given} MB is more than {TOO_GENEROUS:g}x the "
+            f"{chosen.predicted_peak_mb:.0f} MB the job is predicted to need; drop "
+            "--executor-memory to let cobell size it"
+        ]
+    return []

@@ -1,0 +1,145 @@
+"""Which memory function fits a job: forward cross-validation in input size, nested.
+
+Memory must extrapolate (tonight's input is often the largest yet), so a candidate (an
+expert on one feature: the input per executor or the whole input) is judged the way it will
+be used: each run predicted by the candidate fitted on the runs with a smaller input only.
+Among the candidates, the simplest whose error is within one standard error of the best
+(fewer parameters first, the paper's forms before the others; ../shared/CONVENTIONS.md
+"Models"): five experts on a handful of runs is exactly where picking the smallest CV error
+overfits. The error of the whole procedure, selection included, is measured one level out
+(nested): each run predicted by the candidate that the selection picks on the smaller runs
+alone. Those held-out ratios are what the upper bound is calibrated on (model.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cobell_cli.core.memory.experts import EXPERTS, Expert, Fitted
+from cobell_cli.core.memory.records import FEATURES, Feature, MemoryObservation, feature_value
+
+MIN_SIZES = 2  # distinct input sizes a fold trains on (a 2-parameter form needs them)
+# Folds judged: those of the largest inputs (the extrapolations most like the next run's),
+# which bounds the nested selection's cost on a long history.
+MAX_FOLDS = 6
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An expert on a feature; `constant` ignores the feature."""
+
+    expert: Expert
+    feature: Feature
+
+    @property
+    def label(self) -> str:
+        if self.expert.name == "constant":
+            return "constant"
+        return f"{self.expert.name}({self.feature})"
+
+    def fit(self, runs: Sequence[MemoryObservation]) -> Fitted | None:
+        z = [feature_value(r, self.feature) for r in runs]
+        return self.expert.fit(z, [r.demand_mb for r in runs])  # type: ignore[misc]
+
+    def predict(self, fitted: Fitted, run: MemoryObservation) -> float:
+        return fitted.predict(feature_value(run, self.feature))
+
+
+def candidates() -> tuple[Candidate, ...]:
+    """In the order the one-standard-error rule walks: simplest first."""
+    out = [Candidate(EXPERTS[0], FEATURES[0])]
+    for exp in EXPERTS[1:]:
+        out += [Candidate(exp, f) for f in FEATURES]
+    return tuple(out)
+
+
+CANDIDATES = candidates()
+
+
+def candidate(label: str) -> Candidate:
+    return next(c for c in CANDIDATES if c.label == label)
+
+
+def forward_folds(
+    runs: Sequence[MemoryObservation],
+) -> list[tuple[list[MemoryObservation], MemoryObservation]]:
+    """(train, test) per run: trained on the runs with a strictly smaller input, where those
+    cover at least MIN_SIZES distinct input sizes; the MAX_FOLDS of the largest inputs."""
+    folds = []
+    for test in sorted(runs, key=lambda r: r.input_bytes)[::-1]:
+        train = [r for r in runs if r.input_bytes < test.input_bytes]
+        if len({r.input_bytes for r in train}) >= MIN_SIZES:
+            folds.append((train, test))
+        if len(folds) == MAX_FOLDS:
+            break
+    return folds
+
+
+def log_errors(
+    cand: Candidate, folds: Sequence[tuple[list[MemoryObservation], MemoryObservation]]
+) -> list[float] | None:
+    """log(predicted / measured) per fold; None when the candidate cannot fit some fold."""
+    errors = []
+    for train, test in folds:
+        fitted = cand.fit(train)
+        if fitted is None:
+            return None
+        predicted = cand.predict(fitted, test)
+        if predicted <= 0:
+            return None
+        errors.append(math.log(predicted / test.demand_mb))  # type: ignore[operator]
+    return errors
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The candidate chosen and the CV errors it was chosen on (mean squared log error)."""
+
+    candidate: Candidate
+    scores: dict[str, float]  # label -> mean squared log error
+    folds: int
+
+
+def select(
+    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES
+) -> Selection:
+    """The one-standard-error choice among `pool` by forward CV; `fallback` when the runs
+    leave no fold to judge on (fewer than MIN_SIZES + 1 distinct sizes)."""
+    folds = forward_folds(runs)
+    if not folds:
+        return Selection(fallback, {}, 0)
+    scored: list[tuple[Candidate, float, float]] = []
+    for cand in pool:
+        errors = log_errors(cand, folds)
+        if errors is None:
+            continue
+        squares = [e * e for e in errors]
+        mean = sum(squares) / len(squares)
+        sd = math.sqrt(sum((s - mean) ** 2 for s in squares) / max(len(squares) - 1, 1))
+        scored.append((cand, mean, sd / math.sqrt(len(squares))))
+    if not scored:
+        return Selection(fallback, {}, len(folds))
+    _, best, best_se = min(scored, key=lambda t: t[1])
+    chosen = next(c for c, mean, _ in scored if mean <= best + best_se)
+    return Selection(chosen, {c.label: mean for c, mean, _ in scored}, len(folds))
+
+
+def nested_ratios(
+    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES
+) -> list[float]:
+    """measured / predicted for each run the selection procedure can be judged on: the run
+    predicted by the candidate `select` picks on the runs with a smaller input, fitted there."""
+    ratios = []
+    for train, test in forward_folds(runs):
+        chosen = select(train, fallback, pool).candidate
+        fitted = chosen.fit(train)
+        if fitted is None:
+            chosen, fitted = fallback, fallback.fit(train)
+        if fitted is None:
+            continue
+        predicted = chosen.predict(fitted, test)
+        if predicted > 0:
+            ratios.append(test.demand_mb / predicted)  # type: ignore[operator]
+    return ratios

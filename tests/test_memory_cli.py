@@ -1,0 +1,187 @@
+"""Executor memory through the CLI and the planner: predict's memory object and columns,
+--minimize memory-mb-seconds, a command's own memory kept and judged, bad memory strings, and
+submit's memory failures and retries (with a stand-in spark-submit that runs out of memory
+until it is given enough)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from cobell_cli.core.memory.plan import MemoryRequest
+from cobell_cli.core.memory.sizing import ContainerRules
+from cobell_cli.core.plan import plan
+from cobell_cli.store.history import History
+from tests.cli_support import cobell, cobell_process
+
+MB = 1024 * 1024
+
+
+def _runs(job: str = "etl") -> list[dict]:
+    """Runs at 4 input sizes and 4 scale-outs: runtime 30 + 600/x, heap need 400 + 3 MB per
+    MB of input per executor, recorded at a 2 GB reservation."""
+    out, i = [], 0
+    for size_mb in (100, 150, 225, 340):
+        for x in (2, 4, 6, 8):
+            i += 1
+            out.append({"id": i, "job": job, "status": "succeeded", "scale_out": x,
+                        "input_bytes": size_mb * MB, "runtime_s": 30 + 600 / x,
+                        "submitted_at": 1e9 + 100 * i, "executor_memory_mb": 2048,
+                        "peak_memory_mb": 400 + 3 * size_mb / x, "backend": "yarn"})
+    return out
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "h.db"
+    with History.open(path) as history:
+        history.insert_runs(_runs())
+    return path
+
+
+def test_predict_sizes_each_candidates_memory(db: Path) -> None:
+    args = ("--db", db, "predict", "-j", "etl", "-t", "200", "--cluster", "none",
+            "--input-size", "500M", "--input-tolerance", "10", "--max-scale-out", "8")
+    result = cobell(*args, "--json")
+    assert result.exit_code == 0, result.stderr
+    plan_ = json.loads(result.stdout)
+    memory = plan_["memory"]
+    assert memory["source"] == "model" and memory["runs"] == 16
+    assert memory["model"].endswith("(per_executor)")
+    x = plan_["scale_out"]
+    need = 400 + 3 * 500 / x
+    assert memory["predicted_peak_mb"] == pytest.approx(need, rel=0.05)
+    assert memory["executor_memory_mb"] >= memory["upper_peak_mb"] >= memory["predicted_peak_mb"]
+    # YARN (the runs' backend, no cluster to ask): Spark's overhead, the default 1024 MB step
+    assert memory["executor_overhead_mb"] >= 384 and memory["container_mb"] % 1024 == 0
+    per = {c["scale_out"]: c["executor_memory_mb"] for c in plan_["candidates"]}
+    assert per[1] > per[8]  # more executors, less input each
+    table = cobell(*args)
+    assert "memory MB" in table.stdout and "container MB" in table.stdout
+    assert "memory: " in table.stdout and "heap per executor" in table.stdout
+
+
+def test_a_job_without_measured_peaks_is_not_sized_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    runs = [{k: v for k, v in r.items() if k != "peak_memory_mb"} for r in _runs()]
+    with History.open(path) as history:
+        history.insert_runs(runs)
+    result = cobell("--db", path, "predict", "-j", "etl", "-t", "200", "--cluster", "none")
+    assert result.exit_code == 0, result.stderr
+    assert "memory: not sized" in result.stdout and "memory MB" not in result.stdout
+
+
+def test_minimize_memory_mb_seconds_prefers_the_cheaper_containers() -> None:
+    """Runtime falls as 1/x, the need per executor falls faster than the executors grow: by
+    memory-MB-seconds a larger scale-out is cheaper than the smallest that meets the target."""
+    history = [{**r, "peak_memory_mb": 300 + 60 * r["input_bytes"] / MB / r["scale_out"]}
+               for r in _runs()]
+    request = MemoryRequest(ContainerRules("yarn", 1024), input_bytes=400 * MB)
+    common = dict(job="etl", history=history, now=2e9, target_s=200.0, min_scale_out=1,
+                  max_scale_out=8, input_bytes=400 * MB, input_tolerance=10.0,
+                  memory=request, memory_runs=history)
+    smallest = plan(**common)
+    cheapest = plan(**common, minimize="memory-mb-seconds")
+    assert cheapest.minimize == "memory-mb-seconds" and smallest.minimize == "executor-seconds"
+    meeting = [c for c in cheapest.candidates if c.meets_target]
+    best = min(meeting, key=lambda c: (c.memory_mb_seconds, c.scale_out))
+    assert cheapest.scale_out == best.scale_out > smallest.scale_out
+    assert smallest.scale_out == min(c.scale_out for c in meeting)
+
+
+def test_minimize_takes_only_its_two_choices(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "etl", "-t", "200", "--minimize", "dollars")
+    assert result.exit_code == 2
+    assert "executor-seconds, memory-mb-seconds" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) <= 2
+
+
+# --- submit with a stand-in spark-submit ---------------------------------------------------
+
+FAKE_SPARK = """#!/bin/sh
+# A spark-submit stand-in: "runs out of memory" below NEED MB of --executor-memory.
+need={need}
+mem=0
+while [ $# -gt 0 ]; do
+  case "$1" in --executor-memory) mem=$(echo "$2" | tr -d m); shift;; esac
+  shift
+done
+echo "$mem" >> "{calls}"
+if [ "$mem" -lt "$need" ]; then
+  echo "ERROR Executor: Exception in task 0.0: java.lang.OutOfMemoryError: Java heap space" >&2
+  exit 1
+fi
+echo done
+"""
+
+
+def _fake_spark(tmp_path: Path, need: int) -> tuple[Path, Path]:
+    calls = tmp_path / "calls"
+    script = tmp_path / "bin" / "spark-submit"
+    script.parent.mkdir()
+    script.write_text(FAKE_SPARK.format(need=need, calls=calls))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script, calls
+
+
+def _submit(db: Path, script: Path, *extra: str) -> tuple[int, list[dict], str]:
+    proc = cobell_process(
+        "--db", db, "submit", "-j", "etl", "-t", "600", "--cluster", "none", "--json",
+        "--input-size", "300M", "--max-scale-out", "4", "--event-log-dir", "off", *extra, "--",
+        script, "--master", "spark://127.0.0.1:7077", "--executor-memory", "512m", "app.py",
+        env={"COBELL_MODEL_CACHE": "off"},
+    )  # fmt: skip
+    lines = proc.stdout.strip().splitlines()
+    return proc.returncode, [json.loads(lines[-1])] if lines else [], proc.stderr
+
+
+def test_a_memory_failure_is_recorded_and_retried_at_a_larger_memory(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    script, calls = _fake_spark(tmp_path, need=1000)
+    code, (summary,), err = _submit(db, script, "--retry-on-oom", "3")
+    assert code == 0, err
+    tried = [int(v) for v in calls.read_text().split()]
+    assert tried[0] == 512 and tried[-1] >= 1000 and tried == sorted(set(tried))
+    assert [a["executor_memory_mb"] for a in summary["attempts"]] == tried
+    assert [a["failure_reason"] for a in summary["attempts"]] == [
+        "memory"] * (len(tried) - 1) + [None]
+    with History.open(db) as history:
+        runs = sorted(history.runs(), key=lambda r: r["id"])
+    assert [(r["status"], r["failure_reason"], r["executor_memory_mb"]) for r in runs] == [
+        (a["status"], a["failure_reason"], a["executor_memory_mb"]) for a in summary["attempts"]]
+    assert "failed for memory at 512 MB" in err
+
+
+def test_without_retries_a_memory_failure_ends_with_the_jobs_exit_code(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    script, calls = _fake_spark(tmp_path, need=1000)
+    code, (summary,), _ = _submit(db, script)
+    assert code == 1 and summary["failure_reason"] == "memory" and "attempts" not in summary
+    assert calls.read_text().split() == ["512"]
+
+
+def test_an_unreadable_executor_memory_stops_before_anything_starts(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    script, calls = _fake_spark(tmp_path, need=1)
+    proc = cobell_process(
+        "--db", db, "submit", "-j", "etl", "-t", "60", "--cluster", "none", "--",
+        script, "--master", "spark://127.0.0.1:7077", "--executor-memory", "4gigs", "app.py",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "4gigs" in proc.stderr and "512m" in proc.stderr and "Traceback" not in proc.stderr
+    assert not calls.exists() and not (db.exists() and History.open(db).runs())
+
+
+def test_flink_says_its_memory_is_not_sized(tmp_path: Path) -> None:
+    result = cobell("--db", tmp_path / "h.db", "submit", "-j", "f", "-t", "60", "--cluster",
+                    "none", "--dry-run", "--", "flink", "run", "job.jar")
+    assert result.exit_code == 0, result.stderr
+    assert "not sized for Flink" in result.stderr
+
+
+if os.name != "posix":  # the stand-in is a shell script
+    pytestmark = pytest.mark.skip(reason="needs /bin/sh")
