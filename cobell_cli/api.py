@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cobell_cli.cluster.progress import ProgressReport
     from cobell_cli.config import Settings
     from cobell_cli.core.plan import Plan
+    from cobell_cli.core.schedule.decision import StartDecision
     from cobell_cli.store.history import History
     from cobell_cli.store.model_cache import ModelCache
 
@@ -32,6 +33,8 @@ class Prediction:
     warnings: list[str] = field(default_factory=list)
     model_cache: dict[str, int] | None = None  # hits and misses; None when the cache is off
     live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
+    start: StartDecision | None = None  # with --deadline: start now or wait (deadlines.py)
+    run_fields: dict[str, Any] = field(default_factory=dict)  # recorded with the run
 
     @property
     def all_warnings(self) -> list[str]:
@@ -39,7 +42,7 @@ class Prediction:
         return [*self.plan.warnings, *self.warnings]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             **self.plan.to_dict(),
             "cluster": self.cluster,
             "cluster_ok": self.cluster_ok,
@@ -47,6 +50,12 @@ class Prediction:
             "model_cache": self.model_cache,
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
         }
+        if self.start is not None:  # the start decided, not the plan at once, is the answer
+            start = self.start.to_dict()
+            out.update(start, scale_out=self.start.scale_out,
+                       meet_probability=self.start.meet_probability,
+                       predicted_s=self.start.predicted_s, feasible=self.start.feasible)
+        return out
 
 
 def check_request(target_s: float, min_scale_out: int, max_scale_out: int) -> None:
@@ -92,8 +101,10 @@ def predict(
     input_bytes: int | None = None,
     require_history: bool = True,
     exclude_app_ids: Iterable[str] = (),
+    on_model: Any = None,
 ) -> Prediction:
-    """Plan the next run of `job` against the history and what runs on the cluster now."""
+    """Plan the next run of `job` against the history and what runs on the cluster now.
+    `on_model(model, phase)` receives the job's model the plan used (deadlines.py)."""
     from cobell_cli.core.plan import plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
@@ -137,6 +148,7 @@ def predict(
         profiles=profiles,
         cluster_profiles=cluster_profiles,
         whatif_memory=replays,
+        on_model=on_model,
     )
     if replays is not None:
         replays.save()

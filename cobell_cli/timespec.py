@@ -144,3 +144,11 @@ def parse_since(text: str, option: str, now: float, zone: tzinfo) -> float:
     if at is None:
         raise UsageError(f"{option} {text!r} is not a time", hint=f"use e.g. {SINCE_FORMS}")
     return at
+
+
+def local_iso(at: float, zone: tzinfo | None = None) -> str:
+    """Epoch seconds as an ISO local time to the second, with its offset (text output:
+    ../shared/CONVENTIONS.md, "Time"); `zone` defaults to the system's at that moment."""
+    moment = datetime.fromtimestamp(at, zone) if zone is not None else datetime.fromtimestamp(
+        at).astimezone()
+    return moment.isoformat(timespec="seconds")

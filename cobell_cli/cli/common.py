@@ -163,8 +163,37 @@ JobOpt = Annotated[
     str, typer.Option("--job", "-j", metavar="NAME", help="The recurring job's name.")
 ]
 TargetOpt = Annotated[
-    float,
-    typer.Option("--target-runtime", "-t", metavar="SECONDS", help="Runtime target in seconds."),
+    float | None,
+    typer.Option(
+        "--target-runtime", "-t", metavar="SECONDS",
+        help="Runtime target in seconds (optional with --deadline: then both hold).",
+    ),
+]
+DeadlineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--deadline", metavar="TIME",
+        help="Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or "
+        "without zone (2026-11-26T06:00+01:00), or +2h30m. Weighs starting now against waiting "
+        "for running apps to end. Example: --deadline 06:00",
+        rich_help_panel="Deadline",
+    ),
+]
+MaxWaitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--max-wait", metavar="DURATION",
+        help="With --deadline: wait at most this long for a better start (90s, 5min, 1h30m); "
+        "also allows a deadline more than a week ahead. Example: --max-wait 20min",
+        rich_help_panel="Deadline",
+    ),
+]
+StartNowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--start-now", help="With --deadline: start at once, sized for the deadline (no wait).",
+        rich_help_panel="Deadline",
+    ),
 ]
 MinScaleOutOpt = Annotated[
     int | None,
@@ -216,6 +245,33 @@ InputToleranceOpt = Annotated[
 StrictOpt = Annotated[
     bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target.")
 ]
+
+
+def deadline_request(
+    deadline: str | None, max_wait: str | None, start_now: bool, target_s: float | None,
+    now: float, queue: str | None = None,
+) -> Any:
+    """The deadline options as a `deadlines.DeadlineRequest` (None without --deadline); a
+    usage error names the accepted forms, or what is missing."""
+    from cobell_cli.errors import UsageError
+
+    if deadline is None:
+        if max_wait is not None or start_now:
+            raise UsageError("--max-wait and --start-now need --deadline",
+                             hint="e.g. --deadline 06:00 --max-wait 20min")
+        if target_s is None:
+            raise UsageError("give --target-runtime SECONDS or --deadline TIME",
+                             hint="e.g. --target-runtime 600 or --deadline 06:00")
+        return None
+    from cobell_cli.deadlines import DeadlineRequest, check_deadline
+    from cobell_cli.timespec import local_zone, parse_duration, parse_moment
+
+    at = parse_moment(deadline, "--deadline", now, local_zone(now))
+    wait_s = parse_duration(max_wait, "--max-wait") if max_wait is not None else None
+    request = DeadlineRequest(deadline_at=at, submitted_at=now, max_wait_s=wait_s,
+                              start_now=start_now, **({"queue": queue} if queue else {}))
+    check_deadline(request, now)
+    return request
 
 
 def planning_flags(

@@ -11,17 +11,21 @@ from cobell_cli.cli.common import (
     CaBundleOpt,
     ClusterOpt,
     ConfidenceOpt,
+    DeadlineOpt,
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
     MaxScaleOutOpt,
+    MaxWaitOpt,
     MinScaleOutOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
+    StartNowOpt,
     StepOpt,
     StrictOpt,
     TargetOpt,
     cluster_flags,
+    deadline_request,
     open_history,
     planning_flags,
     settings,
@@ -30,6 +34,8 @@ from cobell_cli.cli.common import (
 
 if TYPE_CHECKING:
     from cobell_cli.api import Prediction
+    from cobell_cli.core.schedule.decision import StartDecision
+    from cobell_cli.deadlines import DeadlineRequest, Planned
 
 
 def render(prediction: Prediction) -> str:
@@ -76,7 +82,49 @@ def render(prediction: Prediction) -> str:
     lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
     lines.append(f"{_policy(p.confidence)}; estimated P(meet the target) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
+    if prediction.start is not None:
+        lines.extend(render_start(prediction.start))
     return "\n".join(lines)
+
+
+def render_start(start: StartDecision) -> list[str]:
+    """The starts weighed against the deadline, their cost, and which won and why."""
+    from cobell_cli.output import table
+    from cobell_cli.timespec import local_iso
+
+    lines = [f"deadline {local_iso(start.deadline_at)} (in {_span(start.deadline_at - start.now)})"
+             + (f"; {start.queue_wait_s:.0f} s of YARN queueing counted against it"
+                if start.queue_wait_s else "")
+             + (f"; {start.others_waiting} other waiting submit(s) weighed"
+                if start.others_waiting else "")]
+    if start.options:
+        rows = [{
+            "start": "now" if o.start_at <= start.now + 1 else
+            f"{local_iso(o.start_at)} (in {_span(o.start_at - start.now)})",
+            "after": o.waits_for or "",
+            "scale_out": o.scale_out,
+            "predicted_s": o.predicted_s,
+            "p_meet": _percent(o.meet_probability),
+            start.minimize: f"{o.cost:,.0f}",
+            "meets": "yes" if o.feasible else "no",
+            "chosen": "<-" if abs(o.start_at - start.start_at) < 1 else "",
+        } for o in start.options]
+        lines.append(table(rows, ["start", "after", "scale_out", "predicted_s", "p_meet",
+                                  start.minimize, "meets", "chosen"]))
+    when = "now" if start.start_now else (
+        f"at {local_iso(start.start_at)} (in {_span(start.start_in_s)})")
+    lines.append(f"start: {when} at scale-out {start.scale_out}; P(meet the deadline) "
+                 + _percent(start.meet_probability, unknown="unknown") + f": {start.start_reason}")
+    return lines
+
+
+def _span(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
@@ -135,10 +183,44 @@ def run_prediction(
     return prediction, cluster
 
 
+def run_deadline_prediction(
+    ctx: typer.Context,
+    *,
+    job: str,
+    target_s: float | None,
+    request: DeadlineRequest,
+    input_bytes: int | None,
+    flags: dict[str, Any],
+    require_history: bool,
+    now: float,
+) -> tuple[Planned, Any]:
+    """`run_prediction` for a deadline: the plan at once within what the deadline leaves, and
+    what the scheduler weighs later starts with (deadlines.plan_for_deadline)."""
+    from cobell_cli import deadlines
+    from cobell_cli.cli.common import connect_cluster
+
+    resolved = settings(ctx, **flags)
+    if target_s is not None:
+        from cobell_cli import api
+
+        api.check_request(target_s, resolved.min_scale_out, resolved.max_scale_out)
+    with open_history(ctx, create=not require_history, read_only=require_history) as history:
+        cluster = connect_cluster(resolved, history.job_names())
+        planned = deadlines.plan_for_deadline(
+            history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
+            input_bytes=input_bytes, require_history=require_history)
+        if require_history:  # predict: the other waiting submits, read only
+            decision = deadlines.read_decision(history, planned, now)
+            planned.prediction.start = decision
+    for message in [*planned.prediction.warnings, *planned.warnings]:
+        warn(message)
+    return planned, cluster
+
+
 def predict(
     ctx: typer.Context,
     job: JobOpt,
-    target_runtime: TargetOpt,
+    target_runtime: TargetOpt = None,
     min_scale_out: MinScaleOutOpt = None,
     max_scale_out: MaxScaleOutOpt = None,
     step: StepOpt = None,
@@ -146,6 +228,9 @@ def predict(
     input_size: InputSizeOpt = None,
     input_tolerance: InputToleranceOpt = None,
     strict: StrictOpt = False,
+    deadline: DeadlineOpt = None,
+    max_wait: MaxWaitOpt = None,
+    start_now: StartNowOpt = False,
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     cluster: ClusterOpt = None,
     rm_url: RmUrlOpt = None,
@@ -162,6 +247,12 @@ def predict(
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
 
     Example: cobell predict -j sgd -t 300 --confidence point --json
+
+    With --deadline the table is followed by the starts weighed against it: now, and after
+    each running app predicted to end in time, each at the smallest scale-out that meets the
+    deadline at the confidence from there, with its P(meet) and cost; the cheapest wins.
+
+    Example: cobell predict -j nightly-report --deadline 06:00
     """
     import time
 
@@ -173,6 +264,19 @@ def predict(
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
     }
+    now = time.time()
+    request = deadline_request(deadline, max_wait, start_now, target_runtime, now)
+    if request is not None:
+        planned, _ = run_deadline_prediction(
+            ctx, job=job, target_s=target_runtime, request=request,
+            input_bytes=parse_size(input_size) if input_size is not None else None, flags=flags,
+            require_history=True, now=now)
+        prediction = planned.prediction
+        prediction.warnings.extend(planned.warnings)
+        typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction))
+        _strict_deadline(prediction, strict)
+        return
+    assert target_runtime is not None
     prediction, _ = run_prediction(
         ctx,
         job=job,
@@ -180,7 +284,7 @@ def predict(
         input_bytes=parse_size(input_size) if input_size is not None else None,
         flags=flags,
         require_history=True,
-        now=time.time(),
+        now=now,
     )
     typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction))
     if not prediction.plan.feasible:
@@ -192,3 +296,21 @@ def predict(
                 f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
                 hint="raise --max-scale-out or the target",
             )
+
+
+def _strict_deadline(prediction: Prediction, strict: bool) -> None:
+    """No start meets the deadline: warn loudly, and with --strict exit 3."""
+    from cobell_cli.errors import NoFeasibleScaleOut
+    from cobell_cli.timespec import local_iso
+
+    start = prediction.start
+    if start is None or start.feasible:
+        return
+    message = (f"no start meets the deadline {local_iso(start.deadline_at)} at "
+               f"{_policy(prediction.plan.confidence).removeprefix('policy: ')}"
+               f"; best effort: scale-out {start.scale_out}, now")
+    if strict:
+        raise NoFeasibleScaleOut(message.split("; best effort")[0] + "; nothing was started",
+                                 hint="give a later --deadline, raise --max-scale-out, "
+                                 "or drop --strict")
+    warn(message)

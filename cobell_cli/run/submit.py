@@ -57,6 +57,7 @@ class Outcome:
     recorded_in: str = "history"  # or the pending journal's path (run/recorder.py)
     co_runners: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    deadline: dict[str, Any] | None = None  # deadline_at, waited_s, start_reason (--deadline)
 
     @property
     def met_target(self) -> bool:
@@ -79,6 +80,7 @@ class Outcome:
             "co_runners": len(self.co_runners),
             "recorded_in": self.recorded_in,
             "warnings": self.warnings,
+            **(self.deadline or {}),
         }
 
 
@@ -102,14 +104,20 @@ def execute(
     stdout: BinaryIO | None = None,
     stderr: BinaryIO | None = None,
     on_tick: Callable[[float], None] | None = None,
+    on_inserted: Callable[[int], None] | None = None,
 ) -> Outcome:
-    """Record, run, record again. Returns what happened; the child's exit code is in it."""
+    """Record, run, record again. Returns what happened; the child's exit code is in it.
+    `on_inserted(run_id)` is called once the run's row exists, before the job starts."""
     plan = prediction.plan
-    row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+    row = {**_planned_row(plan, launcher, input_bytes, submitted_at, stored_command),
+           **prediction.run_fields}
     recorder = _insert_run(history_path, row)
     try:
+        if on_inserted is not None:
+            on_inserted(recorder.run_id)
         result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)
         outcome = _record_completion(recorder, plan, result)
+        outcome.deadline = dict(prediction.run_fields) or None
         try:
             with interrupts.abandonable():
                 outcome.warnings += _collect_event_log(recorder, argv, launcher, result)

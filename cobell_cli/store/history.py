@@ -381,6 +381,9 @@ class History(RunQueries):
                         "WHERE id = ? AND status = 'running'",
                         (run_id,),
                     )
+        from cobell_cli.store import waiting  # submits waiting for their start: reaped alike
+
+        waiting.reap(self, time.time(), host=host, alive=alive)
         return dead
 
     def _insert(self, table: str, row: Mapping[str, Any]) -> int:

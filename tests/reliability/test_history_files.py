@@ -13,7 +13,7 @@ import pytest
 
 from cobell_cli.errors import HistoryError
 from cobell_cli.store import files
-from cobell_cli.store.history import History
+from cobell_cli.store.history import SCHEMA_VERSION, History
 from tests.cli_support import cobell
 from tests.reliability.faults import directory_state
 
@@ -75,7 +75,7 @@ def test_an_old_schema_file_is_listed_without_being_migrated(tmp_path: Path) -> 
     assert directory_state(tmp_path) == before
     # ... and the first write command migrates it for good.
     with History.open(db) as history:
-        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_a_read_only_file_refuses_writes_with_exit_5_and_still_reads(tmp_path: Path) -> None:

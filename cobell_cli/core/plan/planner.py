@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from cobell_cli.core.plan.history import (
 )
 from cobell_cli.core.plan.model_phase import _model_plan
 from cobell_cli.core.plan.reasons import _note_whatif
-from cobell_cli.core.plan.records import STRATEGIES, FitFn, Plan, RuntimeModel, Strategy
+from cobell_cli.core.plan.records import STRATEGIES, FitFn, Phase, Plan, RuntimeModel, Strategy
 from cobell_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ def plan(
     profiles: Sequence[AppProfile] = (),
     cluster_profiles: Sequence[AppProfile] = (),
     whatif_memory: MutableMapping[str, dict[int, float]] | None = None,
+    on_model: Callable[[RuntimeModel, Phase], None] | None = None,
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -119,7 +120,9 @@ def plan(
     accept a `whatif` keyword for the job's own model); `cluster_profiles`: other jobs'
     profiles, for how executor start-up grows with the scale-out on this cluster;
     `whatif_memory`: where the what-if keeps its replays (`WhatIfModel`'s `memory`), so that a
-    caller that stores it replays a job's profiles once, not on every plan.
+    caller that stores it replays a job's profiles once, not on every plan. `on_model` is
+    called with the job's own model and the phase it plans in, when there is one (the deadline
+    scheduler weighs later starts with the very model this plan used).
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -138,6 +141,8 @@ def plan(
     whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings, whatif_memory)
     own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
+    if model is not None and on_model is not None:
+        on_model(model, phase)
     if model is None:
         return _search_plan(runs, candidates, apps, warnings, common)
     chosen = _model_plan(

@@ -1,0 +1,205 @@
+"""The order and starts of every waiting submit, decided together: the waiting-time scheduler
+of ../shared/papers/interference-aware-spark-scheduling.txt (Section 3.4, Algorithms 2-5),
+with deadlines and cobell's sizing.
+
+The paper, at every arrival, re-computes the waiting time of each queued job: it predicts
+every job's execution under the jobs around it (its interference model) for a grid of
+waiting times per job, and keeps the combination with the shortest total time; jobs do not
+start first-come-first-served. Here the objective is the one `--minimize` names (total
+executor-seconds by default) subject to every deadline at its confidence, and each job's
+scale-out is chosen too, so the grid becomes a list schedule:
+
+1. an order of the waiting jobs (earliest deadline first, arrival, the previous plan's, then
+   swaps of neighbours while they help, within MAX_ORDERS);
+2. in that order, each job takes its cheapest start among now and the ends of the apps
+   running and of the jobs placed before it (options.py), sized against all of them;
+3. a start that would push a job placed earlier past its deadline is refused (the next
+   cheapest is tried); the whole timeline is then solved jointly (timeline.py) and priced.
+
+The schedule that meets the most deadlines wins, then the cheapest. Pure: `now` and what
+runs are passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from cobell_cli.core.cost import DEFAULT_MINIMIZE, Minimize, reservation_cost
+from cobell_cli.core.schedule.options import (
+    Moment,
+    Sizer,
+    WaitFor,
+    cheapest,
+    moments,
+    start_option,
+)
+from cobell_cli.core.schedule.records import (
+    Busy,
+    PendingJob,
+    Placement,
+    Schedule,
+    StartOption,
+    better,
+)
+from cobell_cli.core.schedule.risk import Risk, end_at_level
+from cobell_cli.core.schedule.timeline import Interval, Slot, busy_intervals, joint_runtimes
+
+MAX_ORDERS = 6  # orders tried per decision: three seeds and their best neighbours
+TRIES_PER_JOB = 3  # starts tried for a job whose cheapest would make an earlier one late
+
+
+@dataclass
+class _Search:
+    jobs: dict[str, PendingJob]
+    busy: Sequence[Busy]
+    now: float
+    minimize: Minimize
+    focus: str | None
+    risks: dict[str, Risk] = field(default_factory=dict)
+    tried: int = 0
+
+    def __post_init__(self) -> None:
+        self.risks = {k: Risk(j.ratios, j.confidence) for k, j in self.jobs.items()}
+        self.fixed = busy_intervals(self.busy)
+        self.sizers = {k: Sizer(j, self.risks[k], self.minimize) for k, j in self.jobs.items()}
+
+
+def schedule(
+    pending: Sequence[PendingJob],
+    busy: Sequence[Busy],
+    now: float,
+    *,
+    focus: str | None = None,
+    minimize: Minimize = DEFAULT_MINIMIZE,
+    max_orders: int = MAX_ORDERS,
+) -> Schedule:
+    """Start time and scale-out of every pending job (see the module doc); `focus` names the
+    job whose options the schedule reports (the submit deciding)."""
+    if not pending:
+        return Schedule((), (), 0.0, 0, 0, minimize)
+    search = _Search({j.key: j for j in pending}, busy, now, minimize, focus)
+    best: Schedule | None = None
+    best_order: list[str] = []
+    for order in _seed_orders(pending):
+        if search.tried >= max_orders:
+            break
+        found = _list_schedule(search, order)
+        if better(best, found):
+            best, best_order = found, order
+    improved = True
+    while improved and search.tried < max_orders and len(best_order) > 1:
+        improved = False
+        for i in range(len(best_order) - 1):
+            if search.tried >= max_orders:
+                break
+            order = [*best_order[:i], best_order[i + 1], best_order[i], *best_order[i + 2:]]
+            found = _list_schedule(search, order)
+            if better(best, found):
+                best, best_order, improved = found, order, True
+    assert best is not None
+    return best
+
+
+def _seed_orders(pending: Sequence[PendingJob]) -> list[list[str]]:
+    """Earliest deadline first, arrival order, and the previous plan's order, without repeats."""
+    seeds = [
+        sorted(pending, key=lambda j: (j.deadline_at, j.submitted_at, j.key)),
+        sorted(pending, key=lambda j: (j.submitted_at, j.key)),
+        sorted(pending, key=lambda j: (j.planned_start_at if j.planned_start_at is not None
+                                       else j.submitted_at, j.key)),
+    ]
+    out: list[list[str]] = []
+    for seed in seeds:
+        order = [j.key for j in seed]
+        if order not in out:
+            out.append(order)
+    return out
+
+
+def _list_schedule(search: _Search, order: Sequence[str]) -> Schedule:
+    """Place the jobs in `order`, each at its cheapest admissible start; then solve and price
+    the whole timeline."""
+    search.tried += 1
+    placed: list[Placement] = []
+    focus_options: tuple[StartOption, ...] = ()
+    for key in order:
+        job = search.jobs[key]
+        others = [*search.fixed, *(_interval(p) for p in placed)]
+        offered = [start_option(search.sizers[key], m, others, search.now)
+                   for m in _moments(search, job, placed)]
+        if key == search.focus:
+            focus_options = tuple(sorted(offered, key=lambda o: o.start_at))
+        placed.append(_admissible(search, job, cheapest(offered), placed))
+    final = _solve(search, placed)
+    met = sum(p.feasible for p in final)
+    return Schedule(tuple(final), focus_options, sum(p.cost for p in final), met,
+                    search.tried, search.minimize)
+
+
+def _moments(search: _Search, job: PendingJob, placed: Sequence[Placement]) -> list[Moment]:
+    """Now, the running apps' ends and the placed jobs' ends, each at the job's confidence."""
+    level = job.confidence if job.confidence is not None else 0.5
+    waits: list[tuple[float, WaitFor]] = []
+    for b in search.busy:
+        if b.end_at is None:
+            continue
+        waits.append((end_at_level(b.started_at, b.end_at, b.end_ratios, level),
+                      WaitFor(b.name, b.job, b.started_at, b.end_at, b.scale_out,
+                              b.end_ratios)))
+    for p in placed:
+        ratios = search.jobs[p.key].ratios
+        end = p.start_at + p.predicted_s
+        waits.append((end_at_level(p.start_at, end, ratios, level),
+                      WaitFor(f"{p.job} (waiting submit {p.key})", p.job, p.start_at, end,
+                              p.scale_out, ratios)))
+    return moments(job, search.now, waits)
+
+
+def _interval(p: Placement) -> Interval:
+    return Interval(p.job, p.start_at, p.start_at + p.predicted_s, p.scale_out)
+
+
+def _placement(job: PendingJob, option: StartOption) -> Placement:
+    return Placement(job.key, job.job, option.start_at, option.scale_out, option.predicted_s,
+                     option.upper_s, option.meet_probability, option.cost, option.feasible,
+                     option.waits_for)
+
+
+def _admissible(search: _Search, job: PendingJob, ranked: Sequence[StartOption],
+                placed: Sequence[Placement]) -> Placement:
+    """The first of the job's best starts that keeps every job placed before it on time
+    (that was); else its best start all the same."""
+    was_met = {p.key for p in placed if p.feasible}
+    for option in ranked[:TRIES_PER_JOB]:
+        candidate = _placement(job, option)
+        if not was_met or not option.feasible:
+            return candidate
+        solved = _solve(search, [*placed, candidate])
+        if all(p.feasible for p in solved if p.key in was_met):
+            return candidate
+    return _placement(job, ranked[0])
+
+
+def _solve(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
+    """The placements with their runtimes solved jointly, judged and priced again. A job's
+    own mixture (a wait's P and cost) is kept where the joint runtime does not change it."""
+    if len(placed) <= 1:
+        return list(placed)
+    slots = [Slot(p.key, p.job, search.jobs[p.key].model, p.start_at, p.scale_out)
+             for p in placed]
+    guess = {p.key: p.predicted_s for p in placed}
+    runtime, rows = joint_runtimes(slots, search.fixed, guess=guess)
+    out = []
+    for p in placed:
+        job = search.jobs[p.key]
+        r = runtime[p.key]
+        if abs(r - p.predicted_s) <= 0.5:
+            out.append(p)
+            continue
+        verdict = search.risks[p.key].judge(job.model, p.scale_out, r, rows[p.key],
+                                            job.budget_s(p.start_at))
+        cost = reservation_cost(search.minimize, p.scale_out, r, job.container_mb)
+        out.append(Placement(p.key, p.job, p.start_at, p.scale_out, r, verdict.upper_s,
+                             verdict.meet_probability, cost, verdict.feasible, p.waits_for))
+    return out
