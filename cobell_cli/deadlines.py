@@ -138,56 +138,31 @@ def _pending(
     request: DeadlineRequest, target_s: float | None, now: float, queue_wait_s: float,
     input_bytes: int | None,
 ) -> PendingJob | None:
-    """The deciding submit as the scheduler sees it; None before its model plans (runs 1-6)
-    or without an error record (no probability to weigh a wait with)."""
-    from cobell_cli.core.model_table import ModelTable, tabulate
-    from cobell_cli.core.plan import DEFAULT_INTERVAL_CONFIDENCE, similar_runs
-    from cobell_cli.core.schedule import PendingJob, error_ratios
+    """The deciding submit as the scheduler sees it (core/schedule/build.py)."""
+    from cobell_cli.core.plan import similar_runs
+    from cobell_cli.core.schedule.build import pending_job
 
     plan = prediction.plan
-    model = captured.get("model")
-    if plan.phase != "model" or model is None:
-        return None
-    level = settings.confidence or DEFAULT_INTERVAL_CONFIDENCE
-    if not (isinstance(model, ModelTable) and model.confidence == level
-            and model.grid_max >= plan.max_scale_out):
-        model = tabulate(model, max(plan.max_scale_out, settings.max_scale_out), level)
     runs = similar_runs(
         [r for r in history.training_runs(plan.job, window=settings.history_window)
          if r.get("status") == "succeeded"], input_bytes, settings.input_tolerance)
-    ratios = error_ratios(model, runs)
-    if not ratios:
-        return None
-    return PendingJob(
-        key=NEW, job=plan.job, model=model, ratios=ratios,
-        candidates=tuple(c.scale_out for c in plan.candidates), deadline_at=request.deadline_at,
-        earliest_at=now, submitted_at=request.submitted_at, target_s=target_s,
+    return pending_job(
+        plan, captured.get("model"), runs, deadline_at=request.deadline_at,
+        submitted_at=request.submitted_at, now=now, target_s=target_s,
         latest_start_at=request.latest_start_at, queue_wait_s=queue_wait_s,
-        start_now=request.start_now, confidence=settings.confidence)
+        start_now=request.start_now, grid_max=max(plan.max_scale_out, settings.max_scale_out))
 
 
 def _busy(history: History, settings: Settings, prediction: Prediction) -> list[Busy]:
-    """The running co-runners with their predicted ends and their jobs' error records."""
+    """The running co-runners, their ends and errors (core/schedule/build.py)."""
     from cobell_cli import api
-    from cobell_cli.core.calibration import held_out_ratios
-    from cobell_cli.core.schedule import Busy
+    from cobell_cli.core.schedule.build import busy_apps
 
     cache = api.model_cache(settings)
-    ratios: dict[str, tuple[float, ...]] = {}
-    out = []
-    for view in prediction.plan.co_runners:
-        if view.started_at is None:
-            continue
-        if view.job and view.predicted_end_at is not None and view.job not in ratios:
-            runs = history.training_runs(view.job, window=settings.history_window)
-            try:
-                model = cache.fit(runs) if cache is not None else _fit(runs)
-                ratios[view.job] = tuple(held_out_ratios(model) or ())
-            except ValueError:
-                ratios[view.job] = ()
-        out.append(Busy(view.app_id, view.job, view.started_at, view.predicted_end_at,
-                        view.scale_out, ratios.get(view.job or "", ())))
-    return out
+    jobs = {v.job for v in prediction.plan.co_runners if v.job}
+    histories = {job: history.training_runs(job, window=settings.history_window)
+                 for job in jobs}
+    return busy_apps(prediction.plan, histories, cache.fit if cache is not None else _fit)
 
 
 def _fit(runs: Sequence[Mapping[str, Any]]) -> Any:
