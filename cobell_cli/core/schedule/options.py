@@ -21,6 +21,8 @@ from cobell_cli.core.schedule.risk import Judgement, Risk, ended_by
 from cobell_cli.core.schedule.timeline import Interval, alone_s, runtime_among
 
 MOMENT_MERGE_S = 1.0  # starts closer than this are one start
+MAX_MOMENTS = 4  # now and the three earliest ends worth waiting for
+COARSE = 12  # candidates looked at in the sizing's first pass
 
 
 @dataclass(frozen=True)
@@ -59,41 +61,58 @@ class Sized:
 
 
 class Sizer:
-    """Sizes one job at one start among fixed intervals, remembering what it evaluated."""
+    """Sizes one job at one start among fixed intervals, remembering what it evaluated (the
+    schedule tries the same start among the same others many times)."""
 
     def __init__(self, job: PendingJob, risk: Risk, minimize: Minimize) -> None:
         self.job = job
         self.risk = risk
         self.minimize = minimize
+        self.memo: dict[tuple, Sized] = {}
+        self.evaluations = 0
 
     def at(self, scale_out: int, start_at: float, others: Sequence[Interval]) -> Sized:
-        runtime, row = runtime_among(self.job.model, scale_out, start_at, others)
-        judgement = self.risk.judge(self.job.model, scale_out, runtime, row,
-                                    self.job.budget_s(start_at))
-        cost = reservation_cost(self.minimize, scale_out, runtime, self.job.container_mb)
-        return Sized(scale_out, runtime, row, judgement, cost)
+        key = (scale_out, round(start_at, 1), _signature(others))
+        found = self.memo.get(key)
+        if found is None:
+            self.evaluations += 1
+            runtime, row = runtime_among(self.job.model, scale_out, start_at, others)
+            judgement = self.risk.judge(self.job.model, scale_out, runtime, row,
+                                        self.job.budget_s(start_at))
+            cost = reservation_cost(self.minimize, scale_out, runtime, self.job.container_mb)
+            found = self.memo[key] = Sized(scale_out, runtime, row, judgement, cost)
+        return found
 
-    def smallest(self, start_at: float, others: Sequence[Interval],
-                 from_index: int = 0) -> tuple[int, Sized]:
-        """The smallest candidate (from `from_index` on) meeting the budget, by bisection:
-        a larger scale-out is taken to be no slower (the planner's candidates are judged the
-        same way where runtime falls with scale-out). None meets it: the largest, infeasible."""
+    def smallest(self, start_at: float, others: Sequence[Interval]) -> tuple[int, Sized]:
+        """The smallest candidate meeting the budget: a coarse pass over every COARSE-th
+        candidate, then down from the first that meets it (a job's runtime need not fall
+        with its scale-out: a flat curve's bound can rise at the top). None meets it: the
+        coarse candidate with the lowest upper bound, infeasible (the planner's fastest)."""
         xs = self.job.candidates
-        top = self.at(xs[-1], start_at, others)
-        if not top.judgement.feasible:
-            return len(xs) - 1, top
-        lo, hi, best = from_index, len(xs) - 1, top
-        found = hi
-        while lo < hi:
-            mid = (lo + hi) // 2
-            sized = self.at(xs[mid], start_at, others)
-            if sized.judgement.feasible:
-                hi, best, found = mid, sized, mid
-            else:
-                lo = mid + 1
-        if found != lo:
-            found, best = lo, self.at(xs[lo], start_at, others)
-        return found, best
+        seen: dict[int, Sized] = {}
+
+        def at(i: int) -> Sized:
+            if i not in seen:
+                seen[i] = self.at(xs[i], start_at, others)
+            return seen[i]
+
+        step = max(1, len(xs) // COARSE)
+        coarse = sorted({*range(0, len(xs), step), len(xs) - 1})
+        first = next((i for i in coarse if at(i).judgement.feasible), None)
+        if first is None:
+            best = min(coarse, key=lambda i: (at(i).judgement.upper_s, -i))
+            return best, at(best)
+        below = max((c for c in coarse if c < first), default=-1)
+        found = first
+        for i in range(first - 1, below, -1):
+            if not at(i).judgement.feasible:
+                break
+            found = i
+        return found, at(found)
+
+
+def _signature(others: Sequence[Interval]) -> tuple:
+    return tuple((o.job, round(o.start_at, 1), round(o.end_at, 1), o.scale_out) for o in others)
 
 
 def start_option(
@@ -160,7 +179,7 @@ def _option(moment: Moment, sized: Sized, probability: float | None, cost: float
 def moments(job: PendingJob, now: float, waits: Sequence[tuple[float, WaitFor]]) -> list[Moment]:
     """Now, and after each of `waits` (the start and what it waits for) that falls within
     the job's `--max-wait` and leaves it at least its fastest alone runtime; merged when
-    closer than MOMENT_MERGE_S (the earlier one kept)."""
+    closer than MOMENT_MERGE_S (the earlier one kept); at most MAX_MOMENTS."""
     out = [Moment(now)]
     if job.start_now:
         return out
@@ -173,6 +192,8 @@ def moments(job: PendingJob, now: float, waits: Sequence[tuple[float, WaitFor]])
         if job.budget_s(at) < fastest:
             continue
         out.append(Moment(at, wait))
+        if len(out) >= MAX_MOMENTS:
+            break
     return out
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cobell_cli.core.calibration import (
+    POOLED_KEY,
     RECENT_OUTCOMES,
     RatioDistribution,
     held_out_ratios,
@@ -23,7 +24,6 @@ from cobell_cli.core.calibration import (
     ratio_bound,
     stranger_factors,
 )
-from cobell_cli.core.plan.model_phase import DEFAULT_INTERVAL_CONFIDENCE
 
 # An app whose job has no error record yet: its end taken as log-normal around the predicted
 # one with this sd (the co-runners' overlap error in bench/results/progress.md is ~5-7 % of a
@@ -40,11 +40,24 @@ def error_ratios(model: Any, runs: Sequence[Mapping[str, Any]]) -> tuple[float, 
     return tuple(own + outcome_ratios(runs)[-RECENT_OUTCOMES:])
 
 
-@dataclass(frozen=True)
 class Judgement:
-    upper_s: float
-    meet_probability: float | None
-    feasible: bool
+    """A candidate judged at a budget: its upper bound, whether it meets the budget, and
+    P(runtime <= budget), computed when first asked (the schedule asks it of few)."""
+
+    __slots__ = ("_budget_s", "_probability", "_risk", "_scaled_s", "feasible", "upper_s")
+
+    def __init__(self, upper_s: float, feasible: bool, risk: Risk, budget_s: float,
+                 scaled_s: float) -> None:
+        self.upper_s = upper_s
+        self.feasible = feasible
+        self._risk, self._budget_s, self._scaled_s = risk, budget_s, scaled_s
+        self._probability: float | None = None
+
+    @property
+    def meet_probability(self) -> float | None:
+        if self._probability is None:
+            self._probability = self._risk.probability(self._budget_s, self._scaled_s)
+        return self._probability
 
 
 @dataclass
@@ -55,6 +68,8 @@ class Risk:
     confidence: float | None
     _dist: RatioDistribution | None = field(default=None, init=False, repr=False)
     _bound: float = field(default=0.0, init=False, repr=False)
+    _own: dict[int, frozenset[str]] = field(default_factory=dict, init=False, repr=False)
+    _seen: dict[float, float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         usable = [float(r) for r in self.ratios if r > 0]
@@ -71,19 +86,31 @@ class Risk:
         self, model: Any, scale_out: int, predicted_s: float, row: Mapping[Any, float],
         budget_s: float,
     ) -> Judgement:
-        """The upper bound, P(runtime <= budget) and whether the candidate meets the budget
-        (the upper bound at a confidence, the point prediction without one; and where P is
-        known, P >= confidence)."""
-        level = self.confidence if self.confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
-        _, upper = model.predict_interval([float(scale_out)], dict(row), confidence=level)
-        factor = stranger_factors([float(scale_out)], [dict(row)], model)[0][0]
-        bound = max(float(next(iter(upper))), predicted_s * self._bound) * factor
-        probability = self.probability(budget_s, predicted_s * factor)
-        decide = bound if self.confidence is not None else predicted_s
-        feasible = budget_s > 0 and decide <= budget_s
-        if feasible and probability is not None and self.confidence is not None:
-            feasible = probability >= self.confidence - 1e-9
-        return Judgement(bound, probability, feasible)
+        """The upper bound, whether the candidate meets the budget (the upper bound at a
+        confidence, the point prediction without one) and P(runtime <= budget)."""
+        factor = self._stranger_factor(model, scale_out, row)
+        scaled = predicted_s * factor
+        if self.confidence is None:
+            return Judgement(scaled, budget_s > 0 and predicted_s <= budget_s, self, budget_s,
+                             scaled)
+        from_ratios = scaled * self._bound
+        if budget_s <= 0 or from_ratios > budget_s:  # no need to ask the interval
+            return Judgement(from_ratios, False, self, budget_s, scaled)
+        _, upper = model.predict_interval([float(scale_out)], dict(row) or None,
+                                          confidence=self.confidence)
+        bound = max(float(next(iter(upper))) * factor, from_ratios)
+        return Judgement(bound, bound <= budget_s, self, budget_s, scaled)
+
+    def _stranger_factor(self, model: Any, scale_out: int, row: Mapping[Any, float]) -> float:
+        """calibration.stranger_factors at one candidate; 1 at once when every co-runner job
+        in the row has a pair of its own (nothing to widen for)."""
+        own = self._own.get(id(model))
+        if own is None:
+            pairs = (model.describe() or {}).get("interference") or {}
+            own = self._own[id(model)] = frozenset(str(k) for k in pairs if k != POOLED_KEY)
+        if all(job is not None and str(job) in own for job, r in row.items() if r > 0):
+            return 1.0
+        return stranger_factors([float(scale_out)], [dict(row)], model)[0][0]
 
     def probability(self, budget_s: float, predicted_s: float) -> float | None:
         """P(runtime <= budget_s) for a run predicted at `predicted_s`; None: no record."""
@@ -91,7 +118,10 @@ class Risk:
             return None
         if budget_s <= 0 or predicted_s <= 0:
             return 0.0
-        return self._dist.meet_probability(budget_s / predicted_s)
+        threshold = float(f"{budget_s / predicted_s:.5g}")  # a tail read once per threshold
+        if threshold not in self._seen:
+            self._seen[threshold] = self._dist.meet_probability(threshold)
+        return self._seen[threshold]
 
 
 def ended_by(started_at: float, end_at: float, ratios: Sequence[float], at: float) -> float:

@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cobell_cli.core.co_runner_effects import combine_row
 from cobell_cli.core.schedule.records import Busy
 
-TOL_S = 0.5
+TOL_S = 1.0  # runtimes settle within a second
 MAX_ITER = 60
 
 
@@ -56,11 +57,31 @@ def overlap_row(
 
 
 def _weigh(model: Any) -> Callable[[Any, Any], float] | None:
+    """The model's co-runner size weights, if it weighs sizes (a table without references
+    weighs every app 1: nothing to ask)."""
+    if getattr(model, "alone_s", None) is not None and not getattr(model, "size_reference", 1):
+        return None
     return getattr(model, "size_weight", None)
 
 
 def alone_s(model: Any, scale_out: int) -> float:
     return float(next(iter(model.predict([float(scale_out)], None))))
+
+
+def runtime_s(model: Any, scale_out: int, row: Mapping[Any, float]) -> float:
+    """model.predict([x], row)[0]. A model table on its grid answers here without the pairs'
+    uncertainty it would also compute (the schedule asks thousands of times): its alone
+    runtime times 1 + the combination of (a + b/x)·ov over the row, as
+    co_runner_effects.factor_and_sd combines them (tests hold the two equal)."""
+    alone = getattr(model, "alone_s", None)
+    if alone is None or not row or not 1 <= scale_out <= len(alone):
+        return float(next(iter(model.predict([float(scale_out)], dict(row) if row else None))))
+    x = float(scale_out)
+    effects = []
+    for job, ratio in row.items():
+        a, b = model.interference(job)
+        effects.append((a + b / x) * ratio)
+    return alone[scale_out - 1] * (1.0 + combine_row(effects, model.combination))
 
 
 def runtime_among(
@@ -75,8 +96,7 @@ def runtime_among(
     damping, last_step = 1.0, 0.0
     for _ in range(max_iter):
         row = overlap_row(start_at, r, others, weigh)
-        new = float(next(iter(model.predict([float(scale_out)], row)))) if row else alone_s(
-            model, scale_out)
+        new = runtime_s(model, scale_out, row)
         step = new - r
         if abs(step) <= tol_s:
             return new, row
@@ -117,7 +137,7 @@ def joint_runtimes(
                                          o.scale_out) for o in slots if o.key != s.key)]
             row = overlap_row(s.start_at, runtime[s.key], others, _weigh(s.model))
             rows[s.key] = row
-            new = float(next(iter(s.model.predict([float(s.scale_out)], row))))
+            new = runtime_s(s.model, s.scale_out, row)
             step = new - runtime[s.key]
             worst = max(worst, abs(step))
             flipped = flipped or step * last.get(s.key, 0.0) < 0
