@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cobell_cli.core.cost import DEFAULT_MINIMIZE, Minimize, reservation_cost
 from cobell_cli.core.schedule.options import (
@@ -47,6 +48,7 @@ from cobell_cli.core.schedule.timeline import Interval, Slot, busy_intervals, jo
 
 MAX_ORDERS = 6  # orders tried per decision: three seeds and their best neighbours
 TRIES_PER_JOB = 3  # starts tried for a job whose cheapest would make an earlier one late
+REPAIR_ROUNDS = 2  # passes that size late jobs again among the others
 # Candidate evaluations (a runtime fix-point and a bound each) after which no further order
 # is tried: keeps a decision's CPU near one plan's, even with ten submits waiting.
 EVALUATION_BUDGET = 600
@@ -91,6 +93,8 @@ def schedule(
     search = _Search({j.key: j for j in pending}, busy, now, minimize, focus)
     best: Schedule | None = None
     best_order: list[str] = []
+    if len(pending) > 1:  # everybody at once, sized among each other: today's answer, aware
+        best = _list_schedule(search, _seed_orders(pending)[0], together=True)
     for order in _seed_orders(pending):
         if search.tried >= max_orders or (best is not None and search.spent):
             break
@@ -127,23 +131,27 @@ def _seed_orders(pending: Sequence[PendingJob]) -> list[list[str]]:
     return out
 
 
-def _list_schedule(search: _Search, order: Sequence[str]) -> Schedule:
-    """Place the jobs in `order`, each at its cheapest admissible start; then solve and price
-    the whole timeline."""
+def _list_schedule(search: _Search, order: Sequence[str], together: bool = False) -> Schedule:
+    """Place the jobs in `order`, each at its cheapest admissible start (`together`: all at
+    once, each sized among those placed before it); then solve, repair and price the whole
+    timeline."""
     search.tried += 1
-    done = next((n for n in range(len(order), 0, -1) if tuple(order[:n]) in search.prefixes), 0)
-    placed, focus_options = ([], ()) if not done else search.prefixes[tuple(order[:done])]
+    tag = ("together",) if together else ()
+    done = next((n for n in range(len(order), 0, -1)
+                 if (*tag, *order[:n]) in search.prefixes), 0)
+    placed, focus_options = ([], ()) if not done else search.prefixes[(*tag, *order[:done])]
     placed = list(placed)
     for n, key in enumerate(order[done:], start=done + 1):
         job = search.jobs[key]
         others = [*search.fixed, *(_interval(p) for p in placed)]
+        moments_ = _moments(search, job, placed)
         offered = [start_option(search.sizers[key], m, others, search.now)
-                   for m in _moments(search, job, placed)]
+                   for m in (moments_[:1] if together else moments_)]
         if key == search.focus:
             focus_options = tuple(sorted(offered, key=lambda o: o.start_at))
         placed.append(_admissible(search, job, cheapest(offered), placed))
-        search.prefixes[tuple(order[:n])] = (list(placed), focus_options)
-    final = _solve(search, placed)
+        search.prefixes[(*tag, *order[:n])] = (list(placed), focus_options)
+    final = _repair(search, placed)
     met = sum(p.feasible for p in final)
     return Schedule(tuple(final), focus_options, sum(p.cost for p in final), met,
                     search.tried, search.minimize)
@@ -183,14 +191,42 @@ def _admissible(search: _Search, job: PendingJob, ranked: Sequence[StartOption],
     """The first of the job's best starts that keeps every job placed before it on time
     (that was); else its best start all the same."""
     was_met = {p.key for p in placed if p.feasible}
-    for option in ranked[:TRIES_PER_JOB]:
+    tried: list[tuple[int, float, int, Placement]] = []
+    for n, option in enumerate(ranked[:TRIES_PER_JOB]):
         candidate = _placement(job, option)
         if not was_met or not option.feasible:
             return candidate
         solved = _solve(search, [*placed, candidate])
         if all(p.feasible for p in solved if p.key in was_met):
             return candidate
-    return _placement(job, ranked[0])
+        tried.append((sum(p.feasible for p in solved), -option.cost, -n, candidate))
+    return max(tried, key=lambda t: t[:3])[3] if tried else _placement(job, ranked[0])
+
+
+def _repair(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
+    """The timeline solved jointly; then each job it makes late is sized again at its start
+    among all the others (more executors, so it ends in time), REPAIR_ROUNDS times at most."""
+    current = _solve(search, placed)
+    for _ in range(REPAIR_ROUNDS):
+        late = sorted((p for p in current if not p.feasible),
+                      key=lambda p: search.jobs[p.key].deadline_at)
+        changed = False
+        for p in late:
+            others = [*search.fixed, *(_interval(q) for q in current if q.key != p.key)]
+            _, sized = search.sizers[p.key].smallest(p.start_at, others)
+            if sized.judgement.feasible and sized.scale_out != p.scale_out:
+                current = [_resized(q, sized) if q.key == p.key else q for q in current]
+                changed = True
+        if not changed:
+            break
+        current = _solve(search, current)
+    return current
+
+
+def _resized(p: Placement, sized: Any) -> Placement:
+    j = sized.judgement
+    return Placement(p.key, p.job, p.start_at, sized.scale_out, sized.runtime_s, j.upper_s,
+                     j.meet_probability, sized.cost, j.feasible, p.waits_for)
 
 
 def _solve(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
