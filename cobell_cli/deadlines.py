@@ -175,28 +175,31 @@ def decide(
     planned: Planned, rows: Sequence[Mapping[str, Any]], run_apps: Mapping[int, tuple],
     now: float, own_row: int | None = None,
 ) -> tuple[StartDecision, Schedule | None]:
-    """The deciding submit's start, weighed jointly with the waiting rows (`rows`, from
-    store/waiting.py); started rows count as running apps unless the cluster lists their
-    app already (`run_apps`: run id -> (app id, status))."""
+    """The deciding submit's start, weighed jointly with the history's other submits with
+    deadlines (`rows`, store/waiting.py): waiting ones may move; started ones run where they
+    are, but what starts beside them must keep their deadlines too. A started row without a
+    model is a running app (unless the cluster lists it already: `run_apps`: run id -> (app
+    id, status)); a row whose run is over is skipped."""
     from cobell_cli.core.schedule.decision import busy_from_row, pending_from_row
     from cobell_cli.core.schedule.decision import decide as decide_jointly
 
-    others = [pending_from_row(r, now) for r in rows
-              if r["state"] == "waiting" and r["id"] != own_row and r.get("model")]
-    started = [busy_from_row(r) for r in rows
-               if r["state"] == "started" and r["id"] != own_row and r.get("start_at")
-               and not _listed(r, run_apps, planned.cluster_app_ids)]
+    others, started, listed = [], [], set()
+    for r in rows:
+        run = run_apps.get(r.get("run_id") or -1)
+        if r["id"] == own_row or (run is not None and run[1] != "running"):
+            continue
+        if r.get("model"):
+            if r["state"] == "waiting" or r.get("start_at"):
+                others.append(pending_from_row(r, now))
+                listed.add(run[0] if run is not None else None)
+        elif r["state"] == "started" and r.get("start_at") and not (
+                run is not None and run[0] in planned.cluster_app_ids):
+            started.append(busy_from_row(r))
     if planned.pending is None:
         return _at_once(planned, now, len(others)), None
+    busy = [b for b in planned.busy if b.key not in listed]  # the row knows it better
     return decide_jointly(replace(planned.pending, earliest_at=now), others,
-                          [*planned.busy, *started], now, minimize=planned.request.minimize)
-
-
-def _listed(row: Mapping[str, Any], run_apps: Mapping[int, tuple], app_ids: frozenset[str],
-            ) -> bool:
-    """Whether a started row's run is over or already among the cluster's running apps."""
-    run = run_apps.get(row.get("run_id") or -1)
-    return run is not None and (run[1] != "running" or run[0] in app_ids)
+                          [*busy, *started], now, minimize=planned.request.minimize)
 
 
 def _at_once(planned: Planned, now: float, others: int) -> StartDecision:

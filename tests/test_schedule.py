@@ -252,3 +252,18 @@ def test_ratio_distribution_reads_back_the_bound() -> None:
     # what ended_by relies on: a bound at p reads back as a probability of at least p
     assert RatioDistribution(list(RATIOS)).meet_probability(ratio_bound(RATIOS, 0.9)) >= 0.9
     assert math.isfinite(end_at_level(NOW, NOW + 10, (), 0.95))
+
+
+def test_a_started_job_keeps_its_deadline_against_what_starts_beside_it() -> None:
+    model = table({"report": (1.0, 0.0)})
+    running = job("started", deadline_in_s=600.0, model=model, started_at=NOW - 100,
+                  started_scale_out=2)  # 540 s alone: ends at +440, 160 s to spare
+    found = schedule([running, job("new", deadline_in_s=1500.0, model=model)], [], NOW,
+                     focus="new")
+    kept = found.of("started")
+    assert kept.start_at == NOW - 100 and kept.scale_out == 2 and kept.feasible
+    mine = found.of("new")
+    assert mine.feasible and mine.start_at > NOW  # now would slow the started job past 600 s
+    alone = schedule([running.__class__(**{**running.__dict__, "deadline_at": NOW + 5000}),
+                      job("new", deadline_in_s=1500.0, model=model)], [], NOW, focus="new")
+    assert alone.of("started").feasible

@@ -58,7 +58,8 @@ def decide(
     *,
     minimize: Minimize = DEFAULT_MINIMIZE,
 ) -> tuple[StartDecision, Schedule]:
-    """The joint schedule of `new` and the other waiting submits, and `new`'s part of it."""
+    """The joint schedule of `new` and the other submits with deadlines (waiting or started),
+    and `new`'s part of it."""
     found = schedule([*others, new], busy, now, focus=new.key, minimize=minimize)
     mine = found.of(new.key)
     options = found.options
@@ -86,7 +87,7 @@ def _reason(new: PendingJob, start_at: float, waits_for: str | None,
     chosen = next((o for o in options if abs(o.start_at - start_at) < 1e-6), None)
     level = (f"P(meet) >= {new.confidence:g}" if new.confidence is not None
              else "the point prediction")
-    jointly = f", decided with {others} other waiting submit(s)" if others else ""
+    jointly = f", decided with {others} other submit(s) that have deadlines" if others else ""
     if chosen is None or not chosen.feasible:
         return (f"no start meets the deadline at {level}: starting at once at the fastest "
                 f"scale-out{jointly}")
@@ -103,7 +104,8 @@ def _reason(new: PendingJob, start_at: float, waits_for: str | None,
 
 
 def pending_from_row(row: Mapping[str, Any], now: float) -> PendingJob:
-    """A waiting row of the history as the scheduler sees it (its model read back)."""
+    """A row of the history as the scheduler sees it (its model read back): a waiting
+    submit, or one that started its job (committed: it runs where it started)."""
     from cobell_cli.core.model_table import ModelTable
 
     return PendingJob(
@@ -122,6 +124,8 @@ def pending_from_row(row: Mapping[str, Any], now: float) -> PendingJob:
         confidence=row.get("confidence"),
         container_mb=row.get("container_mb"),
         planned_start_at=row.get("start_at"),
+        started_at=row.get("start_at") if row.get("state") == "started" else None,
+        started_scale_out=row.get("scale_out") if row.get("state") == "started" else None,
     )
 
 

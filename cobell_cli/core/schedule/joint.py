@@ -91,11 +91,12 @@ def schedule(
     if not pending:
         return Schedule((), (), 0.0, 0, 0, minimize)
     search = _Search({j.key: j for j in pending}, busy, now, minimize, focus)
+    movable = [j for j in pending if not j.committed]
     best: Schedule | None = None
     best_order: list[str] = []
-    if len(pending) > 1:  # everybody at once, sized among each other: today's answer, aware
-        best = _list_schedule(search, _seed_orders(pending)[0], together=True)
-    for order in _seed_orders(pending):
+    if len(movable) > 1:  # everybody at once, sized among each other: today's answer, aware
+        best = _list_schedule(search, _seed_orders(movable)[0], together=True)
+    for order in _seed_orders(movable):
         if search.tried >= max_orders or (best is not None and search.spent):
             break
         found = _list_schedule(search, order)
@@ -139,7 +140,8 @@ def _list_schedule(search: _Search, order: Sequence[str], together: bool = False
     tag = ("together",) if together else ()
     done = next((n for n in range(len(order), 0, -1)
                  if (*tag, *order[:n]) in search.prefixes), 0)
-    placed, focus_options = ([], ()) if not done else search.prefixes[(*tag, *order[:done])]
+    placed, focus_options = (_committed(search), ()) if not done else search.prefixes[
+        (*tag, *order[:done])]
     placed = list(placed)
     for n, key in enumerate(order[done:], start=done + 1):
         job = search.jobs[key]
@@ -149,12 +151,26 @@ def _list_schedule(search: _Search, order: Sequence[str], together: bool = False
                    for m in (moments_[:1] if together else moments_)]
         if key == search.focus:
             focus_options = tuple(sorted(offered, key=lambda o: o.start_at))
-        placed.append(_admissible(search, job, cheapest(offered), placed))
+        placed = _admissible(search, job, cheapest(offered), placed)
         search.prefixes[(*tag, *order[:n])] = (list(placed), focus_options)
     final = _repair(search, placed)
     met = sum(p.feasible for p in final)
     return Schedule(tuple(final), focus_options, sum(p.cost for p in final), met,
                     search.tried, search.minimize)
+
+
+def _committed(search: _Search) -> list[Placement]:
+    """The jobs already started, where they run, as every schedule starts from them."""
+    out: list[Placement] = []
+    for job in search.jobs.values():
+        if job.committed:
+            assert job.started_at is not None and job.started_scale_out is not None
+            others = [*search.fixed, *(_interval(p) for p in out)]
+            sized = search.sizers[job.key].at(job.started_scale_out, job.started_at, others)
+            out.append(_resized(Placement(job.key, job.job, job.started_at,
+                                          job.started_scale_out, 0.0, 0.0, None, 0.0, False),
+                                sized))
+    return out
 
 
 def _moments(search: _Search, job: PendingJob, placed: Sequence[Placement]) -> list[Moment]:
@@ -187,20 +203,27 @@ def _placement(job: PendingJob, option: StartOption) -> Placement:
 
 
 def _admissible(search: _Search, job: PendingJob, ranked: Sequence[StartOption],
-                placed: Sequence[Placement]) -> Placement:
-    """The first of the job's best starts that keeps every job placed before it on time
-    (that was); else its best start all the same."""
+                placed: Sequence[Placement]) -> list[Placement]:
+    """The placements with the job's best start that keeps every job placed before it on
+    time (that was), those made late sized again where that suffices (`_repair`); if none
+    does, the one that keeps the most on time (then the cheapest)."""
     was_met = {p.key for p in placed if p.feasible}
-    tried: list[tuple[int, float, int, Placement]] = []
+    tried: list[tuple[int, float, int, list[Placement]]] = []
     for n, option in enumerate(ranked[:TRIES_PER_JOB]):
-        candidate = _placement(job, option)
+        candidate = [*placed, _placement(job, option)]
         if not was_met or not option.feasible:
             return candidate
-        solved = _solve(search, [*placed, candidate])
+        solved = _solve(search, candidate)
         if all(p.feasible for p in solved if p.key in was_met):
             return candidate
-        tried.append((sum(p.feasible for p in solved), -option.cost, -n, candidate))
-    return max(tried, key=lambda t: t[:3])[3] if tried else _placement(job, ranked[0])
+        repaired = _repair(search, candidate)
+        met = {p.key for p in repaired if p.feasible}
+        if was_met | {job.key} <= met:
+            return repaired
+        tried.append((len(met), -sum(p.cost for p in repaired), -n, repaired))
+    if not tried:
+        return [*placed, _placement(job, ranked[0])]
+    return max(tried, key=lambda t: t[:3])[3]
 
 
 def _repair(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
@@ -212,6 +235,8 @@ def _repair(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
                       key=lambda p: search.jobs[p.key].deadline_at)
         changed = False
         for p in late:
+            if search.jobs[p.key].committed:
+                continue  # it runs: only what starts beside it can change
             others = [*search.fixed, *(_interval(q) for q in current if q.key != p.key)]
             _, sized = search.sizers[p.key].smallest(p.start_at, others)
             if sized.judgement.feasible and sized.scale_out != p.scale_out:

@@ -34,7 +34,7 @@ class Busy:
 
 @dataclass(frozen=True)
 class PendingJob:
-    """A submit that has not started: its job's runtime model, how wrong that model has been
+    """A submit with a deadline: its job's runtime model, how wrong that model has been
     (`ratios`: held-out and recorded runtime / predicted), its candidates and its deadline.
 
     `earliest_at` is the soonest it can start (the decision's present), `latest_start_at`
@@ -57,6 +57,14 @@ class PendingJob:
     confidence: float | None = 0.9
     container_mb: float | None = None
     planned_start_at: float | None = None  # its plan before this decision (stability)
+    started_at: float | None = None  # committed: it runs since then, at started_scale_out
+    started_scale_out: int | None = None
+
+    @property
+    def committed(self) -> bool:
+        """A job a waiting submit has started: it no longer moves or resizes, but what starts
+        beside it slows it, and its deadline still counts."""
+        return self.started_at is not None and self.started_scale_out is not None
 
     def budget_s(self, start_at: float) -> float:
         """Seconds its run may take when it starts at `start_at`: to the deadline, less the
