@@ -74,6 +74,8 @@ class Sizer:
     def at(self, scale_out: int, start_at: float, others: Sequence[Interval]) -> Sized:
         key = (scale_out, round(start_at, 1), _signature(others))
         found = self.memo.get(key)
+        if found is None and (hopeless := self._hopeless(scale_out, start_at)) is not None:
+            return hopeless
         if found is None:
             self.evaluations += 1
             runtime, row = runtime_among(self.job.model, scale_out, start_at, others)
@@ -82,6 +84,18 @@ class Sizer:
             cost = reservation_cost(self.minimize, scale_out, runtime, self.job.container_mb)
             found = self.memo[key] = Sized(scale_out, runtime, row, judgement, cost)
         return found
+
+    def _hopeless(self, scale_out: int, start_at: float) -> Sized | None:
+        """A candidate whose run alone already misses the budget at the confidence (what
+        runs beside it only slows it): judged without solving for its overlaps."""
+        budget = self.job.budget_s(start_at)
+        alone = alone_s(self.job.model, scale_out)
+        bound = self.risk.alone_bound(alone)
+        if bound is None or bound <= budget:
+            return None
+        judgement = Judgement(bound, False, self.risk, budget, alone)
+        cost = reservation_cost(self.minimize, scale_out, alone, self.job.container_mb)
+        return Sized(scale_out, alone, {}, judgement, cost)
 
     def smallest(self, start_at: float, others: Sequence[Interval]) -> tuple[int, Sized]:
         """The smallest candidate meeting the budget: a coarse pass over every COARSE-th
@@ -151,7 +165,7 @@ def _mixed(sizer: Sizer, moment: Moment, others: Sequence[Interval], index: int,
         p = q * p1 + (1 - q) * p2
         if on_time.judgement.feasible and p >= job.confidence - 1e-9:
             return _option(moment, on_time, p, cost, True, _late_note(wait, q))
-        if i - index >= 8:  # a wait that needs this much more is not worth weighing further
+        if i - index >= 4:  # a wait that needs this much more is not worth weighing further
             break
     return _option(moment, on_time, p, cost, False,
                    f"{_late_note(wait, q)}: P(meet) {p:.2f} stays below {job.confidence:g}")

@@ -101,6 +101,11 @@ class Risk:
         bound = max(float(next(iter(upper))) * factor, from_ratios)
         return Judgement(bound, bound <= budget_s, self, budget_s, scaled)
 
+    def alone_bound(self, alone_s: float) -> float | None:
+        """A lower bound of the upper bound of a run alone `alone_s` long (co-runners only slow
+        it, strangers only widen it); None at the point decision."""
+        return None if self.confidence is None else alone_s * self._bound
+
     def _stranger_factor(self, model: Any, scale_out: int, row: Mapping[Any, float]) -> float:
         """calibration.stranger_factors at one candidate; 1 at once when every co-runner job
         in the row has a pair of its own (nothing to widen for)."""
