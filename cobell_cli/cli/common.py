@@ -243,7 +243,8 @@ InputToleranceOpt = Annotated[
     ),
 ]
 StrictOpt = Annotated[
-    bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target.")
+    bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target "
+                       "(with --deadline: when no start meets the deadline); nothing runs.")
 ]
 
 
