@@ -32,7 +32,13 @@ from bench.colocation import MAX_SCALE_OUT, MIN_SCALE_OUT, World, cli_default_co
 from bench.deadline_world import Cluster, JobResult, Round
 from cobell_cli.core.plan import plan
 from cobell_cli.core.schedule.build import busy_apps, job_table
-from cobell_cli.core.schedule.timeline import Interval, Slot, busy_intervals, joint_runtimes
+from cobell_cli.core.schedule.timeline import (
+    Interval,
+    Slot,
+    alone_s,
+    busy_intervals,
+    joint_runtimes,
+)
 
 WAIT_N = 4  # the paper's WaitN: waits 0, 1/4, ..., 4/4 of waitTimeMax per job
 EXHAUSTIVE_JOBS = 4
@@ -198,8 +204,8 @@ class PaperWaits(Strategy):
 def paper_waits(queued: Sequence[_Queued], fixed: Sequence[Interval], now: float,
                 ) -> dict[str, float]:
     """Algorithm 5: per job the waits {i/WAIT_N x waitTimeMax}, waitTimeMax = the predicted
-    makespan with no waits less the job's own duration; the combination with the shortest
-    predicted makespan (ties: the earlier)."""
+    makespan with no waits less the job's own duration without interference; the combination
+    with the shortest predicted makespan (ties: the earlier)."""
     def makespan(waits: Sequence[float]) -> float:
         slots = [Slot(q.key, q.job, q.model, now + w, q.scale_out)
                  for q, w in zip(queued, waits, strict=True)]
@@ -209,11 +215,10 @@ def paper_waits(queued: Sequence[_Queued], fixed: Sequence[Interval], now: float
         return max(ends)
 
     zero = [0.0] * len(queued)
-    slots = [Slot(q.key, q.job, q.model, now, q.scale_out) for q in queued]
-    runtime, _ = joint_runtimes(slots, fixed, max_iter=30)
     top = makespan(zero)
-    grids = [[i / WAIT_N * max(top - now - runtime[q.key], 0.0) for i in range(WAIT_N + 1)]
-             for q in queued]
+    # job.getDuration(): its execution time from its profile, without interference
+    grids = [[i / WAIT_N * max(top - now - alone_s(q.model, q.scale_out), 0.0)
+              for i in range(WAIT_N + 1)] for q in queued]
     if len(queued) <= EXHAUSTIVE_JOBS:
         best = min(itertools.product(*grids), key=makespan)
     else:
