@@ -221,7 +221,7 @@ def run_cell(world_name: str, pattern: str, seed: int, rounds: int, base: World,
     cell.cpu = {row: Decisions() for row in STRATEGIES}
     for rnd in drawn:
         outcome: dict[str, list[JobResult]] = {}
-        starts: list[dict[str, float]] = []
+        patterns: list[tuple[dict[str, float], dict[str, int]]] = []
         for row, make in STRATEGIES.items():
             results, decisions, cluster = play(make, base, rnd, curves, world, learn=False)
             outcome[row] = results
@@ -230,8 +230,9 @@ def run_cell(world_name: str, pattern: str, seed: int, rounds: int, base: World,
             for s in cluster.started.values():
                 if s.phase is not None:
                     cell.phases[s.phase] = cell.phases.get(s.phase, 0) + (row == "deadline")
-            starts.append({a.key: cluster.started[a.key].start_at for a in rnd.arrivals})
-        outcome["oracle"] = oracle(rnd, _exact(rnd, curves, world), starts)
+            patterns.append(({a.key: cluster.started[a.key].start_at for a in rnd.arrivals},
+                             {a.key: cluster.started[a.key].scale_out for a in rnd.arrivals}))
+        outcome["oracle"] = oracle(rnd, _exact(rnd, curves, world), patterns)
         cell.rounds.append(outcome)
         progress(f"{world_name} {pattern} round {rnd.index}: " + ", ".join(
             f"{row} {met_share(res):.2f}/{total_executor_s(res):.0f}"

@@ -71,10 +71,13 @@ class _Search:
         self.fixed = busy_intervals(self.busy)
         self.sizers = {k: Sizer(j, self.risks[k], self.minimize) for k, j in self.jobs.items()}
 
+    solved: int = 0  # jobs' runtimes solved jointly, counted like evaluations
+
     @property
     def spent(self) -> bool:
         """Whether the evaluation budget is used up (no further order is tried)."""
-        return sum(s.evaluations for s in self.sizers.values()) >= EVALUATION_BUDGET
+        used = sum(s.evaluations for s in self.sizers.values()) + self.solved
+        return used >= EVALUATION_BUDGET
 
 
 def schedule(
@@ -262,6 +265,7 @@ def _solve(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
     slots = [Slot(p.key, p.job, search.jobs[p.key].model, p.start_at, p.scale_out)
              for p in placed]
     guess = {p.key: p.predicted_s for p in placed}
+    search.solved += len(slots)
     runtime, rows = joint_runtimes(slots, search.fixed, guess=guess)
     out = []
     for p in placed:

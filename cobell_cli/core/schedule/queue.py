@@ -11,8 +11,10 @@ long as the longest of them has waited so far. No app waiting there: no wait.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from cobell_cli.cluster.base import RunningApp
+if TYPE_CHECKING:
+    from cobell_cli.cluster.base import RunningApp
 
 DEFAULT_QUEUE = "default"
 

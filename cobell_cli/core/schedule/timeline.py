@@ -125,6 +125,7 @@ def joint_runtimes(
     """Every slot's runtime and overlaps, each slowed by the fixed intervals and by the
     other slots as they run at the fix-point (damped Jacobi steps from `guess`, else alone)."""
     runtime = {s.key: (guess or {}).get(s.key) or alone_s(s.model, s.scale_out) for s in slots}
+    weighs = {s.key: _memoised(_weigh(s.model)) for s in slots}
     rows: dict[str, dict[str | None, float]] = {}
     damping = 1.0
     last: dict[str, float] = {}
@@ -132,10 +133,11 @@ def joint_runtimes(
         worst = 0.0
         flipped = False
         new_runtime = {}
-        for s in slots:
-            others = [*fixed, *(Interval(o.job, o.start_at, o.start_at + runtime[o.key],
-                                         o.scale_out) for o in slots if o.key != s.key)]
-            row = overlap_row(s.start_at, runtime[s.key], others, _weigh(s.model))
+        spans = [Interval(o.job, o.start_at, o.start_at + runtime[o.key], o.scale_out)
+                 for o in slots]
+        for i, s in enumerate(slots):
+            others = [*fixed, *spans[:i], *spans[i + 1:]]
+            row = overlap_row(s.start_at, runtime[s.key], others, weighs[s.key])
             rows[s.key] = row
             new = runtime_s(s.model, s.scale_out, row)
             step = new - runtime[s.key]
@@ -149,3 +151,18 @@ def joint_runtimes(
             damping = max(damping / 2, 1 / 64)
         runtime = new_runtime
     return runtime, rows
+
+
+def _memoised(weigh: Callable[[Any, Any], float] | None) -> Callable[[Any, Any], float] | None:
+    """A size weight asked once per (job, scale-out) in one solve."""
+    if weigh is None:
+        return None
+    seen: dict[tuple[Any, Any], float] = {}
+
+    def memo(job: Any, scale_out: Any) -> float:
+        key = (job, scale_out)
+        if key not in seen:
+            seen[key] = weigh(job, scale_out)
+        return seen[key]
+
+    return memo
