@@ -88,6 +88,7 @@ class CobellDeadline(Strategy):
     def __init__(self, memory: World, cluster: Cluster) -> None:
         super().__init__(memory, cluster)
         self.pending: dict[str, PendingJob] = {}
+        self.committed: dict[str, PendingJob] = {}  # started: its `started` row
         self.version: dict[str, int] = {}
         self.replans: dict[str, int] = {}
         self.around: dict[str, set[str]] = {}
@@ -113,19 +114,26 @@ class CobellDeadline(Strategy):
         runs = self.memory.histories.get(a.job, [])
         new = pending_job(p, captured.get("model"), runs, deadline_at=a.deadline_at,
                           submitted_at=a.at, now=t, start_now=force, key=key)
+        running = {view.app_id for view in p.co_runners}
+        self.committed = {k: j for k, j in self.committed.items() if k in running}
         others = [replace(j, earliest_at=t) for k, j in self.pending.items() if k != key]
+        others += list(self.committed.values())  # as deadlines.decide reads started rows
         events: list[Event] = []
         if new is None:
             decision = None
         else:
-            busy = busy_apps(p, self.memory.histories, self.memory.fit)
+            busy = [b for b in busy_apps(p, self.memory.histories, self.memory.fit)
+                    if b.key not in self.committed]
             decision, found = decide(new, others, busy, t)
             events = self._move_others(found.placements, key, t)
         self.decisions.extra_cpu_s.append(time.process_time() - started)
         self.decisions.waiting.append(len(others))
         if decision is None or decision.start_now or force:
             self.pending.pop(key, None)
-            self.start(key, t, decision.scale_out if decision else p.scale_out, p)
+            scale_out = decision.scale_out if decision else p.scale_out
+            if new is not None:
+                self.committed[key] = replace(new, started_at=t, started_scale_out=scale_out)
+            self.start(key, t, scale_out, p)
             return events
         return [*events, *self._wait(key, new, decision, t, arrival)]
 
