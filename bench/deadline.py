@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -379,7 +380,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--patterns", nargs="+", choices=PATTERNS, default=list(PATTERNS))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--save", type=Path, help="also keep this run's cells (pickle), to "
+                        "render several runs (one per seed, say) into one table with --load")
+    parser.add_argument("--load", type=Path, nargs="+", help="render the cells of earlier "
+                        "--save runs (their seeds) instead of running")
     args = parser.parse_args(argv)
+    if args.load:
+        _render_saved(args.load, args.output)
+        return
     if not (args.data / "sgd.spark.csv").is_file():
         raise SystemExit(f"bench.deadline: the Bell data is not at {args.data}; pass --data DIR")
     if args.quick:
@@ -401,8 +409,25 @@ def main(argv: list[str] | None = None) -> None:
             ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED]), ("--worlds", args.worlds,
             list(WORLDS)), ("--patterns", args.patterns, list(PATTERNS)))
         if not args.quick and value != default)
-    text = render(by_seed, command, time.perf_counter() - started, time.process_time() - cpu)
-    publish(text, None if args.quick else args.output)
+    elapsed, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    if args.save:
+        with args.save.open("wb") as fh:
+            pickle.dump({"by_seed": by_seed, "command": command, "elapsed_s": elapsed,
+                         "cpu_s": cpu_s}, fh)
+    publish(render(by_seed, command, elapsed, cpu_s), None if args.quick else args.output)
+
+
+def _render_saved(paths: Sequence[Path], output: Path) -> None:
+    """One table from several saved runs: their seeds in order, their commands and times."""
+    runs = []
+    for path in paths:
+        with path.open("rb") as fh:
+            runs.append(pickle.load(fh))
+    by_seed = {seed: cells for run in runs for seed, cells in run["by_seed"].items()}
+    command = "`; `".join(run["command"] + " --save ..." for run in runs) + \
+        "`, then `python -m bench.deadline --load ..."
+    publish(render(by_seed, command, sum(r["elapsed_s"] for r in runs),
+                   sum(r["cpu_s"] for r in runs)), output)
 
 
 if __name__ == "__main__":
