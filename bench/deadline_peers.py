@@ -279,25 +279,20 @@ def _raise(key: str, starts: Mapping[str, float], scale: dict[str, int], must: s
     def ok(x: int) -> bool:
         return must | {key} <= _met(cluster_of(starts, {**scale, key: x}))
 
-    lo, hi = scale[key] + 1, MAX_SCALE_OUT
-    if lo > hi or not ok(hi):
+    if scale[key] >= MAX_SCALE_OUT or not ok(MAX_SCALE_OUT):
         return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return _smallest(scale[key] + 1, MAX_SCALE_OUT, ok)
 
 
 def _lowest(key: str, starts: Mapping[str, float], scale: dict[str, int], must: set[str],
             cluster_of: Any) -> int:
     """The smallest scale-out of `key` that keeps every deadline in `must` met."""
-    def ok(x: int) -> bool:
-        return must <= _met(cluster_of(starts, {**scale, key: x}))
+    return _smallest(MIN_SCALE_OUT, scale[key],
+                     lambda x: must <= _met(cluster_of(starts, {**scale, key: x})))
 
-    lo, hi = MIN_SCALE_OUT, scale[key]
+
+def _smallest(lo: int, hi: int, ok: Any) -> int:
+    """The smallest x in [lo, hi] with ok(x), by bisection; ok(hi) is known to hold."""
     while lo < hi:
         mid = (lo + hi) // 2
         if ok(mid):

@@ -152,3 +152,13 @@ def local_iso(at: float, zone: tzinfo | None = None) -> str:
     moment = datetime.fromtimestamp(at, zone) if zone is not None else datetime.fromtimestamp(
         at).astimezone()
     return moment.isoformat(timespec="seconds")
+
+
+def span_text(seconds: float) -> str:
+    """A duration for a person: `45 s`, `12 min`, `2.5 h`."""
+    seconds = max(seconds, 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

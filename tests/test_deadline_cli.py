@@ -31,7 +31,7 @@ XS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
 def _runs(now: float) -> list[dict]:
     rng = np.random.default_rng(27)
     out, t = [], now - 400_000.0
-    for rep in range(2):
+    for _rep in range(2):
         for x in XS:
             for together in (None, "etl", "report"):
                 ratio = 0.0 if together is None else float(rng.choice([0.5, 1.0]))

@@ -82,7 +82,7 @@ def test_a_runtime_among_others_is_the_models_fix_point() -> None:
 def test_jobs_placed_together_slow_each_other() -> None:
     model = table({"report": (0.5, 0.0)})
     both = [Slot("a", "report", model, NOW, 10), Slot("b", "report", model, NOW, 10)]
-    runtime, rows = joint_runtimes(both, [])
+    runtime, _rows = joint_runtimes(both, [])
     assert runtime["a"] == pytest.approx(210.0, abs=1.0)  # 140·(1 + 0.5)
     apart = [Slot("a", "report", model, NOW, 10), Slot("b", "report", model, NOW + 200, 10)]
     runtime, _ = joint_runtimes(apart, [])
@@ -194,7 +194,7 @@ def test_a_burst_with_tight_deadlines_starts_together() -> None:
 
 
 def test_the_deciding_submit_gets_its_part_and_why() -> None:
-    decision, found = decide(job(deadline_in_s=900.0), [], [etl(ends_in_s=120.0)], NOW)
+    decision, _found = decide(job(deadline_in_s=900.0), [], [etl(ends_in_s=120.0)], NOW)
     assert not decision.start_now and decision.start_in_s > 0
     assert decision.start_reason.startswith("waiting for etl")
     assert "fewer executor-seconds than starting now" in decision.start_reason

@@ -90,9 +90,10 @@ def render(prediction: Prediction) -> str:
 def render_start(start: StartDecision) -> list[str]:
     """The starts weighed against the deadline, their cost, and which won and why."""
     from cobell_cli.output import table
-    from cobell_cli.timespec import local_iso
+    from cobell_cli.timespec import local_iso, span_text
 
-    lines = [f"deadline {local_iso(start.deadline_at)} (in {_span(start.deadline_at - start.now)})"
+    left = span_text(start.deadline_at - start.now)
+    lines = [f"deadline {local_iso(start.deadline_at)} (in {left})"
              + (f"; {start.queue_wait_s:.0f} s of YARN queueing counted against it"
                 if start.queue_wait_s else "")
              + (f"; {start.others_waiting} other waiting submit(s) weighed"
@@ -100,7 +101,7 @@ def render_start(start: StartDecision) -> list[str]:
     if start.options:
         rows = [{
             "start": "now" if o.start_at <= start.now + 1 else
-            f"{local_iso(o.start_at)} (in {_span(o.start_at - start.now)})",
+            f"{local_iso(o.start_at)} (in {span_text(o.start_at - start.now)})",
             "after": o.waits_for or "",
             "scale_out": o.scale_out,
             "predicted_s": o.predicted_s,
@@ -112,19 +113,11 @@ def render_start(start: StartDecision) -> list[str]:
         lines.append(table(rows, ["start", "after", "scale_out", "predicted_s", "p_meet",
                                   start.minimize, "meets", "chosen"]))
     when = "now" if start.start_now else (
-        f"at {local_iso(start.start_at)} (in {_span(start.start_in_s)})")
+        f"at {local_iso(start.start_at)} (in {span_text(start.start_in_s)})")
     lines.append(f"start: {when} at scale-out {start.scale_out}; P(meet the deadline) "
                  + _percent(start.meet_probability, unknown="unknown") + f": {start.start_reason}")
     return lines
 
-
-def _span(seconds: float) -> str:
-    seconds = max(seconds, 0.0)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:

@@ -109,18 +109,10 @@ def wait_for_start(
 
 
 def _until(start_at: float, now: float) -> str:
-    from cobell_cli.timespec import local_iso
+    from cobell_cli.timespec import local_iso, span_text
 
-    return f"waiting until {local_iso(start_at)} (in {_duration(start_at - now)})"
+    return f"waiting until {local_iso(start_at)} (in {span_text(start_at - now)})"
 
-
-def _duration(seconds: float) -> str:
-    seconds = max(seconds, 0.0)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def waiting_line(decision: StartDecision, now: float, again: bool = False) -> str:
