@@ -222,3 +222,18 @@ def test_submits_that_decide_at_once_take_turns(db: Path, rm: StandinRM) -> None
     assert sorted(p.returncode for p in procs) == [0, 143, 143], lines
     assert len(_report_runs(db)) == 1
     assert _waiting_rows(db) == []
+
+
+def test_a_dry_run_decides_and_writes_nothing(db: Path, rm: StandinRM, tmp_path: Path) -> None:
+    result = cobell("--db", db, "submit", "-j", "report", "--deadline", "+15min", "--dry-run",
+                    "--json", *_yarn(rm), "--", "echo", "{scale_out}")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["start_in_s"] > 0 and plan["command"][0] == "echo"
+    assert _waiting_rows(db) == [] and _report_runs(db) == []
+    fresh = tmp_path / "new.db"  # a job's first submit: no model, so it would start now
+    result = cobell("--db", fresh, "submit", "-j", "report", "--deadline", "+15min",
+                    "--dry-run", "--json", "--cluster", "none", "--", "echo", "{scale_out}")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["start_in_s"] == 0
+    assert _waiting_rows(fresh) == []

@@ -238,7 +238,7 @@ def _start_by_deadline(
     now = request.submitted_at
     planned, cluster = planned_at(now, request)
     if dry_run:
-        with open_history(ctx, create=False, read_only=True) as history:
+        with open_history(ctx, create=True, read_only=True) as history:  # none: empty
             decision = deadlines.read_decision(history, planned, now)
         return deadlines.run_prediction(planned, decision, now, 0.0), cluster, None
     decision, row = deadlines.decide_and_record(path, planned, now, None, give_up=_signalled)
