@@ -133,3 +133,12 @@ def test_an_app_planned_around_that_ended_ends_the_wait(row) -> None:
                                planned=Planned(), replan=replan, running=running,
                                say=lambda _line: None, clock=clock)
     assert done.waited_s <= 15 + wait.POLL_S + 1 and forced == [False]
+
+
+def test_a_row_gone_meanwhile_is_planned_again_at_once(row) -> None:
+    db, row_id = row
+    with History.open(db) as history:
+        waiting.remove(history, row_id)
+    clock = SteppedClock()
+    done, forced = _wait(db, row_id, clock, decision(300), [decision(0)])
+    assert forced == [False] and done.waited_s < 1

@@ -246,14 +246,16 @@ def _start_by_deadline(
         _strict_deadline(deadlines.run_prediction(planned, decision, now, 0.0), strict)
         if not decision.start_now:
             def replan(force: bool) -> tuple[deadlines.Planned, object]:
+                nonlocal row  # a row reaped meanwhile is written anew, with a new id
                 at = time.time()
                 again, _ = planned_at(at, replace(request, start_now=True) if force
                                       else request)
-                return again, deadlines.decide_and_record(path, again, at, row,
-                                                          give_up=_signalled)[0]
+                decided, row = deadlines.decide_and_record(path, again, at, row,
+                                                           give_up=_signalled)
+                return again, decided
 
             waited = wait.wait_for_start(
-                history_path=path, row_id=row, decision=decision, planned=planned,
+                history_path=path, row_id=lambda: row, decision=decision, planned=planned,
                 replan=replan, running=_running_ids(cluster), say=info)
             planned, decision, waited_s = waited.planned, waited.decision, waited.waited_s
         else:

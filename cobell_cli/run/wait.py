@@ -59,7 +59,7 @@ def read_row(history_path: Path, row_id: int) -> dict[str, Any] | None:
 def wait_for_start(
     *,
     history_path: Path,
-    row_id: int,
+    row_id: int | Callable[[], int],
     decision: StartDecision,
     planned: Any,
     replan: Callable[[bool], tuple[Any, StartDecision]],
@@ -69,7 +69,8 @@ def wait_for_start(
 ) -> Waited:
     """Wait until the planned start (module doc); `replan(force)` plans again and records
     the decision (force: start now whatever it says), `running()` the cluster's running app
-    ids (None: nothing to poll)."""
+    ids (None: nothing to poll). `row_id` is the submit's row (or what says it: a row reaped
+    meanwhile is written anew by the next re-plan)."""
     clock = clock or Clock()
     began = clock.monotonic()
     start_at = decision.start_at
@@ -80,7 +81,7 @@ def wait_for_start(
     planned_around = set(getattr(planned, "cluster_app_ids", ()))
     say(waiting_line(decision, clock.wall()))
     while True:
-        row = read_row(history_path, row_id)
+        row = read_row(history_path, row_id() if callable(row_id) else row_id)
         if row is not None and seen is not None and row["decisions"] != seen \
                 and row["state"] == "waiting" and row["start_at"] != start_at:
             start_at = float(row["start_at"])
