@@ -4,7 +4,6 @@ waiting job (`Placement`, `Schedule`). Times are epoch seconds, durations second
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -132,9 +131,6 @@ class Schedule:
                 return p
         raise KeyError(key)
 
-    def order(self) -> list[str]:
-        return [p.key for p in sorted(self.placements, key=lambda p: (p.start_at, p.key))]
-
 
 def better(a: Schedule | None, b: Schedule) -> bool:
     """Whether `b` beats `a`: more deadlines met, then a smaller total cost."""
@@ -144,6 +140,3 @@ def better(a: Schedule | None, b: Schedule) -> bool:
         return b.met > a.met
     return b.total_cost < a.total_cost * (1 - 1e-9)
 
-
-def keys(jobs: Sequence[PendingJob]) -> list[str]:
-    return [j.key for j in jobs]

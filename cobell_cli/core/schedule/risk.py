@@ -78,10 +78,6 @@ class Risk:
             if self.confidence is not None:
                 self._bound = ratio_bound(usable, self.confidence)
 
-    @property
-    def known(self) -> bool:
-        return self._dist is not None
-
     def judge(
         self, model: Any, scale_out: int, predicted_s: float, row: Mapping[Any, float],
         budget_s: float,
