@@ -334,12 +334,12 @@ def pooled_rows(cells: Sequence[CellResult]) -> list[str]:
 
 
 def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elapsed_s: float,
-           cpu_s: float) -> str:
+           cpu_s: float, note: str = "on the shared 2-core machine") -> str:
     lines = [
         "# Deadlines: start now or wait, and bursts that stagger themselves",
         "",
         f"Command: `{command}` (from the repository root; {elapsed_s:.0f} s, {cpu_s:.0f} s of"
-        " CPU, on the shared 2-core machine under the heavy-work lock).",
+        f" CPU, {note}).",
         "",
         (__doc__ or "").split("\n\n", 2)[1].replace("\n", " "),
         "",
@@ -409,9 +409,11 @@ def main(argv: list[str] | None = None) -> None:
                         "render several runs (one per seed, say) into one table with --load")
     parser.add_argument("--load", type=Path, nargs="+", help="render the cells of earlier "
                         "--save runs (their seeds) instead of running")
+    parser.add_argument("--note", default="on the shared 2-core machine",
+                        help="how and where the runs ran, for the report's first line")
     args = parser.parse_args(argv)
     if args.load:
-        _render_saved(args.load, args.output)
+        _render_saved(args.load, args.output, args.note)
         return
     if not (args.data / "sgd.spark.csv").is_file():
         raise SystemExit(f"bench.deadline: the Bell data is not at {args.data}; pass --data DIR")
@@ -442,7 +444,7 @@ def main(argv: list[str] | None = None) -> None:
     publish(render(by_seed, command, elapsed, cpu_s), None if args.quick else args.output)
 
 
-def _render_saved(paths: Sequence[Path], output: Path) -> None:
+def _render_saved(paths: Sequence[Path], output: Path, note: str) -> None:
     """One table from several saved runs: their seeds in order, their commands and times."""
     runs = []
     for path in paths:
@@ -452,7 +454,7 @@ def _render_saved(paths: Sequence[Path], output: Path) -> None:
     command = "`; `".join(run["command"] + " --save ..." for run in runs) + \
         "`, then `python -m bench.deadline --load ..."
     publish(render(by_seed, command, sum(r["elapsed_s"] for r in runs),
-                   sum(r["cpu_s"] for r in runs)), output)
+                   sum(r["cpu_s"] for r in runs), note), output)
 
 
 if __name__ == "__main__":
