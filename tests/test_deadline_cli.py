@@ -105,11 +105,16 @@ def test_predict_shows_the_starts_and_why_one_won(db: Path, rm: StandinRM) -> No
 
 
 def test_start_now_and_a_short_max_wait_start_at_once(db: Path, rm: StandinRM) -> None:
-    for extra in (["--start-now"], ["--max-wait", "30s"]):
+    for extra in (["--start-now"], ["--max-wait", "0s"]):
         result = cobell("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--json",
                         *_yarn(rm), *extra)
         plan = json.loads(result.stdout)
         assert plan["start_in_s"] == 0 and len(plan["options"]) == 1, extra
+    # a start now still gathers the submits that cron fires with it (GATHER_S), unless capped
+    result = cobell("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--json",
+                    *_yarn(rm), "--max-wait", "5s")
+    plan = json.loads(result.stdout)
+    assert 0 < plan["start_in_s"] <= 5 and plan["waits_for"] == "submits arriving with it"
 
 
 def test_a_deadline_in_the_past_is_loud_and_strict_exits_3(db: Path, rm: StandinRM) -> None:
@@ -191,8 +196,8 @@ def test_the_wait_ends_when_the_co_runner_does_and_the_run_records_it(db: Path,
 
 def test_submits_that_decide_at_once_take_turns(db: Path, rm: StandinRM) -> None:
     """Three submits of `report` (which slows another `report` twofold) at the same moment
-    on one history, no other app: the first to decide starts, the others see it (or each
-    other) and wait, so one runs now. Without the history's lock all three would start."""
+    on one history, no other app: they gather (GATHER_S), then decide together under the
+    history's lock: one starts, the others wait for it. Without the lock all would start."""
     rm.finish("application_1699990000000_0042")
     procs = [_submit(db, rm, "--deadline", "+25min",
                      command=["sh", "-c", "sleep 30; echo {scale_out}"]) for _ in range(3)]
@@ -203,20 +208,23 @@ def test_submits_that_decide_at_once_take_turns(db: Path, rm: StandinRM) -> None
         for line in procs[i].stderr:
             lines[i].append(line)
 
-    readers = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(3)]
-    for reader in readers:
-        reader.start()
-    waiting = []
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and len(waiting) < 2:
-        waiting = [i for i in range(3) if any("waiting until" in x for x in lines[i])]
+    for i in range(3):
+        threading.Thread(target=drain, args=(i,), daemon=True).start()
+    states: list[tuple] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with History.open(db, read_only=True) as history:
+            states = history.conn.execute("SELECT state, pid FROM waiting").fetchall()
+        if sorted(s for s, _ in states) == ["started", "waiting", "waiting"]:
+            break
         time.sleep(0.2)
-    if len(waiting) != 2:
+    if sorted(s for s, _ in states) != ["started", "waiting", "waiting"]:
         Path("/tmp/tt_lines.json").write_text(json.dumps(lines))
-    assert len(waiting) == 2, [[x for x in out if "start:" in x or "waiting" in x] for out in lines]
-    assert sorted(s for s, _ in _waiting_rows(db)) == ["started", "waiting", "waiting"]
-    for i in waiting:
-        procs[i].send_signal(signal.SIGTERM)
+    assert sorted(s for s, _ in states) == ["started", "waiting", "waiting"], lines
+    waiting_pids = {pid for s, pid in states if s == "waiting"}
+    for proc in procs:
+        if proc.pid in waiting_pids:
+            proc.send_signal(signal.SIGTERM)
     for proc in procs:
         proc.wait(timeout=90)
     assert sorted(p.returncode for p in procs) == [0, 143, 143], lines

@@ -267,3 +267,17 @@ def test_a_started_job_keeps_its_deadline_against_what_starts_beside_it() -> Non
     alone = schedule([running.__class__(**{**running.__dict__, "deadline_at": NOW + 5000}),
                       job("new", deadline_in_s=1500.0, model=model)], [], NOW, focus="new")
     assert alone.of("started").feasible
+
+
+def test_a_start_now_first_gathers_the_submits_cron_fires_with_it() -> None:
+    from cobell_cli.core.schedule.decision import GATHER_S, GATHERING
+
+    fresh, _ = decide(job(deadline_in_s=900.0), [], [], NOW)
+    assert fresh.start_at == NOW + GATHER_S and fresh.waits_for == GATHERING
+    assert fresh.start_reason.startswith(GATHERING)
+    late, _ = decide(job(deadline_in_s=900.0, submitted_at=NOW - GATHER_S), [], [], NOW)
+    assert late.start_now
+    forced, _ = decide(job(deadline_in_s=900.0, start_now=True), [], [], NOW)
+    assert forced.start_now
+    capped, _ = decide(job(deadline_in_s=900.0, latest_start_at=NOW + 3), [], [], NOW)
+    assert capped.start_at == NOW + 3

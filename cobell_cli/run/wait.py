@@ -118,7 +118,10 @@ def _until(start_at: float, now: float) -> str:
 
 def waiting_line(decision: StartDecision, now: float, again: bool = False) -> str:
     """The one line that says what the submit waits for and until when."""
-    what = f" for {decision.waits_for} to end" if decision.waits_for else ""
+    from cobell_cli.core.schedule.decision import GATHERING
+
+    what = (f" for {decision.waits_for} to end" if decision.waits_for not in (None, GATHERING)
+            else f" for {GATHERING}" if decision.waits_for else "")
     verb = "still " if again else ""
     return (f"cobell: {verb}{_until(decision.start_at, now)}{what}, then scale-out "
             f"{decision.scale_out}; SIGINT or SIGTERM ends the wait and starts nothing")

@@ -4,6 +4,7 @@ schedule is made of, built from the history's rows (store/waiting.py) and a fres
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,6 +16,13 @@ from cobell_cli.output import jsonable
 
 START_SLACK_S = 1.0  # a start this close to now is now
 NEW = "new"  # the deciding submit's key before it has a row
+# Submits that cron fires in the same minute arrive within seconds of each other; the first to
+# decide cannot know the others are coming. A submit whose plan says "now" within this long
+# of its arrival waits until then (never past its --max-wait; not with --start-now) and plans
+# again with whoever arrived meanwhile (decided together). Deadlines are minutes to hours
+# away; this costs seconds of them.
+GATHER_S = 10.0
+GATHERING = "submits arriving with it"
 
 
 @dataclass(frozen=True)
@@ -63,17 +71,22 @@ def decide(
     found = schedule([*others, new], busy, now, focus=new.key, minimize=minimize)
     mine = found.of(new.key)
     options = found.options
+    start_at, waits_for = max(mine.start_at, now), mine.waits_for
+    reason = _reason(new, mine.start_at, mine.waits_for, options, len(others), now, minimize)
+    gathered = min(new.submitted_at + GATHER_S, new.latest_start_at or math.inf)
+    if start_at <= now + START_SLACK_S and now < gathered and not new.start_now:
+        start_at, waits_for = gathered, GATHERING
+        reason = f"{GATHERING} ({GATHER_S:g} s after its submit), then: {reason}"
     return StartDecision(
         deadline_at=new.deadline_at,
         now=now,
-        start_at=max(mine.start_at, now),
+        start_at=start_at,
         scale_out=mine.scale_out,
         predicted_s=mine.predicted_s,
         meet_probability=mine.meet_probability,
         feasible=mine.feasible,
-        waits_for=mine.waits_for,
-        start_reason=_reason(new, mine.start_at, mine.waits_for, options, len(others), now,
-                       minimize),
+        waits_for=waits_for,
+        start_reason=reason,
         options=options,
         others_waiting=len(others),
         queue_wait_s=new.queue_wait_s,

@@ -101,7 +101,8 @@ class Sizer:
         """The smallest candidate meeting the budget: a coarse pass over every COARSE-th
         candidate, then down from the first that meets it (a job's runtime need not fall
         with its scale-out: a flat curve's bound can rise at the top). None meets it: the
-        coarse candidate with the lowest upper bound, infeasible (the planner's fastest)."""
+        coarse candidate most likely to (the fastest among equals), infeasible: among many
+        co-runners the upper bounds widen so far that the lowest one says little."""
         xs = self.job.candidates
         seen: dict[int, Sized] = {}
 
@@ -113,8 +114,9 @@ class Sizer:
         step = max(1, len(xs) // COARSE)
         coarse = sorted({*range(0, len(xs), step), len(xs) - 1})
         first = next((i for i in coarse if at(i).judgement.feasible), None)
-        if first is None:
-            best = min(coarse, key=lambda i: (at(i).judgement.upper_s, -i))
+        if first is None:  # the likeliest to make it: the fastest, the largest among equals
+            best = min(coarse, key=lambda i: (-(at(i).judgement.meet_probability or 0.0),
+                                              at(i).runtime_s, -i))
             return best, at(best)
         below = max((c for c in coarse if c < first), default=-1)
         found = first
