@@ -66,7 +66,7 @@ from bench.deadline_world import (
 from bench.simulator import load_curves
 from cobell_cli.core.schedule import PendingJob
 from cobell_cli.core.schedule.build import busy_apps, pending_job
-from cobell_cli.core.schedule.decision import StartDecision, decide
+from cobell_cli.core.schedule.decision import GATHER_S, StartDecision, decide
 from cobell_cli.run.wait import MAX_REPLANS, POLL_S
 
 RESULTS = ROOT / "bench" / "results" / "deadline.md"
@@ -76,7 +76,13 @@ LABELS = {"start_now": "start now (cobell today)", "fcfs": "FCFS", "edf": "EDF",
           "oracle": "oracle"}
 ROUNDS = {"isolated": 24, "burst5": 8, "burst10": 5, "spread": 8}
 WARMUP_ROUNDS = 10
-TUNING_SEED, TEST_SEED = 7, 2027
+# Seeds: the method and its constants were settled on TUNING_SEED; FIRST_TEST_SEED was then run
+# once, failed in the simulator's bursts, and its failure (cron's submits decided one by one)
+# led to the gathering rule (core/schedule/decision.GATHER_S), so it is no longer unseen;
+# TEST_SEED was run once after that change.
+TUNING_SEED, FIRST_TEST_SEED, TEST_SEED = 7, 2027, 4242
+SEED_ROLES = {TUNING_SEED: "tuning", FIRST_TEST_SEED: "first test, then used to find a flaw",
+              TEST_SEED: "test, run once after the last change"}
 GOAL_MET, GOAL_VS_NOW, GOAL_VS_ORACLE = 0.95, 0.9, 1.1  # the CPU goal: deadline_cpu.py
 BURSTS = ("burst5", "burst10")
 
@@ -347,10 +353,16 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
         " straggler's included (a start changes how long it runs too). vs now / vs oracle:"
         " over start now's / the oracle's on the same rounds. Waited: mean seconds from"
         " submit to start. Seeds: the method and its constants were settled on seed"
-        f" {TUNING_SEED} (tuning); seed {TEST_SEED} was run once after (test).",
+        f" {TUNING_SEED} (tuning); seed {FIRST_TEST_SEED} was then run once: it failed in"
+        " the simulator's bursts (58 % of the deadlines of bursts of ten met, where start"
+        " now met 80 %), because submits fired in the same second were decided one by one"
+        " and the first crowded the cluster; that led to gathering them (a start now waits"
+        f" {GATHER_S:g} s for the others first), and the results below for seed"
+        f" {FIRST_TEST_SEED} are after that change, so it is no longer unseen; seed"
+        f" {TEST_SEED} was run once after the change (test).",
     ]
     for seed, cells in cells_by_seed.items():
-        kind = "tuning" if seed == TUNING_SEED else "test"
+        kind = SEED_ROLES.get(seed, "other")
         met_cells = [goal_row(c)[0] == "yes" for c in cells]
         lines += ["", f"## Seed {seed} ({kind})", "",
                   f"**Goal check (cobell --deadline): met in {sum(met_cells)} of"
@@ -397,7 +409,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="simulator, isolated and burst5, 2 rounds, 3 warm-up bursts; "
                              "prints, writes nothing")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[TUNING_SEED, TEST_SEED])
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        default=[TUNING_SEED, TEST_SEED, FIRST_TEST_SEED])
     parser.add_argument("--rounds", type=int, default=None, help="rounds per cell (default:"
                         f" {', '.join(f'{k} {v}' for k, v in ROUNDS.items())})")
     parser.add_argument("--warmup", type=int, default=WARMUP_ROUNDS)
@@ -433,7 +446,8 @@ def main(argv: list[str] | None = None) -> None:
                     lambda m: print(m, flush=True)))
     command = "python -m bench.deadline" + (" --quick" if args.quick else "") + "".join(
         f" {flag} {' '.join(map(str, value))}" for flag, value, default in (
-            ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED]), ("--worlds", args.worlds,
+            ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED, FIRST_TEST_SEED]),
+            ("--worlds", args.worlds,
             list(WORLDS)), ("--patterns", args.patterns, list(PATTERNS)))
         if not args.quick and value != default)
     elapsed, cpu_s = time.perf_counter() - started, time.process_time() - cpu
