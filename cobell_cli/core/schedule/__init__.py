@@ -4,7 +4,8 @@ A submit with `--deadline` may start now or after a running app ends: each start
 with the job's own model (the smallest scale-out meeting the deadline at `--confidence` from
 there) and priced (`--minimize`); the cheapest wins, the earlier start on ties. Submits that
 wait are decided together, not first-come-first-served (joint.py: the paper's waiting-time
-scheduler, with deadlines).
+scheduler, with deadlines), and a submit that would start at once first gathers those that
+cron fires with it (decision.GATHER_S).
 
 Modules: records.py (what is scheduled and decided), risk.py (P(meet) and bounds from error
 ratios, when an app has ended), timeline.py (runtimes of jobs placed in time, jointly),
