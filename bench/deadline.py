@@ -50,6 +50,7 @@ from bench.deadline_peers import (
     Serial,
     StartNow,
     Strategy,
+    UserMargin,
     oracle,
 )
 from bench.deadline_world import (
@@ -70,8 +71,9 @@ from cobell_cli.core.schedule.decision import GATHER_S, StartDecision, decide
 from cobell_cli.run.wait import MAX_REPLANS, POLL_S
 
 RESULTS = ROOT / "bench" / "results" / "deadline.md"
-ROWS = ("start_now", "fcfs", "edf", "paper", "deadline", "oracle")
-LABELS = {"start_now": "start now (cobell today)", "fcfs": "FCFS", "edf": "EDF",
+ROWS = ("start_now", "margin", "fcfs", "edf", "paper", "deadline", "oracle")
+LABELS = {"start_now": "start now (cobell today)",
+          "margin": "start now, a careful user's margin", "fcfs": "FCFS", "edf": "EDF",
           "paper": "paper's waiting-time scheduler", "deadline": "cobell --deadline",
           "oracle": "oracle"}
 ROUNDS = {"isolated": 24, "burst5": 8, "burst10": 5, "spread": 8}
@@ -85,6 +87,9 @@ SEED_ROLES = {TUNING_SEED: "tuning", FIRST_TEST_SEED: "first test, then used to 
               TEST_SEED: "test, run once after the last change"}
 GOAL_MET, GOAL_VS_NOW, GOAL_VS_ORACLE = 0.95, 0.9, 1.1  # the CPU goal: deadline_cpu.py
 BURSTS = ("burst5", "burst10")
+# the rows whose starts and scale-outs the oracle improves on (the margin row, added later,
+# is not among them, so the oracle is the same with or without it)
+ORACLE_FROM = ("start_now", "fcfs", "edf", "paper", "deadline")
 
 
 class CobellDeadline(Strategy):
@@ -177,6 +182,7 @@ class CobellDeadline(Strategy):
 
 STRATEGIES: dict[str, Callable[[World, Cluster], Strategy]] = {
     "start_now": StartNow,
+    "margin": UserMargin,
     "fcfs": lambda m, c: Serial(m, c, by_deadline=False),
     "edf": lambda m, c: Serial(m, c, by_deadline=True),
     "paper": PaperWaits,
@@ -227,17 +233,25 @@ class CellResult:
     def results(self, row: str) -> list[JobResult]:
         return [r for rnd in self.rounds for r in rnd[row]]
 
+    @property
+    def rows(self) -> list[str]:
+        """The rows played in every round of the cell, in the report's order."""
+        return [row for row in ROWS if all(row in rnd for rnd in self.rounds)]
+
 
 def run_cell(world_name: str, pattern: str, seed: int, rounds: int, base: World,
-             curves: Mapping[str, Any], progress: Callable[[str], None]) -> CellResult:
+             curves: Mapping[str, Any], progress: Callable[[str], None],
+             rows: Sequence[str] = ROWS) -> CellResult:
+    """The cell's rounds played by `rows` (the oracle only with every row it starts from)."""
     world = truth(world_name)
     cell = CellResult(world_name, pattern)
     drawn = [draw_round(pattern, i, seed, curves, world) for i in range(rounds)]
-    cell.cpu = {row: Decisions() for row in STRATEGIES}
+    playing = {row: make for row, make in STRATEGIES.items() if row in rows}
+    cell.cpu = {row: Decisions() for row in playing}
     for rnd in drawn:
         outcome: dict[str, list[JobResult]] = {}
         patterns: list[tuple[dict[str, float], dict[str, int]]] = []
-        for row, make in STRATEGIES.items():
+        for row, make in playing.items():
             results, decisions, cluster = play(make, base, rnd, curves, world, learn=False)
             outcome[row] = results
             for field_name in ("plan_cpu_s", "extra_cpu_s", "waiting"):
@@ -245,9 +259,11 @@ def run_cell(world_name: str, pattern: str, seed: int, rounds: int, base: World,
             for s in cluster.started.values():
                 if s.phase is not None:
                     cell.phases[s.phase] = cell.phases.get(s.phase, 0) + (row == "deadline")
-            patterns.append(({a.key: cluster.started[a.key].start_at for a in rnd.arrivals},
-                             {a.key: cluster.started[a.key].scale_out for a in rnd.arrivals}))
-        outcome["oracle"] = oracle(rnd, _exact(rnd, curves, world), patterns)
+            if row in ORACLE_FROM:
+                patterns.append(({a.key: cluster.started[a.key].start_at for a in rnd.arrivals},
+                                 {a.key: cluster.started[a.key].scale_out for a in rnd.arrivals}))
+        if "oracle" in rows and set(ORACLE_FROM) <= set(playing):
+            outcome["oracle"] = oracle(rnd, _exact(rnd, curves, world), patterns)
         cell.rounds.append(outcome)
         progress(f"{world_name} {pattern} round {rnd.index}: " + ", ".join(
             f"{row} {met_share(res):.2f}/{total_executor_s(res):.0f}"
@@ -331,12 +347,34 @@ def pooled_rows(cells: Sequence[CellResult]) -> list[str]:
         mine = [c for c in cells if c.world == world]
         now = sum(total_executor_s(c.results("start_now")) for c in mine)
         best = sum(total_executor_s(c.results("oracle")) for c in mine)
-        for row in ROWS:
+        for row in [r for r in ROWS if all(r in c.rows for c in mine)]:
             results = [r for c in mine for r in c.results(row)]
             total = total_executor_s(results)
             rows.append(f"| {world} | {LABELS[row]} | {100 * met_share(results):.1f} |"
                         f" {total / now:.3f} | {total / best:.3f} |")
     return rows
+
+
+def side_by_side(cells_by_seed: Mapping[int, Sequence[CellResult]]) -> list[str]:
+    """Every seed's cells in one table: cobell --deadline next to its peers."""
+    peers = ("start_now", "margin", "paper", "deadline", "oracle")
+    lines = ["", "## All seeds side by side", "",
+             "Met %: deadlines met by each row; executor-s: over start now's on the same"
+             " rounds, and cobell --deadline's over the oracle's; goals: cobell --deadline's"
+             " per cell (details in each seed's section).", "",
+             "| seed | world | pattern | met %: now / margin / paper / cobell --deadline /"
+             " oracle | executor-s vs now: cobell --deadline / margin | cobell --deadline vs"
+             " oracle | goals met |", "|---" * 7 + "|"]
+    for seed, cells in cells_by_seed.items():
+        for c in cells:
+            met = " / ".join(f"{100 * _row_stats(c, r)['met']:.1f}" if r in c.rows else "-"
+                             for r in peers)
+            margin = f"{_row_stats(c, 'margin')['vs_now']:.3f}" if "margin" in c.rows else "-"
+            mine = _row_stats(c, "deadline")
+            lines.append(f"| {seed} ({SEED_ROLES.get(seed, 'other')}) | {c.world} |"
+                         f" {c.pattern} | {met} | {mine['vs_now']:.3f} / {margin} |"
+                         f" {mine['vs_oracle']:.3f} | {goal_row(c)[0]} |")
+    return lines
 
 
 def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elapsed_s: float,
@@ -361,6 +399,7 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
         f" {FIRST_TEST_SEED} are after that change, so it is no longer unseen; seed"
         f" {TEST_SEED} was run once after the change (test).",
     ]
+    lines += side_by_side(cells_by_seed)
     for seed, cells in cells_by_seed.items():
         kind = SEED_ROLES.get(seed, "other")
         met_cells = [goal_row(c)[0] == "yes" for c in cells]
@@ -370,7 +409,7 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
                   "| world | pattern | row | jobs | met % | executor-s | vs now | vs oracle |"
                   " waited s |", "|---" * 9 + "|"]
         for c in cells:
-            for row in ROWS:
+            for row in c.rows:
                 s = _row_stats(c, row)
                 lines.append(f"| {c.world} | {c.pattern} | {LABELS[row]} | {s['jobs']} |"
                              f" {100 * s['met']:.1f} | {s['executor_s']:,.0f} |"
@@ -422,6 +461,9 @@ def main(argv: list[str] | None = None) -> None:
                         "render several runs (one per seed, say) into one table with --load")
     parser.add_argument("--load", type=Path, nargs="+", help="render the cells of earlier "
                         "--save runs (their seeds) instead of running")
+    parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS),
+                        help="play only these rows (the oracle needs all it starts from); "
+                        "--load merges runs of the same seed row by row")
     parser.add_argument("--note", default="on the shared 2-core machine",
                         help="how and where the runs ran, for the report's first line")
     args = parser.parse_args(argv)
@@ -443,12 +485,13 @@ def main(argv: list[str] | None = None) -> None:
             for pattern in args.patterns:
                 by_seed.setdefault(seed, []).append(run_cell(
                     name, pattern, seed, args.rounds or ROUNDS[pattern], base, curves,
-                    lambda m: print(m, flush=True)))
+                    lambda m: print(m, flush=True), args.rows))
     command = "python -m bench.deadline" + (" --quick" if args.quick else "") + "".join(
         f" {flag} {' '.join(map(str, value))}" for flag, value, default in (
             ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED, FIRST_TEST_SEED]),
             ("--worlds", args.worlds,
-            list(WORLDS)), ("--patterns", args.patterns, list(PATTERNS)))
+            list(WORLDS)), ("--patterns", args.patterns, list(PATTERNS)),
+            ("--rows", args.rows, list(ROWS)))
         if not args.quick and value != default)
     elapsed, cpu_s = time.perf_counter() - started, time.process_time() - cpu
     if args.save:
@@ -458,13 +501,29 @@ def main(argv: list[str] | None = None) -> None:
     publish(render(by_seed, command, elapsed, cpu_s), None if args.quick else args.output)
 
 
+def merged(cells: Sequence[CellResult], more: Sequence[CellResult]) -> list[CellResult]:
+    """Cells of one seed played in two runs (other rows of the same rounds), row by row."""
+    extra = {(c.world, c.pattern): c for c in more}
+    out = []
+    for c in cells:
+        other = extra[(c.world, c.pattern)]
+        assert len(other.rounds) == len(c.rounds), f"{c.world} {c.pattern}: other rounds"
+        out.append(replace(c, rounds=[{**a, **b} for a, b in zip(c.rounds, other.rounds,
+                                                                  strict=True)],
+                           cpu={**c.cpu, **other.cpu}))
+    return out
+
+
 def _render_saved(paths: Sequence[Path], output: Path, note: str) -> None:
     """One table from several saved runs: their seeds in order, their commands and times."""
     runs = []
     for path in paths:
         with path.open("rb") as fh:
             runs.append(pickle.load(fh))
-    by_seed = {seed: cells for run in runs for seed, cells in run["by_seed"].items()}
+    by_seed: dict[int, list[CellResult]] = {}
+    for run in runs:
+        for seed, cells in run["by_seed"].items():
+            by_seed[seed] = merged(by_seed[seed], cells) if seed in by_seed else list(cells)
     command = "`; `".join(run["command"] + " --save ..." for run in runs) + \
         "`, then `python -m bench.deadline --load ..."
     publish(render(by_seed, command, sum(r["elapsed_s"] for r in runs),

@@ -3,6 +3,9 @@ that plays a round (bench.deadline_world.Cluster) and plans with `cobell_cli.cor
 
 * start now: cobell today at the runtime-target decision: at its submit, each job is planned
   with the time its deadline leaves as target, against what runs then, and started at once.
+* start now with a careful user's margin: the same, against the time left over the conformal
+  bound of the job's past runtime / predicted at the CLI's default confidence (a user who
+  pads the deadline instead of letting cobell weigh later starts);
 * FCFS, EDF: one job at a time (a queue that serves one), in order of arrival or of deadline;
   each starts when the one before it ends, planned then with what its deadline leaves.
 * the paper's waiting-time scheduler (../shared/papers/interference-aware-spark-scheduling.txt,
@@ -30,6 +33,7 @@ from typing import Any
 
 from bench.colocation import MAX_SCALE_OUT, MIN_SCALE_OUT, World, cli_default_confidence
 from bench.deadline_world import Cluster, JobResult, Round
+from cobell_cli.core.calibration import outcome_calibration
 from cobell_cli.core.plan import plan
 from cobell_cli.core.schedule.build import busy_apps, job_table
 from cobell_cli.core.schedule.timeline import (
@@ -40,6 +44,7 @@ from cobell_cli.core.schedule.timeline import (
     joint_runtimes,
 )
 
+MARGIN_LEVEL = 0.9  # the careful user's margin: the level of the CLI's default confidence
 WAIT_N = 4  # the paper's WaitN: waits 0, 1/4, ..., 4/4 of waitTimeMax per job
 EXHAUSTIVE_JOBS = 4
 DESCENT_SWEEPS = 3
@@ -112,6 +117,28 @@ class StartNow(Strategy):
 
     def on(self, kind: str, t: float, key: str, version: int) -> list[Event]:
         p = self.timed_plan(key, t)
+        self.decisions.extra_cpu_s.append(0.0)
+        self.decisions.waiting.append(0)
+        self.start(key, t, p.scale_out, p)
+        return []
+
+
+class UserMargin(Strategy):
+    """Start now as cobell today does, but against a target a careful user pads: the time
+    the deadline leaves over the conformal bound (at MARGIN_LEVEL) of the job's past
+    runtime / predicted (`calibration.outcome_calibration`, bench.colocation's margin), never
+    less than the time left."""
+
+    name = "start now, a careful user's margin"
+
+    def on(self, kind: str, t: float, key: str, version: int) -> list[Event]:
+        a = self.arrivals[key]
+        calibration = outcome_calibration(self.memory.histories.get(a.job, []), MARGIN_LEVEL)
+        margin = max(1.0, calibration["ratio_quantile"]) if calibration else 1.0
+        apps = self.cluster.running_at(t)
+        started = time.process_time()
+        p = plan_at(self.memory, a.job, t, (a.deadline_at - t) / margin, apps)
+        self.decisions.plan_cpu_s.append(time.process_time() - started)
         self.decisions.extra_cpu_s.append(0.0)
         self.decisions.waiting.append(0)
         self.start(key, t, p.scale_out, p)

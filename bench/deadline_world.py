@@ -37,6 +37,7 @@ from bench.colocation import (
 from bench.simulator import Curve, SimJob
 from cobell_cli.api import measured_overlaps
 from cobell_cli.cluster.base import RunningApp
+from cobell_cli.core.cost import executor_seconds
 
 JOBS = ("grep", "kmeans", "pagerank", "sgd", "tpchq10", "wordcount")
 REF_SCALE_OUT = 16
@@ -195,7 +196,7 @@ class JobResult:
 
     @property
     def executor_s(self) -> float:
-        return self.scale_out * self.runtime_s
+        return executor_seconds(self.scale_out, self.runtime_s)
 
 
 def record(memory: World | None, cluster: Cluster) -> list[JobResult]:

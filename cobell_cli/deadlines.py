@@ -43,6 +43,7 @@ class DeadlineRequest:
     start_now: bool = False
     queue: str = DEFAULT_QUEUE
     minimize: Minimize = DEFAULT_MINIMIZE
+    container_mb: float | None = None  # one executor's container; memory-MB-seconds needs it
 
     @property
     def latest_start_at(self) -> float | None:
@@ -60,6 +61,10 @@ def check_deadline(request: DeadlineRequest, now: float, option: str = "--deadli
         raise UsageError(
             f"{option} is more than a week ahead ({(request.deadline_at - now) / 86400:.1f} "
             "days)", hint="check the date, or give --max-wait to allow a wait that long")
+    if request.minimize == "memory-mb-seconds" and request.container_mb is None:
+        raise UsageError(
+            "--minimize memory-mb-seconds needs the executor's container size, and it is"
+            " unknown", hint="give the executor's memory, or minimize executor-seconds")
 
 
 @dataclass
@@ -150,7 +155,8 @@ def _pending(
         plan, captured.get("model"), runs, deadline_at=request.deadline_at,
         submitted_at=request.submitted_at, now=now, target_s=target_s,
         latest_start_at=request.latest_start_at, queue_wait_s=queue_wait_s,
-        start_now=request.start_now, grid_max=max(plan.max_scale_out, settings.max_scale_out))
+        start_now=request.start_now, grid_max=max(plan.max_scale_out, settings.max_scale_out),
+        container_mb=request.container_mb)
 
 
 def _busy(history: History, settings: Settings, prediction: Prediction) -> list[Busy]:
@@ -272,6 +278,7 @@ def _identity(planned: Planned) -> dict[str, Any]:
         "model": pending.model.to_payload() if pending is not None else None,
         "ratios": list(pending.ratios) if pending is not None else None,
         "candidates": list(pending.candidates) if pending is not None else None,
+        "container_mb": request.container_mb,
     }
 
 

@@ -73,3 +73,22 @@ def test_a_tiny_table_plays_every_row_through_the_same_rounds(curves) -> None:
     text = bench.render({7: [cell]}, "python -m bench.deadline --quick", 1.0, 1.0)
     assert "| simulator | burst5 | cobell --deadline |" in text and "Goals per cell" in text
     assert not math.isnan(bench._row_stats(cell, "deadline")["vs_oracle"])
+
+
+def test_a_row_played_later_merges_into_the_same_rounds(curves) -> None:
+    """--rows and --load: a row added in a later run is the row the whole run would have
+    played, on the same rounds; the careful user's margin starts every job at its submit."""
+    world = truth("simulator")
+    base = bench.warmed(curves, world, 7, 2)
+    both = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None,
+                          rows=("start_now", "margin"))
+    assert "oracle" not in both.rounds[0]  # the oracle needs every row it starts from
+    first = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None,
+                           rows=("start_now",))
+    later = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None,
+                           rows=("margin",))
+    (cell,) = bench.merged([first], [later])
+    assert cell.rows == ["start_now", "margin"]
+    assert cell.results("margin") == both.results("margin")
+    assert cell.results("start_now") == both.results("start_now")
+    assert all(r.waited_s == 0 for r in cell.results("margin"))

@@ -245,3 +245,14 @@ def test_a_dry_run_decides_and_writes_nothing(db: Path, rm: StandinRM, tmp_path:
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["start_in_s"] == 0
     assert _waiting_rows(fresh) == []
+
+
+def test_memory_mb_seconds_without_a_container_size_is_a_usage_error() -> None:
+    from cobell_cli.deadlines import DeadlineRequest, check_deadline
+    from cobell_cli.errors import UsageError
+
+    now = 1_800_000_000.0
+    check_deadline(DeadlineRequest(now + 3600, now, minimize="memory-mb-seconds",
+                                   container_mb=2048.0), now)
+    with pytest.raises(UsageError, match="container size"):
+        check_deadline(DeadlineRequest(now + 3600, now, minimize="memory-mb-seconds"), now)

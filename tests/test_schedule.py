@@ -185,6 +185,22 @@ def test_a_burst_that_interferes_staggers_and_costs_less_than_all_at_once() -> N
     assert found.total_cost < together.total_cost
 
 
+def test_memory_mb_seconds_prices_each_reservation_by_its_container() -> None:
+    """core.cost prices memory-MB-seconds; a waiting submit recorded without a container size
+    is priced at the deciding one's, so one size for all makes the same schedule, scaled."""
+    model = table({"report": (1.2, 0.0)})
+    burst = [job(f"j{i}", deadline_in_s=1000.0, model=model, submitted_at=NOW + i / 100)
+             for i in range(3)]
+    by_executor = schedule(burst, [], NOW, focus="j2")
+    sized = [burst[0], burst[1], job("j2", deadline_in_s=1000.0, model=model,
+                                      submitted_at=NOW + 0.02, container_mb=2048.0)]
+    by_memory = schedule(sized, [], NOW, focus="j2", minimize="memory-mb-seconds")
+    assert by_memory.minimize == "memory-mb-seconds"
+    assert [(p.key, p.start_at, p.scale_out) for p in by_memory.placements] == [
+        (p.key, p.start_at, p.scale_out) for p in by_executor.placements]
+    assert by_memory.total_cost == pytest.approx(2048.0 * by_executor.total_cost)
+
+
 def test_a_burst_with_tight_deadlines_starts_together() -> None:
     model = table({"report": (0.1, 0.0)})
     burst = [job(f"j{i}", deadline_in_s=200.0, model=model) for i in range(3)]

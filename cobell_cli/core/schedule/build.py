@@ -39,6 +39,7 @@ def pending_job(
     queue_wait_s: float = 0.0,
     start_now: bool = False,
     grid_max: int | None = None,
+    container_mb: float | None = None,
     key: str = NEW,
 ) -> PendingJob | None:
     """The submit as the scheduler sees it; None before its model plans (runs 1-6) or
@@ -55,7 +56,7 @@ def pending_job(
         candidates=tuple(c.scale_out for c in plan.candidates), deadline_at=deadline_at,
         earliest_at=now, submitted_at=submitted_at, target_s=target_s,
         latest_start_at=latest_start_at, queue_wait_s=queue_wait_s, start_now=start_now,
-        confidence=plan.confidence)
+        confidence=plan.confidence, container_mb=container_mb)
 
 
 def busy_apps(

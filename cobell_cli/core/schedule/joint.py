@@ -23,7 +23,7 @@ runs are passed in.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cobell_cli.core.cost import DEFAULT_MINIMIZE, Minimize, reservation_cost
@@ -80,6 +80,19 @@ class _Search:
         return used >= EVALUATION_BUDGET
 
 
+def priced(pending: Sequence[PendingJob], minimize: Minimize,
+           focus: str | None) -> list[PendingJob]:
+    """The jobs with a container size wherever `minimize` needs one: a waiting submit
+    recorded without one (it priced executor-seconds) is priced at the deciding submit's
+    container size, so the schedule's total compares like with like."""
+    if minimize == "executor-seconds":
+        return list(pending)
+    sizes = [j.container_mb for j in pending if j.container_mb is not None]
+    mine = [j.container_mb for j in pending if j.key == focus and j.container_mb is not None]
+    fill = mine[0] if mine else (sizes[0] if sizes else None)
+    return [j if j.container_mb is not None else replace(j, container_mb=fill) for j in pending]
+
+
 def schedule(
     pending: Sequence[PendingJob],
     busy: Sequence[Busy],
@@ -93,7 +106,8 @@ def schedule(
     job whose options the schedule reports (the submit deciding)."""
     if not pending:
         return Schedule((), (), 0.0, 0, 0, minimize)
-    search = _Search({j.key: j for j in pending}, busy, now, minimize, focus)
+    search = _Search({j.key: j for j in priced(pending, minimize, focus)}, busy, now, minimize,
+                     focus)
     movable = [j for j in pending if not j.committed]
     best: Schedule | None = None
     best_order: list[str] = []
