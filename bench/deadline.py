@@ -373,7 +373,8 @@ def side_by_side(cells_by_seed: Mapping[int, Sequence[CellResult]]) -> list[str]
                              for r in peers)
             margin = f"{_row_stats(c, 'margin')['vs_now']:.3f}" if "margin" in c.rows else "-"
             mine = _row_stats(c, "deadline")
-            lines.append(f"| {seed} ({SEED_ROLES.get(seed, 'other')}) | {c.world} |"
+            role = SEED_ROLES.get(seed, "other").split(",")[0].split(":")[0]
+            lines.append(f"| {seed} ({role}) | {c.world} |"
                          f" {c.pattern} | {met} | {mine['vs_now']:.3f} / {margin} |"
                          f" {mine['vs_oracle']:.3f} | {goal_row(c)[0]} |")
     return lines
