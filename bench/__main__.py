@@ -30,6 +30,7 @@ BENCHMARKS = (
     "whatif",
     "coldstart",
     "real_colocation",
+    "deadline",
 )
 QUICK_ONLY = {"history_memory", "cluster_faults"}
 RESULTS = Path(__file__).parent / "results"
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         coldstart,
         colocation,
         coverage,
+        deadline,
         history_memory,
         import_speed,
         latency,
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         "coverage": coverage, "latency": latency, "import_speed": import_speed,
         "history_memory": history_memory, "cluster_faults": cluster_faults,
         "whatif": whatif, "coldstart": coldstart, "real_colocation": real_colocation,
+        "deadline": deadline,
     }  # fmt: skip
     chosen = args.only or list(BENCHMARKS)
     for name in BENCHMARKS:

@@ -144,3 +144,21 @@ def parse_since(text: str, option: str, now: float, zone: tzinfo) -> float:
     if at is None:
         raise UsageError(f"{option} {text!r} is not a time", hint=f"use e.g. {SINCE_FORMS}")
     return at
+
+
+def local_iso(at: float, zone: tzinfo | None = None) -> str:
+    """Epoch seconds as an ISO local time to the second, with its offset (text output:
+    ../shared/CONVENTIONS.md, "Time"); `zone` defaults to the system's at that moment."""
+    moment = datetime.fromtimestamp(at, zone) if zone is not None else datetime.fromtimestamp(
+        at).astimezone()
+    return moment.isoformat(timespec="seconds")
+
+
+def span_text(seconds: float) -> str:
+    """A duration for a person: `45 s`, `12 min`, `2.5 h`."""
+    seconds = max(seconds, 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

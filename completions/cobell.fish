@@ -25,12 +25,12 @@ function __cobell_node
                 end
             case 'cobell submit'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --minimize --memory-confidence --retry-on-oom --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --minimize --memory-confidence --retry-on-oom --deadline --max-wait --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell predict'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --minimize --memory-confidence --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --minimize --memory-confidence --deadline --max-wait --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell demo'
@@ -180,7 +180,7 @@ complete -c cobell -n '__cobell_at \'cobell\'' -l debug -d 'Show tracebacks for 
 complete -c cobell -n '__cobell_at \'cobell\'' -l version -d 'Print the version and exit'
 complete -c cobell -n '__cobell_at \'cobell\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -s j -l job -x -a '(__cobell_jobs)' -d 'The recurring job\'s name'
-complete -c cobell -n '__cobell_at \'cobell submit\'' -s t -l target-runtime -x -d 'Runtime target: seconds, or a duration such as 90s, 5min, 1h30m'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -s t -l target-runtime -x -d 'Runtime target: seconds, or a duration such as 90s, 5min, 1h30m (optional with --deadline: then both hold)'
 complete -c cobell -n '__cobell_at \'cobell submit --\'' -a '(__fish_complete_subcommand --commandline (__cobell_after_dashdash))'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l min-scale-out -x -d 'Smallest scale-out. [env: COBELL_MIN_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l max-scale-out -x -d 'Largest scale-out. [env: COBELL_MAX_SCALE_OUT]'
@@ -193,12 +193,15 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l cores-per-executor -x -
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l dry-run -d 'Print the plan and command; run nothing'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l json -d 'Print one JSON summary line at the end (for cron and scripts)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l log-file -r -F -d 'Also append the job\'s output to this file'
-complete -c cobell -n '__cobell_at \'cobell submit\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target (with --deadline: when no start meets the deadline); nothing runs'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l spark-log-level -x -d 'Spark: the job\'s log level (spark.log.level), e.g'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l minimize -x -a 'executor-seconds memory-mb-seconds' -d 'What the reservation minimises among the scale-outs that meet the target: executor-seconds (the smallest scale-out) or memory-mb-seconds (container MB x executors x predicted runtime, with each scale-out\'s memory sized)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l memory-confidence -x -d 'Spark: size each executor\'s memory to cover the job\'s predicted need with estimated probability P (default 0.95)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l keep-memory -d 'Spark: leave the executor memory as the command or Spark\'s defaults have it (implied when the command sets --executor-memory); cobell still warns when its memory model finds it too small or far too large'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l retry-on-oom -x -d 'Spark: when the run fails for memory, run it again, at most N times, each at the larger executor memory the memory model bounds the need at after the failure; every attempt is recorded as its own run'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l deadline -x -d 'Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or without zone (2026-11-26T06:00+01:00), or +2h30m'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l max-wait -x -d 'With --deadline: wait at most this long for a better start (90s, 5min, 1h30m); also allows a deadline more than a week ahead'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l start-now -d 'With --deadline: start at once, sized for the deadline (no wait)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l event-log-dir -x -d 'Spark: where the run writes its event log, read afterwards for the what-if (default: event-logs/ next to the history; off: leave event logging alone)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
@@ -207,17 +210,20 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l ca-bundle -r -F -d 'CA 
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l allow-no-cluster -l require-cluster -d 'Plan without co-runners when the cluster cannot be asked (said in the output). [env: COBELL_ALLOW_NO_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -s j -l job -x -a '(__cobell_jobs)' -d 'The recurring job\'s name'
-complete -c cobell -n '__cobell_at \'cobell predict\'' -s t -l target-runtime -x -d 'Runtime target: seconds, or a duration such as 90s, 5min, 1h30m'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -s t -l target-runtime -x -d 'Runtime target: seconds, or a duration such as 90s, 5min, 1h30m (optional with --deadline: then both hold)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l min-scale-out -x -d 'Smallest scale-out. [env: COBELL_MIN_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l max-scale-out -x -d 'Largest scale-out. [env: COBELL_MAX_SCALE_OUT]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l step -x -d 'Step between candidates. [env: COBELL_SCALE_OUT_STEP]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l confidence -x -d 'The policy: the smallest scale-out whose upper bound at P is within the target, so that its P(meet) is at least P (0-1; default 0.9); `point` plans on the prediction, as the CoBell paper does'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-size -x -d 'Input size (e.g. 10G); plans on similar runs only'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-tolerance -x -d 'Runs count as similar within ± this fraction of the input size. [env: COBELL_INPUT_TOLERANCE]'
-complete -c cobell -n '__cobell_at \'cobell predict\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target (with --deadline: when no start meets the deadline); nothing runs'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l all -d 'Every scale-out in the table, not only those around the decision'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l minimize -x -a 'executor-seconds memory-mb-seconds' -d 'What the reservation minimises among the scale-outs that meet the target: executor-seconds (the smallest scale-out) or memory-mb-seconds (container MB x executors x predicted runtime, with each scale-out\'s memory sized)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l memory-confidence -x -d 'Spark: size each executor\'s memory to cover the job\'s predicted need with estimated probability P (default 0.95)'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l deadline -x -d 'Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or without zone (2026-11-26T06:00+01:00), or +2h30m'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l max-wait -x -d 'With --deadline: wait at most this long for a better start (90s, 5min, 1h30m); also allows a deadline more than a week ahead'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l start-now -d 'With --deadline: start at once, sized for the deadline (no wait)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l json -d 'Print the plan as JSON (always with every scale-out)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'

@@ -86,7 +86,11 @@ def test_dead_rm_is_exit_4_unless_allowed(db: Path, dead_rm_url: str) -> None:
         (["-j", "nope", "-t", "100"], 2, "no runs of job 'nope'"),
         (["-j", "sgd", "-t", "100", "--input-size", "lots"], 2, "not a size"),
         (["-j", "sgd", "-t", "100", "--confidence", "2"], 2, "between 0 and 1"),
-        (["-j", "sgd"], 2, "Missing option"),
+        (["-j", "sgd"], 2, "give --target-runtime SECONDS or --deadline TIME"),
+        (["-j", "sgd", "--deadline", "tomorrowish"], 2, "is not a time; use e.g. 06:00"),
+        (["-j", "sgd", "--deadline", "+9d"], 2, "more than a week ahead"),
+        (["-j", "sgd", "-t", "100", "--max-wait", "5min"], 2, "need --deadline"),
+        (["-j", "sgd", "--deadline", "06:00", "--max-wait", "soon"], 2, "is not a duration"),
     ],
 )
 def test_bad_requests_are_usage_errors(db: Path, args, code, needle) -> None:

@@ -76,8 +76,8 @@ def test_bootstrap_binary_search_over_three_real_runs(tmp_path: Path) -> None:
     assert scale_outs[0] == 4 or scale_outs[0] == 5  # the midpoint of [1, 8]
     # run 1 met the target in r s: by Amdahl's law x · r / target executors meet it too
     first = recorded[0]
-    assert first["runtime_s"] <= 0.5
-    assert scale_outs[1] == max(1, math.ceil(first["scale_out"] * first["runtime_s"] / 0.5
+    assert first["runtime_s"] <= 3
+    assert scale_outs[1] == max(1, math.ceil(first["scale_out"] * first["runtime_s"] / 3
                                              - 1e-9))
     assert all(r["status"] == "succeeded" and r["model"] == "bootstrap-search" for r in recorded)
     for r in recorded:

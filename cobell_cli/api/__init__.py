@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
 from cobell_cli.api.models import (
     ModelInput,
     cluster_profiles,
@@ -78,9 +79,11 @@ __all__ = [
     "CLUSTER_PROFILES",
     "JOB_PROFILES",
     "CheckedFile",
+    "DeadlineRequest",
     "MemoryAsk",
     "ModelInput",
     "Prediction",
+    "check_deadline",
     "check_file",
     "check_job_name",
     "check_request",
@@ -110,6 +113,7 @@ __all__ = [
     "model_input",
     "nearest_memory_job",
     "open_history",
+    "plan_for_deadline",
     "predict",
     "remove_runs",
     "run_columns",

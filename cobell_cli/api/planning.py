@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cobell_cli.config import Settings
     from cobell_cli.core.plan import Plan
     from cobell_cli.core.running import RunningApp
+    from cobell_cli.core.schedule.decision import StartDecision
     from cobell_cli.store.history import History
     from cobell_cli.store.model_cache import ModelCache
 
@@ -47,6 +48,8 @@ class Prediction:
     live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
     policy: float | None = None  # the P(meet) level asked for (None: point); plan.confidence
     # is the level that decided, None while the bootstrap's binary search decides
+    start: StartDecision | None = None  # with --deadline: start now or wait (deadlines.py)
+    run_fields: dict[str, Any] = field(default_factory=dict)  # recorded with the run
 
     @property
     def all_warnings(self) -> list[str]:
@@ -54,7 +57,7 @@ class Prediction:
         return [*self.plan.warnings, *self.warnings]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             **self.plan.to_dict(),
             "cluster": self.cluster,
             "cluster_ok": self.cluster_ok,
@@ -63,6 +66,12 @@ class Prediction:
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
             "policy": self.policy,
         }
+        if self.start is not None:  # the start decided, not the plan at once, is the answer
+            start = self.start.to_dict()
+            out.update(start, scale_out=self.start.scale_out,
+                       meet_probability=self.start.meet_probability,
+                       predicted_s=self.start.predicted_s, feasible=self.start.feasible)
+        return out
 
 
 def check_request(target_s: float, min_scale_out: int, max_scale_out: int) -> None:
@@ -110,9 +119,11 @@ def predict(
     exclude_app_ids: Iterable[str] = (),
     memory: MemoryAsk | None = None,
     minimize: str = "executor-seconds",
+    on_model: Any = None,
 ) -> Prediction:
     """Plan the next run of `job` against the history and what runs on the cluster now;
-    with `memory`, size each candidate's executor memory too."""
+    with `memory`, size each candidate's executor memory too. `on_model(model, phase)`
+    receives the job's model the plan used (deadlines.py)."""
     from cobell_cli.core.plan import plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
@@ -163,6 +174,7 @@ def predict(
         memory_runs=memory_runs,
         memory_model=sizing,
         minimize=minimize,  # type: ignore[arg-type]
+        on_model=on_model,
     )
     if replays is not None:
         replays.save()

@@ -174,11 +174,38 @@ def target_runtime(text: str) -> float:
     raise UsageError(f"--target-runtime must be > 0 seconds, got {text!r}")
 
 
-TARGET_HELP = "Runtime target: seconds, or a duration such as 90s, 5min, 1h30m."
+TARGET_HELP = ("Runtime target: seconds, or a duration such as 90s, 5min, 1h30m (optional "
+               "with --deadline: then both hold).")
 TargetOpt = Annotated[
-    float,
+    float | None,
     typer.Option("--target-runtime", "-t", metavar="DURATION", parser=target_runtime,
                  help=TARGET_HELP),
+]
+DeadlineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--deadline", metavar="TIME",
+        help="Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or "
+        "without zone (2026-11-26T06:00+01:00), or +2h30m. Weighs starting now against waiting "
+        "for running apps to end. Example: --deadline 06:00",
+        rich_help_panel="Deadline",
+    ),
+]
+MaxWaitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--max-wait", metavar="DURATION",
+        help="With --deadline: wait at most this long for a better start (90s, 5min, 1h30m); "
+        "also allows a deadline more than a week ahead. Example: --max-wait 20min",
+        rich_help_panel="Deadline",
+    ),
+]
+StartNowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--start-now", help="With --deadline: start at once, sized for the deadline (no wait).",
+        rich_help_panel="Deadline",
+    ),
 ]
 MinScaleOutOpt = Annotated[
     int | None,
@@ -228,7 +255,8 @@ InputToleranceOpt = Annotated[
     ),
 ]
 StrictOpt = Annotated[
-    bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target.")
+    bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target "
+                       "(with --deadline: when no start meets the deadline); nothing runs.")
 ]
 MinimizeOpt = Annotated[
     str,
@@ -265,6 +293,33 @@ def check_minimize(minimize: str) -> str:
             hint="e.g. --minimize memory-mb-seconds",
         )
     return minimize
+
+
+def deadline_request(
+    deadline: str | None, max_wait: str | None, start_now: bool, target_s: float | None,
+    now: float, queue: str | None = None,
+) -> Any:
+    """The deadline options as a `deadlines.DeadlineRequest` (None without --deadline); a
+    usage error names the accepted forms, or what is missing."""
+    from cobell_cli.errors import UsageError
+
+    if deadline is None:
+        if max_wait is not None or start_now:
+            raise UsageError("--max-wait and --start-now need --deadline",
+                             hint="e.g. --deadline 06:00 --max-wait 20min")
+        if target_s is None:
+            raise UsageError("give --target-runtime SECONDS or --deadline TIME",
+                             hint="e.g. --target-runtime 600 or --deadline 06:00")
+        return None
+    from cobell_cli.api.deadlines import DeadlineRequest, check_deadline
+    from cobell_cli.timespec import local_zone, parse_duration, parse_moment
+
+    at = parse_moment(deadline, "--deadline", now, local_zone(now))
+    wait_s = parse_duration(max_wait, "--max-wait") if max_wait is not None else None
+    request = DeadlineRequest(deadline_at=at, submitted_at=now, max_wait_s=wait_s,
+                              start_now=start_now, **({"queue": queue} if queue else {}))
+    check_deadline(request, now)
+    return request
 
 
 def planning_flags(

@@ -11,19 +11,23 @@ from cobell_cli.cli.common import (
     CaBundleOpt,
     ClusterOpt,
     ConfidenceOpt,
+    DeadlineOpt,
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
     MaxScaleOutOpt,
+    MaxWaitOpt,
     MemoryConfidenceOpt,
     MinimizeOpt,
     MinScaleOutOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
+    StartNowOpt,
     StepOpt,
     StrictOpt,
     TargetOpt,
     cluster_flags,
+    deadline_request,
     open_history,
     planning_flags,
     settings,
@@ -32,6 +36,8 @@ from cobell_cli.cli.common import (
 
 if TYPE_CHECKING:
     from cobell_cli.api import Prediction
+    from cobell_cli.api.deadlines import DeadlineRequest, Planned
+    from cobell_cli.core.schedule.decision import StartDecision
 
 
 AROUND = 3  # candidate rows shown on each side of the decision without --all
@@ -55,6 +61,8 @@ def render(prediction: Prediction, show_all: bool = False) -> str:
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
     if p.memory is not None:
         lines.append(memory_line(p.memory))
+    if prediction.start is not None:
+        lines.extend(render_start(prediction.start))
     return "\n".join(lines)
 
 
@@ -164,6 +172,39 @@ def memory_line(memory: Any) -> str:
     return f"memory: {heap} MB heap per executor{grant}, {how}{model}{note}"
 
 
+def render_start(start: StartDecision) -> list[str]:
+    """The starts weighed against the deadline, their cost, and which won and why."""
+    from cobell_cli.output import table
+    from cobell_cli.timespec import local_iso, span_text
+
+    left = span_text(start.deadline_at - start.now)
+    lines = [f"deadline {local_iso(start.deadline_at)} (in {left})"
+             + (f"; {start.queue_wait_s:.0f} s of YARN queueing counted against it"
+                if start.queue_wait_s else "")
+             + (f"; {start.others_waiting} other waiting submit(s) weighed"
+                if start.others_waiting else "")]
+    if start.options:
+        rows = [{
+            "start": "now" if o.start_at <= start.now + 1 else
+            f"{local_iso(o.start_at)} (in {span_text(o.start_at - start.now)})",
+            "after": o.waits_for or "",
+            "scale-out": o.scale_out,
+            "prediction s": f"{o.predicted_s:.0f}",
+            "P(meet)": _percent(o.meet_probability),
+            start.minimize: f"{o.cost:,.0f}",
+            "meets": "yes" if o.feasible else "no",
+            "chosen": "<-" if abs(o.start_at - start.start_at) < 1 else "",
+        } for o in start.options]
+        lines.append(table(rows, ["start", "after", "scale-out", "prediction s", "P(meet)",
+                                  start.minimize, "meets", "chosen"]))
+    when = "now" if start.start_now else (
+        f"at {local_iso(start.start_at)} (in {span_text(start.start_in_s)})")
+    lines.append(f"start: {when} at scale-out {start.scale_out}; P(meet the deadline) "
+                 + _percent(start.meet_probability, unknown="unknown") + f": {start.start_reason}")
+    return lines
+
+
+
 def _percent(probability: float | None, unknown: str = "") -> str:
     from cobell_cli.core.plan.reasons import probability_text
 
@@ -228,10 +269,44 @@ def run_prediction(
     return prediction, cluster
 
 
+def run_deadline_prediction(
+    ctx: typer.Context,
+    *,
+    job: str,
+    target_s: float | None,
+    request: DeadlineRequest,
+    input_bytes: int | None,
+    flags: dict[str, Any],
+    require_history: bool,
+    now: float,
+) -> tuple[Planned, Any]:
+    """`run_prediction` for a deadline: the plan at once within what the deadline leaves, and
+    what the scheduler weighs later starts with (deadlines.plan_for_deadline)."""
+    from cobell_cli.api import deadlines
+    from cobell_cli.cli.common import connect_cluster
+
+    resolved = settings(ctx, **flags)
+    if target_s is not None:
+        from cobell_cli import api
+
+        api.check_request(target_s, resolved.min_scale_out, resolved.max_scale_out)
+    with open_history(ctx, create=not require_history, read_only=require_history) as history:
+        cluster = connect_cluster(resolved, history.job_names())
+        planned = deadlines.plan_for_deadline(
+            history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
+            input_bytes=input_bytes, require_history=require_history)
+        if require_history:  # predict: the other waiting submits, read only
+            decision = deadlines.read_decision(history, planned, now)
+            planned.prediction.start = decision
+    for message in [*planned.prediction.warnings, *planned.warnings]:
+        warn(message)
+    return planned, cluster
+
+
 def predict(
     ctx: typer.Context,
     job: JobOpt,
-    target_runtime: TargetOpt,
+    target_runtime: TargetOpt = None,
     min_scale_out: MinScaleOutOpt = None,
     max_scale_out: MaxScaleOutOpt = None,
     step: StepOpt = None,
@@ -244,6 +319,9 @@ def predict(
     ),
     minimize: MinimizeOpt = "executor-seconds",
     memory_confidence: MemoryConfidenceOpt = None,
+    deadline: DeadlineOpt = None,
+    max_wait: MaxWaitOpt = None,
+    start_now: StartNowOpt = False,
     as_json: bool = typer.Option(
         False, "--json", help="Print the plan as JSON (always with every scale-out)."
     ),
@@ -281,6 +359,12 @@ def predict(
     prefers the scale-out whose containers cost least.
 
     Example: cobell predict -j sgd -t 300 --input-size 20G --minimize memory-mb-seconds
+
+    With --deadline the table is followed by the starts weighed against it: now, and after
+    each running app predicted to end in time, each at the smallest scale-out that meets the
+    deadline at the confidence from there, with its P(meet) and cost; the cheapest wins.
+
+    Example: cobell predict -j nightly-report --deadline 06:00
     """
     import time
 
@@ -293,6 +377,19 @@ def predict(
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
     }
+    now = time.time()
+    request = deadline_request(deadline, max_wait, start_now, target_runtime, now)
+    if request is not None:
+        planned, _ = run_deadline_prediction(
+            ctx, job=job, target_s=target_runtime, request=request,
+            input_bytes=parse_size(input_size) if input_size is not None else None, flags=flags,
+            require_history=True, now=now)
+        prediction = planned.prediction
+        prediction.warnings.extend(planned.warnings)
+        typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
+        _strict_deadline(prediction, strict)
+        return
+    assert target_runtime is not None
     prediction, _ = run_prediction(
         ctx,
         job=job,
@@ -300,7 +397,7 @@ def predict(
         input_bytes=parse_size(input_size) if input_size is not None else None,
         flags=flags,
         require_history=True,
-        now=time.time(),
+        now=now,
         memory=MemoryAsk(confidence=memory_confidence),
         minimize=check_minimize(minimize),
     )
@@ -314,3 +411,21 @@ def predict(
                 f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
                 hint="raise --max-scale-out or the target",
             )
+
+
+def _strict_deadline(prediction: Prediction, strict: bool) -> None:
+    """No start meets the deadline: warn loudly, and with --strict exit 3."""
+    from cobell_cli.errors import NoFeasibleScaleOut
+    from cobell_cli.timespec import local_iso
+
+    start = prediction.start
+    if start is None or start.feasible:
+        return
+    message = (f"no start meets the deadline {local_iso(start.deadline_at)} at "
+               f"{_policy(prediction.policy, prediction.plan.phase).removeprefix('policy: ')}"
+               f"; best effort: scale-out {start.scale_out}, now")
+    if strict:
+        raise NoFeasibleScaleOut(message.split("; best effort")[0] + "; nothing was started",
+                                 hint="give a later --deadline, raise --max-scale-out, "
+                                 "or drop --strict")
+    warn(message)

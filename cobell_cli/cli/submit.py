@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -14,19 +15,23 @@ from cobell_cli.cli.common import (
     CaBundleOpt,
     ClusterOpt,
     ConfidenceOpt,
+    DeadlineOpt,
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
     MaxScaleOutOpt,
+    MaxWaitOpt,
     MemoryConfidenceOpt,
     MinimizeOpt,
     MinScaleOutOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
+    StartNowOpt,
     StepOpt,
     StrictOpt,
     TargetOpt,
     cluster_flags,
+    deadline_request,
     info,
     open_history,
     planning_flags,
@@ -36,6 +41,7 @@ from cobell_cli.cli.common import (
 
 if TYPE_CHECKING:
     from cobell_cli.api import MemoryAsk, Prediction
+    from cobell_cli.api.deadlines import DeadlineRequest
     from cobell_cli.run.launch import Injection
     from cobell_cli.run.submit import Outcome
 
@@ -87,7 +93,7 @@ class _ClearingStream:
 def submit(
     ctx: typer.Context,
     job: JobOpt,
-    target_runtime: TargetOpt,
+    target_runtime: TargetOpt = None,
     command: list[str] = typer.Argument(
         ..., metavar="-- COMMAND...", help="The job's command (spark-submit, flink run, ...)."
     ),
@@ -139,6 +145,9 @@ def submit(
         "the larger executor memory the memory model bounds the need at after the failure; "
         "every attempt is recorded as its own run. Example: --retry-on-oom 2.",
     ),
+    deadline: DeadlineOpt = None,
+    max_wait: MaxWaitOpt = None,
+    start_now: StartNowOpt = False,
     event_log_dir: str | None = typer.Option(
         None,
         "--event-log-dir",
@@ -181,11 +190,19 @@ def submit(
     memory, and --retry-on-oom N runs it again at a larger memory.
 
     Example: cobell submit -j etl -t 600 --retry-on-oom 2 -- spark-submit --master yarn etl.py
+
+    With --deadline it weighs starting now against waiting for running apps (and other
+    waiting submits on the same history) to end, and may wait: it says on one line what for
+    and until when; SIGINT or SIGTERM end the wait (128+N, nothing started). The run records
+    how long it waited (waited_s), its deadline_at and its start_reason.
+
+    Example: cobell submit -j nightly-report --deadline 06:00 -- spark-submit report.py
     """
     import time
 
     from cobell_cli.cli.common import check_minimize
     from cobell_cli.cli.predict import run_prediction
+    from cobell_cli.core.schedule.queue import app_queue
     from cobell_cli.run import event_capture, launch
 
     size = _input_bytes(input_path, input_size)
@@ -197,43 +214,69 @@ def submit(
     ask = _memory_ask(command, keep_memory, memory_confidence)  # and bad memory strings
     check_minimize(minimize)
     submitted_at = time.time()
+    request = deadline_request(deadline, max_wait, start_now, target_runtime, submitted_at,
+                               queue=app_queue(command))
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
         "event_log_dir": event_log_dir,
     }
+    row = None
     attempts: list[Outcome] = []
-    while True:
-        prediction, cluster_adapter = run_prediction(
-            ctx,
-            job=job,
-            target_s=target_runtime,
-            input_bytes=size,
-            flags=flags,
-            require_history=False,
-            now=submitted_at if not attempts else time.time(),
-            memory=ask,
-            minimize=minimize,
-        )
-        injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
-        injected, memory = _with_memory(injected, prediction, ask, attempts)
-        if spark_log_level is not None:
-            injected = launch.with_spark_log_level(injected, spark_log_level)
-        starts = not dry_run and (prediction.plan.feasible or not strict)
-        injected = event_capture.prepare(
-            injected, settings(ctx, **flags).event_log_path, create=starts
-        )
-        _show_plan(prediction, injected, dry_run, as_json, strict, target_runtime)
-        if dry_run:
-            return
-        outcome = _run(ctx, prediction, cluster_adapter, injected, size, time.time(), log_file,
-                       memory)
-        attempts.append(outcome)
-        if not _retry(outcome, attempts, retry_on_oom):
-            break
+    try:
+        while True:
+            if request is not None and not attempts:
+                prediction, cluster_adapter, row = _start_by_deadline(
+                    ctx, job, target_runtime, request, size, flags, dry_run, strict)
+            else:
+                prediction, cluster_adapter = run_prediction(
+                    ctx,
+                    job=job,
+                    target_s=_target_now(target_runtime, request),
+                    input_bytes=size,
+                    flags=flags,
+                    require_history=False,
+                    now=submitted_at if not attempts else time.time(),
+                    memory=ask,
+                    minimize=minimize,
+                )
+            injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+            injected, memory = _with_memory(injected, prediction, ask, attempts)
+            if spark_log_level is not None:
+                injected = launch.with_spark_log_level(injected, spark_log_level)
+            starts = not dry_run and (prediction.plan.feasible or not strict)
+            injected = event_capture.prepare(
+                injected, settings(ctx, **flags).event_log_path, create=starts
+            )
+            target_s = prediction.plan.target_s
+            _show_plan(prediction, injected, dry_run, as_json, strict and row is None, target_s)
+            if dry_run:
+                return
+            outcome = _run(ctx, prediction, cluster_adapter, injected, size,
+                           submitted_at if not attempts else time.time(), log_file, memory, row)
+            attempts.append(outcome)
+            if not _retry(outcome, attempts, retry_on_oom):
+                break
+    finally:
+        if row is not None:
+            from cobell_cli.api.deadlines import forget
+
+            forget(settings(ctx).db_path, row)
     planned = [*injected.warnings, *prediction.all_warnings]
-    _after_the_job(ctx, attempts, as_json, flags, job, target_runtime, size, planned)
+    _after_the_job(ctx, attempts, as_json, flags, job, target_s, size, planned)
     raise typer.Exit(outcome.exit_code)
+
+
+def _target_now(target_s: float | None, request: DeadlineRequest | None) -> float:
+    """The runtime target of a plan made now: the given one, or (a retry under --deadline)
+    what the deadline leaves, whichever is shorter."""
+    import time
+
+    left = None if request is None else max(request.deadline_at - time.time(), 1.0)
+    if target_s is None:
+        assert left is not None  # deadline_request demands one of the two
+        return left
+    return target_s if left is None else min(target_s, left)
 
 
 def _memory_ask(command: list[str], keep: bool, confidence: float | None) -> MemoryAsk | None:
@@ -313,6 +356,84 @@ def _retry(outcome: Outcome, attempts: list[Outcome], retries: int) -> bool:
     return True
 
 
+def _start_by_deadline(
+    ctx: typer.Context,
+    job: str,
+    target_s: float | None,
+    request: DeadlineRequest,
+    size: int | None,
+    flags: dict,
+    dry_run: bool,
+    strict: bool,
+) -> tuple[Prediction, object, int | None]:
+    """Decide the start with every waiting submit (recorded in the history), wait for it,
+    and return the prediction the run starts on and the submit's row (None: a dry run)."""
+    import time
+
+    from cobell_cli.api import deadlines
+    from cobell_cli.cli.predict import _strict_deadline, run_deadline_prediction
+    from cobell_cli.run import wait
+
+    def planned_at(now: float, req: DeadlineRequest) -> tuple[deadlines.Planned, object]:
+        return run_deadline_prediction(ctx, job=job, target_s=target_s, request=req,
+                                       input_bytes=size, flags=flags, require_history=False,
+                                       now=now)
+
+    path = settings(ctx).db_path
+    now = request.submitted_at
+    planned, cluster = planned_at(now, request)
+    if dry_run:
+        with open_history(ctx, create=True, read_only=True) as history:  # none: empty
+            decision = deadlines.read_decision(history, planned, now)
+        return deadlines.run_prediction(planned, decision, now, 0.0), cluster, None
+    decision, row = deadlines.decide_and_record(path, planned, now, None, give_up=_signalled)
+    try:
+        _strict_deadline(deadlines.run_prediction(planned, decision, now, 0.0), strict)
+        if not decision.start_now:
+            def replan(force: bool) -> tuple[deadlines.Planned, object]:
+                nonlocal row  # a row reaped meanwhile is written anew, with a new id
+                at = time.time()
+                again, _ = planned_at(at, replace(request, start_now=True) if force
+                                      else request)
+                decided, row = deadlines.decide_and_record(path, again, at, row,
+                                                           give_up=_signalled)
+                return again, decided
+
+            waited = wait.wait_for_start(
+                history_path=path, row_id=lambda: row, decision=decision, planned=planned,
+                replan=replan, running=_running_ids(cluster), say=info)
+            planned, decision, waited_s = waited.planned, waited.decision, waited.waited_s
+        else:
+            waited_s = 0.0
+    except BaseException:
+        deadlines.forget(path, row)
+        raise
+    return (deadlines.run_prediction(planned, decision, time.time(), waited_s), cluster, row)
+
+
+def _signalled() -> bool:
+    from cobell_cli import interrupts
+
+    return interrupts.received() is not None or interrupts.deferred() is not None
+
+
+def _running_ids(cluster: object) -> object:
+    """The cluster's running app ids, for the wait to notice an app that ended (None: a
+    cluster that lists nothing)."""
+    from cobell_cli.errors import ClusterError
+
+    if getattr(cluster, "name", "none") == "none":
+        return None
+
+    def running() -> set[str]:
+        try:
+            return {a.app_id for a in cluster.running_apps()}  # type: ignore[attr-defined]
+        except ClusterError:
+            return set()
+
+    return running
+
+
 def _input_bytes(input_path: str | None, input_size: str | None) -> int | None:
     from cobell_cli.cli.common import parse_size
     from cobell_cli.errors import UsageError
@@ -375,8 +496,10 @@ def _run(
     submitted_at: float,
     log_file: Path | None,
     memory: dict[str, int | None] | None = None,
+    row: int | None = None,
 ) -> Outcome:
-    """The job, with the live 'elapsed' line on a terminal."""
+    """The job, with the live 'elapsed' line on a terminal; a deadline submit's row is
+    linked to the run (so others do not count it twice)."""
     from cobell_cli.run import launch
     from cobell_cli.run.submit import execute
 
@@ -399,10 +522,20 @@ def _run(
             on_tick=live.tick if live else None,
             cluster_ok=prediction.cluster_ok,
             memory=memory,
+            run_fields=prediction.run_fields,
+            on_inserted=_linker(settings(ctx).db_path, row),  # type: ignore[arg-type]
         )
     finally:
         if live is not None:
             live.clear()
+
+
+def _linker(path: Path, row: int | None) -> object:
+    if row is None:
+        return None
+    from cobell_cli.api.deadlines import mark_run
+
+    return lambda run_id: mark_run(path, row, run_id)
 
 
 def _after_the_job(

@@ -13,7 +13,8 @@ Rules, in one place because the planner's numbers depend on them:
   "not finished"; `startedTime` 0 or -1 means hidden/unknown (None).
 - Text fields hidden by ACLs ("N/A", "", null, missing) become None; a missing name is "".
 - `running_apps()` asks for `states=RUNNING` only: an ACCEPTED app holds no executors yet,
-  so it does not interfere now; it shows up once it runs.
+  so it does not interfere now; it shows up once it runs. `accepted_apps()` lists those
+  waiting in their queue (a deadline counts the wait behind them).
 - `apps_finished_since(t)` asks for `states=FINISHED,FAILED,KILLED&finishedTimeBegin=<ms>`.
 - Every documented shape of the apps list parses: `{"apps":{"app":[...]}}`, `{"apps":null}`,
   `{"apps":{}}`, `{"apps":{"app":null}}`; anything else is a ClusterError naming the RM.
@@ -230,6 +231,12 @@ class YarnCluster:
     def running_apps(self) -> list[RunningApp]:
         apps = self._apps({"states": "RUNNING"})
         return [a for a in apps if a.state == "RUNNING" and a.finished_at is None]
+
+    def accepted_apps(self) -> list[RunningApp]:
+        """Apps waiting in their queue (ACCEPTED): they hold no executors yet, but a new app
+        in the same queue waits behind them (a deadline counts that wait)."""
+        apps = self._apps({"states": "ACCEPTED"})
+        return [a for a in apps if a.state == "ACCEPTED"]
 
     def apps_finished_since(self, since: float) -> list[RunningApp]:
         params = {"states": ",".join(FINISHED_STATES), "finishedTimeBegin": int(since * 1000)}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -62,6 +62,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     failure_reason: str | None = None  # "memory": the reservation was too small
     executor_memory_mb: int | None = None  # the heap the run had, where cobell knows it
+    deadline: dict[str, Any] | None = None  # deadline_at, waited_s, start_reason (--deadline)
 
     @property
     def met_target(self) -> bool:
@@ -86,6 +87,7 @@ class Outcome:
             "co_runners": len(self.co_runners),
             "recorded_in": self.recorded_in,
             "warnings": self.warnings,
+            **(self.deadline or {}),
         }
 
 
@@ -111,19 +113,24 @@ def execute(
     on_tick: Callable[[float], None] | None = None,
     cluster_ok: bool = True,
     memory: dict[str, int | None] | None = None,
+    run_fields: Mapping[str, Any] | None = None,
+    on_inserted: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it.
 
     What can fail before the job starts is tried before its run is recorded (the command,
     the log file): a job that never started leaves no run. `cluster_ok` says whether the
     cluster answered when the run was planned; `memory`: the executor memory the run is
-    given (executor_memory_mb, executor_overhead_mb), recorded with it."""
+    given (executor_memory_mb, executor_overhead_mb) and `run_fields` (a deadline's
+    deadline_at, waited_s, start_reason), recorded with it; `on_inserted(run_id)` is called
+    once the run's row exists, before the job starts."""
     from cobell_cli.run.child import check_can_start, open_log
 
     check_can_start(argv, log_file)
     log = open_log(log_file) if log_file is not None else None
     try:
-        row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+        row = {**_planned_row(plan, launcher, input_bytes, submitted_at, stored_command),
+               **(run_fields or {})}
         row.update({k: v for k, v in (memory or {}).items() if v is not None})
         recorder = _insert_run(history_path, row)
     except BaseException:
@@ -131,8 +138,11 @@ def execute(
             log.close()
         raise
     try:
+        if on_inserted is not None:
+            on_inserted(recorder.run_id)
         result = _run_job(recorder, argv, log, stdout, stderr, on_tick)
         outcome = _record_completion(recorder, plan, result)
+        outcome.deadline = dict(run_fields or {}) or None
         try:
             with interrupts.abandonable():
                 outcome.warnings += _collect_event_log(recorder, argv, launcher, result)

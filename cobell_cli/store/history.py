@@ -409,6 +409,9 @@ class History(RunQueries):
                         "WHERE id = ? AND status = 'running'",
                         (run_id,),
                     )
+        from cobell_cli.store.reaping import reap  # submits waiting for their start: alike
+
+        reap(self, time.time(), host=host, alive=alive)
         return dead
 
     def next_run_id(self) -> int:

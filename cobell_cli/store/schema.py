@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
@@ -53,6 +53,9 @@ RUN_COLUMNS: dict[str, type] = {
     "executor_overhead_mb": int,
     "peak_memory_mb": float,
     "failure_reason": str,
+    "waited_s": float,
+    "deadline_at": float,
+    "start_reason": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -221,6 +224,53 @@ def _migration_6(conn: sqlite3.Connection) -> None:
     )
 
 
+WAITING_STATES = ("waiting", "started")
+
+
+def _migration_7(conn: sqlite3.Connection) -> None:
+    """Deadlines (issue 27): how long a run waited for its start, its deadline and why it
+    started when it did; and the submits that wait for their start (`waiting`), which are not
+    runs (a job that never started leaves no run): each with its plan and its job's model, so
+    that every submit on the history plans around the others. A `started` row stands for a
+    run that a waiting submit started, until its process ends; a row whose process is gone is
+    removed (store/waiting.py), as a `running` run becomes `lost`.
+    """
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN waited_s REAL CHECK (waited_s IS NULL OR waited_s >= 0)"
+    )
+    conn.execute("ALTER TABLE runs ADD COLUMN deadline_at REAL")
+    conn.execute("ALTER TABLE runs ADD COLUMN start_reason TEXT")
+    states = ", ".join(repr(s) for s in WAITING_STATES)
+    conn.execute(
+        f"""CREATE TABLE waiting (
+            id INTEGER PRIMARY KEY,
+            job TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'waiting' CHECK (state IN ({states})),
+            submitted_at REAL NOT NULL,
+            deadline_at REAL NOT NULL,
+            target_s REAL,
+            confidence REAL,
+            latest_start_at REAL,
+            queue_wait_s REAL NOT NULL DEFAULT 0,
+            start_now INTEGER NOT NULL DEFAULT 0,
+            start_at REAL,
+            scale_out INTEGER CHECK (scale_out IS NULL OR scale_out >= 1),
+            predicted_s REAL,
+            meet_probability REAL,
+            waits_for TEXT,
+            model TEXT,
+            ratios TEXT,
+            candidates TEXT,
+            container_mb REAL,
+            run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+            decided_at REAL,
+            decisions INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
@@ -229,5 +279,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_4,
     _migration_5,
     _migration_6,
+    _migration_7,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION

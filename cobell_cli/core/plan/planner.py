@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from cobell_cli.core.plan.history import (
 )
 from cobell_cli.core.plan.model_phase import _model_plan
 from cobell_cli.core.plan.reasons import _note_whatif
-from cobell_cli.core.plan.records import STRATEGIES, FitFn, Plan, RuntimeModel, Strategy
+from cobell_cli.core.plan.records import STRATEGIES, FitFn, Phase, Plan, RuntimeModel, Strategy
 from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
 
@@ -120,6 +120,7 @@ def plan(
     memory_runs: Sequence[Mapping[str, Any]] = (),
     memory_model: MemoryModel | None = None,
     minimize: Minimize = DEFAULT_MINIMIZE,
+    on_model: Callable[[RuntimeModel, Phase], None] | None = None,
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -142,6 +143,8 @@ def plan(
     model of them, if the caller keeps one); `minimize`: what the smallest-reservation rule
     minimises (core/cost.py): executor-seconds takes the smallest scale-out that meets the
     target, memory-MB-seconds the one whose containers cost least over the predicted runtime.
+    `on_model` is called with the job's own model and the phase it plans in, when there is
+    one (the deadline scheduler weighs later starts with the very model this plan used).
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -165,6 +168,8 @@ def plan(
     sized = _memory_plan(memory, memory_runs, memory_model, candidates, input_bytes)
     prices = _prices(sized, minimize)
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
+    if model is not None and on_model is not None:
+        on_model(model, phase)
     if model is None:
         return _with_memory(
             _search_plan(runs, candidates, apps, warnings, common, search_policy), sized, minimize

@@ -1,0 +1,94 @@
+"""bench.deadline: the rounds, the peers, the oracle, and a tiny run of the whole table."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench import deadline as bench
+from bench.colocation import truth
+from bench.deadline_peers import _Queued, paper_waits
+from bench.deadline_world import REF_SCALE_OUT, draw_round, met_share
+from bench.simulator import load_curves
+from cobell_cli.core.model_table import ModelTable
+
+
+@pytest.fixture(scope="module")
+def curves(bell_dir_module):
+    return load_curves(bell_dir_module)
+
+
+@pytest.fixture(scope="module")
+def bell_dir_module():
+    from tests.conftest import BELL_DIR
+
+    if not BELL_DIR.is_dir():
+        pytest.skip(f"real runtime data not found at {BELL_DIR} (../shared/data/bell is absent)")
+    return BELL_DIR
+
+
+def test_a_round_is_drawn_before_anyone_decides_and_the_same_for_every_row(curves) -> None:
+    world = truth("simulator")
+    a = draw_round("burst10", 3, 7, curves, world)
+    b = draw_round("burst10", 3, 7, curves, world)
+    assert a.arrivals == b.arrivals and a.stragglers == b.stragglers
+    assert len(a.arrivals) == 10 and max(x.at for x in a.arrivals) - a.arrivals[0].at < 1
+    for arrival in a.arrivals:
+        alone = curves[arrival.job].median_s(REF_SCALE_OUT)
+        assert 1.5 * alone <= arrival.deadline_at - arrival.at <= 3 * alone
+    assert a.stragglers[0].start_at < a.arrivals[0].at
+    spread = draw_round("spread", 0, 7, curves, world)
+    assert 0 < spread.arrivals[-1].at - spread.arrivals[0].at <= 600
+
+
+def _table(pair: float) -> ModelTable:
+    runtime = [1000 / x + 40 for x in range(1, 65)]
+    return ModelTable(alone_s=runtime, lower_s=runtime, upper_s=runtime, confidence=0.9,
+                      pairs={"job": (pair, 0.0)}, default_pair=(pair, 0.0),
+                      scale_out_range=(1, 64), description={"interference": {}})
+
+
+def test_the_papers_waits_stagger_jobs_that_slow_each_other_and_not_others() -> None:
+    heavy = [_Queued(k, "job", 10, _table(1.5), None) for k in ("a", "b")]
+    waits = paper_waits(heavy, [], 0.0)
+    assert sorted(waits.values())[0] == 0 and sorted(waits.values())[1] > 100  # one waits
+    light = [_Queued(k, "job", 10, _table(0.05), None) for k in ("a", "b")]
+    assert set(paper_waits(light, [], 0.0).values()) == {0.0}  # waiting only lengthens it
+
+
+def test_a_tiny_table_plays_every_row_through_the_same_rounds(curves) -> None:
+    world = truth("simulator")
+    base = bench.warmed(curves, world, 7, 2)
+    cell = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None)
+    (outcome,) = cell.rounds
+    arrivals = {a.key for a in draw_round("burst5", 0, 7, curves, world).arrivals}
+    for row in bench.ROWS:
+        results = {r.key for r in outcome[row] if r.deadline_at is not None}
+        assert results == arrivals, row
+        assert all(r.start_at >= r.start_at - r.waited_s for r in outcome[row])
+    # the oracle knows every runtime: it meets at least as many deadlines as any row
+    best = met_share(outcome["oracle"])
+    assert all(met_share(outcome[row]) <= best + 1e-9 for row in bench.ROWS)
+    text = bench.render({7: [cell]}, "python -m bench.deadline --quick", 1.0, 1.0)
+    assert "| simulator | burst5 | cobell --deadline |" in text and "Goals per cell" in text
+    assert not math.isnan(bench._row_stats(cell, "deadline")["vs_oracle"])
+
+
+def test_a_row_played_later_merges_into_the_same_rounds(curves) -> None:
+    """--rows and --load: a row added in a later run is the row the whole run would have
+    played, on the same rounds; the careful user's margin starts every job at its submit."""
+    world = truth("simulator")
+    base = bench.warmed(curves, world, 7, 2)
+    both = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None,
+                          rows=("start_now", "margin"))
+    assert "oracle" not in both.rounds[0]  # the oracle needs every row it starts from
+    first = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None,
+                           rows=("start_now",))
+    later = bench.run_cell("simulator", "burst5", 7, 1, base, curves, lambda _m: None,
+                           rows=("margin",))
+    (cell,) = bench.merged([first], [later])
+    assert cell.rows == ["start_now", "margin"]
+    assert cell.results("margin") == both.results("margin")
+    assert cell.results("start_now") == both.results("start_now")
+    assert all(r.waited_s == 0 for r in cell.results("margin"))

@@ -1,0 +1,299 @@
+"""core/schedule: starts weighed against a deadline, and the joint schedule of waiting jobs.
+
+The models here are model tables built by hand (model_table.ModelTable, the record a waiting
+submit stores), so every number the schedule reads is known: a job's alone runtime
+1000/x + 40 s, an interference pair per co-runner job, and its error ratios.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cobell_cli.core.calibration import RatioDistribution, ratio_bound
+from cobell_cli.core.model_table import ModelTable
+from cobell_cli.core.schedule import Busy, PendingJob, schedule
+from cobell_cli.core.schedule.decision import busy_from_row, decide, pending_from_row
+from cobell_cli.core.schedule.options import cheapest
+from cobell_cli.core.schedule.queue import app_queue, queue_wait_s
+from cobell_cli.core.schedule.records import StartOption
+from cobell_cli.core.schedule.risk import Risk, end_at_level, ended_by
+from cobell_cli.core.schedule.timeline import (
+    Interval,
+    Slot,
+    joint_runtimes,
+    runtime_among,
+    runtime_s,
+)
+
+NOW = 1_800_000_000.0
+RATIOS = (0.92, 0.95, 0.97, 0.98, 1.0, 1.0, 1.01, 1.02, 1.03, 1.05, 1.06, 1.08)
+XS = tuple(range(2, 41))
+
+
+def table(pairs: dict[str, tuple[float, float]] | None = None, combination: str = "additive",
+          alone: float = 1000.0) -> ModelTable:
+    """A job whose alone runtime is alone/x + 40 s, slowed by (a + b/x)·ov per co-runner."""
+    grid = range(1, 65)
+    pairs = pairs if pairs is not None else {"etl": (1.0, 0.0), "light": (0.05, 0.0)}
+    runtime = [alone / x + 40.0 for x in grid]
+    return ModelTable(
+        alone_s=runtime, lower_s=[0.97 * r for r in runtime],
+        upper_s=[1.03 * r for r in runtime], confidence=0.9, pairs=pairs,
+        default_pair=(0.3, 0.0), scale_out_range=(2, 40),
+        description={"interference": {k: {"a": a, "b": b} for k, (a, b) in pairs.items()}},
+        loo_ratios=list(RATIOS), combination=combination,
+    )
+
+
+def job(key: str = "new", deadline_in_s: float = 900.0, **kw: object) -> PendingJob:
+    fields: dict = dict(key=key, job="report", model=table(), ratios=RATIOS, candidates=XS,
+                        deadline_at=NOW + deadline_in_s, earliest_at=NOW, submitted_at=NOW)
+    fields.update(kw)
+    return PendingJob(**fields)  # type: ignore[arg-type]
+
+
+def etl(ends_in_s: float = 120.0, ratios: tuple[float, ...] = RATIOS) -> Busy:
+    return Busy("application_1_0001", "etl", NOW - 300.0, NOW + ends_in_s, 16, ratios)
+
+
+# --- the timeline ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("combination", ["additive", "bottleneck", "saturating"])
+def test_the_fast_runtime_is_the_tables_own_prediction(combination: str) -> None:
+    model = table({"etl": (0.6, 2.0), "light": (0.2, 1.0)}, combination)
+    for x in (2, 7, 33):
+        for row in ({"etl": 0.4}, {"etl": 1.0, "light": 0.7}, {"nobody": 0.5}):
+            assert runtime_s(model, x, row) == pytest.approx(model.predict([x], row)[0])
+
+
+def test_a_runtime_among_others_is_the_models_fix_point() -> None:
+    model = table()
+    r, row = runtime_among(model, 10, NOW, [Interval("etl", NOW - 50, NOW + 60)])
+    # 140 s alone; etl (a = 1) overlaps 60 s of it: r = 140·(1 + 60/r), r² = 140 r + 8400
+    assert r == pytest.approx((140 + math.sqrt(140**2 + 4 * 8400)) / 2, abs=1.0)
+    assert row["etl"] == pytest.approx(60 / r, rel=1e-2)  # the fix-point settles to 1 s
+    alone, row = runtime_among(model, 10, NOW + 60, [Interval("etl", NOW - 50, NOW + 60)])
+    assert alone == pytest.approx(140.0) and not row
+
+
+def test_jobs_placed_together_slow_each_other() -> None:
+    model = table({"report": (0.5, 0.0)})
+    both = [Slot("a", "report", model, NOW, 10), Slot("b", "report", model, NOW, 10)]
+    runtime, _rows = joint_runtimes(both, [])
+    assert runtime["a"] == pytest.approx(210.0, abs=1.0)  # 140·(1 + 0.5)
+    apart = [Slot("a", "report", model, NOW, 10), Slot("b", "report", model, NOW + 200, 10)]
+    runtime, _ = joint_runtimes(apart, [])
+    assert runtime["a"] == pytest.approx(140.0) and runtime["b"] == pytest.approx(140.0)
+
+
+# --- risk ----------------------------------------------------------------------------------
+
+
+def test_a_feasible_judgement_meets_the_budget_with_the_confidence() -> None:
+    risk = Risk(RATIOS, 0.9)
+    verdict = risk.judge(table(), 10, 140.0, {}, budget_s=160.0)
+    assert verdict.feasible
+    assert verdict.upper_s == pytest.approx(140.0 * ratio_bound(RATIOS, 0.9))
+    assert verdict.meet_probability >= 0.9
+    tight = risk.judge(table(), 10, 140.0, {}, budget_s=141.0)
+    assert not tight.feasible and tight.meet_probability < 0.9
+
+
+def test_an_app_has_ended_at_its_level_with_that_probability() -> None:
+    end = end_at_level(NOW - 300, NOW + 100, RATIOS, 0.9)
+    assert end > NOW + 100
+    assert ended_by(NOW - 300, NOW + 100, RATIOS, end) >= 0.9
+    assert ended_by(NOW - 300, NOW + 100, RATIOS, NOW - 10) == 0.0
+    assert 0.4 < ended_by(NOW - 300, NOW + 100, (), NOW + 100) < 0.6  # no record: log-normal
+
+
+# --- one job: now or later -----------------------------------------------------------------
+
+
+def test_a_loose_deadline_waits_for_the_heavy_co_runner() -> None:
+    found = schedule([job(deadline_in_s=900.0)], [etl(ends_in_s=120.0)], NOW, focus="new")
+    mine = found.of("new")
+    now_option = next(o for o in found.options if o.waits_for is None)
+    assert mine.start_at > NOW and "etl" in (mine.waits_for or "")
+    assert mine.feasible and mine.cost < now_option.cost
+    assert mine.meet_probability is not None and mine.meet_probability >= 0.9
+
+
+def test_a_tight_deadline_starts_now() -> None:
+    # waiting for etl would leave less than the job's fastest run
+    found = schedule([job(deadline_in_s=200.0)], [etl(ends_in_s=120.0)], NOW, focus="new")
+    mine = found.of("new")
+    assert mine.start_at == NOW and mine.waits_for is None and mine.feasible
+
+
+def test_max_wait_and_start_now_take_the_wait_away() -> None:
+    capped = schedule([job(latest_start_at=NOW + 60)], [etl(ends_in_s=120.0)], NOW, focus="new")
+    assert [o.waits_for for o in capped.options] == [None]
+    forced = schedule([job(start_now=True)], [etl(ends_in_s=120.0)], NOW, focus="new")
+    assert forced.of("new").start_at == NOW and len(forced.options) == 1
+
+
+def test_a_deadline_in_the_past_is_a_loud_best_effort_now() -> None:
+    found = schedule([job(deadline_in_s=-60.0)], [etl()], NOW, focus="new")
+    mine = found.of("new")
+    assert not mine.feasible and mine.start_at == NOW and found.met == 0
+
+
+def test_an_app_nothing_predicts_is_not_waited_for() -> None:
+    unknown = Busy("application_1_0002", None, NOW - 10, None, 8)
+    found = schedule([job(deadline_in_s=3600.0)], [unknown], NOW, focus="new")
+    assert [o.waits_for for o in found.options] == [None]
+
+
+def test_ties_go_to_the_earlier_start() -> None:
+    def option(start: float, cost: float, feasible: bool = True) -> StartOption:
+        return StartOption(start, None, 4, 100.0, 110.0, 0.95, cost, feasible)
+
+    ranked = cheapest([option(NOW + 100, 1000.0), option(NOW, 1003.0), option(NOW + 50, 900.0),
+                       option(NOW + 10, 10.0, feasible=False)])
+    assert [o.start_at for o in ranked] == [NOW + 50, NOW + 100, NOW, NOW + 10]
+    assert [o.start_at for o in cheapest([option(NOW + 100, 1000.0), option(NOW, 1003.0)])] \
+        == [NOW, NOW + 100]
+
+
+def test_a_wait_is_offered_only_where_its_own_probability_reaches_the_confidence() -> None:
+    # etl's own runtime errors are wild: whether it has ended by a start is a coin toss.
+    wild = (0.3, 0.5, 0.8, 1.0, 1.3, 1.9, 2.5, 3.0)
+    found = schedule([job(deadline_in_s=500.0)], [etl(ends_in_s=100.0, ratios=wild)], NOW,
+                     focus="new")
+    for option in found.options:
+        if option.feasible:
+            assert option.meet_probability is not None and option.meet_probability >= 0.9
+
+
+# --- several jobs: the joint schedule ------------------------------------------------------
+
+
+def test_a_burst_that_interferes_staggers_and_costs_less_than_all_at_once() -> None:
+    model = table({"report": (1.2, 0.0)})
+    burst = [job(f"j{i}", deadline_in_s=1000.0, model=model, submitted_at=NOW + i / 100)
+             for i in range(3)]
+    found = schedule(burst, [], NOW)
+    starts = sorted(p.start_at for p in found.placements)
+    assert found.met == 3
+    assert starts[-1] > NOW  # at least one waits for another
+    together = schedule([job(f"j{i}", deadline_in_s=1000.0, model=model, start_now=True)
+                         for i in range(3)], [], NOW)
+    assert found.total_cost < together.total_cost
+
+
+def test_memory_mb_seconds_prices_each_reservation_by_its_container() -> None:
+    """core.cost prices memory-MB-seconds; a waiting submit recorded without a container size
+    is priced at the deciding one's, so one size for all makes the same schedule, scaled."""
+    model = table({"report": (1.2, 0.0)})
+    burst = [job(f"j{i}", deadline_in_s=1000.0, model=model, submitted_at=NOW + i / 100)
+             for i in range(3)]
+    by_executor = schedule(burst, [], NOW, focus="j2")
+    sized = [burst[0], burst[1], job("j2", deadline_in_s=1000.0, model=model,
+                                      submitted_at=NOW + 0.02, container_mb=2048.0)]
+    by_memory = schedule(sized, [], NOW, focus="j2", minimize="memory-mb-seconds")
+    assert by_memory.minimize == "memory-mb-seconds"
+    assert [(p.key, p.start_at, p.scale_out) for p in by_memory.placements] == [
+        (p.key, p.start_at, p.scale_out) for p in by_executor.placements]
+    assert by_memory.total_cost == pytest.approx(2048.0 * by_executor.total_cost)
+
+
+def test_a_burst_with_tight_deadlines_starts_together() -> None:
+    model = table({"report": (0.1, 0.0)})
+    burst = [job(f"j{i}", deadline_in_s=200.0, model=model) for i in range(3)]
+    found = schedule(burst, [], NOW)
+    assert all(p.start_at == NOW for p in found.placements)
+    assert found.met == 3
+
+
+def test_the_deciding_submit_gets_its_part_and_why() -> None:
+    decision, _found = decide(job(deadline_in_s=900.0), [], [etl(ends_in_s=120.0)], NOW)
+    assert not decision.start_now and decision.start_in_s > 0
+    assert decision.start_reason.startswith("waiting for etl")
+    assert "fewer executor-seconds than starting now" in decision.start_reason
+    out = decision.to_dict()
+    assert out["deadline_at"] == NOW + 900.0 and out["start_at"] == decision.start_at
+    assert out["start_in_s"] == pytest.approx(decision.start_at - NOW)
+    assert {o["start_in_s"] for o in out["options"]} >= {0.0}
+    assert all({"scale_out", "meet_probability", "cost", "start_at"} <= o.keys()
+               for o in out["options"])
+
+
+def test_rows_of_the_history_read_back_as_the_scheduler_records() -> None:
+    model = table()
+    row = {"id": 7, "job": "report", "model": model.to_payload(), "ratios": list(RATIOS),
+           "candidates": list(XS), "deadline_at": NOW + 900, "submitted_at": NOW - 5,
+           "target_s": None, "latest_start_at": None, "queue_wait_s": 0.0, "start_now": False,
+           "confidence": 0.9, "container_mb": None, "start_at": NOW + 100}
+    pending = pending_from_row(row, NOW)
+    assert pending.key == "7" and pending.planned_start_at == NOW + 100
+    assert pending.model.predict([10], {"etl": 0.5}) == model.predict([10], {"etl": 0.5})
+    busy = busy_from_row({**row, "state": "started", "start_at": NOW - 20, "predicted_s": 140,
+                          "scale_out": 10})
+    assert busy.end_at == NOW + 120 and busy.scale_out == 10
+
+
+# --- the YARN queue ------------------------------------------------------------------------
+
+
+def _app(app_id: str, queue: str, state: str, started: float) -> object:
+    from cobell_cli.cluster.base import RunningApp
+
+    return RunningApp(app_id, app_id, None, "u", queue, state, started)
+
+
+def test_a_queue_with_apps_waiting_holds_the_new_app_until_enough_running_ones_end() -> None:
+    accepted = [_app("a1", "etl", "ACCEPTED", NOW - 30)]
+    running = [_app("r1", "etl", "RUNNING", NOW - 500), _app("r2", "etl", "RUNNING", NOW - 400),
+               _app("r3", "other", "RUNNING", NOW - 400)]
+    ends = {"r1": NOW + 100, "r2": NOW + 250, "r3": NOW + 10}
+    wait, note = queue_wait_s("etl", accepted, running, ends, NOW)  # type: ignore[arg-type]
+    assert wait == pytest.approx(250.0) and "1 app(s) already wait" in (note or "")
+    assert queue_wait_s("other", accepted, running, ends, NOW)[0] == 0.0  # type: ignore[arg-type]
+    # nothing predicts the running apps' ends: the longest wait so far
+    wait, _ = queue_wait_s("etl", accepted, running, {}, NOW)  # type: ignore[arg-type]
+    assert wait == pytest.approx(30.0)
+
+
+def test_the_queue_of_a_command() -> None:
+    assert app_queue(["spark-submit", "--queue", "etl", "app.py"]) == "etl"
+    assert app_queue(["spark-submit", "--conf", "spark.yarn.queue=night", "a.py"]) == "night"
+    assert app_queue(["spark-submit", "app.py"]) == "default"
+
+
+def test_ratio_distribution_reads_back_the_bound() -> None:
+    # what ended_by relies on: a bound at p reads back as a probability of at least p
+    assert RatioDistribution(list(RATIOS)).meet_probability(ratio_bound(RATIOS, 0.9)) >= 0.9
+    assert math.isfinite(end_at_level(NOW, NOW + 10, (), 0.95))
+
+
+def test_a_started_job_keeps_its_deadline_against_what_starts_beside_it() -> None:
+    model = table({"report": (1.0, 0.0)})
+    running = job("started", deadline_in_s=600.0, model=model, started_at=NOW - 100,
+                  started_scale_out=2)  # 540 s alone: ends at +440, 160 s to spare
+    found = schedule([running, job("new", deadline_in_s=1500.0, model=model)], [], NOW,
+                     focus="new")
+    kept = found.of("started")
+    assert kept.start_at == NOW - 100 and kept.scale_out == 2 and kept.feasible
+    mine = found.of("new")
+    assert mine.feasible and mine.start_at > NOW  # now would slow the started job past 600 s
+    alone = schedule([running.__class__(**{**running.__dict__, "deadline_at": NOW + 5000}),
+                      job("new", deadline_in_s=1500.0, model=model)], [], NOW, focus="new")
+    assert alone.of("started").feasible
+
+
+def test_a_start_now_first_gathers_the_submits_cron_fires_with_it() -> None:
+    from cobell_cli.core.schedule.decision import GATHER_S, GATHERING
+
+    fresh, _ = decide(job(deadline_in_s=900.0), [], [], NOW)
+    assert fresh.start_at == NOW + GATHER_S and fresh.waits_for == GATHERING
+    assert fresh.start_reason.startswith(GATHERING)
+    late, _ = decide(job(deadline_in_s=900.0, submitted_at=NOW - GATHER_S), [], [], NOW)
+    assert late.start_now
+    forced, _ = decide(job(deadline_in_s=900.0, start_now=True), [], [], NOW)
+    assert forced.start_now
+    capped, _ = decide(job(deadline_in_s=900.0, latest_start_at=NOW + 3), [], [], NOW)
+    assert capped.start_at == NOW + 3
