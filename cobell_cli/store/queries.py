@@ -262,8 +262,9 @@ class RunQueries:
     ) -> list[AppProfile]:
         """Event-log profiles of succeeded runs (of `job`, else of any job), newest first, at
         most `limit`: what the what-if replays (of the job) and learns the cluster's executor
-        start-up from (of any job). A profile in another format, or one that does not parse,
-        is left out: it was written by another cobell and a plan never depends on it."""
+        start-up from (of any job). A profile in a newer format, or one that does not parse,
+        is left out: it was written by a newer cobell and a plan never depends on it; an
+        older format loads (what it lacks stays empty)."""
         import json
 
         where, params = "r.status = 'succeeded'", []
@@ -280,7 +281,7 @@ class RunQueries:
         if rows:  # most jobs have none: a cached predict need not import core/profile.py
             from cobell_cli.core.profile import PROFILE_FORMAT, AppProfile
         for fmt, summary in rows:
-            if fmt != PROFILE_FORMAT:
+            if fmt > PROFILE_FORMAT:
                 continue
             try:
                 profile = self._profiles_read.get(summary) or AppProfile.from_dict(
