@@ -60,7 +60,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.simulator import JOB_FILES, Curve, SimJob, driver_progress, load_curves
+from bench.simulator import (
+    JOB_FILES,
+    Curve,
+    SimJob,
+    driver_progress,
+    load_curves,
+    observed_resources,
+)
 
 RESOURCES = ("cpu", "disk", "network")
 
@@ -186,5 +193,12 @@ def simulate(jobs: Sequence[SimJob], noise: NodeNoise, cluster: Cluster | None =
     return state
 
 
+def run_resources(job: str, key: str, seed: int = 0) -> dict[str, float]:
+    """What the event log of one run of `job` in this world would sum: its demands in the event
+    log's terms (bench.simulator.observed_resources). Off by default: nothing here reads it."""
+    return observed_resources(dict(zip(RESOURCES, PROFILES[job], strict=True)), job, key, seed)
+
+
 __all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Cluster", "NodeNoise", "driver_progress",
-           "executor_rates", "fair_shares", "job_rates", "load_curves", "nodes_of", "simulate"]
+           "executor_rates", "fair_shares", "job_rates", "load_curves", "nodes_of", "run_resources",
+           "simulate"]
