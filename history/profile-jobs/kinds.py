@@ -36,7 +36,7 @@ def cpu(spark, size: float) -> int:
 def shuffle(spark, size: float) -> int:
     rows = int(1_500_000 * size)
     df = spark.range(0, rows, 1, 8).selectExpr(
-        "id % 40000 AS k", "concat(repeat('s', 120), cast(id AS string)) AS v")
+        "id % 40000 AS k", "concat(uuid(), uuid(), uuid()) AS v")
     once = df.repartition(8, "k").groupBy("k").agg({"v": "max"})
     twice = df.repartition(8, "v").selectExpr("k", "length(v) AS n").groupBy("k").sum("n")
     return once.count() + twice.count()
