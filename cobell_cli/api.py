@@ -32,6 +32,8 @@ class Prediction:
     warnings: list[str] = field(default_factory=list)
     model_cache: dict[str, int] | None = None  # hits and misses; None when the cache is off
     live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
+    # co-runners the job never met, their pairs from resource profiles (profile_priors.py)
+    pair_priors: dict[str, Any] | None = None
 
     @property
     def all_warnings(self) -> list[str]:
@@ -46,6 +48,7 @@ class Prediction:
             "warnings": self.all_warnings,
             "model_cache": self.model_cache,
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
+            "pair_priors": self.pair_priors,
         }
 
 
@@ -120,6 +123,7 @@ def predict(
         from cobell_cli.store.replay_cache import ReplayCache
 
         replays = ReplayCache(cache.directory)
+    fit, priors = _fit_with_priors(history, job, co_jobs, cache, window)
     chosen = plan(
         job=job,
         history=runs,
@@ -133,7 +137,7 @@ def predict(
         input_tolerance=settings.input_tolerance,
         co_runners=apps,
         co_runner_histories=co_histories,
-        fit=cache.fit if cache is not None else None,
+        fit=fit,
         profiles=profiles,
         cluster_profiles=cluster_profiles,
         whatif_memory=replays,
@@ -141,7 +145,33 @@ def predict(
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
-    return Prediction(chosen, description, ok, apps, warnings, counts, progress)
+    return Prediction(chosen, description, ok, apps, warnings, counts, progress,
+                      priors.describe() if priors is not None else None)
+
+
+def _fit_with_priors(
+    history: History, job: str, co_jobs: Sequence[str], cache: ModelCache | None,
+    window: int | None,
+) -> tuple[Any, Any]:
+    """The planner's `fit` (the model cache's when on), and, when the resource profiles
+    inform co-runners the job never met (profile_priors.py), one that gives the job's model
+    their priors."""
+    from cobell_cli.profile_priors import unseen_pair_structure
+
+    fit = cache.fit if cache is not None else None
+    structure = unseen_pair_structure(history, job, co_jobs, fit or _fit_default, window)
+    if structure is None:
+        return fit, None
+    from cobell_cli.core.profile_effects import PriorFit
+
+    priors = PriorFit(fit or _fit_default, job, co_jobs, structure)
+    return priors, priors
+
+
+def _fit_default(runs: Sequence[Any], **params: Any) -> Any:
+    from cobell_cli.core.model import fit_runtime_model
+
+    return fit_runtime_model(runs, **params)
 
 
 def live_progress(

@@ -211,3 +211,74 @@ def test_a_format_1_profile_in_the_history_still_loads(tmp_path: Path) -> None:
         (back,) = history.profiles("etl")
     assert back.stages[0].task_s == [5.0] and back.resources == {}
     assert not math.isnan(back.runtime_s)
+
+
+# --- predict: the history's profiles and pairs give a never-met co-runner its pair -----------
+
+# pressed shares (cpu, memory, disk, network) and wait of each job's tasks
+KINDS = {"victim": (0.8, 0.1, 0.0, 0.05, 0.05), "cpu-b": (0.85, 0.05, 0.0, 0.05, 0.05),
+         "cpu-c": (0.7, 0.1, 0.1, 0.0, 0.1), "disk-a": (0.1, 0.0, 0.8, 0.0, 0.1),
+         "disk-b": (0.15, 0.05, 0.7, 0.0, 0.1), "sleepy": (0.02, 0.0, 0.0, 0.0, 0.98)}
+NEVER_MET = ("victim", "cpu-b")
+
+
+def _effect(j: str, k: str) -> float:
+    u, v = np.array(KINDS[j][:4]), np.array(KINDS[k][:4])
+    return 1.0 * float(u @ v)
+
+
+def _resources(kind: str) -> dict:
+    cpu, mem, disk, net, _ = KINDS[kind]
+    rate = 20e6  # bytes per task-second at half a share
+    return {"run_s": 100.0, "cpu_s": 100 * cpu, "gc_s": 100 * mem,
+            "input_bytes": 100 * rate * disk / (1 - disk),
+            "shuffle_read_bytes": 100 * rate * net / (1 - net)}
+
+
+def _history(path: Path) -> None:
+    rng = np.random.default_rng(9)
+    runs = []
+    for job in KINDS:
+        others = [k for k in KINDS if k != job and {job, k} != set(NEVER_MET)]
+        for i, x in enumerate([2, 4, 8] * 6):
+            co = others[i % len(others)] if i % 3 else None
+            e = _effect(job, co) if co else 0.0
+            y = (100.0 / x + 10.0) * (1 + 0.5 * e) * float(rng.lognormal(0, 0.01))
+            start = 1000.0 * len(runs)
+            runs.append({"job": job, "status": "succeeded", "scale_out": x, "runtime_s": y,
+                         "started_at": start, "finished_at": start + y,
+                         "colocations": [{"co_runner_job": co, "overlap_ratio": 0.5,
+                                          "co_runner_scale_out": 4}] if co else []})
+    with History.open(path) as history:
+        ids = history.insert_runs(runs, keep_ids=False)
+        with history.transaction():
+            for run_id, run in zip(ids, runs, strict=True):
+                history.conn.execute("INSERT INTO run_profiles VALUES (?, 2, ?)", (
+                    run_id, json.dumps({"resources": _resources(run["job"])})))
+
+
+def test_predict_gives_a_never_met_co_runner_its_pair_from_the_profiles(tmp_path: Path) -> None:
+    from cobell_cli import api, config
+    from cobell_cli.cluster.base import RunningApp
+    from cobell_cli.cluster.none import NoCluster
+
+    class Running(NoCluster):
+        def running_apps(self) -> list[RunningApp]:
+            return [RunningApp("app-1", "cpu-b", "cpu-b", "u", "q", "RUNNING", 5e6 - 10,
+                               scale_out=4)]
+
+    db = tmp_path / "h.db"
+    _history(db)
+    settings = config.load({"db": str(db), "max_scale_out": 16, "model_cache": "off"})
+    with History.open(db, read_only=True) as history:
+        assert set(history.resource_totals()) == set(KINDS)
+        result = api.predict(history, Running("test"), settings, job="victim", target_s=60,
+                             now=5e6).to_dict()
+    priors = result["pair_priors"]
+    assert priors is not None and priors["structure"]["form"] != "pooled"
+    a, b = priors["priors"]["cpu-b"]["a"], priors["priors"]["cpu-b"]["b"]
+    x_ref = 2.0  # the victim's smallest scale-out: where its pairs were read
+    truth = _effect("victim", "cpu-b")
+    assert a + b / x_ref == pytest.approx(truth, rel=0.3)
+    assert result["calibration"] is None or "cpu-b" not in result["calibration"].get(
+        "strangers", [])

@@ -293,6 +293,31 @@ class RunQueries:
         self._profiles_read = read
         return out
 
+    def resource_totals(self, *, per_job: int = PROFILE_LIMIT) -> dict[str, list[dict[str, float]]]:
+        """Each job's runs' summed task metrics (`AppProfile.resources`, profiles of format 2
+        and later), newest first, at most `per_job` per job: the resource profiles of
+        core/profile_effects. Read in SQLite, so no profile's task lists reach Python."""
+        import json
+
+        rows = self.conn.execute(
+            "SELECT job, res FROM (SELECT r.job AS job, "
+            "json_extract(p.summary, '$.resources') AS res, row_number() OVER ("
+            f"PARTITION BY r.job ORDER BY {RECENCY} DESC, r.id DESC) AS n "
+            "FROM run_profiles p JOIN runs r ON r.id = p.run_id "
+            "WHERE r.status = 'succeeded' AND p.format >= 2 AND json_valid(p.summary)) "
+            "WHERE n <= ? AND res IS NOT NULL",
+            [int(per_job)],
+        )
+        out: dict[str, list[dict[str, float]]] = {}
+        for job, res in rows:
+            try:
+                value = json.loads(res)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                out.setdefault(job, []).append(value)
+        return out
+
     def event_log_paths(self, job: str, *, limit: int = 1) -> list[str]:
         """Event-log paths recorded for the job's succeeded runs that have no profile yet,
         newest first (the what-if reads such a log when the job has no profile)."""

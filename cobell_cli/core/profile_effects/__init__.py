@@ -10,6 +10,7 @@ Pure: no I/O.
 
 from cobell_cli.core.profile_effects.priors import (
     PairPriors,
+    PriorFit,
     pair_effects,
     pooled_split,
     priors_for,
@@ -28,6 +29,7 @@ __all__ = [
     "FORMS",
     "PairEffect",
     "PairPriors",
+    "PriorFit",
     "Structure",
     "choose",
     "job_profile",

@@ -17,7 +17,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,3 +101,29 @@ def priors_for(victim: str, co_runners: Iterable[str], structure: Structure,
         ca, cb = share_a, share_b * x_ref
         out[k] = (pair, (var * ca * ca, var * ca * cb, var * cb * cb))
     return PairPriors(victim, out, structure.form)
+
+
+class PriorFit:
+    """`fit` whose model of `job` (its runs) consults its priors for `co_runners`
+    (`pair_prior`); models of other jobs come back as `fit` made them. `attached_`: the
+    priors last given to the job's model (what `predict --json` reports)."""
+
+    def __init__(self, fit: Callable[..., Any], job: str, co_runners: Iterable[str],
+                 structure: Structure) -> None:
+        self.fit, self.job, self.structure = fit, job, structure
+        self.co_runners = list(co_runners)
+        self.attached_: PairPriors | None = None
+
+    def __call__(self, runs: Sequence[Mapping[str, Any]], **params: Any) -> Any:
+        model = self.fit(runs, **params)
+        if runs and all(r.get("job", self.job) == self.job for r in runs):
+            priors = priors_for(self.job, self.co_runners, self.structure, model.describe())
+            model.pair_prior = priors if priors.pairs else None
+            self.attached_ = priors
+        return model
+
+    def describe(self) -> dict[str, Any]:
+        """The structure and the priors the job's model got."""
+        out: dict[str, Any] = {"structure": self.structure.describe()}
+        out["priors"] = self.attached_.describe()["pairs"] if self.attached_ else {}
+        return out
