@@ -303,12 +303,13 @@ def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Pat
     conn.commit()
     conn.close()
     with History.open(path) as history:
-        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert history.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         names = {r[0] for r in history.conn.execute("SELECT name FROM sqlite_master")}
         assert {"runs_job_recent", "runs_app_id", "run_profiles"} <= names
         assert [r["runtime_s"] for r in history.training_runs("sgd", window=5)] == [9.0]
         (run,) = history.runs()
         assert run["source"] == "cobell" and run["meet_probability"] is None
+        assert run["node_label"] is None  # migration 4: where it ran is not known
 
 
 def test_source_and_probability_are_checked(tmp_path: Path) -> None:
