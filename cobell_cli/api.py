@@ -34,6 +34,9 @@ class Prediction:
     live_progress: ProgressReport | None = None  # what the co-runners' drivers answered
     # co-runners the job never met, their pairs from resource profiles (profile_priors.py)
     pair_priors: dict[str, Any] | None = None
+    # with --node-label: the label chosen and every label's plan (node_types.py)
+    node_label: str | None = None
+    label_options: list[dict[str, Any]] | None = None
 
     @property
     def all_warnings(self) -> list[str]:
@@ -49,7 +52,17 @@ class Prediction:
             "model_cache": self.model_cache,
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
             "pair_priors": self.pair_priors,
+            **self._labels(),
         }
+
+    def _labels(self) -> dict[str, Any]:
+        """With --node-label: the chosen label at the top level and with each candidate."""
+        if self.label_options is None:
+            return {}
+        candidates = [{**c, "node_label": self.node_label}
+                      for c in self.plan.to_dict()["candidates"]]
+        return {"node_label": self.node_label, "labels": self.label_options,
+                "candidates": candidates}
 
 
 def check_request(target_s: float, min_scale_out: int, max_scale_out: int) -> None:
@@ -95,8 +108,11 @@ def predict(
     input_bytes: int | None = None,
     require_history: bool = True,
     exclude_app_ids: Iterable[str] = (),
+    queue: str | None = None,
 ) -> Prediction:
-    """Plan the next run of `job` against the history and what runs on the cluster now."""
+    """Plan the next run of `job` against the history and what runs on the cluster now;
+    with node labels (settings.node_labels), on each label, the cheapest chosen (`queue`:
+    the submit's, whose labels `auto` means)."""
     from cobell_cli.core.plan import plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
@@ -109,6 +125,7 @@ def predict(
         )
     from cobell_cli.cluster import query
 
+    labels = _node_labels(cluster, settings, queue)
     with query(cluster) as deadline:  # the apps and their drivers' progress: one budget
         apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
         co_jobs = sorted({a.job for a in apps if a.job})
@@ -124,29 +141,56 @@ def predict(
 
         replays = ReplayCache(cache.directory)
     fit, priors = _fit_with_priors(history, job, co_jobs, cache, window)
-    chosen = plan(
-        job=job,
-        history=runs,
-        now=now,
-        target_s=target_s,
-        min_scale_out=settings.min_scale_out,
-        max_scale_out=settings.max_scale_out,
-        step=settings.scale_out_step,
-        confidence=settings.confidence,
-        input_bytes=input_bytes,
-        input_tolerance=settings.input_tolerance,
-        co_runners=apps,
-        co_runner_histories=co_histories,
-        fit=fit,
-        profiles=profiles,
-        cluster_profiles=cluster_profiles,
-        whatif_memory=replays,
-    )
+
+    def plan_fn(*, history: Sequence[Any], target_s: float, co_runners: Sequence[Any]) -> Plan:
+        return plan(
+            job=job,
+            history=history,
+            now=now,
+            target_s=target_s,
+            min_scale_out=settings.min_scale_out,
+            max_scale_out=settings.max_scale_out,
+            step=settings.scale_out_step,
+            confidence=settings.confidence,
+            input_bytes=input_bytes,
+            input_tolerance=settings.input_tolerance,
+            co_runners=co_runners,
+            co_runner_histories=co_histories,
+            fit=fit,
+            profiles=profiles,
+            cluster_profiles=cluster_profiles,
+            whatif_memory=replays,
+        )
+
+    decision = None
+    if labels is not None:
+        from cobell_cli.node_types import plan_on_labels
+
+        decision = plan_on_labels(
+            history, cluster, job=job, runs=runs, labels=labels,
+            prices=settings.label_prices, target_s=target_s, confidence=settings.confidence,
+            apps=apps, fit=fit or _fit_default, plan_fn=plan_fn, window=window)
+        chosen = decision.plan
+        warnings += decision.warnings
+    else:
+        chosen = plan_fn(history=runs, target_s=target_s, co_runners=apps)
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
     return Prediction(chosen, description, ok, apps, warnings, counts, progress,
-                      priors.describe() if priors is not None else None)
+                      priors.describe() if priors is not None else None,
+                      decision.node_label if decision is not None else None,
+                      decision.describe() if decision is not None else None)
+
+
+def _node_labels(cluster: Any, settings: Settings, queue: str | None) -> list[str] | None:
+    """The node labels to plan on (node_types.py), checked before anything else is asked;
+    None without --node-label."""
+    if not settings.node_labels:
+        return None
+    from cobell_cli.node_types import resolve_labels
+
+    return resolve_labels(cluster, settings.node_labels, queue)
 
 
 def _fit_with_priors(

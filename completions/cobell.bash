@@ -48,13 +48,13 @@ _cobell() {
                 esac ;;
             "cobell submit")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--node-label|--label-price|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell predict")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--node-label|--label-price|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -221,6 +221,8 @@ _cobell() {
                     --input-tolerance) COMPREPLY=() ;;
                     --cores-per-executor) COMPREPLY=() ;;
                     --log-file) _cobell_complete_files ;;
+                    --node-label) COMPREPLY=() ;;
+                    --label-price) COMPREPLY=() ;;
                     --event-log-dir) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
@@ -237,6 +239,8 @@ _cobell() {
                     --confidence) COMPREPLY=() ;;
                     --input-size) COMPREPLY=() ;;
                     --input-tolerance) COMPREPLY=() ;;
+                    --node-label) COMPREPLY=() ;;
+                    --label-price) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
@@ -332,11 +336,11 @@ _cobell() {
                 else COMPREPLY=($(compgen -W 'submit predict demo history model cluster local-cluster config' -- "$cur")); fi ;;
             "cobell submit")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --node-label --label-price --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else ((npos >= 0)) && COMPREPLY=($(compgen -W "--" -- "$cur")); fi ;;
             "cobell predict")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --node-label --label-price --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell demo")
                 if [[ $cur == -* ]]; then

@@ -25,12 +25,12 @@ function __cobell_node
                 end
             case 'cobell submit'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --node-label --label-price --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell predict'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --node-label --label-price --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell demo'
@@ -188,6 +188,8 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l dry-run -d 'Print the p
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l json -d 'Print one JSON summary line at the end (for cron and scripts)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l log-file -r -F -d 'Also append the job\'s output to this file'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l node-label -x -d 'Choose among these YARN node labels (partitions; \'default\' is the default partition) the (label, scale-out) that meets the target at the least price x executor-seconds; \'auto\': every label the submit\'s queue may use'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l label-price -x -d 'Each node label\'s price per executor-second (default 1)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l event-log-dir -x -d 'Spark: where the run writes its event log, read afterwards for the what-if (default: event-logs/ next to the history; off: leave event logging alone)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
@@ -204,6 +206,8 @@ complete -c cobell -n '__cobell_at \'cobell predict\'' -l confidence -x -d 'Choo
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-size -x -d 'Input size (e.g. 10G); plans on similar runs only'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-tolerance -x -d 'Runs count as similar within ± this fraction of the input size. [env: COBELL_INPUT_TOLERANCE]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l node-label -x -d 'Choose among these YARN node labels (partitions; \'default\' is the default partition) the (label, scale-out) that meets the target at the least price x executor-seconds; \'auto\': every label the submit\'s queue may use'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l label-price -x -d 'Each node label\'s price per executor-second (default 1)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l json -d 'Print the plan as JSON'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'

@@ -14,14 +14,17 @@ from cobell_cli.cli.common import (
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
+    LabelPriceOpt,
     MaxScaleOutOpt,
     MinScaleOutOpt,
+    NodeLabelOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
     StepOpt,
     StrictOpt,
     TargetOpt,
     cluster_flags,
+    label_flags,
     open_history,
     planning_flags,
     settings,
@@ -72,11 +75,29 @@ def render(prediction: Prediction) -> str:
         lines.append(table(rows, columns))
         for i, app_id in enumerate(app_ids):
             lines.append(f"  ov{i + 1} = predicted overlap ratio with {app_id}")
+    lines += _label_lines(prediction)
     predicted = f", predicted {p.predicted_s:.0f} s" if p.predicted_s is not None else ""
     lines.append(f"decision: scale-out {p.scale_out} ({p.phase}{predicted}): {p.reason}")
     lines.append(f"{_policy(p.confidence)}; estimated P(meet the target) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
     return "\n".join(lines)
+
+
+def _label_lines(prediction: Prediction) -> list[str]:
+    """With --node-label: each label's plan and its cost, and the label chosen."""
+    from cobell_cli.output import table
+
+    if prediction.label_options is None:
+        return []
+    rows = [{"node_label": o["node_label"] or "default", "scale_out": o["scale_out"],
+             "predicted_s": o["predicted_s"],
+             "factor": f"{o['factor']:.2f} ({o['factor_source']})",
+             "price": o["price"], "executor_s_x_price": o["cost"],
+             "meets": "yes" if o["feasible"] else "no",
+             "chosen": "<-" if o["node_label"] == prediction.node_label else ""}
+            for o in prediction.label_options]
+    label = prediction.node_label or "default"
+    return [table(rows, list(rows[0])) if rows else "", f"node label: {label}"]
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
@@ -106,6 +127,7 @@ def run_prediction(
     flags: dict[str, Any],
     require_history: bool,
     now: float,
+    queue: str | None = None,
 ) -> tuple[Prediction, Any]:
     """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
 
@@ -129,6 +151,7 @@ def run_prediction(
             now=now,
             input_bytes=input_bytes,
             require_history=require_history,
+            queue=queue,
         )
     for message in prediction.warnings:
         warn(message)
@@ -146,6 +169,8 @@ def predict(
     input_size: InputSizeOpt = None,
     input_tolerance: InputToleranceOpt = None,
     strict: StrictOpt = False,
+    node_label: NodeLabelOpt = None,
+    label_price: LabelPriceOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     cluster: ClusterOpt = None,
     rm_url: RmUrlOpt = None,
@@ -162,6 +187,8 @@ def predict(
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
 
     Example: cobell predict -j sgd -t 300 --confidence point --json
+
+    Example: cobell predict -j sgd -t 300 --node-label default,fast --label-price fast=2
     """
     import time
 
@@ -172,6 +199,7 @@ def predict(
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
+        **label_flags(node_label, label_price),
     }
     prediction, _ = run_prediction(
         ctx,

@@ -17,8 +17,10 @@ from cobell_cli.cli.common import (
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
+    LabelPriceOpt,
     MaxScaleOutOpt,
     MinScaleOutOpt,
+    NodeLabelOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
     StepOpt,
@@ -26,6 +28,7 @@ from cobell_cli.cli.common import (
     TargetOpt,
     cluster_flags,
     info,
+    label_flags,
     open_history,
     planning_flags,
     settings,
@@ -111,6 +114,8 @@ def submit(
         None, "--log-file", metavar="FILE", help="Also append the job's output to this file."
     ),
     strict: StrictOpt = False,
+    node_label: NodeLabelOpt = None,
+    label_price: LabelPriceOpt = None,
     event_log_dir: str | None = typer.Option(
         None,
         "--event-log-dir",
@@ -142,6 +147,9 @@ def submit(
     Example: cobell submit -j nightly-sgd -t 350 -- spark-submit --master yarn app.py
 
     Example: cobell submit -j nightly-sgd -t 350 --confidence 0.97 -- spark-submit app.py
+
+    Example: cobell submit -j etl -t 600 --node-label auto --label-price fast=2 -- spark-submit
+    --master yarn --queue batch etl.py
     """
     import time
 
@@ -155,6 +163,7 @@ def submit(
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
         "event_log_dir": event_log_dir,
+        **label_flags(node_label, label_price),
     }
     prediction, cluster_adapter = run_prediction(
         ctx,
@@ -164,8 +173,11 @@ def submit(
         flags=flags,
         require_history=False,
         now=submitted_at,
+        queue=launch.spark_queue(command),
     )
     injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+    if prediction.node_label is not None:
+        injected = launch.with_node_label(injected, prediction.node_label)
     injected = event_capture.prepare(
         injected, settings(ctx, **flags).event_log_path, create=not dry_run
     )

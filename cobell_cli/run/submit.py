@@ -106,6 +106,8 @@ def execute(
     """Record, run, record again. Returns what happened; the child's exit code is in it."""
     plan = prediction.plan
     row = _planned_row(plan, launcher, input_bytes, submitted_at, stored_command)
+    if prediction.node_label:  # where it runs (node_types.py): its partition
+        row["node_label"] = prediction.node_label
     recorder = _insert_run(history_path, row)
     try:
         result = _run_job(recorder, argv, log_file, stdout, stderr, on_tick)

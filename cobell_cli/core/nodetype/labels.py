@@ -111,3 +111,21 @@ def cheapest_label(options: Sequence[LabelOption]) -> LabelOption:
     if feasible:
         return min(feasible, key=lambda o: (o.cost, o.scale_out, order[o.node_label]))
     return min(priced, key=lambda o: (o.predicted_s, o.cost, order[o.node_label]))
+
+
+def in_label_seconds(option: LabelOption, target_s: float) -> Any:
+    """The option's plan with its runtimes in the label's own seconds (its factor applied)
+    and the caller's target: what predict shows and submit records."""
+    from dataclasses import replace
+
+    f = option.factor
+
+    def scaled(v: float | None) -> float | None:
+        return None if v is None else float(v) * f
+
+    p = option.plan
+    candidates = tuple(replace(c, predicted_s=scaled(c.predicted_s), lower_s=scaled(c.lower_s),
+                               upper_s=scaled(c.upper_s), meets_target=c.meets_target)
+                       for c in p.candidates)
+    return replace(p, target_s=float(target_s), predicted_s=scaled(p.predicted_s),
+                   lower_s=scaled(p.lower_s), upper_s=scaled(p.upper_s), candidates=candidates)
