@@ -17,8 +17,9 @@ extensions):
 
 `choose` picks one by leave-one-pair-out cross-validation (mean absolute error, each pair
 weighted by the precision of its estimate) and the one-standard-error rule (CONVENTIONS
-"Models"); `Structure.predict` gives the chosen form's effect and the spread of
-its held-out errors (what the bound widens by). Small and replaceable on purpose: the
+"Models"), then shrinks it toward the victim's pooled level by the weight its held-out
+predictions earn (`shrink_`: 0 is the pooled effect, 1 the form's own). `residual_sd_`
+is the spread of its held-out errors (what the bound widens by). Small and replaceable: the
 generic nested-CV machinery of core/model/ takes its place when it lands.
 Pure: no I/O.
 """
@@ -64,6 +65,7 @@ class Structure:
     cv_error_: dict[str, float] = field(default_factory=dict)  # mean abs error per form
     cv_se_: dict[str, float] = field(default_factory=dict)
     residual_sd_: float = 0.0  # rms held-out error of the chosen form
+    shrink_: float = 1.0  # weight of the form against the victim's pooled level
     n_pairs_: int = 0
 
     def fit(self, pairs: Sequence[PairEffect]) -> Structure:
@@ -83,8 +85,13 @@ class Structure:
         return _pressed(self.profiles[job])
 
     def predict(self, victim: str, co_runner: str) -> float | None:
-        """e_jk, or None when the form needs a profile one of the two jobs lacks."""
+        """e_jk, shrunk toward the victim's pooled level by `shrink_`; None when the form
+        needs a profile one of the two jobs lacks."""
         level = self.victim_level_.get(victim, self.global_level_)
+        raw = self._form(victim, co_runner, level)
+        return None if raw is None else level + self.shrink_ * (raw - level)
+
+    def _form(self, victim: str, co_runner: str, level: float) -> float | None:
         if self.form == "pooled":
             return level
         if not (self.knows(victim) and self.knows(co_runner)):
@@ -114,6 +121,7 @@ class Structure:
             "weights": None if self.weights_ is None else [float(w) for w in self.weights_],
             "classes": list(PRESSED),
             "cv_mean_abs_error": dict(self.cv_error_),
+            "shrink": self.shrink_,
             "residual_sd": self.residual_sd_,
         }
 
@@ -165,23 +173,48 @@ def _fit_weights(form: str, pairs: Sequence[PairEffect],
     return np.asarray(nnls_fit(np.asarray(rows, float), np.asarray(y, float), np.asarray(w)))
 
 
-def _held_out_errors(form: str, pairs: Sequence[PairEffect],
-                     profiles: Mapping[str, Sequence[float]]) -> list[tuple[float, float]]:
+@dataclass(frozen=True)
+class _HeldOut:
+    """One pair predicted without it: by the form, by the pooled level; its effect, weight."""
+
+    pred: float
+    pooled: float
+    effect: float
+    weight: float
+
+    @property
+    def error(self) -> float:
+        return self.pred - self.effect
+
+
+def _held_out(form: str, pairs: Sequence[PairEffect],
+              profiles: Mapping[str, Sequence[float]]) -> list[_HeldOut]:
     """Leave-one-pair-out: each pair (both directions held out) predicted by the form fitted
     on the others; pairs the form cannot predict (a profile missing) count with pooled's."""
-    errors = []
+    out = []
     floor = _variance_floor(pairs)
     for i, p in enumerate(pairs):
         rest = [q for j, q in enumerate(pairs) if j != i
                 and {q.victim, q.co_runner} != {p.victim, p.co_runner}]
         if not rest:
             continue
-        model = Structure(form, profiles).fit(rest)
-        pred = model.predict(p.victim, p.co_runner)
-        if pred is None:
-            pred = Structure("pooled", profiles).fit(rest).predict(p.victim, p.co_runner)
-        errors.append((float(pred) - p.effect, _precision(p, floor)))
-    return errors
+        pooled = Structure("pooled", profiles).fit(rest).predict(p.victim, p.co_runner)
+        pred = Structure(form, profiles).fit(rest).predict(p.victim, p.co_runner)
+        assert pooled is not None
+        out.append(_HeldOut(float(pooled if pred is None else pred), float(pooled), p.effect,
+                            _precision(p, floor)))
+    return out
+
+
+def _shrink(held: Sequence[_HeldOut]) -> float:
+    """The weight λ in [0, 1] of the form against the pooled level that fits the held-out
+    pairs best (weighted least squares of e - μ on ê - μ): how far the evidence says the
+    form's departures from the pooled effect are to be believed."""
+    d = np.array([h.pred - h.pooled for h in held])
+    y = np.array([h.effect - h.pooled for h in held])
+    w = np.array([h.weight for h in held])
+    den = float(np.sum(w * d * d))
+    return 1.0 if den <= 0 else float(np.clip(np.sum(w * d * y) / den, 0.0, 1.0))
 
 
 def choose(pairs: Sequence[PairEffect], profiles: Mapping[str, Sequence[float]],
@@ -191,16 +224,19 @@ def choose(pairs: Sequence[PairEffect], profiles: Mapping[str, Sequence[float]],
     usable = [p for p in pairs if math.isfinite(p.effect)]
     if len(usable) < MIN_PAIRS or not profiles:
         return Structure("pooled", profiles).fit(usable)
-    errors = {f: _held_out_errors(f, usable, profiles) for f in forms}
+    held = {f: _held_out(f, usable, profiles) for f in forms}
     mean, se = {}, {}
-    for f, e in errors.items():
-        if e:
-            mean[f], se[f] = _weighted_mean_se([abs(d) for d, _ in e], [w for _, w in e])
+    for f, h in held.items():
+        if h:
+            mean[f], se[f] = _weighted_mean_se([abs(x.error) for x in h], [x.weight for x in h])
     best = min(mean, key=mean.get)
     chosen = next(f for f in forms if f in mean and mean[f] <= mean[best] + se[best])
     out = Structure(chosen, profiles).fit(usable)
     out.cv_error_, out.cv_se_ = mean, se
-    d, w = np.array(errors[chosen]).T
+    h = held[chosen]
+    out.shrink_ = _shrink(h) if chosen != "pooled" else 1.0
+    d = np.array([x.pooled + out.shrink_ * (x.pred - x.pooled) - x.effect for x in h])
+    w = np.array([x.weight for x in h])
     out.residual_sd_ = float(np.sqrt(np.sum(w * d * d) / np.sum(w)))
     return out
 
