@@ -1,7 +1,8 @@
 """Co-runner pairs never seen together: their effect from the jobs' resource profiles.
 
     python -m bench.unseen_pairs [--quick] [--seeds 2018 7 11] [--worlds simulator nodesim real]
-                                 [--real history/profiles-local.csv] [--output FILE]
+                                 [--real history/profiles-local.csv]
+                                 [--real-test history/profiles-local-test.csv] [--output FILE]
 
 Leave one pair out: for every pair of jobs {j, k} that ran together, every run in which they
 overlapped is taken out of the history; then j's runs with k (and k's with j) are predicted
@@ -30,7 +31,9 @@ Worlds: bench/simulator.py and bench/nodesim.py (their jobs' resource profiles a
 event logs would say, `run_resources`, with noise), and the real recordings
 (history/record-profiles.py). Seeds: 2018 is the one the method was developed on; 7 and 11
 were run only after it was frozen. The real recordings: history/profiles-local.csv was
-developed on, history/profiles-local-test.csv recorded after the freeze.
+developed on (leave one pair out within it); history/profiles-local-test.csv was recorded
+after the freeze and is predicted from the development recording: each of its pairs by
+models that never saw the pair (pooled, profile) and by models that did (known).
 """
 
 from __future__ import annotations
@@ -200,6 +203,38 @@ def fold(runs: Runs, pair: tuple[str, str], full_models: Mapping[str, Any]) -> F
     profiles = {job: job_profile(shares(r["resources"]) for r in rs)
                 for job, rs in train.items()}
     return Fold(models, choose(effects, profile_vectors(profiles)), train)
+
+
+def fresh_errors(dev: Runs, test: Runs, confidence: float | None,
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Recordings no constant was fitted on: every pair of the test recording, its runs
+    predicted by the models of the development recording, without the pair (pooled,
+    profile) and with it (known)."""
+    full = {job: _fit(rs) for job, rs in dev.by_job.items()}
+    rows, forms = [], []
+    for pair in test.pairs():
+        f = fold(dev, pair, full)
+        forms.append(f.structure.form)
+        for victim in pair:
+            co = pair[1] if victim == pair[0] else pair[0]
+            model = f.models[victim]
+            priors = priors_for(victim, [co], f.structure, model.describe())
+            for r in (q for q in test.by_job.get(victim, []) if co in q["overlaps"]):
+                y = r["runtime_s"]
+                row = {"victim": victim, "co_runner": co, "form": f.structure.form,
+                       "known": abs(_predict(full[victim], r) / y - 1)}
+                model.pair_prior = None
+                row["pooled"] = abs(_predict(model, r) / y - 1)
+                row["pooled_miss"] = _above_bound(model, f.train[victim], r, confidence)
+                model.pair_prior = priors if priors.pairs else None
+                row["profile"] = abs(_predict(model, r) / y - 1)
+                row["profile_miss"] = _above_bound(model, f.train[victim], r, confidence)
+                model.pair_prior = None
+                rows.append(row)
+        if progress:
+            progress(f"fresh pair {pair}: form {f.structure.form}")
+    return {"world": "real, test recording", "seed": 0, "errors": rows, "allocations": [],
+            "forms": forms}
 
 
 def _predict(model: Any, run: Mapping[str, Any]) -> float:
@@ -383,8 +418,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="three pairs per world, one seed")
     parser.add_argument("--seeds", type=int, nargs="+", default=[2018, 7, 11])
     parser.add_argument("--worlds", nargs="+", default=["simulator", "nodesim", "real"])
-    parser.add_argument("--real", type=Path, nargs="+",
-                        default=[ROOT / "history" / "profiles-local.csv"])
+    parser.add_argument("--real", type=Path, default=ROOT / "history" / "profiles-local.csv",
+                        help="the development recording (leave one pair out within it)")
+    parser.add_argument("--real-test", type=Path, default=None,
+                        help="a recording made after the freeze, predicted from --real")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -398,11 +435,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for world in args.worlds:
         if world == "real":
-            for path in args.real:
-                runs = real_runs(path)
-                pairs = runs.pairs()[:3] if args.quick else None
-                result = evaluate(f"real ({path.name})", 0, runs, None, confidence, pairs, say)
-                summaries.append(summary(result))
+            runs = real_runs(args.real)
+            pairs = runs.pairs()[:3] if args.quick else None
+            result = evaluate(f"real ({args.real.name})", 0, runs, None, confidence, pairs, say)
+            summaries.append(summary(result))
+            if args.real_test is not None:
+                summaries.append(summary(fresh_errors(runs, real_runs(args.real_test),
+                                                      confidence, say)))
             continue
         for seed in args.seeds[:1] if args.quick else args.seeds:
             runs = simulated_runs(world, seed, curves)

@@ -1,4 +1,5 @@
-"""The history's resource profiles and seen pairs, read for core/profile_effects.
+"""The history's resource profiles and seen pairs, read for core/profile_effects (and shown
+by `model show` and `history show`).
 
 What planning needs to give a co-runner the job never met a pair from the two jobs' resource
 profiles: every job's profile (the summed task metrics of its runs' event logs,
@@ -31,6 +32,26 @@ def job_profiles(history: History) -> dict[str, dict[str, float]]:
         if p is not None:
             out[job] = p
     return out
+
+
+def resource_profile(totals: Sequence[dict[str, float]]) -> dict[str, Any] | None:
+    """What `model show` and `history show` print of runs' resources: the profile (the
+    median of the runs' shares) and the task-seconds it rests on; None without metrics."""
+    from cobell_cli.core.profile_effects import job_profile, shares
+
+    profile = job_profile(shares(t) for t in totals)
+    if profile is None:
+        return None
+    task_s = sum(float(t.get("run_s") or 0.0) for t in totals)
+    return {"shares": {k: round(v, 4) for k, v in profile.items()}, "runs": len(totals),
+            "task_s": round(task_s, 3)}
+
+
+def profile_text(p: dict[str, Any]) -> str:
+    """One line: each class's share of the task time, and what it rests on."""
+    classes = " · ".join(f"{k} {v:.2f}" for k, v in p["shares"].items())
+    runs = f"{p['runs']} run{'s' if p['runs'] != 1 else ''}"
+    return f"{classes} (share of task time; {runs}, {p['task_s']:.0f} task-seconds)"
 
 
 def unseen_pair_structure(history: History, job: str, co_jobs: Sequence[str],

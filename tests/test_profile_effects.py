@@ -282,3 +282,20 @@ def test_predict_gives_a_never_met_co_runner_its_pair_from_the_profiles(tmp_path
     assert a + b / x_ref == pytest.approx(truth, rel=0.3)
     assert result["calibration"] is None or "cpu-b" not in result["calibration"].get(
         "strangers", [])
+
+
+def test_model_show_and_history_show_print_the_resource_profile(tmp_path: Path) -> None:
+    from tests.cli_support import cobell
+
+    db = tmp_path / "h.db"
+    _history(db)
+    shown = cobell("--db", db, "model", "show", "-j", "disk-a", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    profile = json.loads(shown.stdout)["resource_profile"]
+    assert profile["runs"] == 18 and profile["shares"]["disk"] == pytest.approx(0.8)
+    assert profile["shares"]["cpu"] == pytest.approx(0.1)
+    text = cobell("--db", db, "model", "show", "-j", "disk-a")
+    assert "resources" in text.stdout and "disk 0.80" in text.stdout
+    run = cobell("--db", db, "history", "show", "1", "--json")
+    assert json.loads(run.stdout)["resource_profile"]["shares"]["cpu"] == pytest.approx(0.8)
+    assert "cpu 0.80" in cobell("--db", db, "history", "show", "1").stdout

@@ -163,19 +163,24 @@ def show(
     """
     from cobell_cli import output
     from cobell_cli.errors import UsageError
+    from cobell_cli.profile_priors import profile_text, resource_profile
 
     with open_history(ctx, create=False, read_only=True) as history:
         run = history.run(run_id) if _storable(run_id) else None
+        resources = history.run_resources(run_id) if run is not None else None
     if run is None:
         raise UsageError(f"no run with id {run_id}", hint="see `cobell history list`")
+    run["resource_profile"] = resource_profile([resources]) if resources else None
     if as_json:
         typer.echo(output.to_json(run))
         return
-    fields = {k: v for k, v in run.items() if k != "colocations"}
+    fields = {k: v for k, v in run.items() if k not in ("colocations", "resource_profile")}
     width = max(len(k) for k in fields) + 1  # columns that later migrations added are longer
     for key, value in fields.items():
         shown = output.iso(value) if key.endswith("_at") and value is not None else value
         typer.echo(f"{key + ':':{width}} {'' if shown is None else output.printable(shown)}")
+    if run["resource_profile"]:
+        typer.echo(f"{'resources:':{width}} {profile_text(run['resource_profile'])}")
     colocations = run["colocations"]
     typer.echo(f"\nco-runners ({len(colocations)}):")
     if colocations:

@@ -168,15 +168,22 @@ def show(
     Example: cobell model show --job sgd
     """
     from cobell_cli import api, output
+    from cobell_cli.profile_priors import profile_text, resource_profile
 
     runs, whatif = _runs_and_profiles(ctx, job)
+    with open_history(ctx, create=False, read_only=True) as history:
+        profile = resource_profile(history.resource_totals().get(job, []))
     cache = api.model_cache(settings(ctx))
     description = {"job": job, **fit(job, runs, whatif, cache).describe()}
     if as_json:
         cached = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
-        typer.echo(output.to_json({**description, "model_cache": cached}))
+        typer.echo(output.to_json({**description, "model_cache": cached,
+                                   "resource_profile": profile}))
         return
-    typer.echo(output.table(show_rows(description), ["field", "value"]))
+    rows = show_rows(description)
+    if profile:
+        rows.append({"field": "resources", "value": profile_text(profile)})
+    typer.echo(output.table(rows, ["field", "value"]))
 
 
 def evaluation_rows(runs: list[dict[str, Any]], protocol: str, seed: int,

@@ -318,6 +318,17 @@ class RunQueries:
                 out.setdefault(job, []).append(value)
         return out
 
+    def run_resources(self, run_id: int) -> dict[str, float] | None:
+        """One run's summed task metrics (its profile's `resources`), None without."""
+        import json
+
+        row = self.conn.execute(
+            "SELECT json_extract(summary, '$.resources') FROM run_profiles "
+            "WHERE run_id = ? AND format >= 2 AND json_valid(summary)", [int(run_id)],
+        ).fetchone()
+        value = json.loads(row[0]) if row and row[0] else None
+        return value if isinstance(value, dict) and value else None
+
     def event_log_paths(self, job: str, *, limit: int = 1) -> list[str]:
         """Event-log paths recorded for the job's succeeded runs that have no profile yet,
         newest first (the what-if reads such a log when the job has no profile)."""
