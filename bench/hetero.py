@@ -248,15 +248,15 @@ def allocate(h: History, curves: Mapping[str, Curve], seed: int) -> list[dict[st
 
 
 def _oracle(run: Any, target: float) -> dict[str, Any]:
+    """The cheapest (type, scale-out) meeting the target in this very run (cost is not
+    monotone in the scale-out: a run's noise differs between scale-outs)."""
     best = None
     for t, (_, price) in TYPES.items():
         for x in range(MIN_X, MAX_X + 1):
             y = run(t, x)
-            if y <= target:
-                cost = price * x * y
-                if best is None or cost < best["cost"]:
-                    best = {"type": t or "default", "x": x, "miss": False, "cost": cost}
-                break
+            cost = price * x * y
+            if y <= target and (best is None or cost < best["cost"]):
+                best = {"type": t or "default", "x": x, "miss": False, "cost": cost}
     if best is None:
         y = run(DEFAULT_TYPE, MAX_X)
         best = {"type": "default", "x": MAX_X, "miss": True, "cost": MAX_X * y}

@@ -341,12 +341,12 @@ def _fit_with(f: Fold, victim: str, method: str) -> Callable[..., Any]:
 
 
 def _oracle(play: Callable[[int], float], target: float) -> dict[str, Any]:
-    for x in range(MIN_SCALE_OUT, MAX_SCALE_OUT + 1):
-        runtime = play(x)
-        if runtime <= target:
-            return {"scale_out": x, "runtime_s": runtime, "executor_s": x * runtime}
-    return {"scale_out": MAX_SCALE_OUT, "runtime_s": play(MAX_SCALE_OUT),
-            "executor_s": MAX_SCALE_OUT * play(MAX_SCALE_OUT)}
+    """The cheapest scale-out meeting the target in this very run (else the maximum)."""
+    met = [(x * y, x, y) for x in range(MIN_SCALE_OUT, MAX_SCALE_OUT + 1)
+           if (y := play(x)) <= target]
+    cost, x, y = min(met) if met else (MAX_SCALE_OUT * play(MAX_SCALE_OUT), MAX_SCALE_OUT,
+                                       play(MAX_SCALE_OUT))
+    return {"scale_out": x, "runtime_s": y, "executor_s": cost}
 
 
 # --- one world, one seed ----------------------------------------------------------------------
