@@ -220,17 +220,8 @@ def fresh_errors(dev: Runs, test: Runs, confidence: float | None,
             model = f.models[victim]
             priors = priors_for(victim, [co], f.structure, model.describe())
             for r in (q for q in test.by_job.get(victim, []) if co in q["overlaps"]):
-                y = r["runtime_s"]
-                row = {"victim": victim, "co_runner": co, "form": f.structure.form,
-                       "known": abs(_predict(full[victim], r) / y - 1)}
-                model.pair_prior = None
-                row["pooled"] = abs(_predict(model, r) / y - 1)
-                row["pooled_miss"] = _above_bound(model, f.train[victim], r, confidence)
-                model.pair_prior = priors if priors.pairs else None
-                row["profile"] = abs(_predict(model, r) / y - 1)
-                row["profile_miss"] = _above_bound(model, f.train[victim], r, confidence)
-                model.pair_prior = None
-                rows.append(row)
+                known = abs(_predict(full[victim], r) / r["runtime_s"] - 1)
+                rows.append(_row(f, victim, co, r, known, priors, confidence))
         if progress:
             progress(f"fresh pair {pair}: form {f.structure.form}")
     return {"world": "real, test recording", "seed": 0, "errors": rows, "allocations": [],
@@ -252,19 +243,24 @@ def held_out_errors(runs: Runs, f: Fold, pair: tuple[str, str],
         priors = priors_for(victim, [co], f.structure, model.describe())
         held = [r for r in runs.by_job[victim] if co in r["overlaps"]]
         for r in held:
-            y = r["runtime_s"]
-            row = {"victim": victim, "co_runner": co, "form": f.structure.form}
             rest = [q for q in runs.by_job[victim] if q["id"] != r["id"]]
-            row["known"] = abs(_predict(_fit(rest), r) / y - 1)
-            model.pair_prior = None
-            row["pooled"] = abs(_predict(model, r) / y - 1)
-            row["pooled_miss"] = _above_bound(model, f.train[victim], r, confidence)
-            model.pair_prior = priors if priors.pairs else None
-            row["profile"] = abs(_predict(model, r) / y - 1)
-            row["profile_miss"] = _above_bound(model, f.train[victim], r, confidence)
-            model.pair_prior = None
-            out.append(row)
+            known = abs(_predict(_fit(rest), r) / r["runtime_s"] - 1)
+            out.append(_row(f, victim, co, r, known, priors, confidence))
     return out
+
+
+def _row(f: Fold, victim: str, co: str, run: Mapping[str, Any], known: float, priors: Any,
+         confidence: float | None) -> dict[str, Any]:
+    """One held-out run: its APE without the pair (pooled, profile) and whether it ran above
+    the calibrated upper bound; `known`: its APE with the pair."""
+    model, y = f.models[victim], run["runtime_s"]
+    row = {"victim": victim, "co_runner": co, "form": f.structure.form, "known": known}
+    for method, prior in (("pooled", None), ("profile", priors if priors.pairs else None)):
+        model.pair_prior = prior
+        row[method] = abs(_predict(model, run) / y - 1)
+        row[f"{method}_miss"] = _above_bound(model, f.train[victim], run, confidence)
+    model.pair_prior = None
+    return row
 
 
 def _above_bound(model: Any, train: Sequence[Mapping[str, Any]], run: Mapping[str, Any],
