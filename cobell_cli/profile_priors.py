@@ -22,12 +22,17 @@ if TYPE_CHECKING:
 MAX_JOBS = 64  # jobs whose pairs are read (the first by name): a bound on the fits
 
 
-def job_profiles(history: History) -> dict[str, dict[str, float]]:
-    """{job: its resource profile} for the jobs whose runs have event-log profiles."""
+RUNS_PER_PROFILE = 5  # a job's profile: the median over its newest runs with metrics
+
+
+def job_profiles(history: History, jobs: Sequence[str] | None = None,
+                 ) -> dict[str, dict[str, float]]:
+    """{job: its resource profile} for the jobs (of `jobs`, else all) whose runs have
+    event-log profiles with task metrics."""
     from cobell_cli.core.profile_effects import job_profile, shares
 
     out = {}
-    for job, totals in history.resource_totals().items():
+    for job, totals in history.resource_totals(jobs, per_job=RUNS_PER_PROFILE).items():
         p = job_profile(shares(t) for t in totals)
         if p is not None:
             out[job] = p
@@ -60,9 +65,10 @@ def unseen_pair_structure(history: History, job: str, co_jobs: Sequence[str],
     """The chosen structure when it can inform the job's co-runners, else None."""
     if not co_jobs:
         return None
-    profiles = job_profiles(history)
-    if job not in profiles or not any(k in profiles for k in co_jobs if k != job):
+    asked = job_profiles(history, [job, *co_jobs])  # the cheap check first
+    if job not in asked or not any(k in asked for k in co_jobs if k != job):
         return None
+    profiles = job_profiles(history)
     from cobell_cli.core.profile_effects import choose, pair_effects, profile_vectors
 
     effects = []

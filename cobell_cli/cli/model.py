@@ -172,7 +172,7 @@ def show(
 
     runs, whatif = _runs_and_profiles(ctx, job)
     with open_history(ctx, create=False, read_only=True) as history:
-        profile = resource_profile(history.resource_totals().get(job, []))
+        profile = resource_profile(history.resource_totals([job]).get(job, []))
     cache = api.model_cache(settings(ctx))
     description = {"job": job, **fit(job, runs, whatif, cache).describe()}
     if as_json:

@@ -293,23 +293,30 @@ class RunQueries:
         self._profiles_read = read
         return out
 
-    def resource_totals(self, *, per_job: int = PROFILE_LIMIT) -> dict[str, list[dict[str, float]]]:
-        """Each job's runs' summed task metrics (`AppProfile.resources`, profiles of format 2
-        and later), newest first, at most `per_job` per job: the resource profiles of
-        core/profile_effects. Read in SQLite, so no profile's task lists reach Python."""
+    def resource_totals(self, jobs: Sequence[str] | None = None, *, per_job: int = PROFILE_LIMIT,
+                        ) -> dict[str, list[dict[str, float]]]:
+        """Each job's (of `jobs`, else every job's) runs' summed task metrics
+        (`AppProfile.resources`, profiles of format 2 and later), newest first, at most
+        `per_job` per job: the resource profiles of core/profile_effects. Read in SQLite, so
+        no profile's task lists reach Python; only the newest `per_job` of a job are parsed."""
         import json
 
+        where, params = "", []
+        if jobs is not None:
+            where = f"AND r.job IN ({', '.join('?' for _ in jobs)})"
+            params = list(jobs)
         rows = self.conn.execute(
-            "SELECT job, res FROM (SELECT r.job AS job, "
-            "json_extract(p.summary, '$.resources') AS res, row_number() OVER ("
-            f"PARTITION BY r.job ORDER BY {RECENCY} DESC, r.id DESC) AS n "
-            "FROM run_profiles p JOIN runs r ON r.id = p.run_id "
-            "WHERE r.status = 'succeeded' AND p.format >= 2 AND json_valid(p.summary)) "
-            "WHERE n <= ? AND res IS NOT NULL",
-            [int(per_job)],
+            "SELECT job, json_extract(summary, '$.resources') FROM (SELECT r.job AS job, "
+            f"p.summary AS summary, row_number() OVER (PARTITION BY r.job ORDER BY {RECENCY} "
+            "DESC, r.id DESC) AS n FROM run_profiles p JOIN runs r ON r.id = p.run_id "
+            f"WHERE r.status = 'succeeded' AND p.format >= 2 {where}) "
+            "WHERE n <= ? AND json_valid(summary)",
+            [*params, int(per_job)],
         )
         out: dict[str, list[dict[str, float]]] = {}
         for job, res in rows:
+            if res is None:
+                continue
             try:
                 value = json.loads(res)
             except ValueError:
