@@ -159,16 +159,15 @@ def real_runs(csv_path: Path) -> Runs:
     runs = Runs()
     with csv_path.open(newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["status"] == "succeeded"]
-    cells: dict[str, int] = {}
     for r in rows:
-        colo = json.loads(r["colocations"]) if r["colocations"] else []
+        colo = [c for c in (json.loads(r["colocations"]) if r["colocations"] else [])
+                if c.get("co_runner_job")]
         overlaps = _by_job(colo)
-        apps = sorted([r["app_id"], *(c["co_runner_app_id"] for c in colo)])
-        cell = cells.setdefault(apps[0], len(cells))
-        runs.add(r["job"], cell, resources.get(r["app_id"], {}), scale_out=int(r["scale_out"]),
+        runs.add(r["job"], -1, resources.get(r["app_id"], {}), scale_out=int(r["scale_out"]),
                  runtime_s=float(r["runtime_s"]), started_at=float(r["started_at"]),
                  finished_at=float(r["finished_at"]), overlaps=overlaps,
-                 co_runner_scale_outs=_sizes_by_job(colo))
+                 co_runner_scale_outs=_sizes_by_job(
+                     [c for c in colo if c.get("co_runner_scale_out")]))
     return runs
 
 

@@ -64,3 +64,35 @@ def test_hetero_history_and_the_oracle(bell_dir: Path) -> None:
         for name in ("one-for-all", "shared", "per-type", "fastest"):
             # nobody meets the target for less than the oracle pays
             assert row[name]["miss"] or row[name]["cost"] >= row["oracle"]["cost"] - 1e-9
+
+
+def test_a_recording_is_read_back_and_evaluated(tmp_path: Path) -> None:
+    """The recording's CSV (cobell history export) and its resources side file, as
+    history/record-profiles.py writes them, feed the same leave-one-pair-out."""
+    import json
+
+    from cobell_cli.store import interchange
+    from cobell_cli.store.history import History
+    from tests.test_profile_effects import _history, _resources
+
+    db = tmp_path / "h.db"
+    _history(db)
+    with History.open(db) as history:
+        runs = history.runs(newest_first=False, with_colocations=True)
+        for i, r in enumerate(runs):  # app ids as a real recording has them
+            history.conn.execute("UPDATE runs SET app_id = ? WHERE id = ?", (f"app-{i}", r["id"]))
+        history.conn.commit()
+        runs = history.runs(newest_first=False, with_colocations=True)
+    csv_path = tmp_path / "rec.csv"
+    csv_path.write_text(interchange.to_csv(runs))
+    (tmp_path / "rec.resources.jsonl").write_text("".join(
+        json.dumps({"app_id": r["app_id"], "job": r["job"],
+                    "resources": _resources(r["job"])}) + "\n" for r in runs))
+    rec = unseen_pairs.real_runs(csv_path)
+    assert sum(len(v) for v in rec.by_job.values()) == len(runs)
+    pair = ("cpu-c", "victim")
+    assert pair in rec.pairs() and ("cpu-b", "victim") not in rec.pairs()
+    result = unseen_pairs.evaluate("real", 0, rec, None, 0.9, [pair])
+    assert {r["victim"] for r in result["errors"]} == set(pair)
+    fresh = unseen_pairs.fresh_errors(rec, rec, 0.9)
+    assert len(fresh["errors"]) > 0 and fresh["allocations"] == []
