@@ -121,3 +121,39 @@ def test_the_cheapest_label_that_meets_the_target_wins() -> None:
     assert best.cost == pytest.approx(1.5 * best.scale_out * best.predicted_s)
     assert all(best.cost <= o.cost for o in options if o.feasible)
     assert math.isclose(best.predicted_s, best.plan.predicted_s * best.factor)
+
+
+def test_label_settings_parse_and_bad_ones_are_one_line() -> None:
+    from cobell_cli import config
+    from cobell_cli.errors import ConfigError
+
+    s = config.load({"node_labels": "default,fast", "label_prices": "fast=2.5,default=1"},
+                    env={})
+    assert s.node_labels == ["", "fast"] and s.label_prices == {"fast": 2.5, "": 1.0}
+    assert config.load({"node_labels": "AUTO"}, env={}).node_labels == ["auto"]
+    env = config.load({}, env={"COBELL_LABEL_PRICES": "gpu=4"})
+    assert env.label_prices == {"gpu": 4.0}
+    for bad in ({"label_prices": "fast=0"}, {"label_prices": "fast"}, {"node_labels": "a,,b"}):
+        with pytest.raises(ConfigError) as err:
+            config.load(bad, env={})
+        assert "\n" not in err.value.line()
+
+
+def test_the_label_is_injected_on_yarn_only() -> None:
+    from cobell_cli.errors import UsageError
+    from cobell_cli.run.launch import inject, with_node_label
+
+    yarn = inject(["spark-submit", "--master", "yarn", "--conf",
+                   "spark.yarn.executor.nodeLabelExpression=slow", "app.py", "--x", "1"], 4, "etl")
+    out = with_node_label(yarn, "fast")
+    assert "spark.yarn.executor.nodeLabelExpression=fast" in out.argv
+    assert "spark.yarn.executor.nodeLabelExpression=slow" not in out.argv
+    assert any("cobell-label:fast" in a for a in out.argv) and out.argv[-3:] == ["app.py", "--x",
+                                                                               "1"]
+    assert any("replaced spark.yarn.executor.nodeLabelExpression=slow" in w for w in out.warnings)
+    assert with_node_label(yarn, "") == yarn  # the default partition needs nothing
+    standalone = inject(["spark-submit", "--master", "spark://m:7077", "app.py"], 2, "etl")
+    with pytest.raises(UsageError, match="standalone cannot place executors"):
+        with_node_label(standalone, "fast")
+    other = inject(["run.sh", "{scale_out}"], 2, "etl")
+    assert "not injected" in with_node_label(other, "fast").warnings[-1]
