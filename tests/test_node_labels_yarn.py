@@ -186,3 +186,19 @@ def test_co_runners_count_only_in_their_own_partition(tmp_path: Path, rm: Labell
     fast_app, default_app = list(rm.apps)
     assert result.node_label == "fast" and counted == {fast_app}
     assert default_app not in counted
+
+
+def test_an_imported_yarn_app_keeps_the_partition_it_ran_in() -> None:
+    from cobell_cli.sources.record import run_record
+    from cobell_cli.sources.yarn_apps import parse_finished
+
+    rm = LabelledRM()
+    app_id = rm.add_app("etl", tags="cobell,cobell-job:etl,cobell-label:fast", duration_s=60,
+                        start_s=rm.now_s - 100)
+    plain = rm.add_app("mr", duration_s=60, start_s=rm.now_s - 100, app_type="MAPREDUCE")
+    docs = {a: rm.render(rm.apps[a]) for a in (app_id, plain)}
+    docs[plain]["appNodeLabelExpression"] = "gpu"
+    labelled, mapreduce = (parse_finished(docs[a]) for a in (app_id, plain))
+    assert labelled.node_label == "fast" and mapreduce.node_label == "gpu"
+    assert run_record(labelled, "yarn")["node_label"] == "fast"
+    assert labelled.as_co_runner().node_label == "fast"

@@ -99,14 +99,14 @@ def parse_app(
         tags=tags,
         backend="yarn",
         ui_url=_text(raw.get("trackingUrl")),
-        node_label=_node_label(tags, raw),
+        node_label=node_label_of(tags, raw),
     )
 
 
 LABEL_TAG_PREFIX = "cobell-label:"
 
 
-def _node_label(tags: Sequence[str], raw: Mapping[str, Any]) -> str | None:
+def node_label_of(tags: Sequence[str], raw: Mapping[str, Any]) -> str | None:
     """Where the app's executors run: the `cobell-label:` tag cobell adds when it injects a
     label (Spark sets the executors' label on their container requests, which the app record
     does not show), else the app's own node-label expression (MapReduce, Tez); None: the
