@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = Cluster(env)
     cluster.start()
     t0 = time.time()
+    total = len(done) + len(todo)
     try:
         with meta.open("a") as fh:
             for cell in todo:
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
                 runtimes = {k: v.get("runtime_s") for k, v in row["results"].items()}
-                print(f"[{len(done) + 1}/{len(done) + len(todo)}] {cell['kinds']} "
+                print(f"[{len(done) + 1}/{total}] {cell['kinds']} "
                       f"x={cell['scale_outs']} {runtimes} load={row['load_before']:.1f}",
                       file=sys.stderr, flush=True)
                 done.add(cell["index"])
