@@ -13,7 +13,7 @@ import pytest
 
 from cobell_cli.core.calibration import stranger_factors
 from cobell_cli.core.model import fit_runtime_model
-from cobell_cli.core.model_table import tabulate
+from cobell_cli.core.model_table import ModelTable, tabulate
 from cobell_cli.core.profile import AppProfile, StageProfile
 from cobell_cli.core.profile_effects import (
     PairEffect,
@@ -172,9 +172,12 @@ def test_the_model_consults_the_prior_only_for_a_job_without_its_own_pair() -> N
 
 def test_the_cached_table_answers_with_the_same_prior() -> None:
     model = fit_runtime_model(_runs())
-    table = tabulate(model, 8, 0.9)
+    table = ModelTable.from_payload(tabulate(model, 8, 0.9).to_payload(),
+                                    fallback=lambda: fit_runtime_model(_runs()))
     prior = PairPriors("job", {"stranger": ((0.3, 0.4), (1e-3, 0.0, 1e-3))})
     model.pair_prior = table.pair_prior = prior
+    off_grid = table.predict([2.5], {"stranger": 0.7})[0]  # answered by the real model
+    assert off_grid == pytest.approx(model.predict([2.5], {"stranger": 0.7})[0])
     for x in (1, 3, 8):
         assert table.predict([x], {"stranger": 0.7})[0] == pytest.approx(
             model.predict([x], {"stranger": 0.7})[0])

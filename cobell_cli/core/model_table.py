@@ -206,6 +206,7 @@ class ModelTable:
             if self._fallback is None:
                 raise ValueError("this model table has no fitted model to answer off its grid")
             self._model = self._fallback()
+        self._model.pair_prior = self.pair_prior  # off the grid: the same priors
         return self._model
 
     def _factors(self, xs: Sequence[float], overlaps: Overlaps) -> list[tuple[float, float]]:

@@ -93,7 +93,7 @@ class RuntimeModel:
         self.whatif = whatif
         # job -> ((a, b), (var a, cov, var b)) or None: the pair of a co-runner job this model
         # has no pair of its own for, from the jobs' resource profiles (core/profile_effects/
-        # priors.py); None: the pooled pair, as before. Set after fitting (attach_priors).
+        # priors.py); None: the pooled pair, as before. Set after fitting (PriorFit).
         self.pair_prior: Any = None
 
     # ---- fitting -------------------------------------------------------------------
