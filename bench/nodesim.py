@@ -68,6 +68,7 @@ from bench.simulator import (
     SimJob,
     driver_progress,
     load_curves,
+    observed_resources,
 )
 from bench.simulator import heap_peak_mb as simulator_heap_peak_mb
 
@@ -195,8 +196,15 @@ def simulate(jobs: Sequence[SimJob], noise: NodeNoise, cluster: Cluster | None =
     return state
 
 
+def run_resources(job: str, key: str, seed: int = 0) -> dict[str, float]:
+    """What the event log of one run of `job` in this world would sum: its demands in the event
+    log's terms (bench.simulator.observed_resources). Off by default: nothing here reads it."""
+    return observed_resources(dict(zip(RESOURCES, PROFILES[job], strict=True)), job, key, seed)
+
+
 __all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "Cluster", "NodeNoise", "driver_progress",
-           "executor_rates", "fair_shares", "job_rates", "load_curves", "nodes_of", "simulate"]
+           "executor_rates", "fair_shares", "job_rates", "load_curves", "nodes_of", "run_resources",
+           "simulate"]
 
 
 # --- executor memory (issue 26; only bench/memory_e2e.py reads it) --------------------------

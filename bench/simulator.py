@@ -214,6 +214,49 @@ def simulate(jobs: Sequence[SimJob], noise: RunNoise, contention: Contention,
     return state
 
 
+# --- what a finished run's event log would sum (resource profiles, issue 28) --------------
+#
+# Off by default: nothing in the simulation reads it, so no other benchmark's draw moves. A
+# job's demand per resource becomes the task metrics core/profile.py sums, in the event log's
+# own terms, not the world's: memory-bandwidth stalls count as CPU time (with a little GC),
+# disk time moves bytes at DISK_BYTES_PER_S, network time shuffles NET_BYTES_PER_S and waits
+# for some fetches. Each figure carries log-normal noise per run (RESOURCE_SIGMA).
+
+DISK_BYTES_PER_S = 40e6
+NET_BYTES_PER_S = 25e6
+RESOURCE_SIGMA = 0.15
+
+
+def observed_resources(demand: Mapping[str, float], job: str, key: str, seed: int = 0,
+                       task_s: float = 1000.0) -> dict[str, float]:
+    """The summed task metrics (core/profile.py RESOURCE_SUMS) of `task_s` task-seconds of a
+    run of `job` whose tasks split their time as `demand` ({resource: share}) says."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"{job}/{key}".encode()), 2])
+    total = sum(demand.values()) or 1.0
+    f = {r: v / total for r, v in demand.items()}
+
+    def noisy(v: float) -> float:
+        return v * float(rng.lognormal(0.0, RESOURCE_SIGMA))
+
+    cpu, mem = f.get("cpu", 0.0), f.get("memory_bandwidth", 0.0)
+    disk, net = f.get("disk", 0.0), f.get("network", 0.0)
+    return {
+        "run_s": task_s,
+        "cpu_s": noisy(cpu + 0.8 * mem) * task_s,
+        "gc_s": noisy(0.2 * mem + 0.02) * task_s,
+        "input_bytes": noisy(0.7 * disk * DISK_BYTES_PER_S) * task_s,
+        "output_bytes": noisy(0.3 * disk * DISK_BYTES_PER_S) * task_s,
+        "shuffle_read_bytes": noisy(0.5 * net * NET_BYTES_PER_S) * task_s,
+        "shuffle_write_bytes": noisy(0.5 * net * NET_BYTES_PER_S) * task_s,
+        "shuffle_fetch_wait_s": noisy(0.3 * net) * task_s,
+    }
+
+
+def run_resources(job: str, key: str, seed: int = 0) -> dict[str, float]:
+    """What the event log of one run of `job` in this world would sum (observed_resources)."""
+    return observed_resources(dict(zip(RESOURCES, PROFILES[job], strict=True)), job, key, seed)
+
+
 # --- what a running app's Spark driver would report ----------------------------------------
 
 
@@ -390,4 +433,5 @@ def heap_peak_mb(need_mb: float, reserved_mb: float, fill: float) -> float:
 
 __all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "SHAPES", "Contention", "Curve", "RunNoise",
            "SimJob", "SparkShape", "driver_progress", "executed_stages", "load_curves",
-           "pair_slowdown", "run_shape", "simulate", "slowdown", "stage_shares"]
+           "observed_resources", "pair_slowdown", "run_resources", "run_shape", "simulate",
+           "slowdown", "stage_shares"]

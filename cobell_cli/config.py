@@ -157,6 +157,38 @@ def _event_log_dir(value: Any) -> str:
     return str(Path(text).expanduser())
 
 
+AUTO_LABELS = "auto"
+
+
+def _node_labels(value: Any) -> list[str]:
+    """Node labels to choose among ("" is the default partition), or ["auto"]: every label
+    the submit's queue may use."""
+    if isinstance(value, str) and value.strip().lower() == AUTO_LABELS:
+        return [AUTO_LABELS]
+    labels = [str(v).strip() for v in (value if isinstance(value, list) else
+                                       str(value).split(","))]
+    if not labels or any(not v or "\0" in v or " " in v for v in labels):
+        raise ValueError(f"expected labels a,b,... or 'auto', got {value!r}")
+    return ["" if v.lower() == "default" else v for v in labels]
+
+
+def _label_prices(value: Any) -> dict[str, float]:
+    """{label: price multiplying executor-seconds}, from a table or "a=1,b=2.5"."""
+    items = value.items() if isinstance(value, Mapping) else (
+        part.partition("=")[::2] for part in _str_list(value))
+    out = {}
+    for label, price in items:
+        label = str(label).strip()
+        try:
+            number = float(price)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not label or not math.isfinite(number) or number <= 0:
+            raise ValueError(f"expected LABEL=PRICE pairs with prices > 0, got {value!r}")
+        out["" if label.lower() == "default" else label] = number
+    return out
+
+
 def _fraction(value: Any) -> float:
     number = _finite(value)
     if not 0 < number < 1:
@@ -277,6 +309,20 @@ SETTINGS: tuple[Setting, ...] = (
         "history runs count as similar when their input size is within this fraction",
     ),
     Setting("job_patterns", _patterns, {}, "map other apps to jobs by name: JOB=REGEX,..."),
+    Setting(
+        "node_labels",
+        _node_labels,
+        [],
+        "YARN node labels (partitions) to choose among, comma-separated ('default' is the "
+        "default partition), or 'auto': every label the submit's queue may use (empty: "
+        "wherever the queue puts the job, as before)",
+    ),
+    Setting(
+        "label_prices",
+        _label_prices,
+        {},
+        "price of each node label per executor-second, LABEL=PRICE,... (default 1)",
+    ),
     Setting(
         "history_window",
         _int_range(0, MAX_RUNS),

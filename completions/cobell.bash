@@ -48,13 +48,13 @@ _cobell() {
                 esac ;;
             "cobell submit")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--spark-log-level|--minimize|--memory-confidence|--retry-on-oom|--deadline|--max-wait|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input|--input-size|--input-tolerance|--cores-per-executor|--log-file|--spark-log-level|--minimize|--memory-confidence|--retry-on-oom|--deadline|--max-wait|--node-label|--label-price|--event-log-dir|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
             "cobell predict")
                 case "$w" in
-                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--minimize|--memory-confidence|--deadline|--max-wait|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
+                    -j|--job|-t|--target-runtime|--min-scale-out|--max-scale-out|--step|--confidence|--input-size|--input-tolerance|--minimize|--memory-confidence|--deadline|--max-wait|--node-label|--label-price|--cluster|--rm-url|--standalone-url|--ca-bundle) skip=1; opt=$w ;;
                     -*) ;;
                     *) npos=$((npos + 1)) ;;
                 esac ;;
@@ -237,6 +237,8 @@ _cobell() {
                     --retry-on-oom) COMPREPLY=() ;;
                     --deadline) COMPREPLY=() ;;
                     --max-wait) COMPREPLY=() ;;
+                    --node-label) COMPREPLY=() ;;
+                    --label-price) COMPREPLY=() ;;
                     --event-log-dir) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
@@ -257,6 +259,8 @@ _cobell() {
                     --memory-confidence) COMPREPLY=() ;;
                     --deadline) COMPREPLY=() ;;
                     --max-wait) COMPREPLY=() ;;
+                    --node-label) COMPREPLY=() ;;
+                    --label-price) COMPREPLY=() ;;
                     --cluster) COMPREPLY=($(compgen -W 'yarn standalone none auto' -- "$cur")) ;;
                     --rm-url) COMPREPLY=() ;;
                     --standalone-url) COMPREPLY=() ;;
@@ -358,11 +362,11 @@ _cobell() {
                 else COMPREPLY=($(compgen -W 'submit predict demo history model cluster local-cluster config' -- "$cur")); fi ;;
             "cobell submit")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --spark-log-level --minimize --memory-confidence --keep-memory --retry-on-oom --deadline --max-wait --start-now --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --dry-run --json --log-file --strict --spark-log-level --minimize --memory-confidence --keep-memory --retry-on-oom --deadline --max-wait --start-now --node-label --label-price --event-log-dir --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else ((npos >= 0)) && COMPREPLY=($(compgen -W "--" -- "$cur")); fi ;;
             "cobell predict")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --minimize --memory-confidence --deadline --max-wait --start-now --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --minimize --memory-confidence --deadline --max-wait --start-now --node-label --label-price --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell demo")
                 if [[ $cur == -* ]]; then

@@ -25,12 +25,12 @@ function __cobell_node
                 end
             case 'cobell submit'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --minimize --memory-confidence --retry-on-oom --deadline --max-wait --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input --input-size --input-tolerance --cores-per-executor --log-file --spark-log-level --minimize --memory-confidence --retry-on-oom --deadline --max-wait --node-label --label-price --event-log-dir --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell predict'
                 switch $w
-                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --minimize --memory-confidence --deadline --max-wait --cluster --rm-url --standalone-url --ca-bundle
+                    case -j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --minimize --memory-confidence --deadline --max-wait --node-label --label-price --cluster --rm-url --standalone-url --ca-bundle
                         set skip 1
                 end
             case 'cobell demo'
@@ -202,6 +202,8 @@ complete -c cobell -n '__cobell_at \'cobell submit\'' -l retry-on-oom -x -d 'Spa
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l deadline -x -d 'Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or without zone (2026-11-26T06:00+01:00), or +2h30m'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l max-wait -x -d 'With --deadline: wait at most this long for a better start (90s, 5min, 1h30m); also allows a deadline more than a week ahead'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l start-now -d 'With --deadline: start at once, sized for the deadline (no wait)'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l node-label -x -d 'Choose among these YARN node labels (partitions; \'default\' is the default partition) the (label, scale-out) that meets the target at the least price x executor-seconds; \'auto\': every label the submit\'s queue may use'
+complete -c cobell -n '__cobell_at \'cobell submit\'' -l label-price -x -d 'Each node label\'s price per executor-second (default 1)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l event-log-dir -x -d 'Spark: where the run writes its event log, read afterwards for the what-if (default: event-logs/ next to the history; off: leave event logging alone)'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell submit\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'
@@ -224,6 +226,8 @@ complete -c cobell -n '__cobell_at \'cobell predict\'' -l memory-confidence -x -
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l deadline -x -d 'Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or without zone (2026-11-26T06:00+01:00), or +2h30m'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l max-wait -x -d 'With --deadline: wait at most this long for a better start (90s, 5min, 1h30m); also allows a deadline more than a week ahead'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l start-now -d 'With --deadline: start at once, sized for the deadline (no wait)'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l node-label -x -d 'Choose among these YARN node labels (partitions; \'default\' is the default partition) the (label, scale-out) that meets the target at the least price x executor-seconds; \'auto\': every label the submit\'s queue may use'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l label-price -x -d 'Each node label\'s price per executor-second (default 1)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l json -d 'Print the plan as JSON (always with every scale-out)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l cluster -x -a 'yarn standalone none auto' -d 'Where to read co-runners from. [env: COBELL_CLUSTER]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'

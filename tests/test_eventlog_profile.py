@@ -119,3 +119,50 @@ def test_real_logs_in_every_codec(suffix: str) -> None:
     assert [len(s.task_s) for s in p.stages] == [4, 4]
     assert p.stages[1].parent_ids == [0]
     assert 0 < max(p.stages[0].task_s) < p.runtime_s
+
+
+def _metered_task(stage: int, run_ms: int, cpu_ns: int, **extra: dict) -> dict:
+    event = _task(stage, 5, run_ms / 1000)
+    event["Task Metrics"] = {
+        "Executor Run Time": run_ms,
+        "Executor CPU Time": cpu_ns,
+        "JVM GC Time": 100,
+        "Peak Execution Memory": extra.pop("peak", 0),
+        "Disk Bytes Spilled": 7,
+        "Input Metrics": {"Bytes Read": 1000},
+        "Output Metrics": {"Bytes Written": 10},
+        "Shuffle Read Metrics": {"Remote Bytes Read": 300, "Local Bytes Read": 200,
+                                 "Fetch Wait Time": 250},
+        "Shuffle Write Metrics": {"Shuffle Bytes Written": 40, "Shuffle Write Time": 5_000_000},
+    }
+    return event
+
+
+def test_each_stage_sums_its_tasks_metrics(tmp_path: Path) -> None:
+    """Times in ms and ns become seconds, bytes add up, the peak is the largest task's."""
+    events = _events()
+    events[6:9] = [_metered_task(0, 2000, 1_500_000_000, peak=64),
+                   _metered_task(0, 1000, 500_000_000, peak=256),
+                   _metered_task(1, 4000, 1_000_000_000)]
+    p = summarize(_write(tmp_path / "app-1", events))
+    first = p.stages[0].resources
+    assert first["run_s"] == pytest.approx(3.0) and first["cpu_s"] == pytest.approx(2.0)
+    assert first["gc_s"] == pytest.approx(0.2) and first["shuffle_fetch_wait_s"] == 0.5
+    assert first["shuffle_read_bytes"] == 1000 and first["input_bytes"] == 2000
+    assert first["shuffle_write_s"] == pytest.approx(0.01)
+    assert first["peak_execution_bytes"] == 256 and first["disk_spill_bytes"] == 14
+    total = p.resources
+    assert total["run_s"] == pytest.approx(7.0) and total["cpu_s"] == pytest.approx(3.0)
+    assert total["peak_execution_bytes"] == 256
+    back = AppProfile.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert back == p and back.resources == total
+
+
+def test_a_format_1_summary_still_loads_without_resources(tmp_path: Path) -> None:
+    data = summarize(_write(tmp_path / "app-1", _events())).to_dict()
+    data["format"] = 1
+    data.pop("resources")
+    for stage in data["stages"]:
+        stage.pop("resources")
+    old = AppProfile.from_dict(data)
+    assert old.resources == {} and old.stages[0].task_s == [3.0, 4.0]

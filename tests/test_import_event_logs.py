@@ -108,7 +108,7 @@ def test_a_missing_path_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_each_imported_log_leaves_its_profile_in_the_same_transaction(tmp_path: Path) -> None:
-    from cobell_cli.core.profile import AppProfile
+    from cobell_cli.core.profile import PROFILE_FORMAT, AppProfile
     from cobell_cli.sources.eventlog_profile import summarize
 
     db = tmp_path / "h.db"
@@ -124,7 +124,7 @@ def test_each_imported_log_leaves_its_profile_in_the_same_transaction(tmp_path: 
     assert len(stored) == 4
     for row in stored:
         profile = AppProfile.from_dict(json.loads(row["summary"]))
-        assert profile.app_id == row["app_id"] and row["format"] == 1
+        assert profile.app_id == row["app_id"] and row["format"] == PROFILE_FORMAT
         # folded in the import's single pass: the same as reading the log for a profile alone
         assert json.loads(row["summary"]) == summarize(row["event_log"]).to_dict()
     assert import_logs(db, LOGS)["profiles"] == 0  # nothing new: no second profile

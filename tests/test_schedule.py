@@ -16,7 +16,7 @@ from cobell_cli.core.model_table import ModelTable
 from cobell_cli.core.schedule import Busy, PendingJob, schedule
 from cobell_cli.core.schedule.decision import busy_from_row, decide, pending_from_row
 from cobell_cli.core.schedule.options import cheapest
-from cobell_cli.core.schedule.queue import app_queue, queue_wait_s
+from cobell_cli.core.schedule.queue import queue_wait_s
 from cobell_cli.core.schedule.records import StartOption
 from cobell_cli.core.schedule.risk import Risk, end_at_level, ended_by
 from cobell_cli.core.schedule.timeline import (
@@ -26,6 +26,7 @@ from cobell_cli.core.schedule.timeline import (
     runtime_among,
     runtime_s,
 )
+from cobell_cli.run.launch import spark_queue
 
 NOW = 1_800_000_000.0
 RATIOS = (0.92, 0.95, 0.97, 0.98, 1.0, 1.0, 1.01, 1.02, 1.03, 1.05, 1.06, 1.08)
@@ -259,9 +260,12 @@ def test_a_queue_with_apps_waiting_holds_the_new_app_until_enough_running_ones_e
 
 
 def test_the_queue_of_a_command() -> None:
-    assert app_queue(["spark-submit", "--queue", "etl", "app.py"]) == "etl"
-    assert app_queue(["spark-submit", "--conf", "spark.yarn.queue=night", "a.py"]) == "night"
-    assert app_queue(["spark-submit", "app.py"]) == "default"
+    """The one reading of a command's queue (launch.spark_queue) the deadline and the node
+    labels share; None (YARN's default queue) when the command names none."""
+    yarn = ["spark-submit", "--master", "yarn"]
+    assert spark_queue([*yarn, "--queue", "etl", "app.py"]) == "etl"
+    assert spark_queue([*yarn, "--conf", "spark.yarn.queue=night", "a.py"]) == "night"
+    assert spark_queue([*yarn, "app.py"]) is None
 
 
 def test_ratio_distribution_reads_back_the_bound() -> None:

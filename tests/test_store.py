@@ -309,6 +309,7 @@ def test_version_1_file_gains_the_recency_index_and_keeps_its_runs(tmp_path: Pat
         assert [r["runtime_s"] for r in history.training_runs("sgd", window=5)] == [9.0]
         (run,) = history.runs()
         assert run["source"] == "cobell" and run["meet_probability"] is None
+        assert run["node_label"] is None  # migration 4: where it ran is not known
 
 
 def test_source_and_probability_are_checked(tmp_path: Path) -> None:

@@ -191,7 +191,9 @@ def test_a_run_leaves_its_log_and_profile(tmp_path: Path, fake_spark: Path) -> N
     assert Path(run["event_log"]) == tmp_path / "event-logs" / f"{ETL_APP}.zstd"
     assert "spark.eventLog.enabled=true" in run["command"]
     (profile,) = rows(db, "SELECT * FROM run_profiles")
-    assert profile["run_id"] == run["id"] and profile["format"] == 1
+    from cobell_cli.core.profile import PROFILE_FORMAT
+
+    assert profile["run_id"] == run["id"] and profile["format"] == PROFILE_FORMAT
     summary = json.loads(profile["summary"])
     assert summary["app_id"] == ETL_APP and summary["scale_out"] == 2 and summary["stages"]
     from cobell_cli.core.profile import AppProfile

@@ -46,6 +46,7 @@ from cobell_cli.api.planning import (
     running_co_runners,
     warm_model_cache,
 )
+from cobell_cli.api.profile_priors import profile_text as resource_profile_text
 from cobell_cli.api.runs import (
     CheckedFile,
     check_file,
@@ -116,6 +117,7 @@ __all__ = [
     "plan_for_deadline",
     "predict",
     "remove_runs",
+    "resource_profile_text",
     "run_columns",
     "run_records",
     "run_statuses",

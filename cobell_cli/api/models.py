@@ -35,6 +35,7 @@ class ModelInput:
     whatif: Any = None
     memory: Any = None  # the job's memory model (core/memory), None without a measured peak
     memory_observations: list[Any] = field(default_factory=list)
+    resource_profile: dict[str, Any] | None = None  # shares of its task time (profile_priors)
 
 
 def model_input(history: History, job: str, *, window: int | None = None) -> ModelInput:
@@ -47,9 +48,11 @@ def model_input(history: History, job: str, *, window: int | None = None) -> Mod
         why = "has no succeeded runs" if job in known else "is not in the history"
         raise UsageError(f"job {job!r} {why}", hint=JOBS_HINT)
     from cobell_cli.api.planning import memory_model
+    from cobell_cli.api.profile_priors import resource_profile
 
     memory, observations = memory_model(history, job, window)
-    return ModelInput(job, runs, whatif, memory, observations)
+    profile = resource_profile(history.resource_totals([job]).get(job, []))
+    return ModelInput(job, runs, whatif, memory, observations, profile)
 
 
 def _job_whatif(history: History, job: str, runs: list[dict[str, Any]]) -> Any:
@@ -90,7 +93,8 @@ def describe_model(data: ModelInput, settings: Settings | None = None) -> dict[s
     description = {"job": data.job, **fit_model(data, cache=cache).describe()}
     counts = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
     memory = data.memory.describe() if data.memory is not None else None
-    return {**description, "memory": memory, "model_cache": counts}
+    return {**description, "memory": memory, "resource_profile": data.resource_profile,
+            "model_cache": counts}
 
 
 def evaluate_model(

@@ -50,6 +50,11 @@ class Prediction:
     # is the level that decided, None while the bootstrap's binary search decides
     start: StartDecision | None = None  # with --deadline: start now or wait (deadlines.py)
     run_fields: dict[str, Any] = field(default_factory=dict)  # recorded with the run
+    # co-runners the job never met, their pairs from resource profiles (profile_priors.py)
+    pair_priors: dict[str, Any] | None = None
+    # with --node-label: the label chosen and every label's plan (node_types.py)
+    node_label: str | None = None
+    label_options: list[dict[str, Any]] | None = None
 
     @property
     def all_warnings(self) -> list[str]:
@@ -65,6 +70,8 @@ class Prediction:
             "model_cache": self.model_cache,
             "live_progress": self.live_progress.to_dict() if self.live_progress else None,
             "policy": self.policy,
+            "pair_priors": self.pair_priors,
+            **self._labels(),
         }
         if self.start is not None:  # the start decided, not the plan at once, is the answer
             start = self.start.to_dict()
@@ -72,6 +79,15 @@ class Prediction:
                        meet_probability=self.start.meet_probability,
                        predicted_s=self.start.predicted_s, feasible=self.start.feasible)
         return out
+
+    def _labels(self) -> dict[str, Any]:
+        """With --node-label: the chosen label at the top level and with each candidate."""
+        if self.label_options is None:
+            return {}
+        candidates = [{**c, "node_label": self.node_label}
+                      for c in self.plan.to_dict()["candidates"]]
+        return {"node_label": self.node_label, "labels": self.label_options,
+                "candidates": candidates}
 
 
 def check_request(target_s: float, min_scale_out: int, max_scale_out: int) -> None:
@@ -120,10 +136,13 @@ def predict(
     memory: MemoryAsk | None = None,
     minimize: str = "executor-seconds",
     on_model: Any = None,
+    queue: str | None = None,
 ) -> Prediction:
     """Plan the next run of `job` against the history and what runs on the cluster now;
-    with `memory`, size each candidate's executor memory too. `on_model(model, phase)`
-    receives the job's model the plan used (deadlines.py)."""
+    with `memory`, size each candidate's executor memory too; with node labels
+    (settings.node_labels), on each label, the cheapest chosen (`queue`: the submit's, whose
+    labels `auto` means). `on_model(model, phase)` receives the job's model the plan used
+    (deadlines.py)."""
     from cobell_cli.core.plan import plan
 
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
@@ -136,6 +155,7 @@ def predict(
         )
     from cobell_cli.cluster import query
 
+    labels = _node_labels(cluster, settings, queue)
     with query(cluster) as deadline:  # the apps and their drivers' progress: one budget
         apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
         co_jobs = sorted({a.job for a in apps if a.job})
@@ -153,34 +173,53 @@ def predict(
         from cobell_cli.store.replay_cache import ReplayCache
 
         replays = ReplayCache(cache.directory)
-    chosen = plan(
-        job=job,
-        history=runs,
-        now=now,
-        target_s=target_s,
-        min_scale_out=settings.min_scale_out,
-        max_scale_out=settings.max_scale_out,
-        step=settings.scale_out_step,
-        confidence=settings.confidence,
-        input_bytes=input_bytes,
-        input_tolerance=settings.input_tolerance,
-        co_runners=apps,
-        co_runner_histories=co_histories,
-        fit=cache.fit if cache is not None else None,
-        profiles=profiles,
-        cluster_profiles=cluster_profiles,
-        whatif_memory=replays,
-        memory=request,
-        memory_runs=memory_runs,
-        memory_model=sizing,
-        minimize=minimize,  # type: ignore[arg-type]
-        on_model=on_model,
-    )
+    fit, priors = _fit_with_priors(history, job, co_jobs, cache, window)
+
+    def plan_fn(*, history: Sequence[Any], target_s: float, co_runners: Sequence[Any]) -> Plan:
+        return plan(
+            job=job,
+            history=history,
+            now=now,
+            target_s=target_s,
+            min_scale_out=settings.min_scale_out,
+            max_scale_out=settings.max_scale_out,
+            step=settings.scale_out_step,
+            confidence=settings.confidence,
+            input_bytes=input_bytes,
+            input_tolerance=settings.input_tolerance,
+            co_runners=co_runners,
+            co_runner_histories=co_histories,
+            fit=fit,
+            profiles=profiles,
+            cluster_profiles=cluster_profiles,
+            whatif_memory=replays,
+            memory=request,
+            memory_runs=memory_runs,
+            memory_model=sizing,
+            minimize=minimize,  # type: ignore[arg-type]
+            on_model=on_model,
+        )
+
+    decision = None
+    if labels is not None:
+        from cobell_cli.api.node_types import plan_on_labels
+
+        decision = plan_on_labels(
+            history, cluster, job=job, runs=runs, labels=labels,
+            prices=settings.label_prices, target_s=target_s, confidence=settings.confidence,
+            apps=apps, fit=fit or _fit_default, plan_fn=plan_fn, window=window)
+        chosen = decision.plan
+        warnings += decision.warnings
+    else:
+        chosen = plan_fn(history=runs, target_s=target_s, co_runners=apps)
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
     return Prediction(chosen, description, ok, apps, warnings, counts, progress,
-                      settings.confidence)
+                      policy=settings.confidence,
+                      pair_priors=priors.describe() if priors is not None else None,
+                      node_label=decision.node_label if decision is not None else None,
+                      label_options=decision.describe() if decision is not None else None)
 
 
 def memory_request(
@@ -256,6 +295,41 @@ def nearest_memory_job(history: History, job: str, window: int | None) -> Any:
             model = MemoryModel(nested=False).fit(obs)
             known.append(KnownJob(other, features, model.candidate_.label, model.fitted_))
     return nearest(mine, known)
+
+
+def _node_labels(cluster: Any, settings: Settings, queue: str | None) -> list[str] | None:
+    """The node labels to plan on (node_types.py), checked before anything else is asked;
+    None without --node-label."""
+    if not settings.node_labels:
+        return None
+    from cobell_cli.api.node_types import resolve_labels
+
+    return resolve_labels(cluster, settings.node_labels, queue)
+
+
+def _fit_with_priors(
+    history: History, job: str, co_jobs: Sequence[str], cache: ModelCache | None,
+    window: int | None,
+) -> tuple[Any, Any]:
+    """The planner's `fit` (the model cache's when on), and, when the resource profiles
+    inform co-runners the job never met (profile_priors.py), one that gives the job's model
+    their priors."""
+    from cobell_cli.api.profile_priors import unseen_pair_structure
+
+    fit = cache.fit if cache is not None else None
+    structure = unseen_pair_structure(history, job, co_jobs, fit or _fit_default, window)
+    if structure is None:
+        return fit, None
+    from cobell_cli.core.profile_effects import PriorFit
+
+    priors = PriorFit(fit or _fit_default, job, co_jobs, structure)
+    return priors, priors
+
+
+def _fit_default(runs: Sequence[Any], **params: Any) -> Any:
+    from cobell_cli.core.model import fit_runtime_model
+
+    return fit_runtime_model(runs, **params)
 
 
 def live_progress(

@@ -83,10 +83,15 @@ def list_runs(
 
 
 def get_run(history: History, run_id: int) -> dict[str, Any]:
-    """One run in full, with every co-runner it overlapped; a UsageError if there is none."""
+    """One run in full, with every co-runner it overlapped and its resource profile (the
+    shares of its task time, None without task metrics); a UsageError if there is none."""
+    from cobell_cli.api.profile_priors import resource_profile
+
     run = history.run(run_id) if storable(run_id) else None
     if run is None:
         raise UsageError(f"no run with id {run_id}", hint="see `cobell history list`")
+    resources = history.run_resources(run_id)
+    run["resource_profile"] = resource_profile([resources]) if resources else None
     return run
 
 

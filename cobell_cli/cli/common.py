@@ -254,6 +254,33 @@ InputToleranceOpt = Annotated[
         "[env: COBELL_INPUT_TOLERANCE]",
     ),
 ]
+NodeLabelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--node-label",
+        metavar="LABEL,...|auto",
+        help="Choose among these YARN node labels (partitions; 'default' is the default "
+        "partition) the (label, scale-out) that meets the target at the least price x "
+        "executor-seconds; 'auto': every label the submit's queue may use. YARN only: the "
+        "label expression is injected, co-runners count in their own partition. "
+        "Example: --node-label default,fast. [env: COBELL_NODE_LABELS]",
+    ),
+]
+LabelPriceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--label-price",
+        metavar="LABEL=PRICE,...",
+        help="Each node label's price per executor-second (default 1). "
+        "Example: --label-price default=1,fast=2.5. [env: COBELL_LABEL_PRICES]",
+    ),
+]
+
+
+def label_flags(node_label: str | None, label_price: str | None) -> dict[str, Any]:
+    return {"node_labels": node_label, "label_prices": label_price}
+
+
 StrictOpt = Annotated[
     bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target "
                        "(with --deadline: when no start meets the deadline); nothing runs.")

@@ -114,7 +114,8 @@ def show_lines(run: Run) -> list[str]:
 
     from cobell_cli.output import printable, table
 
-    fields = {k: v for k, v in show_record(run).items() if k != "colocations"}
+    fields = {k: v for k, v in show_record(run).items()
+              if k not in ("colocations", "resource_profile")}
     width = max(len(k) for k in fields) + 1  # columns that later migrations added are longer
     lines = []
     for key, value in fields.items():
@@ -132,6 +133,10 @@ def show_lines(run: Run) -> list[str]:
         else:
             shown = value
         lines.append(f"{key + ':':{width}} {printable(shown)}")
+    if run.get("resource_profile"):
+        from cobell_cli.api import resource_profile_text
+
+        lines.append(f"{'resources:':{width}} {resource_profile_text(run['resource_profile'])}")
     memory = memory_summary(run)
     if memory:
         lines.append(f"\nmemory: {memory}")

@@ -153,6 +153,9 @@ def show(
         return
     rows = [*show_rows(description), {"field": "memory function",
                                       "value": memory_text(description["memory"])}]
+    if description.get("resource_profile"):
+        rows.append({"field": "resources", "value": api.resource_profile_text(
+            description["resource_profile"])})
     typer.echo(output.table(rows, ["field", "value"]))
 
 

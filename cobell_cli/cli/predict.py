@@ -15,11 +15,13 @@ from cobell_cli.cli.common import (
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
+    LabelPriceOpt,
     MaxScaleOutOpt,
     MaxWaitOpt,
     MemoryConfidenceOpt,
     MinimizeOpt,
     MinScaleOutOpt,
+    NodeLabelOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
     StartNowOpt,
@@ -28,6 +30,7 @@ from cobell_cli.cli.common import (
     TargetOpt,
     cluster_flags,
     deadline_request,
+    label_flags,
     open_history,
     planning_flags,
     settings,
@@ -56,6 +59,7 @@ def render(prediction: Prediction, show_all: bool = False) -> str:
         facts.append(f"upper bound {p.upper_s:.0f} s")
     if p.executor_seconds is not None:
         facts.append(f"{p.executor_seconds:.0f} executor-s")
+    lines += _label_lines(prediction)
     lines.append(f"decision: scale-out {p.scale_out} ({', '.join(facts)}): {p.reason}")
     lines.append(f"{_policy(prediction.policy, p.phase)}; P(meet) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
@@ -205,6 +209,23 @@ def render_start(start: StartDecision) -> list[str]:
 
 
 
+def _label_lines(prediction: Prediction) -> list[str]:
+    """With --node-label: each label's plan and its cost, and the label chosen."""
+    from cobell_cli.output import table
+
+    if prediction.label_options is None:
+        return []
+    rows = [{"node_label": o["node_label"] or "default", "scale_out": o["scale_out"],
+             "predicted_s": o["predicted_s"],
+             "factor": f"{o['factor']:.2f} ({o['factor_source']})",
+             "price": o["price"], "executor_s_x_price": o["cost"],
+             "meets": "yes" if o["feasible"] else "no",
+             "chosen": "<-" if o["node_label"] == prediction.node_label else ""}
+            for o in prediction.label_options]
+    label = prediction.node_label or "default"
+    return [table(rows, list(rows[0])) if rows else "", f"node label: {label}"]
+
+
 def _percent(probability: float | None, unknown: str = "") -> str:
     from cobell_cli.core.plan.reasons import probability_text
 
@@ -237,6 +258,7 @@ def run_prediction(
     now: float,
     memory: Any = None,
     minimize: str = "executor-seconds",
+    queue: str | None = None,
 ) -> tuple[Prediction, Any]:
     """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
     `memory` (an api.MemoryAsk) sizes each candidate's executor memory too.
@@ -263,6 +285,7 @@ def run_prediction(
             require_history=require_history,
             memory=memory,
             minimize=minimize,
+            queue=queue,
         )
     for message in prediction.warnings:
         warn(message)
@@ -322,6 +345,8 @@ def predict(
     deadline: DeadlineOpt = None,
     max_wait: MaxWaitOpt = None,
     start_now: StartNowOpt = False,
+    node_label: NodeLabelOpt = None,
+    label_price: LabelPriceOpt = None,
     as_json: bool = typer.Option(
         False, "--json", help="Print the plan as JSON (always with every scale-out)."
     ),
@@ -365,6 +390,8 @@ def predict(
     deadline at the confidence from there, with its P(meet) and cost; the cheapest wins.
 
     Example: cobell predict -j nightly-report --deadline 06:00
+
+    Example: cobell predict -j sgd -t 300 --node-label default,fast --label-price fast=2
     """
     import time
 
@@ -376,6 +403,7 @@ def predict(
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
+        **label_flags(node_label, label_price),
     }
     now = time.time()
     request = deadline_request(deadline, max_wait, start_now, target_runtime, now)

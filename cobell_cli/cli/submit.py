@@ -19,11 +19,13 @@ from cobell_cli.cli.common import (
     InputSizeOpt,
     InputToleranceOpt,
     JobOpt,
+    LabelPriceOpt,
     MaxScaleOutOpt,
     MaxWaitOpt,
     MemoryConfidenceOpt,
     MinimizeOpt,
     MinScaleOutOpt,
+    NodeLabelOpt,
     RmUrlOpt,
     StandaloneUrlOpt,
     StartNowOpt,
@@ -33,6 +35,7 @@ from cobell_cli.cli.common import (
     cluster_flags,
     deadline_request,
     info,
+    label_flags,
     open_history,
     planning_flags,
     settings,
@@ -148,6 +151,8 @@ def submit(
     deadline: DeadlineOpt = None,
     max_wait: MaxWaitOpt = None,
     start_now: StartNowOpt = False,
+    node_label: NodeLabelOpt = None,
+    label_price: LabelPriceOpt = None,
     event_log_dir: str | None = typer.Option(
         None,
         "--event-log-dir",
@@ -197,12 +202,14 @@ def submit(
     how long it waited (waited_s), its deadline_at and its start_reason.
 
     Example: cobell submit -j nightly-report --deadline 06:00 -- spark-submit report.py
+
+    Example: cobell submit -j etl -t 600 --node-label auto --label-price fast=2 -- spark-submit
+    --master yarn --queue batch etl.py
     """
     import time
 
     from cobell_cli.cli.common import check_minimize
     from cobell_cli.cli.predict import run_prediction
-    from cobell_cli.core.schedule.queue import app_queue
     from cobell_cli.run import event_capture, launch
 
     size = _input_bytes(input_path, input_size)
@@ -214,12 +221,14 @@ def submit(
     ask = _memory_ask(command, keep_memory, memory_confidence)  # and bad memory strings
     check_minimize(minimize)
     submitted_at = time.time()
+    queue = launch.spark_queue(command)
     request = deadline_request(deadline, max_wait, start_now, target_runtime, submitted_at,
-                               queue=app_queue(command))
+                               queue=queue)
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
         "event_log_dir": event_log_dir,
+        **label_flags(node_label, label_price),
     }
     row = None
     attempts: list[Outcome] = []
@@ -239,8 +248,11 @@ def submit(
                     now=submitted_at if not attempts else time.time(),
                     memory=ask,
                     minimize=minimize,
+                    queue=queue,
                 )
             injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
+            if prediction.node_label is not None:
+                injected = launch.with_node_label(injected, prediction.node_label)
             injected, memory = _with_memory(injected, prediction, ask, attempts)
             if spark_log_level is not None:
                 injected = launch.with_spark_log_level(injected, spark_log_level)
@@ -522,7 +534,8 @@ def _run(
             on_tick=live.tick if live else None,
             cluster_ok=prediction.cluster_ok,
             memory=memory,
-            run_fields=prediction.run_fields,
+            run_fields={**prediction.run_fields,  # where it ran (node_types.py): its partition
+                        **({"node_label": prediction.node_label} if prediction.node_label else {})},
             on_inserted=_linker(settings(ctx).db_path, row),  # type: ignore[arg-type]
         )
     finally:

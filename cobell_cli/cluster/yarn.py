@@ -100,7 +100,22 @@ def parse_app(
         tags=tags,
         backend="yarn",
         ui_url=_text(raw.get("trackingUrl")),
+        node_label=node_label_of(tags, raw),
     )
+
+
+LABEL_TAG_PREFIX = "cobell-label:"
+
+
+def node_label_of(tags: Sequence[str], raw: Mapping[str, Any]) -> str | None:
+    """Where the app's executors run: the `cobell-label:` tag cobell adds when it injects a
+    label (Spark sets the executors' label on their container requests, which the app record
+    does not show), else the app's own node-label expression (MapReduce, Tez); None: the
+    default partition."""
+    for tag in tags:
+        if tag.startswith(LABEL_TAG_PREFIX):
+            return tag[len(LABEL_TAG_PREFIX):]
+    return _text(raw.get("appNodeLabelExpression"))
 
 
 def parse_apps(
@@ -260,6 +275,17 @@ class YarnCluster:
                 hint="check that the URL points at the ResourceManager web address",
             )
         return parse_app(raw, self.known_jobs, self.patterns)
+
+    def partitions(self) -> Any:
+        """The node labels, their active nodes and the queues' access (cluster/node_labels.py)."""
+        from cobell_cli.cluster.node_labels import partitions
+
+        docs = []
+        for path in ("get-node-labels", "nodes", "scheduler"):
+            answer = self._get(f"{API}/{path}")
+            assert answer is not None
+            docs.append(answer.data)
+        return partitions(*docs)
 
     def check(self) -> dict[str, Any]:
         """Ask every configured RM in order, so the report shows the standbys and dead ones."""

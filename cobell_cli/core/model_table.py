@@ -83,6 +83,8 @@ class ModelTable:
         self.loo_ratios_ = None if loo_ratios is None else [float(v) for v in loo_ratios]
         self._fallback = fallback
         self._model: Any = None
+        # job -> ((a, b), cov) or None for a job without its own pair: RuntimeModel.pair_prior
+        self.pair_prior: Any = None
 
     @property
     def grid_max(self) -> int:
@@ -120,8 +122,16 @@ class ModelTable:
             upper.append(hi)
         return lower, upper
 
+    def _prior(self, name: str | None) -> Any:
+        if self.pair_prior is None or name is None or name in self.pairs:
+            return None
+        return self.pair_prior(name)
+
     def interference(self, job: Any) -> tuple[float, float]:
         name = None if job is None else str(job).strip()
+        prior = self._prior(name)
+        if prior is not None:
+            return float(prior[0][0]), float(prior[0][1])
         return self.pairs.get(name, self.default_pair) if name is not None else self.default_pair
 
     def size_weight(self, job: Any, scale_out: float | None) -> float:
@@ -130,6 +140,9 @@ class ModelTable:
 
     def pair_covariance(self, job: Any) -> tuple[float, float, float]:
         name = None if job is None else str(job).strip()
+        prior = self._prior(name)
+        if prior is not None:
+            return _cov(prior[1])
         return self.pair_cov.get(name, self.default_cov) if name is not None else self.default_cov
 
     def describe(self) -> dict[str, Any]:
@@ -193,6 +206,7 @@ class ModelTable:
             if self._fallback is None:
                 raise ValueError("this model table has no fitted model to answer off its grid")
             self._model = self._fallback()
+        self._model.pair_prior = self.pair_prior  # off the grid: the same priors
         return self._model
 
     def _factors(self, xs: Sequence[float], overlaps: Overlaps) -> list[tuple[float, float]]:

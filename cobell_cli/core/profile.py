@@ -1,5 +1,7 @@
 """What one Spark run did, compactly: the input of the one-run what-if (core/whatif/) and of
-the memory models (core/memory/).
+the memory models (core/memory/), and what the run asked of its nodes (each stage's task
+metrics summed: `StageProfile.resources`, read as resource shares by
+core/profile_effects/shares.py).
 
 Built from an event log by sources/eventlog_profile.py and stored as JSON in the history's
 `run_profiles` table. Times are seconds from the application's start, so a profile is the same
@@ -11,7 +13,27 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-PROFILE_FORMAT = 1
+# 1: stages, tasks and executors; 2: + each stage's summed task metrics (`resources`).
+# A format-1 summary still loads (no resources); readers skip only formats newer than theirs.
+PROFILE_FORMAT = 2
+
+# The task metrics a stage's `resources` sums (times in seconds, sizes in bytes), and the one
+# it keeps the largest of: what a resource profile is computed from.
+RESOURCE_SUMS = (
+    "run_s",  # Executor Run Time: the task-seconds every share is a part of
+    "cpu_s",  # Executor CPU Time (the JVM's threads; a Python worker's CPU is not in it)
+    "gc_s",  # JVM GC Time
+    "deserialize_s",  # Executor Deserialize Time
+    "input_bytes",
+    "output_bytes",
+    "shuffle_read_bytes",  # local + remote
+    "shuffle_fetch_wait_s",
+    "shuffle_write_bytes",
+    "shuffle_write_s",
+    "memory_spill_bytes",
+    "disk_spill_bytes",
+)
+RESOURCE_PEAKS = ("peak_execution_bytes",)  # Peak Execution Memory of one task
 
 
 @dataclass
@@ -29,6 +51,9 @@ class StageProfile:
     # the executor each task ran on (aligned with task_s; empty in profiles written before
     # it was kept): the what-if tells an executor's first, cold task from the warm ones
     task_executor: list[str] = field(default_factory=list)
+    # the stage's task metrics summed (RESOURCE_SUMS) and maxed (RESOURCE_PEAKS); empty in
+    # profiles of format 1
+    resources: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,6 +170,16 @@ class AppProfile:
         return alive / end
 
     @property
+    def resources(self) -> dict[str, float]:
+        """The run's task metrics, all stages together (empty for a format-1 profile)."""
+        total: dict[str, float] = {}
+        for stage in self.stages:
+            for key, value in stage.resources.items():
+                total[key] = (max(total.get(key, 0.0), value) if key in RESOURCE_PEAKS
+                              else total.get(key, 0.0) + value)
+        return total
+
+    @property
     def input_bytes(self) -> int:
         """Bytes read from storage by the first stages (those without parents)."""
         return sum(s.input_bytes for s in self.stages if not s.parent_ids)
@@ -158,12 +193,14 @@ class AppProfile:
             scale_out=self.scale_out,
             mean_scale_out=self.mean_scale_out,
             input_bytes=self.input_bytes,
+            resources=self.resources,
         )
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AppProfile:
-        derived = {"format", "runtime_s", "scale_out", "mean_scale_out", "input_bytes"}
+        derived = {"format", "runtime_s", "scale_out", "mean_scale_out", "input_bytes",
+                   "resources"}
         raw = {k: v for k, v in data.items() if k not in derived}
         raw["executors"] = [ExecutorSpan(**e) for e in raw.get("executors", [])]
         raw["jobs"] = [JobProfile(**j) for j in raw.get("jobs", [])]

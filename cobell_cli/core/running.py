@@ -36,6 +36,9 @@ class RunningApp:
     backend: str = "none"
     ui_url: str | None = None  # where the backend says its web UI is (YARN: the RM's proxy)
     driver: DriverProgress | None = None
+    # the YARN node label (partition) its executors run in: cobell's `cobell-label:` tag, else
+    # the app's node-label expression; None: the default partition (cluster/node_labels.py)
+    node_label: str | None = None
 
     @property
     def running(self) -> bool:

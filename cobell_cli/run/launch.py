@@ -406,6 +406,53 @@ def inject(
     )
 
 
+# --- node labels (YARN partitions) ---------------------------------------------------------
+
+NODE_LABEL_CONF = "spark.yarn.executor.nodeLabelExpression"
+LABEL_TAG_PREFIX = "cobell-label:"  # read back by cluster/yarn.py: where a co-runner runs
+
+
+def spark_queue(argv: Sequence[str]) -> str | None:
+    """The YARN queue a spark-submit command names (--queue, else spark.yarn.queue)."""
+    if detect_launcher(argv) != "spark-yarn":
+        return None
+    opts, _ = _spark_options(argv)
+    given = [o.value for o in opts if o.name == "--queue" and o.value]
+    return given[-1] if given else _conf_value(opts, "spark.yarn.queue")
+
+
+def with_node_label(injection: Injection, label: str) -> Injection:
+    """The injected command with its executors placed on `label`'s nodes: on YARN the
+    executors' node-label expression, and a `cobell-label:<label>` tag so that later plans see
+    which partition the app runs in. The default partition ("") needs nothing. Spark
+    standalone cannot place executors by label (a usage error); other launchers get a warning
+    and no change."""
+    if not label:
+        return injection
+    if injection.launcher == "spark-standalone":
+        raise UsageError("--node-label needs YARN: Spark standalone cannot place executors "
+                         "by node label", hint="drop --node-label, or submit to YARN")
+    if injection.launcher != "spark-yarn":
+        note = (f"node label {label!r} not injected: cobell sets it for spark-submit on YARN "
+                f"only; place the job's containers on it yourself")
+        return Injection(injection.argv, injection.launcher, [*injection.warnings, note])
+    args = injection.argv
+    i = _launcher_index(args)
+    opts, end = _parse_options(args, i + 1, _SPARK_VALUE_OPTS)
+    ed = _Editor(args)
+    _set_conf(ed, opts, NODE_LABEL_CONF, label, _SPARK_CONF)
+    if not _confs(opts, NODE_LABEL_CONF, _SPARK_CONF):
+        ed.append.extend(["--conf", f"{NODE_LABEL_CONF}={label}"])
+    for opt in _confs(opts, "spark.yarn.tags", _SPARK_CONF):
+        tags = [t for t in (opt.value or "").partition("=")[2].split(",")
+                if t.strip() and not t.strip().startswith(LABEL_TAG_PREFIX)]
+        merged = ",".join([*tags, LABEL_TAG_PREFIX + label])
+        ed.replace[opt.index] = _spell(opt, f"spark.yarn.tags={merged}")
+        if opt.form == "sep":
+            ed.delete.add(opt.index + 1)
+    return Injection(ed.result(end), injection.launcher, [*injection.warnings, *ed.warnings])
+
+
 # --- application ids -----------------------------------------------------------------------
 
 # YARN: ApplicationId.toString() is "application_<cluster start ms>_<%04d seq>".

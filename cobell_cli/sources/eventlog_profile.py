@@ -1,5 +1,6 @@
 """Fold a Spark event log, streamed, into an AppProfile (core/profile.py): what the what-if and
-the memory models need.
+the memory models need, and each stage's task metrics summed (its `resources`: what the run
+asked of CPU, disk, network and memory).
 
 Only a few numbers per task are kept (its launch and duration), so memory grows with the number
 of tasks, not with the log's size; executor memory peaks are kept per executor.
@@ -14,6 +15,7 @@ from typing import Any
 from cobell_cli.core.memory.failures import memory_failure
 from cobell_cli.core.memory.units import memory_mb
 from cobell_cli.core.profile import (
+    RESOURCE_PEAKS,
     AppProfile,
     ExecutorMemory,
     ExecutorSpan,
@@ -94,6 +96,7 @@ class _Fold:
                 "end": None,
                 "tasks": [],
                 "input": 0,
+                "resources": {},
             },
         )
 
@@ -119,8 +122,9 @@ class _Fold:
         stage = self._stage(e["Stage ID"], -1, [])
         if launch and finish >= launch:
             stage["tasks"].append((launch, finish - launch, str(info.get("Executor ID", ""))))
-        metrics = (e.get("Task Metrics") or {}).get("Input Metrics") or {}
-        stage["input"] += int(metrics.get("Bytes Read") or 0)
+        task_metrics = e.get("Task Metrics") or {}
+        stage["input"] += int((task_metrics.get("Input Metrics") or {}).get("Bytes Read") or 0)
+        _add_resources(stage["resources"], task_metrics)
 
     def profile(self, path: Path) -> AppProfile:
         if "start_ms" not in self.app:
@@ -180,6 +184,7 @@ class _Fold:
             launch_s=[(t - start) / 1000.0 for t, _, _ in tasks],
             input_bytes=s["input"],
             task_executor=[e for _, _, e in tasks],
+            resources=dict(s["resources"]),
         )
 
     def _job_of(self, stage_id: int) -> int:
@@ -285,6 +290,44 @@ def _memory_setting(props: dict[str, str], key: str) -> int | None:
         return memory_mb(props[key]) if key in props else None
     except ValueError:
         return None
+
+
+def _number(section: dict[str, Any], key: str) -> float:
+    try:
+        return float(section.get(key) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _add_resources(total: dict[str, float], m: dict[str, Any]) -> None:
+    """Add one task's metrics (JsonProtocol's "Task Metrics": times in ms, CPU and shuffle
+    write times in ns) to its stage's sums (core/profile.py RESOURCE_SUMS, RESOURCE_PEAKS)."""
+    if not m:
+        return
+    read = m.get("Shuffle Read Metrics") or {}
+    write = m.get("Shuffle Write Metrics") or {}
+    values = {
+        "run_s": _number(m, "Executor Run Time") / 1e3,
+        "cpu_s": _number(m, "Executor CPU Time") / 1e9,
+        "gc_s": _number(m, "JVM GC Time") / 1e3,
+        "deserialize_s": _number(m, "Executor Deserialize Time") / 1e3,
+        "input_bytes": _number(m.get("Input Metrics") or {}, "Bytes Read"),
+        "output_bytes": _number(m.get("Output Metrics") or {}, "Bytes Written"),
+        "shuffle_read_bytes": (_number(read, "Remote Bytes Read")
+                               + _number(read, "Local Bytes Read")),
+        "shuffle_fetch_wait_s": _number(read, "Fetch Wait Time") / 1e3,
+        "shuffle_write_bytes": _number(write, "Shuffle Bytes Written"),
+        "shuffle_write_s": _number(write, "Shuffle Write Time") / 1e9,
+        "memory_spill_bytes": _number(m, "Memory Bytes Spilled"),
+        "disk_spill_bytes": _number(m, "Disk Bytes Spilled"),
+    }
+    for key, value in values.items():
+        if value:
+            total[key] = total.get(key, 0.0) + value
+    for key, name in zip(RESOURCE_PEAKS, ("Peak Execution Memory",), strict=True):
+        peak = _number(m, name)
+        if peak:
+            total[key] = max(total.get(key, 0.0), peak)
 
 
 def _rel(ms: int | None, start: int) -> float | None:

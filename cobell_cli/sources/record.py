@@ -59,6 +59,7 @@ class ImportedApp:
     profile: str | None = field(default=None, repr=False, compare=False)  # AppProfile JSON
     memory: Mapping[str, Any] = field(default_factory=dict)  # its memory columns (the log's)
     no_profile: str = ""  # why a log that was read gave no profile (counted when imported)
+    node_label: str | None = None  # the YARN partition its executors ran in (None: default)
 
     @property
     def runtime_s(self) -> float:
@@ -76,6 +77,7 @@ class ImportedApp:
             finished_at=self.finished_at,
             scale_out=self.scale_out,
             backend=self.backend or self.source,
+            node_label=self.node_label,
         )
 
 
@@ -205,6 +207,7 @@ def run_record(app: ImportedApp, where: str) -> dict[str, Any]:
         "status": app.status,
         "source": app.source,
         "event_log": app.event_log,
+        "node_label": app.node_label,
         "reason": f"imported from {where}{how}",
     }
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from cobell_cli.cluster.fields import epoch_ms_to_s, number_or_none, text_or_none
 from cobell_cli.cluster.jobs import split_tags
-from cobell_cli.cluster.yarn import API, FINISHED_STATES, ShapeError
+from cobell_cli.cluster.yarn import API, FINISHED_STATES, ShapeError, node_label_of
 from cobell_cli.errors import ClusterError
 from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of, status_of
 
@@ -113,6 +113,7 @@ def parse_finished(
         user=text_or_none(raw.get("user")),
         queue=text_or_none(raw.get("queue")),
         backend="yarn",
+        node_label=node_label_of(tags, raw),
     )
 
 

@@ -278,8 +278,9 @@ class RunQueries:
     ) -> list[AppProfile]:
         """Event-log profiles of succeeded runs (of `job`, else of any job), newest first, at
         most `limit`: what the what-if replays (of the job) and learns the cluster's executor
-        start-up from (of any job). A profile in another format, or one that does not parse,
-        is left out: it was written by another cobell and a plan never depends on it."""
+        start-up from (of any job). A profile in a newer format, or one that does not parse,
+        is left out: it was written by a newer cobell and a plan never depends on it; an
+        older format loads (what it lacks stays empty)."""
         import json
 
         where, params = "r.status = 'succeeded' AND NOT r.excluded", []
@@ -296,7 +297,7 @@ class RunQueries:
         if rows:  # most jobs have none: a cached predict need not import core/profile.py
             from cobell_cli.core.profile import PROFILE_FORMAT, AppProfile
         for fmt, summary in rows:
-            if fmt != PROFILE_FORMAT:
+            if fmt > PROFILE_FORMAT:
                 continue
             try:
                 profile = self._profiles_read.get(summary) or AppProfile.from_dict(
@@ -307,6 +308,49 @@ class RunQueries:
             read[summary] = profile
         self._profiles_read = read
         return out
+
+    def resource_totals(self, jobs: Sequence[str] | None = None, *, per_job: int = PROFILE_LIMIT,
+                        ) -> dict[str, list[dict[str, float]]]:
+        """Each job's (of `jobs`, else every job's) runs' summed task metrics
+        (`AppProfile.resources`, profiles of format 2 and later), newest first, at most
+        `per_job` per job: the resource profiles of core/profile_effects. Read in SQLite, so
+        no profile's task lists reach Python; only the newest `per_job` of a job are parsed."""
+        import json
+
+        where, params = "", []
+        if jobs is not None:
+            where = f"AND r.job IN ({', '.join('?' for _ in jobs)})"
+            params = list(jobs)
+        rows = self.conn.execute(
+            "SELECT job, json_extract(summary, '$.resources') FROM (SELECT r.job AS job, "
+            f"p.summary AS summary, row_number() OVER (PARTITION BY r.job ORDER BY {RECENCY} "
+            "DESC, r.id DESC) AS n FROM run_profiles p JOIN runs r ON r.id = p.run_id "
+            f"WHERE r.status = 'succeeded' AND p.format >= 2 {where}) "
+            "WHERE n <= ? AND json_valid(summary)",
+            [*params, int(per_job)],
+        )
+        out: dict[str, list[dict[str, float]]] = {}
+        for job, res in rows:
+            if res is None:
+                continue
+            try:
+                value = json.loads(res)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                out.setdefault(job, []).append(value)
+        return out
+
+    def run_resources(self, run_id: int) -> dict[str, float] | None:
+        """One run's summed task metrics (its profile's `resources`), None without."""
+        import json
+
+        row = self.conn.execute(
+            "SELECT json_extract(summary, '$.resources') FROM run_profiles "
+            "WHERE run_id = ? AND format >= 2 AND json_valid(summary)", [int(run_id)],
+        ).fetchone()
+        value = json.loads(row[0]) if row and row[0] else None
+        return value if isinstance(value, dict) and value else None
 
     def event_log_paths(self, job: str, *, limit: int = 1) -> list[str]:
         """Event-log paths recorded for the job's succeeded runs that have no profile yet,

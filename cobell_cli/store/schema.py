@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
@@ -56,6 +56,7 @@ RUN_COLUMNS: dict[str, type] = {
     "waited_s": float,
     "deadline_at": float,
     "start_reason": str,
+    "node_label": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -78,6 +79,7 @@ TRAINING_COLUMNS: tuple[str, ...] = (
     "target_s",
     "predicted_s",
     "model",
+    "node_label",
 )
 COLOCATION_COLUMNS: dict[str, type] = {
     "co_runner_app_id": str,
@@ -271,6 +273,12 @@ def _migration_7(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migration_8(conn: sqlite3.Connection) -> None:
+    """Where a run ran: its YARN node label (partition), or the machine type on a cluster
+    without labels (NULL: the default partition, or not known)."""
+    conn.execute("ALTER TABLE runs ADD COLUMN node_label TEXT")
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
@@ -280,5 +288,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_5,
     _migration_6,
     _migration_7,
+    _migration_8,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION

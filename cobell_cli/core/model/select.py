@@ -106,6 +106,10 @@ class RuntimeModel:
         self.llr = llr  # LLR among the interpolating curves
         self.power_law = power_law  # the edge's power law among the extrapolating curves
         self.regimes = regimes  # a cliff at the smallest scale-outs is a regime of its own
+        # job -> ((a, b), (var a, cov, var b)) or None: the pair of a co-runner job this model
+        # has no pair of its own for, from the jobs' resource profiles (core/profile_effects/
+        # priors.py); None: the pooled pair, as before. Set after fitting (PriorFit).
+        self.pair_prior: Any = None
 
     # ---- fitting -------------------------------------------------------------------
     def fit(self, runs: Iterable[Any]) -> RuntimeModel:
@@ -340,6 +344,9 @@ class RuntimeModel:
         (met rarely, or never): that class pair averages many jobs, so this one job may differ
         from it by the spread between jobs, added to the class pair's own uncertainty. Either
         is held to what a, b >= 0 allow (pooling.positive_pair_cov)."""
+        prior = self._prior(job)
+        if prior is not None:
+            return prior[1] if self.propagate else (0.0, 0.0, 0.0)
         if not self.propagate or not self.co_runners_:
             return 0.0, 0.0, 0.0
         i = self._pair_index(job)
@@ -369,9 +376,22 @@ class RuntimeModel:
             return names.index(POOLED)
         return None
 
+    def _prior(self, job: Any) -> Any:
+        """The profile prior for a job without a pair of its own (None: none, or own pair)."""
+        if self.pair_prior is None:
+            return None
+        key = co_runner_key(job)
+        if key == POOLED or (key in self.co_runners_):
+            return None
+        return self.pair_prior(key)
+
     def interference(self, job: Any) -> tuple[float, float]:
-        """(a, b) for a co-runner job: its own pair when it had enough runs, else the pooled
-        pair; with no pooled runs, the run-weighted mean of the known pairs; else (0, 0)."""
+        """(a, b) for a co-runner job: its own pair when it had enough runs, else its profile
+        prior (pair_prior) if any, else the pooled pair; with no pooled runs, the run-weighted
+        mean of the known pairs; else (0, 0)."""
+        prior = self._prior(job)
+        if prior is not None:
+            return float(prior[0][0]), float(prior[0][1])
         names = self.co_runners_
         i = self._pair_index(job)
         if i is not None:

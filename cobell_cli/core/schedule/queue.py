@@ -19,18 +19,6 @@ if TYPE_CHECKING:
 DEFAULT_QUEUE = "default"
 
 
-def app_queue(argv: Sequence[str]) -> str:
-    """The YARN queue a spark-submit command asks for (`--queue Q`, `--conf
-    spark.yarn.queue=Q`), else YARN's default queue."""
-    queue = DEFAULT_QUEUE
-    for i, arg in enumerate(argv):
-        if arg == "--queue" and i + 1 < len(argv):
-            queue = argv[i + 1]
-        elif arg.startswith("--queue=") or arg.startswith("spark.yarn.queue="):
-            queue = arg.split("=", 1)[1]
-    return queue
-
-
 def queue_wait_s(
     queue: str,
     accepted: Sequence[RunningApp],

@@ -1,0 +1,131 @@
+"""Planning across node labels: one plan per label on the job's runs brought to its base type,
+then the cheapest label that meets the target.
+
+runtime(x, t) = g(x) · φ_t (factors.py), so meeting a target T on label t is g(x) <= T / φ_t:
+each label is planned by cobell's own planner (`core.plan.plan`: the bootstrap, the
+co-runners, the confidence and its calibration) on the runs divided by their types' factors,
+against T / φ_t. A label whose factor is only the profile prior (the job never ran there)
+is planned against T / (φ_t · exp(z · sd)), sd the types' held-out log error (speeds.py),
+z the plan's one-sided quantile. Its cost is price × scale-out × g · φ_t (core/cost.py).
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+from cobell_cli.core.cost import executor_seconds
+from cobell_cli.core.nodetype.factors import NodeTypeModel, node_type
+
+
+@dataclass(frozen=True)
+class LabelOption:
+    """One label's plan: made in base-type seconds, reported in the label's own."""
+
+    node_label: str
+    price: float
+    factor: float
+    factor_source: str  # "runs": the job ran there; "profile": the prior alone
+    plan: Any  # core.plan.Plan against target_s / (factor · margin)
+    margin: float = 1.0
+
+    @property
+    def scale_out(self) -> int:
+        return int(self.plan.scale_out)
+
+    @property
+    def predicted_s(self) -> float | None:
+        p = self.plan.predicted_s
+        return None if p is None else float(p) * self.factor
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.plan.feasible)
+
+    @property
+    def cost(self) -> float | None:
+        """Predicted executor-seconds times the label's price (None before a model exists)."""
+        p = self.predicted_s
+        return None if p is None else executor_seconds(self.scale_out, p, self.price)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_label": self.node_label, "price": self.price, "factor": self.factor,
+                "factor_source": self.factor_source, "margin": self.margin,
+                "scale_out": self.scale_out, "predicted_s": self.predicted_s,
+                "feasible": self.feasible, "cost": self.cost}
+
+
+def base_history(runs: Sequence[Mapping[str, Any]], model: NodeTypeModel,
+                 ) -> list[dict[str, Any]]:
+    """The runs with their runtimes divided by their type's factor (runs on a type without
+    one are left out)."""
+    out = []
+    for r in runs:
+        phi = model.factor(node_type(r))
+        if phi is None or r.get("runtime_s") is None:
+            continue
+        out.append({**r, "runtime_s": float(r["runtime_s"]) / phi[0]})
+    return out
+
+
+def plan_labels(plan_fn: Callable[..., Any], *, runs: Sequence[Mapping[str, Any]],
+                labels: Sequence[str], prices: Mapping[str, float], target_s: float,
+                model: NodeTypeModel, confidence: float | None,
+                co_runners: Mapping[str, Sequence[Any]] | None = None,
+                ) -> tuple[list[LabelOption], list[str]]:
+    """One option per label with a factor, and the labels nothing says about. `plan_fn`
+    takes plan()'s keywords history, target_s and co_runners; co_runners per label: only
+    the apps that share its nodes."""
+    history = base_history(runs, model)
+    sd = model.speeds_.held_out_log_sd_ if model.speeds_ is not None else 0.0
+    z = NormalDist().inv_cdf(confidence) if confidence is not None else 0.0
+    options, unknown = [], []
+    for label in labels:
+        phi = model.factor(label)
+        if phi is None:
+            unknown.append(label)
+            continue
+        margin = math.exp(z * sd) if phi[1] == "profile" else 1.0
+        plan = plan_fn(history=history, target_s=target_s / (phi[0] * margin),
+                       co_runners=(co_runners or {}).get(label, ()))
+        options.append(LabelOption(label, float(prices.get(label, 1.0)), phi[0], phi[1], plan,
+                                   margin))
+    return options, unknown
+
+
+def cheapest_label(options: Sequence[LabelOption]) -> LabelOption:
+    """The feasible option with the least predicted cost (ties: fewer executors, then the
+    label listed first); if none is feasible, the fastest predicted; before any model (the
+    bootstrap search predicts nothing), the first label."""
+    if not options:
+        raise ValueError("no node label to plan on")
+    order = {o.node_label: i for i, o in enumerate(options)}
+    priced = [o for o in options if o.cost is not None]
+    if not priced:
+        return options[0]
+    feasible = [o for o in priced if o.feasible]
+    if feasible:
+        return min(feasible, key=lambda o: (o.cost, o.scale_out, order[o.node_label]))
+    return min(priced, key=lambda o: (o.predicted_s, o.cost, order[o.node_label]))
+
+
+def in_label_seconds(option: LabelOption, target_s: float) -> Any:
+    """The option's plan with its runtimes in the label's own seconds (its factor applied)
+    and the caller's target: what predict shows and submit records."""
+    from dataclasses import replace
+
+    f = option.factor
+
+    def scaled(v: float | None) -> float | None:
+        return None if v is None else float(v) * f
+
+    p = option.plan
+    candidates = tuple(replace(c, predicted_s=scaled(c.predicted_s), lower_s=scaled(c.lower_s),
+                               upper_s=scaled(c.upper_s), meets_target=c.meets_target)
+                       for c in p.candidates)
+    return replace(p, target_s=float(target_s), predicted_s=scaled(p.predicted_s),
+                   lower_s=scaled(p.lower_s), upper_s=scaled(p.upper_s), candidates=candidates)

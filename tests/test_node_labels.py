@@ -1,0 +1,159 @@
+"""Where a run ran (`node_label`, migration 4): kept, exported and imported like any column;
+the node-type model and the label choice (core/nodetype) on runs that carry it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cobell_cli.core.nodetype import (
+    NodeTypeModel,
+    TypeFactor,
+    TypeSpeeds,
+    cheapest_label,
+    plan_labels,
+    time_shares,
+)
+from cobell_cli.core.plan import plan
+from cobell_cli.store import interchange
+from cobell_cli.store.history import History
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_the_node_label_survives_export_and_import(tmp_path: Path, fmt: str) -> None:
+    runs = [{"job": "etl", "status": "succeeded", "scale_out": 4, "runtime_s": 30.0,
+             "started_at": 1.0, "node_label": "gpu"},
+            {"job": "etl", "status": "succeeded", "scale_out": 2, "runtime_s": 50.0,
+             "started_at": 2.0}]
+    write = interchange.to_csv if fmt == "csv" else interchange.to_json
+    with History.open(tmp_path / "a.db") as history:
+        history.insert_runs(runs, keep_ids=False)
+        text = write(history.runs(newest_first=False, with_colocations=True))
+        assert [r["node_label"] for r in history.training_runs("etl")] == ["gpu", None]
+    parsed = interchange.parse(Path(f"x.{fmt}"), text)
+    assert parsed.problems == [] and [r.get("node_label") for r in parsed.records] == ["gpu", None]
+
+
+# --- the node-type model ----------------------------------------------------------------------
+
+# time shares (cpu, disk, network, other) of three jobs, and each type's slowness per class
+SHARES = {"cpu-job": {"cpu": 0.9, "disk": 0.0, "network": 0.0, "wait": 0.1},
+          "disk-job": {"cpu": 0.1, "disk": 0.8, "network": 0.0, "wait": 0.1},
+          "mixed": {"cpu": 0.5, "disk": 0.4, "network": 0.0, "wait": 0.1}}
+SLOW = {"": np.ones(4), "fast-cpu": np.array([0.5, 1.5, 1.0, 1.0]),
+        "fast-disk": np.array([1.2, 0.4, 1.0, 1.0])}
+
+
+def _factor(job: str, t: str) -> float:
+    return float(time_shares(SHARES[job]) @ SLOW[t])
+
+
+def _runs(job: str, types: tuple[str, ...], noise: float = 0.0, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in types:
+        for x in (2, 4, 8, 16) if t == "" else (4, 8, 16):
+            y = (200.0 / x + 20.0) * _factor(job, t) * float(rng.lognormal(0, noise))
+            out.append({"id": len(out) + 1, "job": job, "status": "succeeded", "scale_out": x,
+                        "runtime_s": y, "overlaps": {}, "node_label": t or None})
+    return out
+
+
+def test_one_curve_and_a_factor_per_type() -> None:
+    model = NodeTypeModel().fit(_runs("disk-job", ("", "fast-disk")))
+    assert model.base_ == ""
+    phi, source = model.factor("fast-disk")
+    assert source == "runs" and phi == pytest.approx(_factor("disk-job", "fast-disk"), rel=0.02)
+    assert float(model.predict([6], None, "fast-disk")[0]) == pytest.approx(
+        (200 / 6 + 20) * _factor("disk-job", "fast-disk"), rel=0.05)
+    with pytest.raises(ValueError, match="no runs on node type 'fast-cpu'"):
+        model.predict([4], None, "fast-cpu")
+
+
+def test_a_type_the_job_never_ran_on_gets_the_prior_of_its_bottleneck() -> None:
+    """The types' speeds per resource, learned from the other jobs, predict where a
+    disk-bound job runs fast: the disk-optimised type, not the CPU-optimised one."""
+    factors = [f for job in ("cpu-job", "mixed")
+               for f in NodeTypeModel().fit(_runs(job, ("", "fast-cpu", "fast-disk")))
+               .type_factors(job)]
+    speeds = TypeSpeeds().fit(factors, SHARES)
+    model = NodeTypeModel().fit(_runs("disk-job", ("",)), SHARES["disk-job"], speeds)
+    (fast_disk, source), (fast_cpu, _) = model.factor("fast-disk"), model.factor("fast-cpu")
+    assert source == "profile"
+    assert fast_disk < 1.0 < fast_cpu
+    assert fast_disk == pytest.approx(_factor("disk-job", "fast-disk"), rel=0.25)
+    assert fast_cpu == pytest.approx(_factor("disk-job", "fast-cpu"), rel=0.25)
+    without = NodeTypeModel().fit(_runs("disk-job", ("",)))
+    assert without.factor("fast-disk") is None  # no speeds: nothing to say
+
+
+def test_speeds_without_jobs_on_two_types_say_nothing() -> None:
+    speeds = TypeSpeeds().fit([TypeFactor("a", "", 1.0, 3)], SHARES)
+    assert speeds.ratio(SHARES["mixed"], "fast-cpu", "") is None
+    assert speeds.held_out_log_sd_ == 0.0
+
+
+def test_the_cheapest_label_that_meets_the_target_wins() -> None:
+    """A faster label at a higher price can cost less: fewer executors for less time."""
+    factors = [f for job in ("cpu-job", "mixed")
+               for f in NodeTypeModel().fit(_runs(job, ("", "fast-cpu", "fast-disk")))
+               .type_factors(job)]
+    speeds = TypeSpeeds().fit(factors, SHARES)
+    runs = _runs("disk-job", ("", "fast-disk"), noise=0.01)
+    model = NodeTypeModel().fit(runs, SHARES["disk-job"], speeds)
+
+    def plan_fn(*, history: list, target_s: float, co_runners: tuple = ()) -> object:
+        return plan(job="disk-job", history=history, now=0.0, target_s=target_s,
+                    min_scale_out=1, max_scale_out=32, co_runners=co_runners,
+                    confidence=None)
+
+    prices = {"": 1.0, "fast-disk": 1.5, "fast-cpu": 1.2}
+    options, unknown = plan_labels(plan_fn, runs=runs, labels=["", "fast-disk", "fast-cpu"],
+                                   prices=prices, target_s=40.0, model=model, confidence=None)
+    assert unknown == [] and {o.node_label for o in options} == set(prices)
+    by = {o.node_label: o for o in options}
+    assert by["fast-disk"].factor_source == "runs" and by["fast-cpu"].factor_source == "profile"
+    best = cheapest_label(options)
+    assert best.node_label == "fast-disk" and best.feasible
+    assert best.cost == pytest.approx(1.5 * best.scale_out * best.predicted_s)
+    assert all(best.cost <= o.cost for o in options if o.feasible)
+    assert math.isclose(best.predicted_s, best.plan.predicted_s * best.factor)
+
+
+def test_label_settings_parse_and_bad_ones_are_one_line() -> None:
+    from cobell_cli import config
+    from cobell_cli.errors import ConfigError
+
+    s = config.load({"node_labels": "default,fast", "label_prices": "fast=2.5,default=1"},
+                    env={})
+    assert s.node_labels == ["", "fast"] and s.label_prices == {"fast": 2.5, "": 1.0}
+    assert config.load({"node_labels": "AUTO"}, env={}).node_labels == ["auto"]
+    env = config.load({}, env={"COBELL_LABEL_PRICES": "gpu=4"})
+    assert env.label_prices == {"gpu": 4.0}
+    for bad in ({"label_prices": "fast=0"}, {"label_prices": "fast"}, {"node_labels": "a,,b"}):
+        with pytest.raises(ConfigError) as err:
+            config.load(bad, env={})
+        assert "\n" not in err.value.line()
+
+
+def test_the_label_is_injected_on_yarn_only() -> None:
+    from cobell_cli.errors import UsageError
+    from cobell_cli.run.launch import inject, with_node_label
+
+    yarn = inject(["spark-submit", "--master", "yarn", "--conf",
+                   "spark.yarn.executor.nodeLabelExpression=slow", "app.py", "--x", "1"], 4, "etl")
+    out = with_node_label(yarn, "fast")
+    assert "spark.yarn.executor.nodeLabelExpression=fast" in out.argv
+    assert "spark.yarn.executor.nodeLabelExpression=slow" not in out.argv
+    assert any("cobell-label:fast" in a for a in out.argv) and out.argv[-3:] == ["app.py", "--x",
+                                                                               "1"]
+    assert any("replaced spark.yarn.executor.nodeLabelExpression=slow" in w for w in out.warnings)
+    assert with_node_label(yarn, "") == yarn  # the default partition needs nothing
+    standalone = inject(["spark-submit", "--master", "spark://m:7077", "app.py"], 2, "etl")
+    with pytest.raises(UsageError, match="standalone cannot place executors"):
+        with_node_label(standalone, "fast")
+    other = inject(["run.sh", "{scale_out}"], 2, "etl")
+    assert "not injected" in with_node_label(other, "fast").warnings[-1]

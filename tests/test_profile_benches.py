@@ -1,0 +1,98 @@
+"""The benchmarks of issue 28: their worlds behave as documented and their rows are what the
+methods under test really do (bench/unseen_pairs.py, bench/hetero.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import hetero, unseen_pairs
+from bench import simulator as sim
+from bench.simulator import load_curves
+from cobell_cli.core.profile_effects import shares
+
+
+def test_simulated_event_logs_tell_the_jobs_bottlenecks_apart() -> None:
+    """What the profile sees is the demand in the event log's terms, with per-run noise."""
+    grep, sgd = shares(sim.run_resources("grep", "a")), shares(sim.run_resources("sgd", "a"))
+    assert grep is not None and sgd is not None
+    assert grep["disk"] > sgd["disk"] and sgd["cpu"] > grep["cpu"]
+    again = shares(sim.run_resources("grep", "b"))
+    assert again != grep and again["disk"] == pytest.approx(grep["disk"], rel=0.5)
+
+
+def test_unseen_pair_rows_hold_the_pair_out(bell_dir: Path) -> None:
+    curves = load_curves(bell_dir)
+    runs = unseen_pairs.simulated_runs("nodesim", 3, curves)
+    pairs = runs.pairs()
+    assert len(pairs) == 15  # every pair of the six jobs met
+    pair = pairs[0]
+    full = {job: unseen_pairs._fit(rs) for job, rs in runs.by_job.items()}
+    f = unseen_pairs.fold(runs, pair, full)
+    for job in pair:
+        other = pair[1] if job == pair[0] else pair[0]
+        assert not any(other in r["overlaps"] for r in f.train[job])
+        assert len(f.train[job]) == len(runs.by_job[job]) - unseen_pairs.PAIR_REPS
+    rows = unseen_pairs.held_out_errors(runs, f, pair, 0.9)
+    assert len(rows) == 2 * unseen_pairs.PAIR_REPS
+    assert all(0 <= r[m] < 1 for r in rows for m in unseen_pairs.METHODS)
+    summary = unseen_pairs.summary({"world": "nodesim", "seed": 3, "errors": rows,
+                                    "allocations": [], "forms": [f.structure.form]})
+    assert summary["mape"]["pooled"] == pytest.approx(
+        100 * np.mean([r["pooled"] for r in rows]))
+
+
+def test_each_node_type_is_fast_at_its_resource() -> None:
+    assert hetero.slowness("grep", "storage") < hetero.slowness("grep", "compute")
+    assert hetero.slowness("kmeans", "compute") < hetero.slowness("kmeans", "storage")
+    assert hetero.slowness("pagerank", "network") < hetero.slowness("pagerank", "")
+
+
+def test_hetero_history_and_the_oracle(bell_dir: Path) -> None:
+    curves = load_curves(bell_dir)
+    h = hetero.history(curves, 5)
+    for job, runs in h.runs.items():
+        labels = {r["node_label"] for r in runs}
+        assert labels == {None, *h.explored[job]} and len(h.explored[job]) == 2
+    rows = hetero.allocate(hetero.History({"sgd": h.runs["sgd"]}, h.profiles, h.explored),
+                           curves, 5)
+    assert len(rows) == len(hetero.TARGET_SCALE_OUTS) * hetero.REPS
+    for row in rows:
+        assert not row["oracle"]["miss"]
+        for name in ("one-for-all", "shared", "per-type", "fastest"):
+            # nobody meets the target for less than the oracle pays
+            assert row[name]["miss"] or row[name]["cost"] >= row["oracle"]["cost"] - 1e-9
+
+
+def test_a_recording_is_read_back_and_evaluated(tmp_path: Path) -> None:
+    """The recording's CSV (cobell history export) and its resources side file, as
+    history/record-profiles.py writes them, feed the same leave-one-pair-out."""
+    import json
+
+    from cobell_cli.store import interchange
+    from cobell_cli.store.history import History
+    from tests.test_profile_effects import _history, _resources
+
+    db = tmp_path / "h.db"
+    _history(db)
+    with History.open(db) as history:
+        runs = history.runs(newest_first=False, with_colocations=True)
+        for i, r in enumerate(runs):  # app ids as a real recording has them
+            history.conn.execute("UPDATE runs SET app_id = ? WHERE id = ?", (f"app-{i}", r["id"]))
+        history.conn.commit()
+        runs = history.runs(newest_first=False, with_colocations=True)
+    csv_path = tmp_path / "rec.csv"
+    csv_path.write_text(interchange.to_csv(runs))
+    (tmp_path / "rec.resources.jsonl").write_text("".join(
+        json.dumps({"app_id": r["app_id"], "job": r["job"],
+                    "resources": _resources(r["job"])}) + "\n" for r in runs))
+    rec = unseen_pairs.real_runs(csv_path)
+    assert sum(len(v) for v in rec.by_job.values()) == len(runs)
+    pair = ("cpu-c", "victim")
+    assert pair in rec.pairs() and ("cpu-b", "victim") not in rec.pairs()
+    result = unseen_pairs.evaluate("real", 0, rec, None, 0.9, [pair])
+    assert {r["victim"] for r in result["errors"]} == set(pair)
+    fresh = unseen_pairs.fresh_errors(rec, rec, 0.9)
+    assert len(fresh["errors"]) > 0 and fresh["allocations"] == []
