@@ -309,10 +309,10 @@ def _whatif_or_model(
     error against the larger of the model's own errors on its runs and its leave-one-out
     errors (runs 4-6: the curve fitted without the overlaps, refitted without each run;
     from run 7: the model's leave-one-out ratios at the overlaps each run had), while the
-    what-if's are on the runs with the model's known slow-down divided out. A handful of runs, some with co-runners, at
-    clustered scale-outs can bend a fitted curve anywhere (its cross-validation holds out
-    only interior scale-outs, so an edge run can be sacrificed and no fold notices); the
-    replay keeps the job's shape."""
+    what-if's are on the runs with the model's known slow-down divided out. A handful of
+    runs, some with co-runners, at clustered scale-outs can bend a fitted curve anywhere
+    (its cross-validation holds out only interior scale-outs, so an edge run can be
+    sacrificed and no fold notices); the replay keeps the job's shape."""
     if model is None:
         return whatif, None
     fitted = []
