@@ -357,6 +357,8 @@ def set_section(name: str, runs: Sequence[Run], preds: Sequence[Prediction],
         f" {statistics.median(loads):.1f}, range {min(loads):.1f}-{max(loads):.1f}."
         if loads else f"{len(runs)} logs.",
         "",
+        _grid_line(runs),
+        "",
         f"### Source and predicted run at {GOAL_RANGE[0]}-{GOAL_RANGE[1]} executors",
         "",
         f"Goal: median <= {GOAL_MEDIAN_PCT:.0f} % and mean <= {GOAL_MEAN_PCT:.0f} % per shape.",
@@ -400,6 +402,17 @@ def set_section(name: str, runs: Sequence[Run], preds: Sequence[Prediction],
         *runs_table(runs),
         "",
     ]
+
+
+def _grid_line(runs: Sequence[Run]) -> str:
+    """Which (shape, executors) cells the set holds, and how many were recorded twice."""
+    cells = {(r.shape, r.executors) for r in runs}
+    twice = len(repeat_noise(runs))
+    counts = sorted({r.executors for r in runs})
+    full = all((s, x) in cells for s in {r.shape for r in runs} for x in counts)
+    return (f"{len(cells)} (shape, executors) cells, {'every' if full else 'not every'} shape"
+            f" at executors {', '.join(map(str, counts))}; {twice} cells recorded twice, the"
+            f" rest once.")
 
 
 def _noise_line(runs: Sequence[Run]) -> list[str]:

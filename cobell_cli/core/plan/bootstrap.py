@@ -312,8 +312,7 @@ def _whatif_or_model(
     what-if's are on the runs with the model's known slow-down divided out. A handful of
     runs, some with co-runners, at clustered scale-outs can bend a fitted curve anywhere
     (its cross-validation holds out only interior scale-outs, so an edge run can be
-    sacrificed and no fold notices); the
-    replay keeps the job's shape."""
+    sacrificed and no fold notices); the replay keeps the job's shape."""
     if model is None:
         return whatif, None
     fitted = []
