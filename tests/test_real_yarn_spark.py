@@ -381,3 +381,37 @@ def test_import_pages_through_the_real_rm(scenario: Scenario, real_yarn: RealYar
     raw = real_yarn.rest("/ws/v1/cluster/apps?states=FINISHED,FAILED,KILLED")["apps"]["app"]
     assert len(raw) == summary.seen
     assert os.environ.get("HADOOP_CONF_DIR") is None  # the tests never leak the cluster's conf
+
+
+# --- 4. cobell demo --yarn ---------------------------------------------------------------------
+
+
+def test_the_yarn_demo_runs_its_job_on_the_local_yarn(real_yarn: RealYarn, tmp_path: Path) -> None:
+    """`cobell demo --yarn` end to end on the session's cluster (its `local-cluster start
+    --yarn` finds it running and reuses it): its steps printed, its seed imported, its job
+    recorded with the app id the RM gave it. No co-runner and a loose target keep it short."""
+    assert real_yarn.xdg_data_home is not None
+    seed = tmp_path / "seed.csv"
+    seed.write_text("job,scale_out,runtime_s,status\n" + "scaling-demo-yarn,2,60,succeeded\n" * 3)
+    db = tmp_path / "demo.db"
+    env = {**os.environ, "XDG_DATA_HOME": str(real_yarn.xdg_data_home)}
+    done = subprocess.run(
+        _cobell(db, "demo", "--yarn", "--no-co-runner", "--seed", str(seed), "-t", "600"),
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, "\n".join(
+        ln for ln in done.stderr.splitlines() if not ln.startswith("\tat ")
+    )[-6000:]
+    steps = [line for line in done.stderr.splitlines() if line.startswith("+ cobell ")]
+    assert [s.split(" --db ")[1].split()[1] for s in steps] == [
+        "local-cluster", "history", "submit"
+    ]  # fmt: skip
+    assert f"history import {seed} --new-ids" in steps[1]
+    assert "-j scaling-demo-yarn" in steps[2] and "--master yarn" in steps[2]
+    assert "next: `cobell history list`" in done.stderr
+    with History.open(db) as history:
+        (run,) = [r for r in history.runs(job="scaling-demo-yarn") if r["app_id"]]  # not seeds
+    assert run["status"] == "succeeded" and run["app_id"].startswith("application_")
+    app = real_yarn.app(run["app_id"])
+    assert app["finalStatus"] == "SUCCEEDED"
+    assert "cobell-job:scaling-demo-yarn" in app["applicationTags"].split(",")

@@ -82,8 +82,14 @@ def test_finished_apps_follow_the_real_conventions(recorded: str) -> None:
     real_doc = real(recorded)["app"]
     ours = standin_app(real_doc["state"])
     for key in ("state", "finalStatus", "trackingUI", "allocatedMB", "allocatedVCores",
-                "runningContainers", "progress"):  # fmt: skip
+                "runningContainers"):  # fmt: skip
         assert ours[key] == real_doc[key], key
+    if recorded == "app-killed":
+        # a killed app's progress is where its AM got to: two recordings of the same kill read
+        # 100.0 (AM launched) and 0.0 (launchTime 0); the stand-in says 100.0
+        assert real_doc["progress"] in (0.0, 100.0) and ours["progress"] == 100.0
+    else:
+        assert ours["progress"] == real_doc["progress"]
     assert real_doc["finishedTime"] > real_doc["startedTime"] > 0
     assert real_doc["elapsedTime"] == real_doc["finishedTime"] - real_doc["startedTime"]
 
@@ -142,6 +148,21 @@ def test_cobell_imports_the_real_finished_apps(recorded: str, status: str) -> No
 
 
 def test_the_real_drivers_answer_through_the_proxy_parses() -> None:
+    # recorded while the app's one job (20 tasks in one stage, scaling_job.py) was running
     jobs = real("proxy-jobs")
+    assert jobs, "recorded before the driver had a job: re-record (record_real.py waits for one)"
     progress = parse_progress(jobs, [])
-    assert progress.jobs_known == len(jobs)
+    assert progress.jobs_known == 1 and progress.jobs_done == 0
+    assert progress.stages_known == 1 and progress.tasks_known == 20
+    assert 0 <= progress.tasks_done <= 20 and progress.first_job_at is not None
+
+
+def test_a_finished_app_still_releasing_its_am_container_is_read_as_finished() -> None:
+    """For a moment after FINISHED the real RM still counts the AM's container."""
+    raw = real("app-finished-releasing")["app"]
+    assert raw["state"] == "FINISHED" and raw["runningContainers"] == 1
+    (app,) = parse_apps({"apps": {"app": [raw]}})
+    assert app.state == "FINISHED" and app.scale_out is None  # not a running co-runner
+    got = parse_finished(raw)
+    assert not isinstance(got, str), got
+    assert got.status == "succeeded" and got.job == "recorded"

@@ -8,7 +8,9 @@ with its HTTP status):
 - the cluster: `info`, `metrics`, `nodes`, `node-labels`, `scheduler`;
 - a Spark app (PySpark, client mode, 2 executors, tags) while it runs: `apps-running`,
   `app-running`, and its driver's `/api/v1/applications/<id>/jobs` through the RM's web proxy
-  (`proxy-jobs`); once it has finished: `app-finished`;
+  (`proxy-jobs`, once the driver has a job); once it has finished and released its
+  containers: `app-finished` (`app-finished-releasing` is the same app a moment earlier,
+  FINISHED but still holding its AM container: kept from one recording, not rewritten);
 - an app killed through the REST API (`app-killed`) and one whose AM exits 1 (`app-failed`);
 - every finished app, `limit=2` (`apps-finished-limit2`), an empty answer (`apps-none`), an
   unknown app (`app-unknown`, 404).
@@ -96,6 +98,11 @@ def spark_app(cluster: LocalYarn, rm: Recorder) -> None:
     if proc.wait(timeout=600) != 0:
         raise SystemExit("the Spark app failed")
     rm.reach(app_id, "FINISHED")
+    # For a moment after FINISHED the RM still counts the AM's container (allocatedMB 896,
+    # runningContainers 1: app-finished-releasing.json, kept from the 2026-11-25 21:34
+    # recording); what history import reads later is the app once it has released it.
+    rm.yarn.wait_for(f"{app_id} releasing its containers",
+                     lambda: rm.yarn.app(app_id)["runningContainers"] <= 0)  # fmt: skip
     rm.record("app-finished", f"/ws/v1/cluster/apps/{app_id}")
 
 
