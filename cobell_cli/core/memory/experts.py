@@ -19,9 +19,10 @@ from dataclasses import dataclass
 # Saturation scales tried, as multiples of the largest z seen: from "saturated already" to
 # "still nearly linear". The fit picks the best; a finer grid only chases noise on few runs.
 SATURATION_SCALES = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
-# The power form's largest exponent: two runs at nearly equal inputs would fit one in the
-# millions (whose prediction overflows); memory growing faster than the 4th power of the input
-# is no expert's shape, and cross-validation scores such a fit out.
+# The power form's largest exponent: two runs at nearly equal inputs fit one in the millions
+# (whose prediction overflows, or, clamped, falls to nothing below the inputs seen and makes
+# the nested ratios absurd). Memory growing faster than the 4th power of the input is no
+# expert's shape: such runs do not determine a power, as too few distinct inputs do not.
 MAX_POWER = 4.0
 
 
@@ -122,15 +123,17 @@ def _affine(name: str, g: Sequence[float], y: Sequence[float]) -> tuple[Fitted, 
     return Fitted(name, a, b), sse
 
 
-def _fit_power(z: Sequence[float], y: Sequence[float]) -> Fitted:
-    """y = a·z^b, least squares in logs (a relative error), 0 <= b <= MAX_POWER."""
+def _fit_power(z: Sequence[float], y: Sequence[float]) -> Fitted | None:
+    """y = a·z^b, least squares in logs (a relative error), b >= 0; None above MAX_POWER."""
     lz = [math.log(v) for v in z]
     ly = [math.log(v) for v in y]
     n = len(z)
     mz, my = sum(lz) / n, sum(ly) / n
     szz = sum((v - mz) ** 2 for v in lz)
     b = sum((u - mz) * (v - my) for u, v in zip(lz, ly, strict=True)) / szz
-    b = min(max(b, 0.0), MAX_POWER)
+    if b > MAX_POWER:
+        return None
+    b = max(b, 0.0)
     return Fitted("power", math.exp(my - b * mz), b)
 
 
