@@ -12,7 +12,7 @@ from cobell_cli.core.memory.experts import EXPERTS, expert
 from cobell_cli.core.memory.model import STEP_MB, MemoryModel
 from cobell_cli.core.memory.records import MB, MemoryObservation
 from cobell_cli.core.memory.select import forward_folds, select
-from cobell_cli.core.memory.sizing import ContainerRules, container_of, reserve
+from cobell_cli.core.memory.sizing import ContainerRules, container_of, largest_grant, reserve
 from cobell_cli.core.memory.units import memory_mb
 
 ZS = [10.0, 20.0, 40.0, 80.0, 160.0]
@@ -172,3 +172,22 @@ def test_the_selector_takes_the_nearest_jobs_function_and_scales_it_to_the_own_r
     assert "collect" in model.describe()["chosen_by"]
     alone = MemoryModel().fit(own[:1])
     assert alone.source_ == "default" and alone.candidate_.label == "constant"
+
+
+def test_a_need_beyond_the_largest_container_gets_the_largest_not_a_refused_one() -> None:
+    """A bound that ran away (few held-out ratios, garbage in the peaks) asked YARN for a
+    351 GB heap in bench.memory_e2e: YARN refuses such an application outright, so the plan
+    reserves the largest container the cluster grants and says so."""
+    from cobell_cli.core.memory.plan import MemoryRequest, _sized
+
+    rules = ContainerRules("yarn", allocation_mb=1024, maximum_mb=8192)
+    largest = largest_grant(rules)
+    assert largest is not None and largest.container_mb == 8192 and not largest.fits
+    assert largest.executor_memory_mb + largest.executor_overhead_mb == 8192
+    assert largest.executor_overhead_mb >= 0.1 * largest.executor_memory_mb
+    got = _sized(4, 100_000.0, 350_000.0, MemoryRequest(rules=rules, confidence=0.95))
+    assert (got.container_mb, got.fits) == (8192, False)
+    assert got.executor_memory_mb == largest.executor_memory_mb
+    small = _sized(4, 1000.0, 1500.0, MemoryRequest(rules=rules, confidence=0.95))
+    assert small.fits and small.container_mb < 8192
+    assert largest_grant(ContainerRules("yarn")) is None  # no maximum known: nothing to cap

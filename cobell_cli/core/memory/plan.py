@@ -15,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.core.memory.sizing import ContainerRules, Reservation, container_of, reserve
+from cobell_cli.core.memory.sizing import (
+    ContainerRules,
+    Reservation,
+    container_of,
+    largest_grant,
+    reserve,
+)
 
 if TYPE_CHECKING:
     from cobell_cli.core.memory.model import MemoryModel
@@ -144,8 +150,11 @@ def _candidate(
 def _sized(
     scale_out: int, predicted_mb: float, upper_mb: float, request: MemoryRequest
 ) -> CandidateMemory:
-    """The candidate's reservation: the one covering `upper_mb`, or the user's when kept."""
+    """The candidate's reservation: the one covering `upper_mb` (at most the largest the
+    cluster grants: more is refused outright), or the user's when kept."""
     reservation: Reservation | None = reserve(upper_mb, request.rules)
+    if not reservation.fits:
+        reservation = largest_grant(request.rules) or reservation
     if request.keep:
         user = request.user_memory_mb
         reservation = Reservation(

@@ -73,6 +73,18 @@ def reserve(heap_need_mb: float, rules: ContainerRules, native_need_mb: float = 
     return Reservation(heap, overhead, container, _fits(container, rules))
 
 
+def largest_grant(rules: ContainerRules) -> Reservation | None:
+    """The largest reservation the cluster grants (None where it names no maximum): what a
+    need beyond it gets, since YARN refuses an application that asks for more outright."""
+    if rules.maximum_mb is None:
+        return None
+    if not rules.yarn:
+        return Reservation(rules.maximum_mb, 0, rules.maximum_mb, False)
+    container = max(rules.maximum_mb // rules.step_mb * rules.step_mb, rules.step_mb)
+    overhead = default_overhead_mb(container / (1 + SPARK_OVERHEAD_FACTOR))
+    return Reservation(container - overhead, overhead, container, False)
+
+
 def container_of(heap_mb: float, rules: ContainerRules, overhead_mb: float | None = None) -> int:
     """The container a given heap (and overhead, else Spark's default) is granted."""
     if not rules.yarn:

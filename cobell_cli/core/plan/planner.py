@@ -233,8 +233,10 @@ def _with_memory(chosen: Plan, sized: MemoryPlan | None, minimize: Minimize) -> 
     notes = [*user_memory_warnings(sized, chosen.scale_out), *sized.warnings]
     at = sized.at(chosen.scale_out)
     if at is not None and not at.fits:
-        notes.append(f"the {at.container_mb} MB container the memory needs at scale-out "
-                     f"{chosen.scale_out} is larger than the cluster grants")
+        notes.append(f"the memory needed at scale-out {chosen.scale_out} (up to "
+                     f"{at.upper_peak_mb or 0:.0f} MB heap) is more than the cluster's largest "
+                     f"container grants: reserving that container ({at.container_mb} MB), "
+                     "which may be too small")
     return replace(
         chosen,
         candidates=tuple(rows),
