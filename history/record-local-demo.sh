@@ -14,7 +14,7 @@ cobell local-cluster start --workers 2 --cores-per-worker 4 --port $port --webui
 trap 'cobell local-cluster stop || true; rm -rf "$work"' EXIT
 submit=$(python -c "from cobell_cli.run.local_cluster import spark_submit_path; print(spark_submit_path())")
 jobs=$(python -c "import cobell_cli.examples as e, os; print(os.path.dirname(e.__file__))")
-args=$(python -c "from cobell_cli.cli.demo import DEMO_JOB_ARGS; print(' '.join(DEMO_JOB_ARGS))")
+args=$(python -c "from cobell_cli.examples import DEMO_JOB_ARGS; print(' '.join(DEMO_JOB_ARGS))")
 where=(--cluster standalone --standalone-url "http://127.0.0.1:$ui")
 run() {  # run JOB SCALE_OUT SCRIPT ARGS...
   local job=$1 x=$2 script=$3; shift 3

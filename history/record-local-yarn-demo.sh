@@ -17,7 +17,7 @@ conf="$XDG_DATA_HOME/cobell/local-yarn/conf"
 export HADOOP_CONF_DIR=$conf SPARK_CONF_DIR=$conf SPARK_LOCAL_IP=127.0.0.1
 submit=$("$py" -c "from cobell_cli.run.local_cluster import spark_submit_path; print(spark_submit_path())")
 jobs=$("$py" -c "import cobell_cli.examples as e, os; print(os.path.dirname(e.__file__))")
-args=$("$py" -c "from cobell_cli.cli.demo import DEMO_JOB_ARGS; print(' '.join(DEMO_JOB_ARGS))")
+args=$("$py" -c "from cobell_cli.examples import DEMO_JOB_ARGS; print(' '.join(DEMO_JOB_ARGS))")
 job=$("$py" -c "from cobell_cli.cli.demo_yarn import DEMO_JOB; print(DEMO_JOB)")
 co=$("$py" -c "from cobell_cli.cli.demo_yarn import CO_RUNNER_JOB; print(CO_RUNNER_JOB)")
 run() {  # run JOB SCALE_OUT SCRIPT ARGS...
