@@ -19,7 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
 from cobell_cli.api.models import (
     ModelInput,
     cluster_profiles,
@@ -73,7 +72,22 @@ from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.job_name import check_job_name
 from cobell_cli.core.memory.records import feature_value as memory_feature_value
 
+# Loaded on first use: the deadline scheduler (core/schedule) costs ~80 ms to import, and only
+# a --deadline needs it; predict, submit and the history commands import this package.
+_LAZY = {name: "cobell_cli.api.deadlines"
+         for name in ("DeadlineRequest", "check_deadline", "plan_for_deadline")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 if TYPE_CHECKING:
+    from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
     from cobell_cli.config import Settings
 
 __all__ = [
