@@ -45,7 +45,7 @@ def _model_reason(
     if phase == "bootstrap-whatif":
         how = (
             f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the what-if replay of the"
-            f" job's event-log profile, corrected by its runs,{slowed}"
+            f" job's event-log profile, corrected by its runs" + (f",{slowed}" if slowed else "")
         )
     elif phase == "bootstrap-parametric":
         how = (
