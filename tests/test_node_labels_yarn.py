@@ -18,7 +18,7 @@ from cobell_cli.cluster.node_labels import partitions
 from cobell_cli.errors import UsageError
 from cobell_cli.store.history import History
 from tests.cli_support import cobell
-from tests.yarn_standin import LoopbackServer, Reply, StandinRM, _json
+from tests.yarn_standin import Reply, StandinRM, _json, serving
 
 
 @dataclass
@@ -56,15 +56,8 @@ class LabelledRM(StandinRM):
 def rm() -> Iterator[LabelledRM]:
     import time
 
-    rm = LabelledRM(now_s=time.time())
-    server = LoopbackServer(rm.handle)
-    rm.url = server.url
-    server.start()
-    try:
+    with serving(LabelledRM(now_s=time.time())) as rm:
         yield rm
-    finally:
-        rm.release()
-        server.stop()
 
 
 def test_partitions_come_from_the_documented_documents() -> None:

@@ -94,7 +94,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -701,7 +701,16 @@ def _in_range(value: int, query: dict[str, str], prefix: str) -> bool:
 @contextmanager
 def running_standin(tls: tuple[str, str] | None = None, **switches: Any) -> Iterator[StandinRM]:
     """A StandinRM served on a free loopback port for the duration of the block."""
-    rm = StandinRM(**switches)
+    with serving(StandinRM(**switches), tls) as rm:
+        yield rm
+
+
+R = TypeVar("R", bound=StandinRM)
+
+
+@contextmanager
+def serving(rm: R, tls: tuple[str, str] | None = None) -> Iterator[R]:
+    """`rm` (a StandinRM or a subclass) served on a free loopback port for the block."""
     server = LoopbackServer(rm.handle, tls=tls)
     rm.url = server.url
     server.start()
