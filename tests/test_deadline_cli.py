@@ -256,3 +256,14 @@ def test_memory_mb_seconds_without_a_container_size_is_a_usage_error() -> None:
                                    container_mb=2048.0), now)
     with pytest.raises(UsageError, match="container size"):
         check_deadline(DeadlineRequest(now + 3600, now, minimize="memory-mb-seconds"), now)
+
+
+def test_a_deadline_with_another_minimize_is_one_line_not_ignored(db: Path) -> None:
+    """The starts are priced in executor-seconds: --minimize memory-mb-seconds with --deadline
+    was silently ignored (CONVENTIONS "Cost": deadlines use the one --minimize)."""
+    for command in ("predict", "submit"):
+        tail = ["--", "echo", "{scale_out}"] if command == "submit" else []
+        out = cobell("--db", db, command, "-j", "report", "--deadline", "+1h", "--cluster",
+                     "none", "--minimize", "memory-mb-seconds", *tail)
+        assert out.exit_code == 2, out.stderr
+        assert out.stderr.strip().count("\n") == 0 and "--minimize memory-mb-seconds" in out.stderr

@@ -324,7 +324,7 @@ def check_minimize(minimize: str) -> str:
 
 def deadline_request(
     deadline: str | None, max_wait: str | None, start_now: bool, target_s: float | None,
-    now: float, queue: str | None = None,
+    now: float, queue: str | None = None, minimize: str = "executor-seconds",
 ) -> Any:
     """The deadline options as a `deadlines.DeadlineRequest` (None without --deadline); a
     usage error names the accepted forms, or what is missing."""
@@ -338,6 +338,10 @@ def deadline_request(
             raise UsageError("give --target-runtime SECONDS or --deadline TIME",
                              hint="e.g. --target-runtime 600 or --deadline 06:00")
         return None
+    if minimize != "executor-seconds":  # the starts are priced per executor-second only yet
+        raise UsageError(f"--deadline prices its starts in executor-seconds; --minimize "
+                         f"{minimize} is not supported with it yet",
+                         hint="drop --minimize, or use --target-runtime instead of --deadline")
     from cobell_cli.api.deadlines import DeadlineRequest, check_deadline
     from cobell_cli.timespec import local_zone, parse_duration, parse_moment
 

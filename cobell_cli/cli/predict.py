@@ -406,7 +406,8 @@ def predict(
         **label_flags(node_label, label_price),
     }
     now = time.time()
-    request = deadline_request(deadline, max_wait, start_now, target_runtime, now)
+    request = deadline_request(deadline, max_wait, start_now, target_runtime, now,
+                               minimize=minimize)
     if request is not None:
         planned, _ = run_deadline_prediction(
             ctx, job=job, target_s=target_runtime, request=request,

@@ -223,7 +223,7 @@ def submit(
     submitted_at = time.time()
     queue = launch.spark_queue(command)
     request = deadline_request(deadline, max_wait, start_now, target_runtime, submitted_at,
-                               queue=queue)
+                               queue=queue, minimize=minimize)
     flags = {
         **planning_flags(min_scale_out, max_scale_out, step, confidence, input_tolerance),
         **cluster_flags(cluster, rm_url, standalone_url, ca_bundle, allow_no_cluster),
