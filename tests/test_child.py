@@ -198,7 +198,8 @@ def test_a_signal_counts_as_forwarded_only_while_the_jobs_process_lives(ended: b
     and must not make a run that ended on its own `killed` (a sweep hit that by chance)."""
     from cobell_cli import interrupts
 
-    code = "pass" if ended else "import time; time.sleep(30)"
+    # short sleeps: a SIGINT landing just before one long sleep would be handled at its end
+    code = "pass" if ended else "import time\nfor _ in range(600): time.sleep(0.05)"
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     deadline = time.monotonic() + 30
     while ended and os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:

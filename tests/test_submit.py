@@ -256,13 +256,19 @@ def test_sigint_reaches_the_child_and_the_run_is_killed(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     started, got = tmp_path / "started", tmp_path / "got-signal"
     script = textwrap.dedent(f"""
-        import signal, sys, time
+        import pathlib, signal, sys, time
         def bye(signum, frame):
-            open({str(got)!r}, 'w').write(str(signum)); sys.exit(130)
+            pathlib.Path({str(got)!r}).write_text(str(signum)); sys.exit(130)
         signal.signal(signal.SIGINT, bye)
-        open({str(started)!r}, 'w')
-        time.sleep(60)
+        pathlib.Path({str(started)!r}).touch()
+        for _ in range(1200):  # short sleeps: see the note below
+            time.sleep(0.05)
     """)
+    # The job must take the SIGINT whenever it lands (this test timed out about once in 60
+    # runs under load). Python runs a handler between bytecodes or when a blocking call is
+    # interrupted: one landing just before a single long sleep waited for the sleep's end.
+    # And `open(started, 'w')` closed by its finalizer: a handler that ran inside it had its
+    # SystemExit silently dropped (io's finalizer clears errors). Hence touch() and short sleeps.
     proc = subprocess.Popen(
         toy_submit_argv(db, [PY, "-c", script, "{scale_out}"], "--json"),
         stdout=subprocess.PIPE,

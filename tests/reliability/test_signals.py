@@ -35,7 +35,8 @@ def bye(signum, frame):
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, bye)
 pathlib.Path({started!r}).touch()
-time.sleep(60)
+for _ in range(1200):  # short sleeps: a signal just before one long sleep would wait for its end
+    time.sleep(0.05)
 """
 
 
