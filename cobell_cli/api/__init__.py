@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cobell_cli.api.memory import MemoryAsk, memory_model, memory_request, nearest_memory_job
 from cobell_cli.api.models import (
     ModelInput,
     cluster_profiles,
@@ -32,15 +33,11 @@ from cobell_cli.api.models import (
 from cobell_cli.api.planning import (
     CLUSTER_PROFILES,
     JOB_PROFILES,
-    MemoryAsk,
     Prediction,
     check_request,
     job_profiles,
     live_progress,
-    memory_model,
-    memory_request,
     model_cache,
-    nearest_memory_job,
     predict,
     running_co_runners,
     warm_model_cache,

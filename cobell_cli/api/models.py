@@ -47,7 +47,7 @@ def model_input(history: History, job: str, *, window: int | None = None) -> Mod
     if not runs:
         why = "has no succeeded runs" if job in known else "is not in the history"
         raise UsageError(f"job {job!r} {why}", hint=JOBS_HINT)
-    from cobell_cli.api.planning import memory_model
+    from cobell_cli.api.memory import memory_model
     from cobell_cli.api.profile_priors import resource_profile
 
     memory, observations = memory_model(history, job, window)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from cobell_cli.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
+    from cobell_cli.api.memory import MemoryAsk
     from cobell_cli.cluster.progress import ProgressReport
     from cobell_cli.config import Settings
     from cobell_cli.core.plan import Plan
@@ -20,19 +21,6 @@ if TYPE_CHECKING:
     from cobell_cli.core.schedule.decision import StartDecision
     from cobell_cli.store.history import History
     from cobell_cli.store.model_cache import ModelCache
-
-
-@dataclass(frozen=True)
-class MemoryAsk:
-    """What the caller knows of the next run's executor memory (issue 26): the launcher's
-    backend ("yarn", "standalone"; None: the cluster's), a memory the command sets itself
-    (kept), and the confidence the heap must cover the need with."""
-
-    backend: str | None = None
-    user_memory_mb: int | None = None
-    user_overhead_mb: int | None = None
-    confidence: float | None = None  # None: core/memory/plan.py's default
-    keep: bool = False  # the memory stays as the command or Spark's defaults have it
 
 
 @dataclass
@@ -143,37 +131,108 @@ def predict(
     (settings.node_labels), on each label, the cheapest chosen (`queue`: the submit's, whose
     labels `auto` means). `on_model(model, phase)` receives the job's model the plan used
     (deadlines.py)."""
-    from cobell_cli.core.plan import plan
-
     check_request(target_s, settings.min_scale_out, settings.max_scale_out)
-    window = settings.history_window
-    runs = history.training_runs(job, window=window)
+    runs = history.training_runs(job, window=settings.history_window)
     if require_history and not runs and job not in history.job_names():
         raise UsageError(
             f"no runs of job {job!r} in the history {history.path}",
             hint="`cobell history jobs` lists the known jobs; `cobell submit` starts a new job",
         )
+    labels = _node_labels(cluster, settings, queue)
+    world = _read_world(history, cluster, settings, job, exclude_app_ids, memory)
+    cache = model_cache(settings)
+    replays = _replay_cache(cache, world.profiles)
+    fit, priors = _fit_with_priors(history, job, world.co_jobs, cache, settings.history_window)
+    plan_fn = _planner(world, settings, job=job, now=now, input_bytes=input_bytes, fit=fit,
+                       replays=replays, minimize=minimize, on_model=on_model)
+    warnings = world.warnings
+    decision = None
+    if labels is not None:
+        from cobell_cli.api.node_types import plan_on_labels
+
+        decision = plan_on_labels(
+            history, cluster, job=job, runs=runs, labels=labels,
+            prices=settings.label_prices, target_s=target_s, confidence=settings.confidence,
+            apps=world.apps, fit=fit or _fit_default, plan_fn=plan_fn,
+            window=settings.history_window)
+        chosen = decision.plan
+        warnings += decision.warnings
+    else:
+        chosen = plan_fn(history=runs, target_s=target_s, co_runners=world.apps)
+    if replays is not None:
+        replays.save()
+    counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
+    return Prediction(chosen, world.description, world.cluster_ok, world.apps, warnings, counts,
+                      world.progress, policy=settings.confidence,
+                      pair_priors=priors.describe() if priors is not None else None,
+                      node_label=decision.node_label if decision is not None else None,
+                      label_options=decision.describe() if decision is not None else None)
+
+
+@dataclass
+class _World:
+    """What `predict` read from the edges for one plan: the co-runners and their jobs' runs,
+    the drivers' progress, the job's memory observations and container rules, its profiles."""
+
+    apps: list[RunningApp]
+    description: str
+    cluster_ok: bool
+    warnings: list[str]
+    co_histories: dict[str, list[dict[str, Any]]]
+    progress: ProgressReport | None
+    memory_runs: list[dict[str, Any]]
+    memory_request: Any
+    memory_model: Any
+    profiles: list[Any]
+    cluster_profiles: list[Any]
+
+    @property
+    def co_jobs(self) -> list[str]:
+        return sorted({a.job for a in self.apps if a.job})
+
+
+def _read_world(
+    history: History, cluster: Any, settings: Settings, job: str,
+    exclude_app_ids: Iterable[str], memory: MemoryAsk | None,
+) -> _World:
+    """The cluster (its apps, their drivers' progress, its container rules: one budget for
+    all) and the history's side of the plan."""
+    from cobell_cli.api.memory import memory_model, memory_request
     from cobell_cli.cluster import query
 
-    labels = _node_labels(cluster, settings, queue)
-    with query(cluster) as deadline:  # the apps and their drivers' progress: one budget
+    window = settings.history_window
+    with query(cluster) as deadline:
         apps, description, ok, warnings = running_co_runners(cluster, settings, exclude_app_ids)
-        co_jobs = sorted({a.job for a in apps if a.job})
-        co_histories = {name: history.training_runs(name, window=window) for name in co_jobs}
+        co_histories = {name: history.training_runs(name, window=window)
+                        for name in sorted({a.job for a in apps if a.job})}
         apps, co_histories, progress = live_progress(
             history, cluster, settings, apps, co_histories, left_s=deadline.remaining_s()
         )
         memory_runs = history.memory_runs(job, window=window) if memory is not None else []
         request = memory_request(cluster, memory, memory_runs) if memory is not None else None
     sizing = memory_model(history, job, runs=memory_runs)[0] if memory_runs else None
+    runs = history.training_runs(job, window=window)
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
-    cache = model_cache(settings)
-    replays = None
-    if cache is not None and profiles:
-        from cobell_cli.store.replay_cache import ReplayCache
+    return _World(apps, description, ok, warnings, co_histories, progress, memory_runs,
+                  request, sizing, profiles, cluster_profiles)
 
-        replays = ReplayCache(cache.directory)
-    fit, priors = _fit_with_priors(history, job, co_jobs, cache, window)
+
+def _replay_cache(cache: ModelCache | None, profiles: Sequence[Any]) -> Any:
+    """The what-if's replays kept beside the model cache (None when either is off)."""
+    if cache is None or not profiles:
+        return None
+    from cobell_cli.store.replay_cache import ReplayCache
+
+    return ReplayCache(cache.directory)
+
+
+def _planner(
+    world: _World, settings: Settings, *, job: str, now: float, input_bytes: int | None,
+    fit: Any, replays: Any, minimize: str, on_model: Any,
+) -> Any:
+    """The pure planner with everything but the runs, target and co-runners bound: node
+    labels call it once per label with that label's runs and co-runners."""
+    from cobell_cli.core.plan import plan
 
     def plan_fn(*, history: Sequence[Any], target_s: float, co_runners: Sequence[Any]) -> Plan:
         return plan(
@@ -188,113 +247,19 @@ def predict(
             input_bytes=input_bytes,
             input_tolerance=settings.input_tolerance,
             co_runners=co_runners,
-            co_runner_histories=co_histories,
+            co_runner_histories=world.co_histories,
             fit=fit,
-            profiles=profiles,
-            cluster_profiles=cluster_profiles,
+            profiles=world.profiles,
+            cluster_profiles=world.cluster_profiles,
             whatif_memory=replays,
-            memory=request,
-            memory_runs=memory_runs,
-            memory_model=sizing,
+            memory=world.memory_request,
+            memory_runs=world.memory_runs,
+            memory_model=world.memory_model,
             minimize=minimize,  # type: ignore[arg-type]
             on_model=on_model,
         )
 
-    decision = None
-    if labels is not None:
-        from cobell_cli.api.node_types import plan_on_labels
-
-        decision = plan_on_labels(
-            history, cluster, job=job, runs=runs, labels=labels,
-            prices=settings.label_prices, target_s=target_s, confidence=settings.confidence,
-            apps=apps, fit=fit or _fit_default, plan_fn=plan_fn, window=window)
-        chosen = decision.plan
-        warnings += decision.warnings
-    else:
-        chosen = plan_fn(history=runs, target_s=target_s, co_runners=apps)
-    if replays is not None:
-        replays.save()
-    counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
-    return Prediction(chosen, description, ok, apps, warnings, counts, progress,
-                      policy=settings.confidence,
-                      pair_priors=priors.describe() if priors is not None else None,
-                      node_label=decision.node_label if decision is not None else None,
-                      label_options=decision.describe() if decision is not None else None)
-
-
-def memory_request(
-    cluster: Any, ask: MemoryAsk, runs: Sequence[dict[str, Any]]
-) -> Any:
-    """What the planner needs to size memory: the cluster's container rules (YARN's
-    allocation step and maximum from the RM, else yarn-site.xml, else the defaults; a
-    standalone worker grants the heap as asked), the user's memory and the confidence."""
-    from cobell_cli.core.memory.plan import DEFAULT_MEMORY_CONFIDENCE, MemoryRequest
-    from cobell_cli.core.memory.sizing import ContainerRules
-
-    backend = ask.backend or getattr(cluster, "name", None)
-    if backend not in ("yarn", "standalone"):  # no cluster to ask: where the job ran
-        backend = next((r["backend"] for r in reversed(runs) if r.get("backend")), "yarn")
-    rules = ContainerRules(str(backend))
-    if backend == "yarn":
-        from cobell_cli.cluster.allocation import DEFAULT
-        from cobell_cli.cluster.yarnconf import site_allocation
-
-        allocation = (
-            cluster.allocation() if hasattr(cluster, "allocation") else site_allocation()
-        ) or DEFAULT
-        rules = ContainerRules("yarn", allocation.step_mb, allocation.maximum_mb)
-    return MemoryRequest(
-        rules=rules,
-        confidence=ask.confidence or DEFAULT_MEMORY_CONFIDENCE,
-        user_memory_mb=ask.user_memory_mb,
-        user_overhead_mb=ask.user_overhead_mb,
-        keep=ask.keep,
-    )
-
-
-MEMORY_NEIGHBOURS = 30  # jobs the expert selector compares a new job with, at most
-
-
-def memory_model(
-    history: History, job: str, window: int | None = None, runs: list | None = None
-) -> tuple[Any, list]:
-    """The job's memory model (core/memory/model.py) on its runs with memory columns (`runs`,
-    else read), and those observations; (None, observations) when no run has a measured
-    peak. With too few input sizes to choose its own function, the nearest known job's by
-    event-log profile (core/memory/selector.py) guides it."""
-    from cobell_cli.core.memory.demand import observations
-    from cobell_cli.core.memory.model import MemoryModel
-    from cobell_cli.core.memory.select import MIN_SIZES
-
-    obs = observations(runs if runs is not None else history.memory_runs(job, window=window))
-    sizes = {o.input_bytes for o in obs if o.demand_mb}
-    if not sizes:
-        return None, obs
-    neighbour = nearest_memory_job(history, job, window) if len(sizes) <= MIN_SIZES else None
-    return MemoryModel(neighbour=neighbour).fit(obs), obs
-
-
-def nearest_memory_job(history: History, job: str, window: int | None) -> Any:
-    """The known job nearest to `job` by event-log profile, with its memory function (None
-    without profiles or known jobs)."""
-    from cobell_cli.core.memory.demand import observations
-    from cobell_cli.core.memory.model import MemoryModel
-    from cobell_cli.core.memory.select import MIN_SIZES
-    from cobell_cli.core.memory.selector import KnownJob, job_features, nearest
-
-    mine = job_features(history.profiles(job, limit=JOB_PROFILES))
-    if mine is None:
-        return None
-    known = []
-    for other in [j for j in history.job_names() if j != job][:MEMORY_NEIGHBOURS]:
-        obs = observations(history.memory_runs(other, window=window))
-        if len({o.input_bytes for o in obs if o.demand_mb}) <= MIN_SIZES:
-            continue
-        features = job_features(history.profiles(other, limit=JOB_PROFILES))
-        if features is not None:
-            model = MemoryModel(nested=False).fit(obs)
-            known.append(KnownJob(other, features, model.candidate_.label, model.fitted_))
-    return nearest(mine, known)
+    return plan_fn
 
 
 def _node_labels(cluster: Any, settings: Settings, queue: str | None) -> list[str] | None:
