@@ -139,7 +139,7 @@ def predict(
             hint="`cobell history jobs` lists the known jobs; `cobell submit` starts a new job",
         )
     labels = _node_labels(cluster, settings, queue)
-    world = _read_world(history, cluster, settings, job, exclude_app_ids, memory)
+    world = _read_world(history, cluster, settings, job, runs, exclude_app_ids, memory)
     cache = model_cache(settings)
     replays = _replay_cache(cache, world.profiles)
     fit, priors = _fit_with_priors(history, job, world.co_jobs, cache, settings.history_window)
@@ -193,7 +193,7 @@ class _World:
 
 def _read_world(
     history: History, cluster: Any, settings: Settings, job: str,
-    exclude_app_ids: Iterable[str], memory: MemoryAsk | None,
+    runs: Sequence[dict[str, Any]], exclude_app_ids: Iterable[str], memory: MemoryAsk | None,
 ) -> _World:
     """The cluster (its apps, their drivers' progress, its container rules: one budget for
     all) and the history's side of the plan."""
@@ -211,7 +211,6 @@ def _read_world(
         memory_runs = history.memory_runs(job, window=window) if memory is not None else []
         request = memory_request(cluster, memory, memory_runs) if memory is not None else None
     sizing = memory_model(history, job, runs=memory_runs)[0] if memory_runs else None
-    runs = history.training_runs(job, window=window)
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
     return _World(apps, description, ok, warnings, co_histories, progress, memory_runs,
                   request, sizing, profiles, cluster_profiles)
