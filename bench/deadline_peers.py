@@ -17,16 +17,16 @@ that plays a round (bench.deadline_world.Cluster) and plans with `cobell_cli.cor
   EXHAUSTIVE_JOBS jobs, cyclic coordinate descent over the same grid beyond (the product
   has 5^10 combinations for a burst of 10).
 * the physics-aware, noise-blind planner (as in bench.oracle_bound --unknown all): knows the
-  world's physics exactly and what a planner sees at a submit (the apps started, their jobs,
-  scale-outs and starts, which still run), none of the round's noise (every job's repetition;
-  placements and demands in nodesim; pair factors in the simulator). At each submit it redraws
-  that noise PHYSICS_DRAWS times, keeping draws in which the same apps still run, and starts
-  the job now at the smallest scale-out meeting its deadline in a share >= PHYSICS_LEVEL of
-  the draws (bench.oracle_bound.plan_at). Like cobell it gathers the submits of the same
-  moment (core/schedule/decision.GATHER_S) and sizes them jointly (each at its smallest with
-  the others at theirs, in deadline order, until no size changes); it knows nothing of
-  submits still to come, as cobell does not, and never waits longer: the row that says
-  where >= 95 % of deadlines is within reach of a planner that does not know the noise.
+  world's physics exactly and the round's workload (every submit's job, moment and deadline,
+  the straggler's job, scale-out and start; as bench.oracle_bound's planner knows the
+  co-runners' jobs, scale-outs and start times), none of its noise (every job's repetition;
+  placements and demands in nodesim; pair factors in the simulator). At the first submit it
+  redraws that noise PHYSICS_DRAWS times, keeping draws in which the same apps run then, and
+  starts every job GATHER_S after its submit (as cobell gathers a burst) at a scale-out sized
+  jointly: each the smallest meeting its deadline in a share >= PHYSICS_LEVEL of the draws
+  with the others at theirs (bench.oracle_bound.plan_at), in deadline order, until no size
+  changes. It never waits longer and never re-plans: the row that says where >= 95 % of
+  deadlines is within reach of a planner that does not know the noise.
 * the oracle: knows every run's runtime. From each row's starts and scale-outs, by exact
   simulation: missed deadlines met where a larger scale-out meets them without losing
   another, then every scale-out lowered while no deadline met is lost; the pattern meeting
@@ -200,57 +200,56 @@ class PhysicsAware(Strategy):
 
     def __init__(self, memory: World, cluster: Cluster) -> None:
         super().__init__(memory, cluster)
-        self.group: list[str] = []
+        self.sizes: dict[str, int] | None = None
 
     def on(self, kind: str, t: float, key: str, version: int) -> list[Event]:
+        a = self.arrivals[key]
         if kind == "arrive":
-            self.group.append(key)
-            return [(t + GATHER_S, "plan", key, 0)] if len(self.group) == 1 else []
-        group, self.group = self.group, []
-        started = time.process_time()
-        sizes = self._joint(group, t)
-        spent = (time.process_time() - started) / len(group)
-        for k in group:
-            a = self.arrivals[k]
-            self.decisions.plan_cpu_s.append(spent)
-            self.decisions.extra_cpu_s.append(0.0)
-            self.decisions.waiting.append(len(group) - 1)
-            self.cluster.start(k, a.job, sizes[k], t, deadline_at=a.deadline_at,
-                               waited_s=t - a.at)
+            if self.sizes is None:
+                started = time.process_time()
+                self.sizes = self._joint(t)
+                spent = (time.process_time() - started) / len(self.arrivals)
+                self.decisions.plan_cpu_s.extend([spent] * len(self.arrivals))
+                self.decisions.extra_cpu_s.extend([0.0] * len(self.arrivals))
+                self.decisions.waiting.extend([len(self.arrivals) - 1] * len(self.arrivals))
+            return [(a.at + GATHER_S, "start", key, 0)]
+        assert self.sizes is not None
+        self.cluster.start(key, a.job, self.sizes[key], t, deadline_at=a.deadline_at,
+                           waited_s=t - a.at)
         return []
 
-    def _joint(self, group: Sequence[str], t: float) -> dict[str, int]:
-        """Each job of the group at the smallest scale-out meeting its deadline in a share >=
-        PHYSICS_LEVEL of the draws with the others at theirs: in deadline order, repeated
-        until no size changes (at most PHYSICS_PASSES passes)."""
+    def _joint(self, t: float) -> dict[str, int]:
+        """Every job of the round started GATHER_S after its submit, each at the smallest
+        scale-out meeting its deadline in a share >= PHYSICS_LEVEL of the draws with the
+        others at theirs: in deadline order, repeated until no size changes (at most
+        PHYSICS_PASSES passes)."""
         rnd = self.cluster.round
-        keys = [a.key for a in rnd.arrivals]
-        rng = np.random.default_rng([PATTERNS.index(rnd.pattern), rnd.index,
-                                     keys.index(group[0]), 27])
+        rng = np.random.default_rng([PATTERNS.index(rnd.pattern), rnd.index, 27])
         noises = self._redraws(t, rng)
         sizes: dict[str, int] = {}
         for _ in range(PHYSICS_PASSES):
             changed = False
-            for k in sorted(group, key=lambda k: self.arrivals[k].deadline_at):
-                draws = oracle_bound.Draws(self._runtime(k, t, dict(sizes)), noises)
+            for a in sorted(rnd.arrivals, key=lambda a: a.deadline_at):
+                start = a.at + GATHER_S
+                draws = oracle_bound.Draws(self._runtime(a.key, dict(sizes)), noises)
                 x = oracle_bound.plan_at(draws, PHYSICS_LEVEL,
-                                         max(self.arrivals[k].deadline_at - t, PAST_TARGET_S))
-                changed |= sizes.get(k) != x
-                sizes[k] = x
+                                         max(a.deadline_at - start, PAST_TARGET_S))
+                changed |= sizes.get(a.key) != x
+                sizes[a.key] = x
             if not changed:
                 break
         return sizes
 
-    def _runtime(self, key: str, t: float, others: Mapping[str, int]) -> Any:
-        """`key`'s runtime at a scale-out under a noise draw, the group's `others` started at
-        `t` at their sizes."""
+    def _runtime(self, key: str, others: Mapping[str, int]) -> Any:
+        """`key`'s runtime at a scale-out under a noise draw, the `others` of the round
+        started GATHER_S after their submits at their sizes."""
         def runtime(x: int, noise: Any) -> float:
             trial = self._trial(noise)
             for k, size in {**others, key: x}.items():
-                trial.start(k, self.arrivals[k].job, size, t)
+                trial.start(k, self.arrivals[k].job, size, self.arrivals[k].at + GATHER_S)
             done = next(j for j in trial.finish() if j.key == key)
             assert done.finish_s is not None
-            return done.finish_s - t
+            return done.finish_s - done.start_s
         return runtime
 
     def _trial(self, noise: Any) -> Cluster:
