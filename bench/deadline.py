@@ -124,7 +124,7 @@ class CobellDeadline(Strategy):
         a = self.arrivals[key]
         force = not arrival and self.replans[key] >= MAX_REPLANS
         captured: dict[str, Any] = {}
-        p = self.timed_plan(key, t, lambda m, _: captured.update(model=m))
+        p = self.timed_plan(key, t, lambda m, _: captured.update(model=m), deadline=True)
         started = time.process_time()
         runs = self.memory.histories.get(a.job, [])
         new = pending_job(p, captured.get("model"), runs, deadline_at=a.deadline_at,
@@ -516,16 +516,20 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def merged(cells: Sequence[CellResult], more: Sequence[CellResult]) -> list[CellResult]:
-    """Cells of one seed played in two runs (other rows of the same rounds), row by row."""
+    """Cells of one seed played in two runs (other rows of the same rounds, row by row; or
+    other cells, added)."""
     extra = {(c.world, c.pattern): c for c in more}
     out = []
     for c in cells:
-        other = extra[(c.world, c.pattern)]
+        other = extra.pop((c.world, c.pattern), None)
+        if other is None:
+            out.append(c)
+            continue
         assert len(other.rounds) == len(c.rounds), f"{c.world} {c.pattern}: other rounds"
         out.append(replace(c, rounds=[{**a, **b} for a, b in zip(c.rounds, other.rounds,
                                                                   strict=True)],
                            cpu={**c.cpu, **other.cpu}))
-    return out
+    return out + list(extra.values())
 
 
 def _render_saved(paths: Sequence[Path], output: Path, note: str) -> None:

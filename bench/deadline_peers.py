@@ -52,6 +52,7 @@ from cobell_cli.core.calibration import outcome_calibration
 from cobell_cli.core.plan import plan
 from cobell_cli.core.schedule.build import busy_apps, job_table
 from cobell_cli.core.schedule.decision import GATHER_S
+from cobell_cli.core.schedule.risk import deadline_confidence
 from cobell_cli.core.schedule.timeline import (
     Interval,
     Slot,
@@ -83,15 +84,18 @@ class Decisions:
 
 
 def plan_at(memory: World, job: str, t: float, budget_s: float, apps: Sequence[Any],
-            on_model: Any = None) -> Any:
-    """What `cobell predict` answers at `t` with the budget as target (the CLI's default
-    confidence)."""
+            on_model: Any = None, deadline: bool = False) -> Any:
+    """What `cobell predict` answers at `t` with the budget as target at the CLI's default
+    confidence (`deadline`: the one `predict --deadline` plans at without --confidence)."""
+    level = cli_default_confidence()
+    if deadline:
+        level = deadline_confidence(level, given=False)
     return plan(job=job, history=memory.histories.get(job, []), now=t,
                 target_s=max(budget_s, PAST_TARGET_S), min_scale_out=MIN_SCALE_OUT,
                 max_scale_out=MAX_SCALE_OUT, co_runners=apps,
                 co_runner_histories={a.job: memory.histories.get(a.job, []) for a in apps
                                      if a.job},
-                confidence=cli_default_confidence(), fit=memory.fit,  # type: ignore[arg-type]
+                confidence=level, fit=memory.fit,  # type: ignore[arg-type]
                 on_model=on_model)
 
 
@@ -123,11 +127,12 @@ class Strategy:
                            predicted_s=predicted_at(p, scale_out) if p.phase == "model"
                            else p.predicted_s, phase=p.phase, waited_s=t - a.at)
 
-    def timed_plan(self, key: str, t: float, on_model: Any = None) -> Any:
+    def timed_plan(self, key: str, t: float, on_model: Any = None, deadline: bool = False,
+                   ) -> Any:
         a = self.arrivals[key]
         apps = self.cluster.running_at(t)
         started = time.process_time()
-        p = plan_at(self.memory, a.job, t, a.deadline_at - t, apps, on_model)
+        p = plan_at(self.memory, a.job, t, a.deadline_at - t, apps, on_model, deadline)
         self.decisions.plan_cpu_s.append(time.process_time() - started)
         return p
 

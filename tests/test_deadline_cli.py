@@ -267,3 +267,22 @@ def test_a_deadline_with_another_minimize_is_one_line_not_ignored(db: Path) -> N
                      "none", "--minimize", "memory-mb-seconds", *tail)
         assert out.exit_code == 2, out.stderr
         assert out.stderr.strip().count("\n") == 0 and "--minimize memory-mb-seconds" in out.stderr
+
+
+def test_a_deadline_without_confidence_plans_at_the_deadline_default(db: Path) -> None:
+    """bench.deadline's tuning seed 7: P(meet) was calibrated, yet at the runtime target's
+    default 0.9 only ~91 % of the deadlines were met (the issue asks >= 95 % at default
+    flags); a deadline without --confidence plans at risk.DEADLINE_CONFIDENCE, a given one
+    is kept, and a runtime target keeps its own default."""
+    from cobell_cli.core.schedule.risk import DEADLINE_CONFIDENCE
+
+    def confidence(*extra: str) -> float:
+        out = cobell("--db", db, "predict", "-j", "report", "--cluster", "none", "--json",
+                     *extra)
+        assert out.exit_code == 0, out.stderr
+        return json.loads(out.stdout)["confidence"]
+
+    assert DEADLINE_CONFIDENCE == 0.95
+    assert confidence("--deadline", "+15min") == DEADLINE_CONFIDENCE
+    assert confidence("--deadline", "+15min", "--confidence", "0.9") == 0.9
+    assert confidence("--target-runtime", "900") == 0.9

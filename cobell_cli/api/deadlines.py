@@ -97,6 +97,7 @@ def plan_for_deadline(
     scheduler weighs later starts with: its model, its errors, the running apps' ends."""
     from cobell_cli.api import planning as api
 
+    settings = at_deadline_confidence(settings)
     captured: dict[str, Any] = {}
     budget = request.budget_s(target_s, now)
 
@@ -118,6 +119,18 @@ def plan_for_deadline(
     busy = _busy(history, settings, prediction)
     ids = frozenset(a.app_id for a in prediction.co_runners)
     return Planned(prediction, pending, busy, ids, request, target_s, now, warnings)
+
+
+def at_deadline_confidence(settings: Settings) -> Settings:
+    """The settings a deadline plans with: --confidence as given, or the deadline's default
+    (core/schedule/risk.DEADLINE_CONFIDENCE) where the runtime target's default stood."""
+    from cobell_cli.core.schedule.risk import deadline_confidence
+
+    given = settings.sources.get("confidence", "default") != "default"
+    level = deadline_confidence(settings.confidence, given)
+    if level == settings.confidence:
+        return settings
+    return replace(settings, values={**settings.values, "confidence": level})
 
 
 def _queue_wait(cluster: Any, prediction: Prediction, queue: str, now: float,
