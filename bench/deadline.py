@@ -1,6 +1,6 @@
 """Deadlines on two simulated shared clusters: start now or wait, and bursts that stagger.
 
-    python -m bench.deadline [--quick] [--seeds 7 4242 2027] [--rounds N] [--warmup N]
+    python -m bench.deadline [--quick] [--seeds 7 4242 5309] [--rounds N] [--warmup N]
         [--worlds simulator nodesim] [--patterns ...] [--rows ...] [--save F] [--output FILE]
     python -m bench.deadline --load F [F ...] [--note TEXT] [--output FILE]
 
@@ -70,7 +70,8 @@ from bench.deadline_world import (
 from bench.simulator import load_curves
 from cobell_cli.core.schedule import PendingJob
 from cobell_cli.core.schedule.build import busy_apps, pending_job
-from cobell_cli.core.schedule.decision import GATHER_S, StartDecision, decide
+from cobell_cli.core.schedule.decision import StartDecision, decide
+from cobell_cli.core.schedule.risk import DEADLINE_CONFIDENCE
 from cobell_cli.run.wait import MAX_REPLANS, POLL_S
 
 RESULTS = ROOT / "bench" / "results" / "deadline.md"
@@ -81,13 +82,17 @@ LABELS = {"start_now": "start now (cobell today)",
           "physics": "physics-aware, noise-blind planner", "oracle": "oracle"}
 ROUNDS = {"isolated": 24, "burst5": 8, "burst10": 5, "spread": 8}
 WARMUP_ROUNDS = 10
-# Seeds: the method and its constants were settled on TUNING_SEED; FIRST_TEST_SEED was then run
-# once, failed in the simulator's bursts, and its failure (cron's submits decided one by one)
-# led to the gathering rule (core/schedule/decision.GATHER_S), so it is no longer unseen;
-# TEST_SEED was run once after that change.
-TUNING_SEED, FIRST_TEST_SEED, TEST_SEED = 7, 2027, 4242
-SEED_ROLES = {TUNING_SEED: "tuning", TEST_SEED: "test, run once after the last change",
-              FIRST_TEST_SEED: "contaminated: first test, its failure shaped the last change"}
+# Seeds: the method and its constants were settled on TUNING_SEED, and the last change (the
+# deadline's default confidence, core/schedule/risk.DEADLINE_CONFIDENCE) was diagnosed on it
+# alone; TEST_SEED had been run once with the method before that change (its results were
+# seen, none of its rounds was looked into); FRESH_SEED was first run with the frozen method.
+# FIRST_TEST_SEED (2027) shaped the gathering rule (core/schedule/decision.GATHER_S) and is no
+# longer reported.
+TUNING_SEED, FIRST_TEST_SEED, TEST_SEED, FRESH_SEED = 7, 2027, 4242, 5309
+SEED_ROLES = {TUNING_SEED: "tuning",
+              TEST_SEED: "test, run once before the last change and once after",
+              FRESH_SEED: "fresh test, first run with the frozen method",
+              FIRST_TEST_SEED: "contaminated: first test, its failure shaped the gathering"}
 GOAL_MET, GOAL_VS_NOW, GOAL_VS_ORACLE = 0.95, 0.9, 1.1  # the CPU goal: deadline_cpu.py
 BURSTS = ("burst5", "burst10")
 # the rows whose starts and scale-outs the oracle improves on (the margin and physics rows,
@@ -402,13 +407,15 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
         " straggler's included (a start changes how long it runs too). vs now / vs oracle:"
         " over start now's / the oracle's on the same rounds. Waited: mean seconds from"
         " submit to start. Seeds: the method and its constants were settled on seed"
-        f" {TUNING_SEED} (tuning); seed {FIRST_TEST_SEED} was then run once: it failed in"
-        " the simulator's bursts (58 % of the deadlines of bursts of ten met, where start"
-        " now met 80 %), because submits fired in the same second were decided one by one"
-        " and the first crowded the cluster; that led to gathering them (a start now waits"
-        f" {GATHER_S:g} s for the others first), and the results below for seed"
-        f" {FIRST_TEST_SEED} are after that change, so it is no longer unseen; seed"
-        f" {TEST_SEED} was run once after the change (test).",
+        f" {TUNING_SEED} (tuning), where the last change was diagnosed too: P(meet) was"
+        " calibrated outside crowds larger than the history's, so at the runtime target's"
+        " default confidence 0.9 up to one deadline in ten was missed by design, and a"
+        " deadline without --confidence now plans at"
+        f" {DEADLINE_CONFIDENCE:g} (core/schedule/risk.DEADLINE_CONFIDENCE, the goal's level,"
+        f" not fitted). Seed {TEST_SEED} (test) was run once before that change and once"
+        f" after; seed {FRESH_SEED} (fresh test) was first run with the frozen method. The"
+        " physics-aware, noise-blind planner decides where >= 95 % is within reach (95 %"
+        " reachable).",
     ]
     lines += side_by_side(cells_by_seed)
     for seed, cells in cells_by_seed.items():
@@ -460,7 +467,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="simulator, isolated and burst5, 2 rounds, 3 warm-up bursts; "
                              "prints, writes nothing")
     parser.add_argument("--seeds", type=int, nargs="+",
-                        default=[TUNING_SEED, TEST_SEED, FIRST_TEST_SEED])
+                        default=[TUNING_SEED, TEST_SEED, FRESH_SEED])
     parser.add_argument("--rounds", type=int, default=None, help="rounds per cell (default:"
                         f" {', '.join(f'{k} {v}' for k, v in ROUNDS.items())})")
     parser.add_argument("--warmup", type=int, default=WARMUP_ROUNDS)
@@ -492,14 +499,15 @@ def main(argv: list[str] | None = None) -> None:
     by_seed: dict[int, list[CellResult]] = {}
     for seed in args.seeds:
         for name in args.worlds:
-            base = warmed(curves, truth(name), seed, args.warmup)
+            base = (warmed(curves, truth(name), seed, args.warmup) if set(args.rows) - {"physics"}
+                    else World(""))  # the physics-aware planner reads no history
             for pattern in args.patterns:
                 by_seed.setdefault(seed, []).append(run_cell(
                     name, pattern, seed, args.rounds or ROUNDS[pattern], base, curves,
                     lambda m: print(m, flush=True), args.rows))
     command = "python -m bench.deadline" + (" --quick" if args.quick else "") + "".join(
         f" {flag} {' '.join(map(str, value))}" for flag, value, default in (
-            ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED, FIRST_TEST_SEED]),
+            ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED, FRESH_SEED]),
             ("--worlds", args.worlds,
             list(WORLDS)), ("--patterns", args.patterns, list(PATTERNS)),
             ("--rows", args.rows, list(ROWS)))
