@@ -415,7 +415,7 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
         f" not fitted). Seed {TEST_SEED} (test) was run once before that change and once"
         f" after; seed {FRESH_SEED} (fresh test) was first run with the frozen method. The"
         " physics-aware, noise-blind planner decides where >= 95 % is within reach (95 %"
-        " reachable).",
+        " reachable); in a cell it was not played in ('-'), the oracle decides.",
     ]
     lines += side_by_side(cells_by_seed)
     for seed, cells in cells_by_seed.items():
