@@ -18,8 +18,10 @@ Rows (bench/deadline_peers.py for the peers): start now at the runtime-target de
 (cobell today), start now with a careful user's margin, FCFS, EDF, the paper's waiting-time
 scheduler, cobell --deadline at default flags (this module: the CLI's protocol: a joint
 decision at every submit, each waiting submit re-planning when its start comes or an app it
-planned around ends, at most run/wait.MAX_REPLANS times), and an oracle knowing every
-runtime. Every strategy plans with `cobell_cli.core.plan.plan`, and cobell --deadline decides
+planned around ends, at most run/wait.MAX_REPLANS times), a physics-aware, noise-blind
+planner (bench.oracle_bound's planner: the world's physics and the round's submits known,
+its noise redrawn; every job sized for its deadline in 95 % of the draws and started when a
+burst's gathering ends, never later), and an oracle knowing every runtime. Every strategy plans with `cobell_cli.core.plan.plan`, and cobell --deadline decides
 with `core/schedule` as the CLI does (`build.pending_job`, `build.busy_apps`,
 `decision.decide`).
 
