@@ -21,9 +21,9 @@ decision at every submit, each waiting submit re-planning when its start comes o
 planned around ends, at most run/wait.MAX_REPLANS times), a physics-aware, noise-blind
 planner (bench.oracle_bound's planner: the world's physics and the round's submits known,
 its noise redrawn; every job sized for its deadline in 95 % of the draws and started when a
-burst's gathering ends, never later), and an oracle knowing every runtime. Every strategy plans with `cobell_cli.core.plan.plan`, and cobell --deadline decides
-with `core/schedule` as the CLI does (`build.pending_job`, `build.busy_apps`,
-`decision.decide`).
+burst's gathering ends, never later), and an oracle knowing every runtime. Every strategy
+plans with `cobell_cli.core.plan.plan`, and cobell --deadline decides with `core/schedule`
+as the CLI does (`build.pending_job`, `build.busy_apps`, `decision.decide`).
 
 Goals (issue 27): >= 95 % of deadlines met at default flags; in the burst cells total
 executor-seconds <= 0.9x start now's at equal or better attainment, and <= 1.1x the
