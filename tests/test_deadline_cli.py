@@ -247,23 +247,79 @@ def test_a_dry_run_decides_and_writes_nothing(db: Path, rm: StandinRM, tmp_path:
     assert _waiting_rows(fresh) == []
 
 
-def test_memory_mb_seconds_without_a_container_size_is_a_usage_error() -> None:
-    from cobell_cli.api.deadlines import DeadlineRequest, check_deadline
-    from cobell_cli.errors import UsageError
+def _with_peaks(tmp_path: Path) -> Path:
+    """The deadline tests' history, its `report` runs with measured memory peaks (the heap
+    need falls with the scale-out: 300 + 2000 / x MB) and an input size."""
+    path = tmp_path / "peaks.db"
+    runs = [{**r, "executor_memory_mb": 2048, "peak_memory_mb": 300 + 2000 / r["scale_out"],
+             "backend": "yarn", "input_bytes": 2**30} if r["job"] == "report" else r
+            for r in _runs(time.time())]
+    with History.open(path) as history:
+        history.insert_runs(runs, keep_ids=False)
+    return path
 
-    now = 1_800_000_000.0
-    check_deadline(DeadlineRequest(now + 3600, now, minimize="memory-mb-seconds",
-                                   container_mb=2048.0), now)
-    with pytest.raises(UsageError, match="container size"):
-        check_deadline(DeadlineRequest(now + 3600, now, minimize="memory-mb-seconds"), now)
+
+def test_a_deadline_minimizes_memory_mb_seconds(tmp_path: Path) -> None:
+    """--deadline with --minimize memory-mb-seconds prices every start at the container
+    sized for its scale-out (it was a usage error: the starts were priced in executor-seconds
+    only); the chosen one is the cheapest in MB-s, not the smallest scale-out, and submit
+    gives the run the memory sized for the scale-out the schedule chose."""
+    db = _with_peaks(tmp_path)
+    args = ("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--cluster", "none",
+            "--input-size", "1G", "--json")
+    by_mb = cobell(*args, "--minimize", "memory-mb-seconds")
+    assert by_mb.exit_code == 0, by_mb.stderr
+    plan = json.loads(by_mb.stdout)
+    plain = json.loads(cobell(*args).stdout)
+    containers = {c["scale_out"]: c["container_mb"] for c in plan["candidates"]}
+    assert containers[2] > containers[16]  # more executors, less memory each
+    for option in plan["options"]:
+        x = option["scale_out"]
+        assert option["cost"] == pytest.approx(containers[x] * x * option["predicted_s"])
+    assert all(o["cost"] == pytest.approx(o["scale_out"] * o["predicted_s"])
+               for o in plain["options"])
+    smallest = plain["scale_out"]  # executor-seconds: the smallest meeting the deadline
+    assert plan["scale_out"] > smallest
+    chosen = next(o for o in plan["options"] if o["scale_out"] == plan["scale_out"])
+    by_smallest = containers[smallest] * next(
+        o["predicted_s"] for o in plain["options"] if o["scale_out"] == smallest) * smallest
+    assert chosen["cost"] < by_smallest
+    run = cobell("--db", db, "submit", "--dry-run", "-j", "report", "--deadline", "+15min",
+                 "--cluster", "none", "--input-size", "1G", "--minimize", "memory-mb-seconds",
+                 "--json", "--", "spark-submit", "--master", "yarn", "app.py")
+    assert run.exit_code == 0, run.stderr
+    started = json.loads(run.stdout)
+    x = started["scale_out"]
+    heap = next(c["executor_memory_mb"] for c in started["candidates"] if c["scale_out"] == x)
+    assert started["memory"]["scale_out"] == x and started["memory"]["container_mb"] == \
+        containers[x]
+    assert f"{heap}m" in started["command"]
 
 
-def test_a_deadline_with_another_minimize_is_one_line_not_ignored(db: Path) -> None:
-    """The starts are priced in executor-seconds: --minimize memory-mb-seconds with --deadline
-    was silently ignored (CONVENTIONS "Cost": deadlines use the one --minimize)."""
+def test_memory_mb_seconds_without_a_container_size_is_one_line(db: Path) -> None:
+    """No measured peak (or not a Spark command): nothing sizes a container to price with."""
     for command in ("predict", "submit"):
         tail = ["--", "echo", "{scale_out}"] if command == "submit" else []
         out = cobell("--db", db, command, "-j", "report", "--deadline", "+1h", "--cluster",
                      "none", "--minimize", "memory-mb-seconds", *tail)
         assert out.exit_code == 2, out.stderr
-        assert out.stderr.strip().count("\n") == 0 and "--minimize memory-mb-seconds" in out.stderr
+        assert out.stderr.strip().count("\n") == 0 and "container size" in out.stderr
+
+
+def test_a_deadline_without_confidence_plans_at_the_deadline_default(db: Path) -> None:
+    """bench.deadline's tuning seed 7: P(meet) was calibrated, yet at the runtime target's
+    default 0.9 only ~91 % of the deadlines were met (the issue asks >= 95 % at default
+    flags); a deadline without --confidence plans at risk.DEADLINE_CONFIDENCE, a given one
+    is kept, and a runtime target keeps its own default."""
+    from cobell_cli.core.schedule.risk import DEADLINE_CONFIDENCE
+
+    def confidence(*extra: str) -> float:
+        out = cobell("--db", db, "predict", "-j", "report", "--cluster", "none", "--json",
+                     *extra)
+        assert out.exit_code == 0, out.stderr
+        return json.loads(out.stdout)["confidence"]
+
+    assert DEADLINE_CONFIDENCE == 0.95
+    assert confidence("--deadline", "+15min") == DEADLINE_CONFIDENCE
+    assert confidence("--deadline", "+15min", "--confidence", "0.9") == 0.9
+    assert confidence("--target-runtime", "900") == 0.9

@@ -24,6 +24,7 @@ from cobell_cli.core.schedule.queue import DEFAULT_QUEUE
 from cobell_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from cobell_cli.api import MemoryAsk
     from cobell_cli.api.planning import Prediction
     from cobell_cli.config import Settings
     from cobell_cli.core.schedule import Busy, PendingJob, Schedule
@@ -61,10 +62,6 @@ def check_deadline(request: DeadlineRequest, now: float, option: str = "--deadli
         raise UsageError(
             f"{option} is more than a week ahead ({(request.deadline_at - now) / 86400:.1f} "
             "days)", hint="check the date, or give --max-wait to allow a wait that long")
-    if request.minimize == "memory-mb-seconds" and request.container_mb is None:
-        raise UsageError(
-            "--minimize memory-mb-seconds needs the executor's container size, and it is"
-            " unknown", hint="give the executor's memory, or minimize executor-seconds")
 
 
 @dataclass
@@ -92,24 +89,30 @@ def plan_for_deadline(
     now: float,
     input_bytes: int | None = None,
     require_history: bool = True,
+    memory: MemoryAsk | None = None,
 ) -> Planned:
     """Plan `job` to start now within what its deadline leaves, and gather what the
-    scheduler weighs later starts with: its model, its errors, the running apps' ends."""
+    scheduler weighs later starts with: its model, its errors, the running apps' ends.
+    `memory` sizes each candidate's executor memory (api.predict); with --minimize
+    memory-mb-seconds every start is priced at the container sized at the plan's choice."""
     from cobell_cli.api import planning as api
 
+    settings = at_deadline_confidence(settings)
     captured: dict[str, Any] = {}
     budget = request.budget_s(target_s, now)
 
     def predict(budget_s: float) -> Prediction:
         return api.predict(
             history, cluster, settings, job=job, target_s=max(budget_s, PAST_TARGET_S), now=now,
-            input_bytes=input_bytes, require_history=require_history,
+            input_bytes=input_bytes, require_history=require_history, memory=memory,
+            minimize=request.minimize,
             on_model=lambda model, phase: captured.update(model=model, phase=phase))
 
     prediction = predict(budget)
     wait_s, note = _queue_wait(cluster, prediction, request.queue, now)
     if wait_s > 0:
         prediction = predict(budget - wait_s)
+    request = _with_container(request, prediction)
     warnings = [note] if note else []
     if request.deadline_at <= now:
         warnings.append("the deadline has already passed: planning the fastest start")
@@ -118,6 +121,33 @@ def plan_for_deadline(
     busy = _busy(history, settings, prediction)
     ids = frozenset(a.app_id for a in prediction.co_runners)
     return Planned(prediction, pending, busy, ids, request, target_s, now, warnings)
+
+
+def _with_container(request: DeadlineRequest, prediction: Prediction) -> DeadlineRequest:
+    """The request with the container the plan sized (memory-MB-seconds prices with it); a
+    usage error when memory-MB-seconds is asked and nothing sized one."""
+    if request.minimize != "memory-mb-seconds" or request.container_mb is not None:
+        return request
+    container = (prediction.plan.memory or {}).get("container_mb")
+    if container is None:
+        raise UsageError(
+            "--minimize memory-mb-seconds needs the executor's container size, and it is"
+            " unknown (no run of the job with a measured memory peak, or not a Spark command)",
+            hint="run the job once with cobell submit (it measures the peak), or minimize"
+                 " executor-seconds")
+    return replace(request, container_mb=float(container))
+
+
+def at_deadline_confidence(settings: Settings) -> Settings:
+    """The settings a deadline plans with: --confidence as given, or the deadline's default
+    (core/schedule/risk.DEADLINE_CONFIDENCE) where the runtime target's default stood."""
+    from cobell_cli.core.schedule.risk import deadline_confidence
+
+    given = settings.sources.get("confidence", "default") != "default"
+    level = deadline_confidence(settings.confidence, given)
+    if level == settings.confidence:
+        return settings
+    return replace(settings, values={**settings.values, "confidence": level})
 
 
 def _queue_wait(cluster: Any, prediction: Prediction, queue: str, now: float,
@@ -310,6 +340,15 @@ def run_prediction(planned: Planned, decision: StartDecision, started_at: float,
         fields.update(scale_out=chosen.scale_out, predicted_s=chosen.predicted_s,
                       lower_s=chosen.lower_s, upper_s=chosen.upper_s,
                       meet_probability=chosen.meet_probability)
+        if plan.memory is not None and chosen.executor_memory_mb is not None:
+            # the memory sized for the scale-out the schedule chose, not the plan's choice
+            # (core/memory/sizing.reserve: the heap is the container less the overhead)
+            fields["memory"] = {**plan.memory, "scale_out": chosen.scale_out,
+                                "executor_memory_mb": chosen.executor_memory_mb,
+                                "container_mb": chosen.container_mb}
+            if chosen.container_mb is not None:
+                fields["memory"]["executor_overhead_mb"] = (chosen.container_mb
+                                                            - chosen.executor_memory_mb)
     fields["reason"] = f"{plan.reason} | {decision.start_reason}"
     return replace(prediction, plan=replace(plan, **fields), start=decision, run_fields={
         "waited_s": round(max(waited_s, 0.0), 3),

@@ -338,17 +338,14 @@ def deadline_request(
             raise UsageError("give --target-runtime SECONDS or --deadline TIME",
                              hint="e.g. --target-runtime 600 or --deadline 06:00")
         return None
-    if minimize != "executor-seconds":  # the starts are priced per executor-second only yet
-        raise UsageError(f"--deadline prices its starts in executor-seconds; --minimize "
-                         f"{minimize} is not supported with it yet",
-                         hint="drop --minimize, or use --target-runtime instead of --deadline")
     from cobell_cli.api.deadlines import DeadlineRequest, check_deadline
     from cobell_cli.timespec import local_zone, parse_duration, parse_moment
 
     at = parse_moment(deadline, "--deadline", now, local_zone(now))
     wait_s = parse_duration(max_wait, "--max-wait") if max_wait is not None else None
     request = DeadlineRequest(deadline_at=at, submitted_at=now, max_wait_s=wait_s,
-                              start_now=start_now, **({"queue": queue} if queue else {}))
+                              start_now=start_now, minimize=minimize,  # type: ignore[arg-type]
+                              **({"queue": queue} if queue else {}))
     check_deadline(request, now)
     return request
 

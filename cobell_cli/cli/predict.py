@@ -302,9 +302,11 @@ def run_deadline_prediction(
     flags: dict[str, Any],
     require_history: bool,
     now: float,
+    memory: Any = None,
 ) -> tuple[Planned, Any]:
     """`run_prediction` for a deadline: the plan at once within what the deadline leaves, and
-    what the scheduler weighs later starts with (deadlines.plan_for_deadline)."""
+    what the scheduler weighs later starts with (deadlines.plan_for_deadline); `memory` (an
+    api.MemoryAsk) sizes each candidate's executor memory too."""
     from cobell_cli.api import deadlines
     from cobell_cli.cli.common import connect_cluster
 
@@ -317,7 +319,7 @@ def run_deadline_prediction(
         cluster = connect_cluster(resolved, history.job_names())
         planned = deadlines.plan_for_deadline(
             history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
-            input_bytes=input_bytes, require_history=require_history)
+            input_bytes=input_bytes, require_history=require_history, memory=memory)
         if require_history:  # predict: the other waiting submits, read only
             decision = deadlines.read_decision(history, planned, now)
             planned.prediction.start = decision
@@ -412,7 +414,9 @@ def predict(
         planned, _ = run_deadline_prediction(
             ctx, job=job, target_s=target_runtime, request=request,
             input_bytes=parse_size(input_size) if input_size is not None else None, flags=flags,
-            require_history=True, now=now)
+            require_history=True, now=now,
+            memory=MemoryAsk(confidence=memory_confidence)
+            if request.minimize == "memory-mb-seconds" else None)
         prediction = planned.prediction
         prediction.warnings.extend(planned.warnings)
         typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))

@@ -236,7 +236,8 @@ def submit(
         while True:
             if request is not None and not attempts:
                 prediction, cluster_adapter, row = _start_by_deadline(
-                    ctx, job, target_runtime, request, size, flags, dry_run, strict)
+                    ctx, job, target_runtime, request, size, flags, dry_run, strict,
+                    ask if request.minimize == "memory-mb-seconds" else None)
             else:
                 prediction, cluster_adapter = run_prediction(
                     ctx,
@@ -377,9 +378,11 @@ def _start_by_deadline(
     flags: dict,
     dry_run: bool,
     strict: bool,
+    memory: MemoryAsk | None = None,
 ) -> tuple[Prediction, object, int | None]:
     """Decide the start with every waiting submit (recorded in the history), wait for it,
-    and return the prediction the run starts on and the submit's row (None: a dry run)."""
+    and return the prediction the run starts on and the submit's row (None: a dry run).
+    `memory`: sized for --minimize memory-mb-seconds (the starts are priced with it)."""
     import time
 
     from cobell_cli.api import deadlines
@@ -389,7 +392,7 @@ def _start_by_deadline(
     def planned_at(now: float, req: DeadlineRequest) -> tuple[deadlines.Planned, object]:
         return run_deadline_prediction(ctx, job=job, target_s=target_s, request=req,
                                        input_bytes=size, flags=flags, require_history=False,
-                                       now=now)
+                                       now=now, memory=memory)
 
     path = settings(ctx).db_path
     now = request.submitted_at

@@ -56,7 +56,9 @@ def pending_job(
         candidates=tuple(c.scale_out for c in plan.candidates), deadline_at=deadline_at,
         earliest_at=now, submitted_at=submitted_at, target_s=target_s,
         latest_start_at=latest_start_at, queue_wait_s=queue_wait_s, start_now=start_now,
-        confidence=plan.confidence, container_mb=container_mb)
+        confidence=plan.confidence, container_mb=container_mb,
+        containers_mb=tuple(c.container_mb for c in plan.candidates)
+        if any(c.container_mb is not None for c in plan.candidates) else ())
 
 
 def busy_apps(

@@ -290,7 +290,7 @@ def _solve(search: _Search, placed: Sequence[Placement]) -> list[Placement]:
             continue
         verdict = search.risks[p.key].judge(job.model, p.scale_out, r, rows[p.key],
                                             job.budget_s(p.start_at))
-        cost = reservation_cost(search.minimize, p.scale_out, r, job.container_mb)
+        cost = reservation_cost(search.minimize, p.scale_out, r, job.container_at(p.scale_out))
         out.append(Placement(p.key, p.job, p.start_at, p.scale_out, r, verdict.upper_s,
                              verdict.meet_probability, cost, verdict.feasible, p.waits_for))
     return out

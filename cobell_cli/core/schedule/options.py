@@ -81,7 +81,8 @@ class Sizer:
             runtime, row = runtime_among(self.job.model, scale_out, start_at, others)
             judgement = self.risk.judge(self.job.model, scale_out, runtime, row,
                                         self.job.budget_s(start_at))
-            cost = reservation_cost(self.minimize, scale_out, runtime, self.job.container_mb)
+            cost = reservation_cost(self.minimize, scale_out, runtime,
+                                    self.job.container_at(scale_out))
             found = self.memo[key] = Sized(scale_out, runtime, row, judgement, cost)
         return found
 
@@ -94,15 +95,17 @@ class Sizer:
         if bound is None or bound <= budget:
             return None
         judgement = Judgement(bound, False, self.risk, budget, alone)
-        cost = reservation_cost(self.minimize, scale_out, alone, self.job.container_mb)
+        cost = reservation_cost(self.minimize, scale_out, alone, self.job.container_at(scale_out))
         return Sized(scale_out, alone, {}, judgement, cost)
 
     def smallest(self, start_at: float, others: Sequence[Interval]) -> tuple[int, Sized]:
         """The smallest candidate meeting the budget: a coarse pass over every COARSE-th
         candidate, then down from the first that meets it (a job's runtime need not fall
-        with its scale-out: a flat curve's bound can rise at the top). None meets it: the
-        coarse candidate most likely to (the fastest among equals), infeasible: among many
-        co-runners the upper bounds widen so far that the lowest one says little."""
+        with its scale-out: a flat curve's bound can rise at the top). With memory-MB-seconds
+        and containers sized per candidate, the cheapest of it and the coarse candidates
+        above it that meet the budget (each executor's container shrinks as they grow). None
+        meets it: the coarse candidate most likely to (the fastest among equals), infeasible:
+        among many co-runners the upper bounds widen so far that the lowest one says little."""
         xs = self.job.candidates
         seen: dict[int, Sized] = {}
 
@@ -124,6 +127,11 @@ class Sizer:
             if not at(i).judgement.feasible:
                 break
             found = i
+        if self.minimize != "executor-seconds" and len(set(self.job.containers_mb)) > 1:
+            # a larger one may need smaller containers (one size for all: the smallest, as
+            # for executor-seconds, which it then only scales)
+            pool = [found, *(i for i in coarse if i > found and at(i).judgement.feasible)]
+            found = min(pool, key=lambda i: (at(i).cost, i))
         return found, at(found)
 
 

@@ -54,7 +54,10 @@ class PendingJob:
     queue_wait_s: float = 0.0
     start_now: bool = False
     confidence: float | None = 0.9
-    container_mb: float | None = None
+    container_mb: float | None = None  # one executor's container (memory-MB-seconds)
+    # per candidate where the memory model sized each (more executors need less each); a
+    # row read back from the history has the one container_mb only
+    containers_mb: tuple[float | None, ...] = ()
     planned_start_at: float | None = None  # its plan before this decision (stability)
     started_at: float | None = None  # committed: it runs since then, at started_scale_out
     started_scale_out: int | None = None
@@ -64,6 +67,15 @@ class PendingJob:
         """A job a waiting submit has started: it no longer moves or resizes, but what starts
         beside it slows it, and its deadline still counts."""
         return self.started_at is not None and self.started_scale_out is not None
+
+    def container_at(self, scale_out: int) -> float | None:
+        """One executor's container at `scale_out`: the one sized for that candidate, else
+        container_mb."""
+        if self.containers_mb and scale_out in self.candidates:
+            sized = self.containers_mb[self.candidates.index(scale_out)]
+            if sized is not None:
+                return sized
+        return self.container_mb
 
     def budget_s(self, start_at: float) -> float:
         """Seconds its run may take when it starts at `start_at`: to the deadline, less the
