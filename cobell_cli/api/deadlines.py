@@ -24,7 +24,7 @@ from cobell_cli.core.schedule.queue import DEFAULT_QUEUE
 from cobell_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from cobell_cli.api import MemoryAsk
+    from cobell_cli.api.memory import MemoryAsk
     from cobell_cli.api.planning import Prediction
     from cobell_cli.config import Settings
     from cobell_cli.core.schedule import Busy, PendingJob, Schedule
