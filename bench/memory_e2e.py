@@ -24,8 +24,7 @@ Containers follow YARN's rules (ContainerRules: Spark's overhead, rounded up to 
 allocation step, at most 16 GB); memory-MB-seconds = container x executors x seconds held,
 failed attempts included. Post-bootstrap = after the runtime model's bootstrap runs
 (colocation.MODEL_FROM_USABLE), as bench.colocation reports. With several seeds, a table per
-seed: the first is the one the memory constants were checked on (the tuning seed), the others
-draw other runs, inputs, noise and garbage (test seeds).
+seed (each draws other runs, inputs, noise and garbage).
 """
 
 from __future__ import annotations
@@ -238,9 +237,11 @@ def render(results: Mapping[int, Mapping[tuple[str, str], Mapping[str, list[MemR
         "met as without memory sizing (`met, no sizing`: the same runs, never short of "
         "memory).",
     ]
-    for n, (seed, per_seed) in enumerate(results.items()):
-        role = "tuning seed: the memory constants were checked on it" if n == 0 else "test seed"
-        lines += ["", f"## Seed {seed} ({role})", "", *_table(per_seed)]
+    lines += ["", "No constant of core/memory was chosen on these seeds (demand.py and model.py "
+              "say what each was fitted on); a development world (synthetic played runs, "
+              "another seed) was used for the choices left to the worlds."]
+    for seed, per_seed in results.items():
+        lines += ["", f"## Seed {seed}", "", *_table(per_seed)]
     return "\n".join(lines)
 
 
@@ -279,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4 runs per interferer")
     parser.add_argument("--seed", type=int, nargs="+", default=[2018],
-                        help="seeds; the first is the tuning seed")
+                        help="seeds, a table each")
     parser.add_argument("--jobs", type=int, default=1, help="cells played in parallel")
     parser.add_argument("--played", type=Path, default=None,
                         help="keep the played runs in this file and reuse them (they do not "
