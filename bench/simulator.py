@@ -417,7 +417,7 @@ MEMORY_HEADROOM = 1.15  # a JVM fails below ~15 % above its live peak (GC cannot
 MEMORY_SIGMA = 0.04  # log-normal run-to-run noise of the live heap
 # What a run's event log reports as its heap peak at reservation R: the live peak plus a
 # share of the slack R - live that garbage fills before a collection, uniform in this range
-GARBAGE_FILL = (0.05, 0.45)
+GARBAGE_FILL = (0.04, 0.55)
 
 
 def memory_need_mb(job: str, input_mb: float, scale_out: int, noise: float) -> float:

@@ -191,3 +191,71 @@ def test_a_need_beyond_the_largest_container_gets_the_largest_not_a_refused_one(
     small = _sized(4, 1000.0, 1500.0, MemoryRequest(rules=rules, confidence=0.95))
     assert small.fits and small.container_mb < 8192
     assert largest_grant(ContainerRules("yarn")) is None  # no maximum known: nothing to cap
+
+
+def test_few_wild_held_out_ratios_bound_near_the_largest_not_a_student_t_tail() -> None:
+    """Three held-out ratios [0.42, 1.40, 1.63] made the runtime's normal-theory bound (t on
+    2 dof) a factor of 11.85 and bench.memory_e2e reserved a 27 GB heap for a 2 GB need: below
+    the conformal rank the bound is the largest ratio times TAIL_MARGIN, whatever the spread."""
+    from cobell_cli.core.calibration import ratio_bound
+    from cobell_cli.core.memory.model import MIN_MARGIN, TAIL_MARGIN, memory_ratio_bound
+
+    wild = [0.42, 1.40, 1.63]
+    assert ratio_bound(wild, 0.95) > 10  # the tail the memory bound no longer takes
+    assert memory_ratio_bound(wild, 0.95) == pytest.approx(1.63 * TAIL_MARGIN)
+    assert memory_ratio_bound([0.8, 0.85, 0.9], 0.95) == 1.0  # never below the point
+    assert memory_ratio_bound([1.1], 0.95) == MIN_MARGIN  # one ratio says nothing of a tail
+    ordered = [1.0 + i / 100 for i in range(40)]
+    assert memory_ratio_bound(ordered, 0.9) == ordered[math.ceil(41 * 0.9) - 1]  # conformal
+    # a model whose nested ratios are that wild bounds the need by them, not by a t tail
+    demands = [600.0, 250.0, 840.0, 980.0, 500.0, 300.0, 900.0]
+    runs = [MemoryObservation(int(s * MB), 1, d) for s, d in zip(ZS * 2, demands, strict=False)]
+    model = MemoryModel(pool=["constant"]).fit(runs)
+    assert len(model.ratios_) >= 3 and ratio_bound(model.ratios_, 0.95) > 2 * max(model.ratios_)
+    est = model.estimate(int(200 * MB), 1, confidence=0.95)
+    assert est.upper_mb == pytest.approx(est.predicted_mb * max(model.ratios_) * TAIL_MARGIN)
+
+
+def test_a_peaks_demand_discounts_its_slack_and_covers_what_failed() -> None:
+    """Garbage fills part of the slack, so the heap peak follows the reservation: the tune
+    set's collect x2 at 2.25M rows peaked at 1139 MB with 1344 MB and 1322 MB with 2048 MB
+    (bench/data/memory/tune): the generous run's demand grows no more than its peak did. Its x1
+    run peaked at 950 MB with 2048 MB where 960 MB had failed: its demand is above 960 (the
+    GC's room on the peak; main's demand, the peak itself, was below). A demand is never above
+    the heap the run succeeded with."""
+    from cobell_cli.core.memory.demand import GC_HEADROOM, demand_mb
+
+    tight, generous = demand_mb(1139.4, 1344.0), demand_mb(1322.3, 2048.0)
+    assert 1.0 < generous / tight <= 1322.3 / 1139.4 + 1e-9
+    assert demand_mb(950.4, 2048.0) > 960.0
+    assert tight <= 1344.0 and demand_mb(1300.0, 1344.0) == 1344.0
+    assert demand_mb(900.0, None) == pytest.approx(GC_HEADROOM * 900.0)  # no reservation known
+
+
+@pytest.mark.parametrize("share", [0.04, 0.26, 0.55])  # the tune set's garbage shares
+def test_reservations_come_down_from_a_generous_one_and_stop_failing(share) -> None:
+    """The feedback loop of bench.memory_e2e: each run's peak (live heap + `share` of the
+    slack) fed back as its demand asked for a larger reservation, which showed a larger peak;
+    and a peak near the need (little slack, little garbage) fell short of it: a memory failure.
+    A job with a fixed live heap, first run at 8 GB: the reservations come down (within 2x the
+    need by the 20th run), never run away again, and once the model has its own runs at most
+    one run fails for memory (its failure lifts the bound above it)."""
+    from cobell_cli.core.memory.demand import observations
+
+    live, need, size = 1000.0, 1150.0, int(4000 * MB)
+    history, reserved, failures, seq = [], 8192, [], []
+    for i in range(20):
+        row = {"input_bytes": size + i * MB, "scale_out": 4, "executor_memory_mb": reserved}
+        if reserved < need:
+            history.append({**row, "status": "failed", "failure_reason": "memory"})
+            failures.append(i)
+        else:
+            peak = live + share * (reserved - live)
+            history.append({**row, "status": "succeeded", "peak_memory_mb": peak})
+        model = MemoryModel().fit(observations(history))
+        upper = model.estimate(size + (i + 1) * MB, 4, confidence=0.95).upper_mb
+        reserved = reserve(upper, ContainerRules("standalone")).executor_memory_mb
+        seq.append(reserved)
+    assert max(seq[3:]) <= max(seq[:3])  # no runaway once the model has its own runs
+    assert need <= reserved <= 2 * need
+    assert len([i for i in failures if i >= 3]) <= 1

@@ -338,3 +338,88 @@ def test_the_resourcemanagers_own_configuration_wins(tmp_path: Path, monkeypatch
                                                           timeout_s=1, budget_s=2))
     if not Path("/etc/hadoop/conf/yarn-site.xml").exists():
         assert dead.allocation().source == "default"
+
+
+class _HistoryServer:
+    """A Spark History Server's REST API on loopback: one completed app whose executors
+    carry `peakMemoryMetrics` (as /allexecutors answers them) and no event log to download."""
+
+    def __init__(self, executors: list, properties: list) -> None:
+        import http.server
+        import threading
+
+        app = {"id": "app-1", "name": "etl", "attempts": [{
+            "completed": True, "startTimeEpoch": 1_700_000_000_000,
+            "endTimeEpoch": 1_700_000_600_000, "sparkUser": "ana"}]}
+        answers = {
+            "/api/v1/applications": [app], "/api/v1/applications/app-1/allexecutors": executors,
+            "/api/v1/applications/app-1/environment": {"sparkProperties": properties},
+            "/api/v1/applications/app-1/jobs": [{"status": "SUCCEEDED"}],
+            "/api/v1/applications/app-1/stages": [{"inputBytes": 4 * 1024**3}]}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                if path.endswith("/applications") and "status=running" in self.path:
+                    path = "running"
+                if path not in answers and path != "running":
+                    self.send_error(404)
+                    return
+                body = json.dumps(answers.get(path, [])).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_history_servers_peak_memory_metrics_give_the_peak_without_a_log(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 item 1: where no event log is read (not downloaded, or without metrics), the
+    History Server's /allexecutors `peakMemoryMetrics` gives the peak heap of the busiest
+    executor (not the driver's), and the app's properties the reservation; an executor whose
+    metrics are absent or absurd gives none."""
+    from cobell_cli.cluster.http import JsonClient
+    from cobell_cli.sources.record import ImportSummary, store_imported
+    from cobell_cli.sources.spark_history import HistoryServer, read_apps
+
+    mb = 1024 * 1024
+    executors = [
+        {"id": "driver", "addTime": "2023-11-14T22:13:20.000GMT",
+         "peakMemoryMetrics": {"JVMHeapMemory": 3000 * mb}},
+        {"id": "1", "addTime": "2023-11-14T22:13:25.000GMT",
+         "peakMemoryMetrics": {"JVMHeapMemory": 1500 * mb, "JVMOffHeapMemory": 90 * mb}},
+        {"id": "2", "addTime": "2023-11-14T22:13:25.000GMT",
+         "peakMemoryMetrics": {"JVMHeapMemory": 1900.5 * mb}},
+        {"id": "3", "addTime": "2023-11-14T22:13:25.000GMT",
+         "peakMemoryMetrics": {"JVMHeapMemory": 1e30}},
+        {"id": "4", "addTime": "2023-11-14T22:13:25.000GMT"}]
+    properties = [["spark.executor.memory", "4g"], ["spark.executor.memoryOverhead", "512m"]]
+    shs, without = _HistoryServer(executors, properties), _HistoryServer(executors[4:], [])
+    client = JsonClient(what="Spark History Server", retries=0)
+    try:
+        summary = ImportSummary("spark-history", shs.url)
+        [app] = read_apps(HistoryServer(shs.url, client), 0.0, summary)
+        bare = read_apps(HistoryServer(without.url, client), 0.0, ImportSummary("x", "x"))
+    finally:
+        shs.close()
+        without.close()
+    assert app.memory == {"executor_memory_mb": 4096, "executor_overhead_mb": 512,
+                          "peak_memory_mb": 1900.5}
+    assert bare[0].memory == {}  # no metrics, no properties: nothing, never a guess
+    with History.open(tmp_path / "h.db") as history:
+        store_imported(history, [app], summary)
+        row = history.runs()[0]
+    assert (row["peak_memory_mb"], row["executor_memory_mb"]) == (1900.5, 4096)

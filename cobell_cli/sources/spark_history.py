@@ -12,7 +12,10 @@ Per application (`/api/v1/applications?status=completed&minEndDate=...`), its la
   `job_patterns`, `--job`, the app name;
 - status: `failed` when one of its Spark jobs failed (`jobs`), else `succeeded` (the REST API
   has no exit status; a killed app reads as whatever its jobs did);
-- input size: the `inputBytes` of its stages (bytes read from storage, not shuffles).
+- input size: the `inputBytes` of its stages (bytes read from storage, not shuffles);
+- memory: `spark.executor.memory` / `spark.executor.memoryOverhead` (`environment`) and the
+  largest `peakMemoryMetrics.JVMHeapMemory` of an executor (`allexecutors`), the same metric
+  an event log's executor metrics give; a downloaded log's own columns win over these.
 
 Event logs: with `--download-logs` (the default) each app's log (`/applications/<id>/logs`,
 a zip) is kept next to the history and folded into the what-if's profile (stage graph, task
@@ -29,6 +32,7 @@ answer 404 (evicted meanwhile) is a counted skip.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -43,6 +47,7 @@ from cobell_cli.errors import ClusterError, CobellError
 from cobell_cli.sources.record import ImportedApp, ImportSummary, first_line, job_of
 
 API = "/api/v1"
+MB = 1024 * 1024
 FIX = "check --from-spark-history URL (the History Server's web address, e.g. http://shs:18080)"
 
 
@@ -125,7 +130,32 @@ def parse_app(
         user=text_or_none(attempt.get("sparkUser")),
         input_bytes=input_bytes,
         backend="spark",
+        memory=rest_memory(details.executors, details.properties),
     )
+
+
+def rest_memory(
+    executors: Sequence[Mapping[str, Any]], properties: Mapping[str, str]
+) -> dict[str, Any]:
+    """The memory columns the REST API gives: the reservation from the app's properties and
+    the peak heap one executor used (`peakMemoryMetrics`, bytes; the driver is not one).
+    Nothing for what it does not say (a server or app without executor metrics)."""
+    from cobell_cli.core.memory.units import MAX_MB, memory_mb
+
+    out: dict[str, Any] = {}
+    for column, key in (("executor_memory_mb", "spark.executor.memory"),
+                        ("executor_overhead_mb", "spark.executor.memoryOverhead")):
+        with contextlib.suppress(KeyError, ValueError):  # unset, or not Spark's form
+            out[column] = memory_mb(properties[key])
+    peaks = [
+        number_or_none(ex["peakMemoryMetrics"].get("JVMHeapMemory"))
+        for ex in executors
+        if str(ex.get("id")) != "driver" and isinstance(ex.get("peakMemoryMetrics"), Mapping)
+    ]
+    mb = [p / MB for p in peaks if p is not None and 0 < p / MB <= MAX_MB]
+    if mb:
+        out["peak_memory_mb"] = round(max(mb), 1)
+    return out
 
 
 class HistoryServer:
@@ -366,7 +396,7 @@ class LogProfiles:
             event_log=path,
             profile=profile_json(profile),
             input_bytes=profile.input_bytes or app.input_bytes,
-            memory=memory_columns(profile),
+            memory={**app.memory, **memory_columns(profile)},  # the log's own win
         )
 
 
