@@ -16,6 +16,7 @@ import pytest
 
 from cobell_cli.cluster.http import JsonClient
 from cobell_cli.cluster.yarn import YarnCluster, parse_app
+from cobell_cli.core.schedule.queue import queue_wait_s
 from tests.cli_support import cobell, cobell_process
 from tests.yarn_support import LABEL, SHAPE, RealYarn
 
@@ -111,8 +112,10 @@ def test_a_second_app_waits_accepted_in_the_capped_queue(real_yarn: RealYarn) ->
         assert waiting["state"] == "ACCEPTED" and waiting["runningContainers"] == 0
         # what a deadline's queue wait counts (api/deadlines.py): cobell's own reader
         accepted = {a.app_id: a for a in _cobells_view(real_yarn).accepted_apps()}
-        assert accepted[second].queue == "batch" and accepted[second].state == "ACCEPTED"
+        assert accepted[second].queue == "root.batch" and accepted[second].state == "ACCEPTED"
         assert second not in {a.app_id for a in _cobells_view(real_yarn).running_apps()}
+        wait_s, note = queue_wait_s("batch", list(accepted.values()), [], {}, time.time())
+        assert wait_s > 0 and "wait in YARN queue 'batch'" in (note or "")  # `--queue batch`
         time.sleep(3)  # the scheduler has had heartbeats to place it, and did not
         assert not _am_started(real_yarn, second)
         real_yarn.kill(first)
