@@ -93,6 +93,49 @@ def test_status_and_stop_when_nothing_runs() -> None:
     assert stop.exit_code == 0 and "the local YARN was not running" in stop.stderr
 
 
+def test_stop_ends_the_launcher_and_the_containers_it_left(tmp_path: Path) -> None:
+    """`local-cluster stop --yarn` on a running cluster, without a JVM: a process that looks
+    like the launcher (its marker and base dir in its command line, its own session) and one
+    working in a NodeManager's directory, as a container does. (The real JVM is stopped by the
+    same LocalYarn.stop at the end of every real-YARN test session.)"""
+    import subprocess
+    import threading
+    import time
+
+    from cobell_cli.config import data_dir
+    from cobell_cli.run.local_yarn import LAUNCHER_MARK
+
+    base = data_dir() / "local-yarn"
+    work = base / "nm-1" / "usercache" / "container_1"
+    work.mkdir(parents=True)
+    sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+    launcher = subprocess.Popen([*sleep, f"/x/{LAUNCHER_MARK}", str(base)],
+                                start_new_session=True)  # fmt: skip
+    container = subprocess.Popen(sleep, cwd=work, start_new_session=True)
+    # reaped at once, as init reaps a real launcher: a zombie would still count as running
+    reaper = threading.Thread(target=launcher.wait, daemon=True)
+    reaper.start()
+    try:
+        LocalYarn(base).pid_file.write_text(f"{launcher.pid}\n")
+        deadline = time.monotonic() + 10  # until /proc shows the container's cwd
+        while os.readlink(f"/proc/{container.pid}/cwd") != str(work.resolve()):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert LocalYarn(base).pid() == launcher.pid
+        stop = cobell("local-cluster", "stop", "--yarn")
+        assert stop.exit_code == 0 and "stopped the local YARN" in stop.stderr
+        reaper.join(timeout=10)
+        assert launcher.returncode == -15  # SIGTERM to its process group
+        assert container.wait(timeout=10) == -9  # a container left behind is killed
+        assert not LocalYarn(base).pid_file.exists()
+        again = cobell("local-cluster", "stop", "--yarn")
+        assert "the local YARN was not running" in again.stderr
+    finally:
+        for proc in (launcher, container):
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -278,8 +278,9 @@ def test_allocation_from_yarn_site_xml(tmp_path: Path) -> None:
 
 
 class _ConfServer:
-    """A ResourceManager's ConfServlet on loopback: /conf?format=json answers `doc`
-    (or XML, as a Hadoop that ignores `format` would, when `doc` is a str)."""
+    """A ResourceManager's ConfServlet on loopback: /conf answers `doc` in JSON only to a
+    request that accepts JSON (Hadoop 3 reads the Accept header and ignores `format`; the real
+    RM answers XML otherwise), and XML, as an RM that serves only XML, when `doc` is a str."""
 
     def __init__(self, doc: object) -> None:
         import http.server
@@ -292,10 +293,11 @@ class _ConfServer:
                 if not self.path.startswith("/conf"):
                     self.send_error(404)
                     return
-                body = served.encode() if isinstance(served, str) else json.dumps(served).encode()
+                xml = isinstance(served, str) or "json" not in self.headers.get("Accept", "")
+                body = (served if isinstance(served, str) else "<configuration/>").encode() if xml \
+                    else json.dumps(served).encode()
                 self.send_response(200)
-                self.send_header("Content-Type", "text/xml" if isinstance(served, str)
-                                 else "application/json")
+                self.send_header("Content-Type", "text/xml" if xml else "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

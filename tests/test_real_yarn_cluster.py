@@ -16,6 +16,7 @@ import pytest
 
 from cobell_cli.cluster.http import JsonClient
 from cobell_cli.cluster.yarn import YarnCluster, parse_app
+from cobell_cli.core.schedule.queue import queue_wait_s
 from tests.cli_support import cobell, cobell_process
 from tests.yarn_support import LABEL, SHAPE, RealYarn
 
@@ -35,6 +36,18 @@ def _am_started(real_yarn: RealYarn, app_id: str) -> bool:
 def _running_nodes(real_yarn: RealYarn) -> list[dict]:
     nodes = real_yarn.rest("/ws/v1/cluster/nodes")["nodes"]["node"]
     return [n for n in nodes if n["state"] == "RUNNING"]
+
+
+def _cobells_view(real_yarn: RealYarn) -> YarnCluster:
+    return YarnCluster([real_yarn.rm_url], JsonClient(what="YARN RM", timeout_s=10, retries=0))
+
+
+def test_the_container_step_is_read_from_the_rms_own_conf(real_yarn: RealYarn) -> None:
+    """`/conf?format=json` (the RM's ConfServlet): memory sizing rounds containers to it."""
+    allocation = _cobells_view(real_yarn).allocation()
+    assert allocation.source == "resourcemanager"  # not yarn-site.xml's fallback
+    assert allocation.step_mb == 128
+    assert allocation.maximum_mb == SHAPE.memory_mb_per_node
 
 
 def test_cluster_check_finds_the_rm_through_the_generated_yarn_site(
@@ -97,6 +110,12 @@ def test_a_second_app_waits_accepted_in_the_capped_queue(real_yarn: RealYarn) ->
             lambda: "AM resource limit" in (a := real_yarn.app(second))["diagnostics"] and a,
         )
         assert waiting["state"] == "ACCEPTED" and waiting["runningContainers"] == 0
+        # what a deadline's queue wait counts (api/deadlines.py): cobell's own reader
+        accepted = {a.app_id: a for a in _cobells_view(real_yarn).accepted_apps()}
+        assert accepted[second].queue == "root.batch" and accepted[second].state == "ACCEPTED"
+        assert second not in {a.app_id for a in _cobells_view(real_yarn).running_apps()}
+        wait_s, note = queue_wait_s("batch", list(accepted.values()), [], {}, time.time())
+        assert wait_s > 0 and "wait in YARN queue 'batch'" in (note or "")  # `--queue batch`
         time.sleep(3)  # the scheduler has had heartbeats to place it, and did not
         assert not _am_started(real_yarn, second)
         real_yarn.kill(first)
@@ -136,7 +155,7 @@ def test_a_kill_through_rest_is_what_cobell_reads(real_yarn: RealYarn) -> None:
     assert (parsed.state, parsed.job, parsed.scale_out) == ("KILLED", "rest-kill", None)
     assert parsed.finished_at is not None and parsed.finished_at >= (parsed.started_at or 0)
 
-    cluster = YarnCluster([real_yarn.rm_url], JsonClient(what="YARN RM", timeout_s=10, retries=0))
+    cluster = _cobells_view(real_yarn)
     assert cluster.app(app_id).state == "KILLED"
     assert app_id not in {a.app_id for a in cluster.running_apps()}
 

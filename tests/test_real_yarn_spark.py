@@ -388,16 +388,17 @@ def test_import_pages_through_the_real_rm(scenario: Scenario, real_yarn: RealYar
 
 def test_the_yarn_demo_runs_its_job_on_the_local_yarn(real_yarn: RealYarn, tmp_path: Path) -> None:
     """`cobell demo --yarn` end to end on the session's cluster (its `local-cluster start
-    --yarn` finds it running and reuses it): its steps printed, its seed imported, its job
-    recorded with the app id the RM gave it. No co-runner and a loose target keep it short."""
+    --yarn` finds it running and reuses it), from the repository root as the README runs it:
+    its steps printed, its own seed (history/local-yarn-demo.csv) found and imported, its job
+    planned from it at the default target and recorded with the app id the RM gave it. No
+    co-runner keeps it short."""
     assert real_yarn.xdg_data_home is not None
-    seed = tmp_path / "seed.csv"
-    seed.write_text("job,scale_out,runtime_s,status\n" + "scaling-demo-yarn,2,60,succeeded\n" * 3)
+    root = Path(__file__).resolve().parent.parent
     db = tmp_path / "demo.db"
     env = {**os.environ, "XDG_DATA_HOME": str(real_yarn.xdg_data_home)}
     done = subprocess.run(
-        _cobell(db, "demo", "--yarn", "--no-co-runner", "--seed", str(seed), "-t", "600"),
-        env=env, capture_output=True, text=True, timeout=600,
+        _cobell(db, "demo", "--yarn", "--no-co-runner"),
+        env=env, capture_output=True, text=True, timeout=600, cwd=root,
     )  # fmt: skip
     assert done.returncode == 0, "\n".join(
         ln for ln in done.stderr.splitlines() if not ln.startswith("\tat ")
@@ -406,11 +407,16 @@ def test_the_yarn_demo_runs_its_job_on_the_local_yarn(real_yarn: RealYarn, tmp_p
     assert [s.split(" --db ")[1].split()[1] for s in steps] == [
         "local-cluster", "history", "submit"
     ]  # fmt: skip
-    assert f"history import {seed} --new-ids" in steps[1]
-    assert "-j scaling-demo-yarn" in steps[2] and "--master yarn" in steps[2]
-    assert "next: `cobell history list`" in done.stderr
+    assert "history import history/local-yarn-demo.csv --new-ids" in steps[1]
+    assert "-j scaling-demo-yarn" in steps[2]
+    assert "-- spark-submit --master yarn --deploy-mode cluster" in steps[2]
+    assert " cobell_cli/examples/scaling_job.py " in steps[2]  # relative: readable
+    assert "demo: run " in done.stderr and "of scaling-demo-yarn succeeded" in done.stderr
+    assert "cobell local-cluster stop --yarn" in done.stderr
     with History.open(db) as history:
-        (run,) = [r for r in history.runs(job="scaling-demo-yarn") if r["app_id"]]  # not seeds
+        seeded = len(history.runs(job="scaling-demo-yarn")) - 1
+        (run,) = history.runs(job="scaling-demo-yarn", limit=1)  # the newest: the demo's own
+    assert seeded >= 5  # the seed's runs came first
     assert run["status"] == "succeeded" and run["app_id"].startswith("application_")
     app = real_yarn.app(run["app_id"])
     assert app["finalStatus"] == "SUCCEEDED"

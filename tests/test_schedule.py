@@ -259,6 +259,16 @@ def test_a_queue_with_apps_waiting_holds_the_new_app_until_enough_running_ones_e
     assert wait == pytest.approx(30.0)
 
 
+def test_the_rms_queue_path_is_the_submits_queue() -> None:
+    """The real RM (Hadoop 3.5) lists an app's queue as `root.etl`; a submit says `etl`."""
+    accepted = [_app("a1", "root.etl", "ACCEPTED", NOW - 30)]
+    running = [_app("r1", "root.etl", "RUNNING", NOW - 500)]
+    wait, _ = queue_wait_s("etl", accepted, running, {"r1": NOW + 100}, NOW)  # type: ignore[arg-type]
+    assert wait == pytest.approx(100.0)
+    assert queue_wait_s("root.etl", accepted, running, {}, NOW)[0] == pytest.approx(30.0)  # type: ignore[arg-type]
+    assert queue_wait_s("other", accepted, running, {}, NOW)[0] == 0.0  # type: ignore[arg-type]
+
+
 def test_the_queue_of_a_command() -> None:
     """The one reading of a command's queue (launch.spark_queue) the deadline and the node
     labels share; None (YARN's default queue) when the command names none."""

@@ -15,6 +15,7 @@ import typer
 
 from cobell_cli.cli.common import info, settings
 from cobell_cli.cli.common import target_runtime as target_runtime_of
+from cobell_cli.cli.demo_yarn import DEFAULT_TARGET_S as YARN_TARGET_S
 
 DEMO_JOB = "scaling-demo"
 CO_RUNNER_JOB = "corunner-demo"
@@ -52,7 +53,8 @@ def demo(
     ctx: typer.Context,
     target_runtime: float | None = typer.Option(
         None, "--target-runtime", "-t", metavar="DURATION", parser=target_runtime_of,
-        help="Target of the demo job: seconds, or e.g. 90s, 2min. [default: 60; 90 with --yarn]"
+        help="Target of the demo job: seconds, or e.g. 90s, 2min. "
+        f"[default: 60; {YARN_TARGET_S:g} with --yarn]",
     ),
     workers: int = typer.Option(2, "--workers", min=1, help="Local Spark workers."),
     cores_per_worker: int = typer.Option(4, "--cores-per-worker", min=1, help="Cores each."),
@@ -67,7 +69,8 @@ def demo(
         "--yarn",
         help="On a local YARN (`cobell local-cluster start --yarn`) instead of Spark "
         "standalone, with its own jobs and seed history (history/local-yarn-demo.csv); "
-        "without --target-runtime the target is 90 s, allowing for YARN's start-up.",
+        f"without --target-runtime the target is {YARN_TARGET_S:g} s, allowing for YARN's "
+        "start-up (an ApplicationMaster container, then the executors' containers).",
     ),
 ) -> None:
     """Start a local Spark cluster, seed the history, start a co-runner, and submit a real job.
@@ -149,15 +152,15 @@ def demo(
     raise typer.Exit(code)
 
 
-def summary(db: Path, target_s: float) -> list[str]:
+def summary(db: Path, target_s: float, job: str = DEMO_JOB) -> list[str]:
     """What a newcomer should take away, at a glance: the demo job's run against its plan,
     the co-runner it met, where it is all recorded, and what to type next."""
     from cobell_cli.store.history import History
 
     with History.open(db, read_only=True) as history:
-        runs = history.runs(job=DEMO_JOB, limit=1, with_colocations=True)
+        runs = history.runs(job=job, limit=1, with_colocations=True)
     if not runs:
-        return [f"demo: no run of {DEMO_JOB} was recorded in {db}"]
+        return [f"demo: no run of {job} was recorded in {db}"]
     run = runs[0]
     runtime = f"{run['runtime_s']:.1f} s" if run.get("runtime_s") is not None else "?"
     verdict = ("met" if run.get("status") == "succeeded" and run.get("runtime_s") is not None
@@ -166,12 +169,12 @@ def summary(db: Path, target_s: float) -> list[str]:
     met = [f"{c.get('co_runner_job') or 'unknown'} {c['overlap_ratio']:.0%} of the run"
            for c in run.get("colocations") or []]
     return [
-        f"demo: run {run['id']} of {DEMO_JOB} {run['status']} in {runtime} at scale-out "
+        f"demo: run {run['id']} of {job} {run['status']} in {runtime} at scale-out "
         f"{run['scale_out']} ({planned}target {target_s:g} s: {verdict})",
         "      co-runners: " + (", ".join(met) if met else "none overlapped"),
         f"      recorded in the demo's own history {db}",
         f"next: cobell --db {db} history show {run['id']}",
-        f"      (and history list, model show -j {DEMO_JOB}; cobell local-cluster stop)",
+        f"      (and history list, model show -j {job}; cobell local-cluster stop)",
     ]
 
 

@@ -25,10 +25,19 @@ if TYPE_CHECKING:
 DEMO_JOB = "scaling-demo-yarn"
 CO_RUNNER_JOB = "corunner-demo-yarn"
 DEFAULT_SEED = Path("history") / "local-yarn-demo.csv"
-# YARN adds ~15-25 s before the first task (an ApplicationMaster container, then executor
-# containers, each a JVM): the target allows for it.
-DEFAULT_TARGET_S = 90.0
-CONTAINER_MB = 896  # a 512m executor (or client-mode AM) plus Spark's 384 MB overhead
+# YARN starts an ApplicationMaster container, then the executors' containers (each a JVM)
+# before the first task. On this 2-core machine that start-up dominated the seed
+# (history/local-yarn-demo.csv, recorded 2026-11-26 at load 15-57, other sessions' jobs
+# running): alone 168-187 s at every scale-out 1-6, beside the co-runner 380-451 s. The target
+# is the slowest seed run beside the co-runner, 450.5 s, plus 20 %. Tuning set: that seed;
+# test: two `cobell demo --yarn` runs (README, "A real YARN on this machine").
+DEFAULT_TARGET_S = 540.0
+CONTAINER_MB = 896  # a 512m executor (or the driver's AM) plus Spark's 384 MB overhead
+# Cluster deploy mode: the driver runs inside the ApplicationMaster, which configures the UI's
+# proxy filter before the driver starts. A client-mode driver gets that filter added while its
+# UI is attaching handlers when the AM registers, and Spark 4's Jetty sometimes fails there
+# (ConcurrentModificationException in ServletHandler.initialize). 512m keeps the AM one container.
+SPARK_SUBMIT_OPTS = ("--master", "yarn", "--deploy-mode", "cluster", "--driver-memory", "512m")
 
 
 def executors_that_fit(memory_mb: int, co_runner: bool) -> int:
@@ -46,7 +55,10 @@ def run_yarn_demo(
     show: Callable[[list[str]], None],
 ) -> int:
     """The demo's steps; returns the demo job's exit code. `show(argv)` prints a step."""
+    import os
+
     import cobell_cli.examples as examples
+    from cobell_cli.cli.demo import SPARK_LOG_LEVEL, _shown_path, summary
     from cobell_cli.errors import CobellError
     from cobell_cli.run.local_cluster import spark_submit_path
     from cobell_cli.run.local_yarn import LocalYarn
@@ -57,7 +69,8 @@ def run_yarn_demo(
     show([*cli, "local-cluster", "start", "--yarn"])
     status = cluster.start()
     env = cluster.client_env()
-    info(f"(HADOOP_CONF_DIR={cluster.conf_dir} SPARK_CONF_DIR={cluster.conf_dir} from here on)")
+    info(f"(from here on HADOOP_CONF_DIR and SPARK_CONF_DIR are {cluster.conf_dir}: "
+         "spark-submit and cobell find the ResourceManager there)")  # fmt: skip
     with History.open(db) as history:
         has_runs = bool(history.training_runs(DEMO_JOB))
     if not has_runs and seed.exists():
@@ -67,8 +80,19 @@ def run_yarn_demo(
     elif not has_runs:
         info(f"(no seed history at {seed}: the demo job starts with its bootstrap runs)")
 
-    spark_submit = str(spark_submit_path())
-    jobs_dir = Path(examples.__file__).parent
+    # `spark-submit` by name and the jobs relative to here, as in the standalone demo: the
+    # commands it echoes stay readable
+    env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
+    jobs_dir = _shown_path(Path(examples.__file__).parent)
+    # the driver runs in a container of this machine: it writes its event log where cobell
+    # reads it after the run (its default directory beside the history), so no warning
+    event_logs = db.parent / "event-logs"
+    event_logs.mkdir(parents=True, exist_ok=True)
+    submit = [
+        "--spark-log-level", SPARK_LOG_LEVEL, "--", "spark-submit", *SPARK_SUBMIT_OPTS,
+        "--conf", "spark.eventLog.enabled=true",
+        "--conf", f"spark.eventLog.dir={event_logs.as_uri()}",
+    ]  # fmt: skip
     default_mb = sum(
         n["memory_mb"] for n in status.nodes if n["state"] == "RUNNING" and not n["label"]
     )
@@ -76,8 +100,8 @@ def run_yarn_demo(
     if co_runner:
         step = [
             *cli, "submit", "-j", CO_RUNNER_JOB, "-t", "600", "--min-scale-out", "2",
-            "--max-scale-out", "2", "--", spark_submit, "--master", "yarn",
-            str(jobs_dir / "corunner_job.py"), "--tasks", "2", "--task-s", "40",
+            "--max-scale-out", "2", *submit, str(jobs_dir / "corunner_job.py"),
+            "--tasks", "2", "--task-s", "40",
         ]  # fmt: skip
         show([*step, "&"])
         background = subprocess.Popen(
@@ -87,8 +111,8 @@ def run_yarn_demo(
     most = executors_that_fit(default_mb, co_runner)
     step = [
         *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
-        "--max-scale-out", str(most), "--", spark_submit, "--master", "yarn",
-        str(jobs_dir / "scaling_job.py"), *examples.DEMO_JOB_ARGS,
+        "--max-scale-out", str(most), *submit, str(jobs_dir / "scaling_job.py"),
+        *examples.DEMO_JOB_ARGS,
     ]  # fmt: skip
     show(step)
     code = subprocess.run(step, env=env).returncode
@@ -97,11 +121,9 @@ def run_yarn_demo(
         background.wait()
         if background.returncode not in (0, None):
             raise CobellError(f"the co-running demo job failed (exit {background.returncode})")
-    info(
-        "next: `cobell history list`, `cobell history show RUN_ID`, "
-        f"`cobell predict -j {DEMO_JOB} -t {target_runtime:g} --cluster none`, "
-        "`cobell local-cluster stop --yarn`"
-    )
+    for line in summary(db, target_runtime, DEMO_JOB)[:4]:  # its run, co-runners, next step
+        info(line)
+    info(f"      (and history list, model show -j {DEMO_JOB}; cobell local-cluster stop --yarn)")
     return code
 
 

@@ -121,7 +121,9 @@ class JsonClient:
         self._deadline: Deadline | None = None
         self.session = session or deadline_session()
         self.session.max_redirects = MAX_REDIRECTS
-        self.session.headers.setdefault("Accept", "application/json")
+        # requests' own default is `*/*`, which a Hadoop ConfServlet (/conf) answers in XML
+        if self.session.headers.get("Accept") in (None, "*/*"):
+            self.session.headers["Accept"] = "application/json"
         if auth == "kerberos":
             self.session.auth = _spnego_auth(what)
         if ca_bundle and not os.path.isfile(ca_bundle):

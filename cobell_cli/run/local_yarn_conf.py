@@ -134,6 +134,8 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.submitted.name = org.apache.hadoop.yarn.client.api.impl.YarnClientImpl
 logger.submitted.level = info
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
 """
 
 

@@ -29,14 +29,20 @@ def queue_wait_s(
     """Seconds the new app is expected to wait in `queue`, and a note saying why (module doc).
 
     `ends` maps running app ids to their predicted ends (None: unknown)."""
-    ahead = [a for a in accepted if (a.queue or DEFAULT_QUEUE) == queue]
+    ahead = [a for a in accepted if _leaf(a.queue) == _leaf(queue)]
     if not ahead:
         return 0.0, None
     waited = max((now - a.started_at for a in ahead if a.started_at is not None), default=0.0)
-    known = sorted(e for a in running if (a.queue or DEFAULT_QUEUE) == queue
+    known = sorted(e for a in running if _leaf(a.queue) == _leaf(queue)
                    for e in [ends.get(a.app_id)] if e is not None)
     k = len(ahead)
     drain = known[k] - now if len(known) > k else (known[-1] - now if known else 0.0)
     wait = max(drain, waited, 0.0)
     return wait, (f"{k} app(s) already wait in YARN queue {queue!r} (the longest for "
                   f"{waited:.0f} s): counting {wait:.0f} s of queueing against the deadline")
+
+
+def _leaf(queue: str | None) -> str:
+    """A queue's leaf name: the RM lists an app's queue by its path (`root.batch`, Hadoop 3),
+    a submit names it by its leaf (`--queue batch`) or its path."""
+    return (queue or DEFAULT_QUEUE).rsplit(".", 1)[-1]
