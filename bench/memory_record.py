@@ -524,9 +524,17 @@ class Batch:
             self.apps[(set_name, job)] = len({r["at"] for r in searched})
             self.cases[(set_name, job)] = bounds(profile, searched, sizes(job, set_name))
 
-    def limit(self, group: Group, rows: int) -> float:
+    def limit(self, group: Group, rows: int, first: bool = False) -> float:
+        """A size's time limit; the first size of an application also gets the warm-up the
+        profile application's first size paid (JVM start, class loading, JIT: a minute or
+        more under load), or a warm size's limit fails a need for slowness it does not have."""
         seconds = self.profile[group].get(rows, {}).get("seconds") or 60.0
-        return PROBE_SLOWDOWN * seconds + PROBE_GRACE_S
+        return PROBE_SLOWDOWN * seconds + PROBE_GRACE_S + (self.warmup_s() if first else 0.0)
+
+    def warmup_s(self) -> float:
+        first = self.groups[0]
+        record = self.profile.get(first, {}).get(sizes(first[1], first[0])[0], {})
+        return float(record.get("seconds") or 60.0)
 
     def open_cases(self) -> dict[tuple[Group, int], Open]:
         return {(g, rows): c for g, cs in self.cases.items() for rows, c in cs.items()
@@ -538,7 +546,7 @@ class Batch:
         for g, cs in self.cases.items():
             rows = sorted(r for r, c in cs.items() if not c.settled and c.inside(memory))
             if rows and (g, rows[0]) in self.open_cases():
-                todo[g] = [(r, self.limit(g, r)) for r in rows]
+                todo[g] = [(r, self.limit(g, r, first=not todo and r == rows[0])) for r in rows]
         if not todo:
             return
         self.rec.run(self.x, todo, memory, "search")

@@ -87,3 +87,16 @@ def test_the_shared_search_finds_every_need_to_64_mb(tmp_path) -> None:
     assert settled == 36  # 12 (set, job)s x sizes 3-5, every need below the ceiling
     # one application per memory for all jobs: fewer than one per case
     assert rec.apps < settled
+
+
+def test_the_first_size_of_an_application_gets_the_warm_up_time(tmp_path) -> None:
+    for s in ("tune", "test"):
+        (tmp_path / s).mkdir()
+    rec = mr.Recorder(tmp_path, tmp_path, "", ["tune", "test"])
+    batch = mr.Batch(rec, 1, [("tune", "collect"), ("test", "collect")])
+    first, third = mr.sizes("collect", "tune")[0], mr.sizes("collect", "tune")[2]
+    batch.profile = {("tune", "collect"): {first: {"seconds": 90.0}, third: {"seconds": 10.0}},
+                     ("test", "collect"): {}}
+    warm = mr.PROBE_SLOWDOWN * 10.0 + mr.PROBE_GRACE_S
+    assert batch.limit(("tune", "collect"), third) == warm
+    assert batch.limit(("tune", "collect"), third, first=True) == warm + 90.0
