@@ -335,8 +335,8 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         "started at is given per set. Caveat on sets `tune` and `test`: the recorder then gave "
         "an application's first size no allowance for the JVM's warm-up (it does now), and "
         "three timeouts were such first sizes (runs.jsonl: tune collect x1 at 512 and 1280 MB, "
-        "test collect x1 at 896 MB): the lower bounds of tune collect x1 (1280) and test "
-        "collect x1 149-224 MB (896) rest on them and may be too high.",
+        "test collect x1 at 896 MB): tune collect x1's needs of 1344 (not 1280) and test "
+        "collect x1 149 MB's lower bound 896 rest on them and may be one step too high.",
         "",
     ]
     for set_name, scores in results.items():
