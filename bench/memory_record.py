@@ -1,39 +1,44 @@
 """Record real Spark runs and each case's memory **need** for the memory benchmark.
 
-    flock /work/.heavy.lock .venv/bin/python -m bench.memory_record --set tune \\
-        [--jobs broadcast collect ...] [--executors 1 3] [--budget-min 26] [--parallel 2]
+    nice -n 19 .venv/bin/python -m bench.memory_record --sets tune test \\
+        [--jobs collect distinct ...] [--executors 1 2] [--budget-min 80]
 
 Starts `cobell local-cluster`'s code on free loopback ports (2 workers; they offer
 WORKER_MEMORY each, so that every executor count and probe fits: a standalone worker's memory
 is fixed when it starts), runs PySpark jobs whose executor memory behaves differently as their
-input grows, and stops the cluster. A case is (job, input size, executor count); each job is
-recorded at five input sizes (the largest 1.5x the next) and each executor count given.
+input grows, and stops the cluster. A case is (set, job, input size, executor count); each job
+is recorded at five input sizes (each 1.5x the one before) and each executor count given.
+The need is pass/fail, not a time: record without the machine-wide lock, under nice.
 
-An application costs a minute or more of JVM start-up on this crowded 2-core machine, far
-more than the small jobs it runs, so one application runs a job at **several sizes**, one
-after the other (each size a Spark job group; the event log's per-job executor peaks tell the
-sizes' peaks apart, sources/eventlog_profile.py), smallest first, and stops at the first that
-fails (a larger input needs at least as much):
+An application costs a minute or more of JVM start-up and first-job warm-up on this crowded
+2-core machine, far more than one size of a job (seconds), so **one application runs every
+job of every set** at one executor memory (each size a Spark job group, cancelled after its
+time limit; a job's sizes smallest first, its first failure ends them, and the next job goes
+on: an executor that died of memory is replaced), and each executor count is recorded in its
+own thread (two applications at a time):
 
 * a **profile application** at PROFILE_MEMORY_MB (the "user's default" reservation), all five
-  sizes, event logging with stage executor metrics polled every 250 ms: each size's heap peak
-  is what cobell's history would hold (the per-size "runs" of the benchmark);
+  sizes of every job, event logging with stage executor metrics polled every 250 ms: each
+  size's heap peak is what cobell's history would hold (the per-size "runs" of the benchmark),
+  and its own Spark jobs' task totals the selector's features;
 * from the third size on, each case's **need**: the smallest executor memory, in 64 MB steps,
   at which the size succeeds, found by **search applications** at memory M running the sizes
-  whose need is still open: one application answers for all of them (those before its first
-  failure need at most M, the rest more); the next M halves the widest open interval
-  (it starts at the profile's heap peak, which bounds the need from below). A size fails when
-  its job fails (an executor's OutOfMemoryError ends it: `spark.task.maxFailures=1`) or
-  takes more than PROBE_SLOWDOWN times the profile's time for it (GC thrash at the edge counts
-  as not enough memory).
+  whose need is still open around M (a success bounds that size and every smaller one of the
+  job from above, a failure that size and every larger one from below). The first runs at
+  Spark's smallest executor (it settles every need at the floor at once); each next M is the
+  halving point of an open case that narrows the open cases most in total. A size fails when
+  its job fails for memory (an executor's OutOfMemoryError ends it:
+  `spark.task.maxFailures=1`) or takes more than PROBE_SLOWDOWN times its profile time plus
+  PROBE_GRACE_S (GC thrash at the edge counts as not enough memory); another failure bounds
+  nothing (after MAX_ERRORS the case keeps the bounds it has).
 
 Everything lands in bench/data/memory/<set>/: runs.jsonl (one line per size of every
 application: job, input, executors, memory, purpose, outcome, seconds, load, the size's heap
-peak and the application's executor metrics) and needs.json; the script resumes where a chunk
-stopped (`--budget-min`), so long recordings split into chunks under the machine-wide lock.
+peak and its own Spark jobs' task totals and peaks) and needs.json; the script resumes from
+runs.jsonl (`--budget-min`; `--summarize` rebuilds needs.json without a cluster).
 
-Input sizes are the bytes of the rows the job generates (`rows x ROW_BYTES[job]`): the data is
-generated inside the job (spark.range), so no input files are needed.
+Input sizes are the bytes of the rows the job generates (`rows x row bytes`, JOBS): the data
+is generated inside the job (spark.range), so no input files are needed.
 """
 
 from __future__ import annotations
@@ -41,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import shutil
 import signal
 import socket
@@ -61,7 +65,10 @@ PROFILE_MEMORY_MB = 2048
 CEILING_MB = 3072  # no probe above: a need beyond is recorded as "> 3072"
 WORKER_MEMORY = "9g"
 PROBE_SLOWDOWN = 4.0
-CASE_RESERVE_S = 240.0  # no case starts this close to the end of the budget
+CASE_RESERVE_S = 120.0  # no application starts this close to the end of the budget
+PROBE_GRACE_S = 60.0  # added to a size's time limit (JIT warm-up of the first job of an app)
+MAX_ERRORS = 2  # a case failing this often for another reason is given up (bounds kept)
+DRIVER_MEMORY = "2g"
 SIZES = 5
 GROWTH = 1.5
 # The JVMs compile with C1 only: a short application's CPU goes mostly to start-up and JIT,
@@ -69,15 +76,15 @@ GROWTH = 1.5
 JIT = "-XX:TieredStopAtLevel=1"
 # The jobs whose need grows first (what the benchmark is about), then the cheap ones (a need at
 # Spark's smallest executor costs one search application).
-ORDER = ("collect", "broadcast", "sort", "cache", "distinct", "zipf")
+ORDER = ("collect", "distinct", "zipf", "cache", "sort", "broadcast")  # broadcast last: its
+# broadcast blocks leave an executor only when the driver's cleaner gets to them
 
 APP = r'''
-import sys, time
+import json, sys, threading, time
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession, functions as F
 
-job, x, chars = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-sizes = [int(v) for v in sys.argv[4:]]
+x, spec = int(sys.argv[1]), json.loads(sys.argv[2])
 spark = SparkSession.builder.getOrCreate()
 sc = spark.sparkContext
 sc.setLogLevel("ERROR")
@@ -91,7 +98,7 @@ def per_partition(df, agg):
     return df.groupBy(F.spark_partition_id().alias("p")).agg(agg.alias("l"))
 
 
-def run(rows):
+def run(job, rows, chars, domain):
     if job == "broadcast":  # a broadcast join: every executor holds the whole small side
         big = spark.range(0, 200000, 1, x).withColumn("k", F.col("id") * 7 % rows)
         small = spark.range(0, rows, 1, 2).withColumn("payload", payload("id", chars))
@@ -102,7 +109,7 @@ def run(rows):
         out = per_partition(df, F.collect_list("payload"))
         return out.select(F.sum(F.size("l"))).collect()
     if job == "distinct":  # a set of values from a bounded domain: memory saturates
-        df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(1) * 3000000).cast("long"))
+        df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(1) * domain).cast("long"))
         df = df.withColumn("payload", payload("v", chars)).repartition(x)
         out = per_partition(df, F.collect_set("payload"))
         return out.select(F.sum(F.size("l"))).collect()
@@ -126,49 +133,81 @@ def run(rows):
     raise SystemExit(f"unknown job {job}")
 
 
-for rows in sizes:  # smallest first; the first failure ends it (more input needs more)
-    group = f"rows-{rows}"
+def case(key, job, rows, chars, domain, limit_s):
+    """One size as a Spark job group; cancelled after limit_s (too slow counts as too small)."""
+    group = f"{key}-{rows}"
     sc.setJobGroup(group, group)
+    late = threading.Event()
+
+    def cancel():
+        late.set()
+        sc.cancelJobGroup(group)
+
+    timer = threading.Timer(limit_s, cancel) if limit_s else None
+    if timer:
+        timer.start()
     started = time.time()
     try:
-        run(rows)
+        run(job, rows, chars, domain)
+        outcome, text = "succeeded", ""
     except Exception as exc:
+        outcome = "timeout" if late.is_set() else "failed"
         text = str(exc).replace(chr(10), " ")[:400]
-        jobs = ",".join(map(str, sc.statusTracker().getJobIdsForGroup(group)))
-        print(f"CASE {rows} failed {time.time() - started:.1f} {jobs or '-'} {text}", flush=True)
-        break
+    finally:
+        if timer:
+            timer.cancel()
     jobs = ",".join(map(str, sc.statusTracker().getJobIdsForGroup(group)))
-    print(f"CASE {rows} succeeded {time.time() - started:.1f} {jobs or '-'}", flush=True)
+    print(f"CASE {key} {rows} {outcome} {time.time() - started:.1f} {jobs or '-'} {text}",
+          flush=True)
+    return outcome == "succeeded"
+
+
+for g in spec:  # per job: smallest first; the first failure ends it (more input needs more)
+    for rows, limit_s in zip(g["sizes"], g["limits"]):
+        if not case(g["key"], g["job"], rows, g["chars"], g["domain"], limit_s):
+            break
+    spark.catalog.clearCache()  # what one job left behind must not weigh on the next
+    sc._jvm.System.gc()  # the driver's GC lets its ContextCleaner drop old broadcasts
 spark.stop()
 '''
 
-# Per set, per job: rows at the smallest size, the bytes each row stands for (its payload
-# and key: the input size of a run is rows x row bytes), and the payload characters per value.
-# Sizes then grow by GROWTH. The test set's jobs have other parameters (wider values, other
-# row counts) than the tune set's, on which every constant of the memory model was chosen.
-JOBS: dict[str, dict[str, tuple[int, int, int]]] = {
+# Per set, per job: rows at the smallest size, the bytes each row stands for (its key and
+# payload: the input size of a run is rows x row bytes), the payload characters per value, and
+# the domain `distinct` draws its values from (its memory saturates there). Sizes then grow by
+# GROWTH. The test set's jobs have other parameters (wider values, other row counts and
+# domains) than the tune set's. `tune-v2` is the previous shift's set (one value per 96
+# characters: sizes whose runs took minutes), kept for its record.
+Params = tuple[int, int, int, int]
+JOBS: dict[str, dict[str, Params]] = {
     "tune": {
-        "broadcast": (500_000, 104, 96),
-        "collect": (1_000_000, 104, 96),
-        "distinct": (1_500_000, 104, 96),
-        "cache": (1_000_000, 104, 96),
-        "sort": (1_000_000, 104, 96),
-        "zipf": (300_000, 8, 131072),
+        "collect": (50_000, 1032, 1024, 0),
+        "distinct": (50_000, 1032, 1024, 100_000),
+        "zipf": (100_000, 8, 131072, 0),
+        "cache": (50_000, 1032, 1024, 0),
+        "sort": (50_000, 1032, 1024, 0),
+        "broadcast": (30_000, 1032, 1024, 0),
     },
     "test": {
-        "broadcast": (300_000, 168, 160),
-        "collect": (600_000, 168, 160),
-        "distinct": (1_000_000, 168, 160),
-        "cache": (600_000, 168, 160),
-        "sort": (600_000, 168, 160),
-        "zipf": (400_000, 8, 98304),
+        "collect": (30_000, 1544, 1536, 0),
+        "distinct": (40_000, 1544, 1536, 60_000),
+        "zipf": (150_000, 8, 98304, 0),
+        "cache": (40_000, 1544, 1536, 0),
+        "sort": (40_000, 1544, 1536, 0),
+        "broadcast": (20_000, 1544, 1536, 0),
+    },
+    "tune-v2": {
+        "broadcast": (500_000, 104, 96, 3_000_000),
+        "collect": (1_000_000, 104, 96, 3_000_000),
+        "distinct": (1_500_000, 104, 96, 3_000_000),
+        "cache": (1_000_000, 104, 96, 3_000_000),
+        "sort": (1_000_000, 104, 96, 3_000_000),
+        "zipf": (300_000, 8, 131072, 3_000_000),
     },
 }
 
 
-def params(set_name: str) -> dict[str, tuple[int, int, int]]:
-    """A set's job parameters (a set of another name records with the tune set's)."""
-    return JOBS.get(set_name, JOBS["tune"])
+def params(set_name: str) -> dict[str, Params]:
+    return JOBS[set_name]
 
 
 def sizes(job: str, set_name: str = "tune") -> list[int]:
@@ -186,20 +225,28 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-class Recorder:
-    """The cluster, the app script, and the files runs and needs are appended to."""
+Group = tuple[str, str]  # (set, job)
 
-    def __init__(self, out: Path, tmp: Path, master: str, set_name: str = "tune") -> None:
-        self.out, self.tmp, self.master, self.set_name = out, tmp, master, set_name
-        self.jobs = params(set_name)
+
+class Recorder:
+    """The cluster, the app script, and the files runs and needs are appended to (one
+    directory per set)."""
+
+    def __init__(self, data: Path, tmp: Path, master: str, sets: list[str]) -> None:
+        self.data, self.tmp, self.master, self.sets = data, tmp, master, sets
         self.script = tmp / "app.py"
         self.script.write_text(APP)
         self.lock = threading.Lock()  # runs.jsonl and needs.json, written by several threads
-        self.runs_path = out / "runs.jsonl"
-        self.needs_path = out / "needs.json"
-        self.needs: dict[str, dict] = (
-            json.loads(self.needs_path.read_text()) if self.needs_path.exists() else {}
-        )
+        self.needs: dict[str, dict[str, dict]] = {}
+        for set_name in sets:
+            path = self.needs_path(set_name)
+            self.needs[set_name] = json.loads(path.read_text()) if path.exists() else {}
+
+    def runs_path(self, set_name: str) -> Path:
+        return self.data / set_name / "runs.jsonl"
+
+    def needs_path(self, set_name: str) -> Path:
+        return self.data / set_name / "needs.json"
 
     def events(self) -> Path:
         """This thread's own event-log directory, emptied."""
@@ -209,18 +256,27 @@ class Recorder:
             shutil.rmtree(old) if old.is_dir() else old.unlink()
         return path
 
-    def run(self, job: str, x: int, rows: list[int], memory_mb: int, purpose: str,
-            timeout_s: float) -> dict[int, dict]:
-        """One application at `memory_mb` running the sizes in order (the first failure ends
-        it); a record per size it reached (appended to runs.jsonl), by rows."""
+    def run(self, x: int, todo: dict[Group, list[tuple[int, float | None]]], memory_mb: int,
+            purpose: str) -> dict[Group, dict[int, dict]]:
+        """One application at `memory_mb` running each (set, job)'s sizes in order (a job's
+        first failure ends its sizes; the next job goes on), each size cancelled after its
+        time limit; a record per size reached (appended to its set's runs.jsonl)."""
         from cobell_cli.core.memory.failures import memory_failure
         from cobell_cli.run.local_cluster import find_spark_home
 
+        spec = []
+        for (set_name, job), rows in todo.items():
+            _, _, chars, domain = params(set_name)[job]
+            spec.append({"key": f"{set_name}:{job}", "job": job, "chars": chars,
+                         "domain": domain, "sizes": [r for r, _ in rows],
+                         "limits": [limit for _, limit in rows]})
+        limits = [lim or 0.0 for rows in todo.values() for _, lim in rows]
+        timeout_s = sum(limits) + 300 if all(limits) else 3600
         events = self.events()
         argv = [str(find_spark_home() / "bin" / "spark-submit"), "--master", self.master,
-                "--name", f"mem-{job}-x{x}-{memory_mb}", "--total-executor-cores", str(x),
+                "--name", f"mem-x{x}-{memory_mb}", "--total-executor-cores", str(x),
                 "--executor-cores", "1", "--executor-memory", f"{memory_mb}m",
-                "--driver-memory", "2g",
+                "--driver-memory", DRIVER_MEMORY,
                 "--conf", "spark.task.maxFailures=1",
                 "--conf", "spark.ui.enabled=false",
                 "--conf", "spark.eventLog.enabled=true",
@@ -230,7 +286,7 @@ class Recorder:
                 "--conf", "spark.executor.processTreeMetrics.enabled=true",
                 "--conf", f"spark.driver.extraJavaOptions={JIT}",
                 "--conf", f"spark.executor.extraJavaOptions={JIT}",
-                str(self.script), job, str(x), str(self.jobs[job][2]), *map(str, rows)]  # fmt: skip
+                str(self.script), str(x), json.dumps(spec)]  # fmt: skip
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_CONF_DIR", None)
         load, started = loadavg(), time.time()
@@ -241,83 +297,123 @@ class Recorder:
         except subprocess.TimeoutExpired as exc:
             code, output = None, _text(exc.stdout) + _text(exc.stderr)
         wall = time.time() - started
-        app = self._peaks(events)
+        app, per_job = self._peaks(events)
         cases = _cases(output)
-        out: dict[int, dict] = {}
-        for size in rows:
-            case = cases.get(size)
-            if case is None:
-                if code is None and (not out or all(r["outcome"] == "succeeded"
-                                                    for r in out.values())):
-                    outcome = "timeout"  # the size running when time ran out
-                elif out and any(r["outcome"] != "succeeded" for r in out.values()):
-                    break  # after the first failure: not run
-                elif any(memory_failure(line) for line in output.splitlines()):
-                    outcome = "memory"
+        out: dict[Group, dict[int, dict]] = {}
+        for (set_name, job), rows in todo.items():
+            mine = out.setdefault((set_name, job), {})
+            for size, _ in rows:
+                case = cases.get((f"{set_name}:{job}", size))
+                if case is None:
+                    if mine and any(r["outcome"] != "succeeded" for r in mine.values()):
+                        break  # after the job's first failure: not run
+                    if code is not None:
+                        break  # the application ended before this size (said by the others)
+                    outcome, seconds, jobs, why = "timeout", None, [], output.strip()[-300:]
                 else:
-                    outcome = "error"
-                seconds, jobs, why = None, [], output.strip().splitlines()[-3:]
-            else:
-                outcome, seconds, jobs, why = case
-                if outcome == "failed":
-                    outcome = "memory" if memory_failure(why or output) else "error"
-            record = {
-                "job": job, "rows": size, "input_bytes": size * self.jobs[job][1], "scale_out": x,
-                "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
-                "seconds": seconds, "app_wall_s": round(wall, 2), "loadavg": load,
-                "at": round(started, 1),
-                "heap_mb": max((app["job_heap_mb"].get(str(j), 0.0) for j in jobs), default=None)
-                if app.get("job_heap_mb") else None,
-                **({"why": why} if outcome not in ("succeeded",) else {}),
-                **app,
-            }  # fmt: skip
-            out[size] = record
-            with self.lock, self.runs_path.open("a") as fh:
-                fh.write(json.dumps(record) + "\n")
-            print(f"  {purpose:7s} {job} x={x} mem={memory_mb} rows={size} -> {outcome} "
-                  f"({seconds or 0:.0f} s of an app of {wall:.0f} s, load {load:.1f})",
-                  flush=True)
-            if outcome != "succeeded":
-                break
+                    outcome, seconds, jobs, why = case
+                    if outcome == "failed":
+                        outcome = "memory" if memory_failure(why) else "error"
+                record = {
+                    "set": set_name, "job": job, "rows": size,
+                    "input_bytes": size * params(set_name)[job][1], "scale_out": x,
+                    "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
+                    "seconds": seconds, "app_wall_s": round(wall, 2), "loadavg": load,
+                    "at": round(started, 1),
+                    "heap_mb": max((app.get(str(j), 0.0) for j in jobs), default=None)
+                    if app else None,
+                    **({"why": why} if outcome != "succeeded" else {}),
+                    **_case_profile(per_job, jobs),
+                }  # fmt: skip
+                mine[size] = record
+                with self.lock, self.runs_path(set_name).open("a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                print(f"  {purpose:7s} {set_name}:{job} x={x} mem={memory_mb} rows={size} -> "
+                      f"{outcome} ({seconds or 0:.0f} s of an app of {wall:.0f} s, "
+                      f"load {load:.1f})", flush=True)
+                if outcome != "succeeded":
+                    break
         return out
 
-    def _peaks(self, events: Path) -> dict:
-        """The application's executor memory as cobell's fold reads it (None without a log)."""
-        from dataclasses import asdict
-
+    def _peaks(self, events: Path) -> tuple[dict[str, float], dict[int, dict]]:
+        """Each Spark job's executor heap peak as cobell's fold reads it, and each job's own
+        task totals and storage peak (one application runs several benchmark jobs: the
+        selector's features must be each one's, not the application's)."""
         from cobell_cli.sources.eventlog_profile import summarize
 
         logs = [p for p in events.iterdir() if not p.name.endswith(".crc")]
         if len(logs) != 1:
-            return {"executors": None}
+            return {}, {}
         try:
             memory = summarize(logs[0]).memory
-        except Exception as exc:  # a torn log of a killed application
-            return {"executors": None, "log_error": str(exc)[:100]}
-        assert memory is not None
-        return {
-            "executors": [asdict(e) for e in memory.executors],
-            "task_run_s": memory.task_run_s, "task_gc_s": memory.task_gc_s,
-            "shuffle_write_bytes": memory.shuffle_write_bytes, "tasks": memory.tasks,
-            "memory_failures": memory.memory_failures[:2], "job_heap_mb": memory.job_heap_mb,
-        }  # fmt: skip
+            per_job = _per_job(logs[0])
+        except Exception:  # a torn log of a killed application
+            return {}, {}
+        return (memory.job_heap_mb if memory else {}), per_job
 
-    def earlier(self, job: str, x: int) -> tuple[dict[int, dict], list[dict]]:
-        """What runs.jsonl already holds for (job, x): the last profile application's records
-        by rows, and every search record (a chunk cut short resumes from them)."""
-        if not self.runs_path.exists():
+    def earlier(self, set_name: str, job: str, x: int) -> tuple[dict[int, dict], list[dict]]:
+        """What the set's runs.jsonl holds for (job, x): the last profile application's
+        records by rows, and every search record (a chunk cut short resumes from them)."""
+        path = self.runs_path(set_name)
+        if not path.exists():
             return {}, []
-        mine = [r for r in map(json.loads, self.runs_path.read_text().splitlines())
+        mine = [r for r in map(json.loads, path.read_text().splitlines())
                 if r["job"] == job and r["scale_out"] == x]
         profiles = [r for r in mine if r["purpose"] == "profile"]
         last = max((r["at"] for r in profiles), default=None)
         profile = {r["rows"]: r for r in profiles if r["at"] == last}
         return profile, [r for r in mine if r["purpose"] == "search"]
 
-    def save_need(self, key: str, need: dict) -> None:
+    def save_need(self, set_name: str, key: str, need: dict) -> None:
         with self.lock:
-            self.needs[key] = need
-            self.needs_path.write_text(json.dumps(self.needs, indent=1, sort_keys=True) + "\n")
+            self.needs[set_name][key] = need
+            self.needs_path(set_name).write_text(
+                json.dumps(self.needs[set_name], indent=1, sort_keys=True) + "\n")
+
+
+def _per_job(log: Path) -> dict[int, dict]:
+    """Per Spark job of an event log: tasks, run and GC seconds, shuffle bytes written, and
+    its executors' heap and storage peaks (Task Executor Metrics)."""
+    from cobell_cli.sources.eventlog import iter_events
+
+    stage_job: dict[int, int] = {}
+    out: dict[int, dict] = {}
+    for e in iter_events(log):  # a file or a rolling log's directory, compressed or not
+        if e.get("Event") == "SparkListenerJobStart":
+            for info in e.get("Stage Infos") or []:
+                stage_job.setdefault(info["Stage ID"], e["Job ID"])
+        elif e.get("Event") == "SparkListenerTaskEnd":
+            job = stage_job.get(e.get("Stage ID"))
+            if job is None:
+                continue
+            j = out.setdefault(job, {"tasks": 0, "run_ms": 0, "gc_ms": 0, "shuffle": 0,
+                                     "heap_mb": 0.0, "storage_mb": 0.0})
+            m = e.get("Task Metrics") or {}
+            em = e.get("Task Executor Metrics") or {}
+            j["tasks"] += 1
+            j["run_ms"] += int(m.get("Executor Run Time") or 0)
+            j["gc_ms"] += int(m.get("JVM GC Time") or 0)
+            j["shuffle"] += int((m.get("Shuffle Write Metrics") or {})
+                                .get("Shuffle Bytes Written") or 0)
+            j["heap_mb"] = max(j["heap_mb"], float(em.get("JVMHeapMemory") or 0) / 2**20)
+            j["storage_mb"] = max(j["storage_mb"],
+                                  float(em.get("OnHeapStorageMemory") or 0) / 2**20)
+    return out
+
+
+def _case_profile(per_job: dict[int, dict], jobs: list[int]) -> dict:
+    """A size's own profile, in the keys the accuracy benchmark's selector features read."""
+    mine = [per_job[j] for j in jobs if j in per_job]
+    if not mine:
+        return {"executors": None}
+    return {
+        "executors": [{"heap_mb": max(j["heap_mb"] for j in mine),
+                       "storage_mb": max(j["storage_mb"] for j in mine)}],
+        "task_run_s": sum(j["run_ms"] for j in mine) / 1000.0,
+        "task_gc_s": sum(j["gc_ms"] for j in mine) / 1000.0,
+        "shuffle_write_bytes": sum(j["shuffle"] for j in mine),
+        "tasks": sum(j["tasks"] for j in mine),
+    }
 
 
 def _text(value: object) -> str:
@@ -326,15 +422,15 @@ def _text(value: object) -> str:
     return value or ""  # type: ignore[return-value]
 
 
-def _cases(output: str) -> dict[int, tuple[str, float, list[int], str]]:
-    """The application's `CASE rows outcome seconds jobs [why]` lines, by rows."""
+def _cases(output: str) -> dict[tuple[str, int], tuple[str, float, list[int], str]]:
+    """The application's `CASE set:job rows outcome seconds jobs [why]` lines."""
     out = {}
     for line in output.splitlines():
-        parts = line.split(" ", 5)
-        if len(parts) >= 5 and parts[0] == "CASE" and parts[1].isdigit():
-            jobs = [int(j) for j in parts[4].split(",") if j.isdigit()]
-            out[int(parts[1])] = (parts[2], float(parts[3]), jobs, parts[5] if len(parts) > 5
-                                  else "")
+        parts = line.split(" ", 6)
+        if len(parts) >= 6 and parts[0] == "CASE" and parts[2].isdigit():
+            jobs = [int(j) for j in parts[5].split(",") if j.isdigit()]
+            out[(parts[1], int(parts[2]))] = (parts[3], float(parts[4]), jobs,
+                                              parts[6] if len(parts) > 6 else "")
     return out
 
 
@@ -352,9 +448,12 @@ class Open:
 
     ok: int | None
     fail: int = FLOOR_MB - STEP_MB
+    errors: int = 0  # applications in which it failed for another reason than memory or time
 
     @property
     def settled(self) -> bool:
+        if self.errors >= MAX_ERRORS:
+            return True  # given up: its bounds are what is known
         if self.ok is not None and (self.ok == FLOOR_MB or self.ok - self.fail <= STEP_MB):
             return True
         return self.fail >= CEILING_MB
@@ -363,112 +462,35 @@ class Open:
     def width(self) -> float:
         return (self.ok if self.ok is not None else 2 * CEILING_MB) - self.fail
 
+    def probe(self) -> int:
+        """The memory that halves it (or, above every success, gallops up)."""
+        if self.ok is None:
+            return min(CEILING_MB, max(self.fail + STEP_MB, 2 * self.fail))
+        return self.fail + max(STEP_MB, _steps((self.ok - self.fail) / 2))
 
-def next_memory(cases: dict[int, Open]) -> int:
-    """Halve the widest open interval (or, above the profile's memory, gallop up)."""
-    widest = max((c for c in cases.values() if not c.settled), key=lambda c: c.width)
-    if widest.ok is None:
-        return min(CEILING_MB, max(widest.fail + STEP_MB, 2 * widest.fail))
-    return widest.fail + max(STEP_MB, _steps((widest.ok - widest.fail) / 2))
-
-
-def search(rec: Recorder, job: str, x: int, cases: dict[int, Open], timeout_s: float,
-           deadline: float, first_mb: int = FLOOR_MB) -> int:
-    """Search applications until every case's need is settled (or the budget ends); each
-    runs the open sizes in order, and a larger input is taken to need at least as much.
-    The first runs at `first_mb` (Spark's smallest executor: many cases need no more)."""
-    apps = 0
-    while any(not c.settled for c in cases.values()) and time.time() < deadline:
-        memory = first_mb if apps == 0 else next_memory(cases)
-        todo = sorted(r for r, c in cases.items() if not (c.ok is not None and c.ok <= memory))
-        todo = [r for r in todo if not cases[r].fail >= memory]
-        got = rec.run(job, x, todo, memory, "search", timeout_s)
-        apps += 1
-        if not got:  # the application did not start a size: the search cannot go on
-            break
-        for rows in sorted(cases):
-            record = got.get(rows)
-            if record is not None and record["outcome"] == "succeeded":
-                for smaller in (r for r in cases if r <= rows):  # less input: no more need
-                    c = cases[smaller]
-                    c.ok = memory if c.ok is None else min(c.ok, memory)
-            elif record is not None or (rows > min(got) and rows in todo):
-                if record is not None and record["outcome"] == "error":
-                    return apps
-                for larger in (r for r in cases if r >= rows):  # more input: no less need
-                    cases[larger].fail = max(cases[larger].fail, memory)
-                break
-    return apps
+    def inside(self, memory: int) -> bool:
+        return self.fail < memory and (self.ok is None or memory < self.ok)
 
 
-def record(rec: Recorder, jobs: list[str], executors: list[int], deadline: float,
-           parallel: int = 1) -> bool:
-    """Every (job, x), sizes in order, `parallel` of them at a time (a need does not depend on
-    how long a run takes, and the apps wait on their JVMs half the time); False when the
-    budget ran out first."""
-    pairs = queue.SimpleQueue()
-    for job in jobs:
-        for x in executors:
-            pairs.put((job, x))
-    finished = []
+def next_memory(cases: dict) -> int:
+    """The memory whose application narrows the open cases most: among the cases' halving
+    points, the one with the largest sum of guaranteed narrowing over every open case it
+    falls inside (many jobs' needs share one application)."""
+    open_ = [c for c in cases.values() if not c.settled]
 
-    def work() -> None:
-        while True:
-            try:
-                job, x = pairs.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                finished.append(record_pair(rec, job, x, deadline))
-            except Exception as exc:  # one pair's trouble must not end the others
-                print(f"{job} x{x}: {type(exc).__name__}: {exc}", flush=True)
-                finished.append(False)
+    def gain(memory: int) -> float:
+        return sum(min(memory - c.fail, (c.ok or 2 * CEILING_MB) - memory)
+                   for c in open_ if c.inside(memory))
 
-    threads = [threading.Thread(target=work, daemon=True) for _ in range(parallel)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return all(finished)
-
-
-def record_pair(rec: Recorder, job: str, x: int, deadline: float) -> bool:
-    """One (job, x): a profile application of all sizes, then the search for the needs of the
-    sizes from the third on. False when the budget ran out first (it resumes later)."""
-    all_sizes = sizes(job, rec.set_name)
-    keys = {rows: case_key(job, rows, x) for rows in all_sizes}
-    if all(rec.needs.get(k, {}).get("complete") for k in keys.values()):
-        return True
-    if time.time() > deadline - CASE_RESERVE_S:
-        return False
-    print(f"{job} x{x} (load {loadavg():.1f})", flush=True)
-    profile, searched = rec.earlier(job, x)
-    if not profile:
-        profile = rec.run(job, x, all_sizes, PROFILE_MEMORY_MB, "profile", timeout_s=1800)
-    seconds = sum(r["seconds"] or 0 for r in profile.values())
-    cases = bounds(profile, searched, all_sizes)
-    if any(r["outcome"] == "error" for r in profile.values()):
-        return True  # recorded as it is; the job needs fixing, not more applications
-    # the smallest open size's heap peak at the profile's memory: where its need starts to
-    # be plausible (a need at the floor shows a small peak)
-    peaks = [profile[r].get("heap_mb") for r in cases if r in profile]
-    first = max(FLOOR_MB, min(CEILING_MB, _steps(min(peaks)))) if all(peaks) and peaks \
-        else FLOOR_MB
-    if searched and not all(c.settled for c in cases.values()):
-        first = next_memory(cases)  # resumed: go on where the last chunk stopped
-    apps = len({r["at"] for r in searched})
-    if time.time() < deadline:
-        apps += search(rec, job, x, cases, PROBE_SLOWDOWN * seconds + 180, deadline, first)
-    save_needs(rec, job, x, all_sizes, profile, cases, apps)
-    return all(c.settled for c in cases.values())
+    return max(sorted({c.probe() for c in open_}), key=gain)
 
 
 def bounds(profile: dict[int, dict], searched: list[dict], all_sizes: list[int]
            ) -> dict[int, Open]:
     """The open cases (the third size on) as the profile and earlier search records bound
     them: a size that succeeded at M needs at most M (and so does every smaller one), one that
-    failed for memory or time at M needs more (and so does every larger one). The profile's
-    records count as search records at PROFILE_MEMORY_MB."""
+    failed for memory or time at M needs more (and so does every larger one); another failure
+    says nothing of memory. The profile's records count as search records at their memory."""
     cases = {rows: Open(PROFILE_MEMORY_MB if profile.get(rows, {}).get("outcome")
                         == "succeeded" else None)
              for rows in all_sizes[2:]}
@@ -480,51 +502,152 @@ def bounds(profile: dict[int, dict], searched: list[dict], all_sizes: list[int]
         elif r["outcome"] in ("memory", "timeout"):
             for c in (c for rows, c in cases.items() if rows >= r["rows"]):
                 c.fail = max(c.fail, memory)
+        elif r["rows"] in cases:
+            cases[r["rows"]].errors += 1
     return cases
 
 
-def save_needs(rec: Recorder, job: str, x: int, all_sizes: list[int], profile: dict[int, dict],
-               cases: dict[int, Open], apps: int) -> None:
+class Batch:
+    """Every (set, job) of one executor count: the open cases of all share each search
+    application (one JVM start-up per memory, not per job)."""
+
+    def __init__(self, rec: Recorder, x: int, groups: list[Group]) -> None:
+        self.rec, self.x, self.groups = rec, x, groups
+        self.profile: dict[Group, dict[int, dict]] = {}
+        self.cases: dict[Group, dict[int, Open]] = {}
+        self.apps: dict[Group, int] = {}
+
+    def load(self) -> None:
+        for set_name, job in self.groups:
+            profile, searched = self.rec.earlier(set_name, job, self.x)
+            self.profile[(set_name, job)] = profile
+            self.apps[(set_name, job)] = len({r["at"] for r in searched})
+            self.cases[(set_name, job)] = bounds(profile, searched, sizes(job, set_name))
+
+    def limit(self, group: Group, rows: int, first: bool = False) -> float:
+        """A size's time limit; the first size of an application also gets the warm-up the
+        profile application's first size paid (JVM start, class loading, JIT: a minute or
+        more under load), or a warm size's limit fails a need for slowness it does not have."""
+        seconds = self.profile[group].get(rows, {}).get("seconds") or 60.0
+        return PROBE_SLOWDOWN * seconds + PROBE_GRACE_S + (self.warmup_s() if first else 0.0)
+
+    def warmup_s(self) -> float:
+        first = self.groups[0]
+        record = self.profile.get(first, {}).get(sizes(first[1], first[0])[0], {})
+        return float(record.get("seconds") or 60.0)
+
+    def open_cases(self) -> dict[tuple[Group, int], Open]:
+        return {(g, rows): c for g, cs in self.cases.items() for rows, c in cs.items()
+                if not c.settled and not any(r["outcome"] == "error"
+                                             for r in self.profile[g].values())}
+
+    def step(self, memory: int) -> None:
+        todo = {}
+        for g, cs in self.cases.items():
+            rows = sorted(r for r, c in cs.items() if not c.settled and c.inside(memory))
+            if rows and (g, rows[0]) in self.open_cases():
+                todo[g] = [(r, self.limit(g, r, first=not todo and r == rows[0])) for r in rows]
+        if not todo:
+            return
+        self.rec.run(self.x, todo, memory, "search")
+        for g in todo:
+            self.apps[g] += 1
+        self.load()
+
+    def save(self) -> None:
+        for set_name, job in self.groups:
+            save_needs(self.rec, set_name, job, self.x, sizes(job, set_name),
+                       self.profile[(set_name, job)], self.cases[(set_name, job)],
+                       self.apps[(set_name, job)])
+
+
+def record_batch(rec: Recorder, x: int, groups: list[Group], deadline: float) -> bool:
+    """One executor count: a profile application for the (set, job)s without one, then search
+    applications (the first at Spark's smallest executor, which settles every need at the
+    floor at once) until every need is settled or the budget ends."""
+    batch = Batch(rec, x, groups)
+    batch.load()
+    missing = [g for g in groups if not batch.profile[g]]
+    if missing and time.time() < deadline - CASE_RESERVE_S:
+        print(f"x{x} profile {missing} (load {loadavg():.1f})", flush=True)
+        rec.run(x, {g: [(r, None) for r in sizes(g[1], g[0])] for g in missing},
+                PROFILE_MEMORY_MB, "profile")
+        batch.load()
+    first = not any(batch.apps.values())
+    while batch.open_cases() and time.time() < deadline - CASE_RESERVE_S:
+        memory = FLOOR_MB if first else next_memory(batch.open_cases())
+        first = False
+        print(f"x{x} search at {memory} MB: {len(batch.open_cases())} open cases "
+              f"(load {loadavg():.1f})", flush=True)
+        batch.step(memory)
+        batch.save()
+    batch.save()
+    return not batch.open_cases()
+
+
+def record(rec: Recorder, groups: list[Group], executors: list[int], deadline: float) -> bool:
+    """Every executor count's batch, each in its own thread (at most len(executors)
+    applications at a time); False when the budget ran out first."""
+    finished = []
+
+    def work(x: int) -> None:
+        try:
+            finished.append(record_batch(rec, x, groups, deadline))
+        except Exception as exc:  # one batch's trouble must not end the others
+            print(f"x{x}: {type(exc).__name__}: {exc}", flush=True)
+            finished.append(False)
+
+    threads = [threading.Thread(target=work, args=(x,), daemon=True) for x in executors]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return all(finished)
+
+
+def save_needs(rec: Recorder, set_name: str, job: str, x: int, all_sizes: list[int],
+               profile: dict[int, dict], cases: dict[int, Open], apps: int) -> None:
     """needs.json's entries for (job, x): a need where the search settled it, its bounds."""
+    row_bytes = params(set_name)[job][1]
     for rows in all_sizes:
         entry: dict = {"job": job, "rows": rows, "scale_out": x,
-                       "input_bytes": rows * rec.jobs[job][1],
+                       "input_bytes": rows * row_bytes,
                        "profile_outcome": profile.get(rows, {}).get("outcome")}
         c = cases.get(rows)
         if c is not None:
-            entry.update(need_mb=c.ok if c.settled and c.fail < CEILING_MB else None,
-                         above_mb=c.fail, at_most_mb=c.ok, search_apps=apps)
+            done = c.ok is not None and (c.ok == FLOOR_MB or c.ok - c.fail <= STEP_MB)
+            entry.update(need_mb=c.ok if done else None, above_mb=c.fail, at_most_mb=c.ok,
+                         search_apps=apps)
         entry["complete"] = c is None or c.settled
-        rec.save_need(case_key(job, rows, x), entry)
+        rec.save_need(set_name, case_key(job, rows, x), entry)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", required=True, help="tune (constants fitted) or test (fresh)")
-    parser.add_argument("--jobs", nargs="+", choices=sorted(JOBS["tune"]), default=list(ORDER))
-    parser.add_argument("--executors", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--parallel", type=int, default=2,
-                        help="(job, executors) pairs recorded at the same time")
+    parser.add_argument("--sets", nargs="+", default=["tune", "test"],
+                        help="tune (the set a method's constants may be chosen on) and test")
+    parser.add_argument("--jobs", nargs="+", choices=list(ORDER), default=list(ORDER))
+    parser.add_argument("--executors", type=int, nargs="+", default=[1, 2],
+                        help="executor counts; each is recorded in its own thread")
     parser.add_argument("--budget-min", type=float, default=28.0,
-                        help="stop starting cases after this long (a chunk under the lock)")
+                        help="stop starting applications after this long")
     parser.add_argument("--summarize", action="store_true",
-                        help="rebuild needs.json from runs.jsonl (a chunk killed mid-search), "
+                        help="rebuild needs.json from runs.jsonl (a run killed mid-search), "
                         "no cluster")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from cobell_cli.run.local_cluster import LocalCluster
 
+    groups = [(s, j) for j in args.jobs for s in args.sets]  # broadcast last
+    for set_name in args.sets:
+        (DATA / set_name).mkdir(parents=True, exist_ok=True)
     if args.summarize:
         with tempfile.TemporaryDirectory() as tmp:
-            rec = Recorder(DATA / args.set, Path(tmp), "", args.set)
-        for job in args.jobs:
+            rec = Recorder(DATA, Path(tmp), "", args.sets)
             for x in args.executors:
-                profile, searched = rec.earlier(job, x)
-                if profile:
-                    all_sizes = sizes(job, args.set)
-                    save_needs(rec, job, x, all_sizes, profile,
-                               bounds(profile, searched, all_sizes),
-                               len({r["at"] for r in searched}))
+                batch = Batch(rec, x, groups)
+                batch.load()
+                batch.save()
         return 0
 
     def stop(signum: int, _frame: object) -> None:  # a timeout's SIGTERM: stop the cluster
@@ -533,15 +656,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
 
     deadline = time.time() + 60 * args.budget_min
-    out = DATA / args.set
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster")
         cluster.start(workers=2, cores_per_worker=4, memory_per_worker=WORKER_MEMORY,
                       port=free_port(), webui_port=free_port(), timeout_s=300)
         try:
-            rec = Recorder(out, Path(tmp), cluster.master_url, args.set)
-            finished = record(rec, args.jobs, args.executors, deadline, args.parallel)
+            rec = Recorder(DATA, Path(tmp), cluster.master_url, args.sets)
+            finished = record(rec, groups, args.executors, deadline)
         finally:
             cluster.stop()
     print("all cases recorded" if finished else "budget used: run again to continue")

@@ -3,6 +3,10 @@ reservation is scored against a need known only within bounds."""
 
 from __future__ import annotations
 
+import json
+import time
+
+from bench import memory_record as mr
 from bench.memory_accuracy import Case, Score
 from bench.memory_record import PROFILE_MEMORY_MB, bounds
 
@@ -37,3 +41,62 @@ def test_a_bounded_need_scores_only_what_is_certain() -> None:
     assert not unsized.ok and not unsized.failed
     settled = Case("collect", 100, 1, above_mb=1344, at_most_mb=1408)
     assert settled.need_mb == 1408 and Score("m", settled, 1408).ratio == 1.0
+
+
+class _Cluster(mr.Recorder):
+    """Stands in for the Spark applications: a size succeeds when the memory covers a hidden
+    need (growing with the input), and fails for memory otherwise."""
+
+    def __init__(self, data, needs) -> None:
+        super().__init__(data, data, "", ["tune", "test"])
+        self.hidden, self.apps = needs, 0
+
+    def run(self, x, todo, memory_mb, purpose):
+        self.apps += 1
+        for (set_name, job), rows in todo.items():
+            for size, _limit in rows:
+                ok = self.hidden[(set_name, job, size, x)] <= memory_mb
+                record = {"set": set_name, "job": job, "rows": size, "scale_out": x,
+                          "executor_memory_mb": memory_mb, "purpose": purpose, "seconds": 5.0,
+                          "outcome": "succeeded" if ok else "memory", "at": float(self.apps)}
+                with self.runs_path(set_name).open("a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                if not ok:
+                    break
+
+
+def test_the_shared_search_finds_every_need_to_64_mb(tmp_path) -> None:
+    slopes = {"collect": 5.0, "distinct": 2.2, "zipf": 0.7, "cache": 0.0, "sort": 0.0,
+              "broadcast": 3.1}
+    hidden = {(s, j, r, 1): max(mr.FLOOR_MB, int(300 + slopes[j] * r / 1000 * (2 if s == "test"
+                                                                                else 1)))
+              for s in ("tune", "test") for j in mr.ORDER for r in mr.sizes(j, s)}
+    for s in ("tune", "test"):
+        (tmp_path / s).mkdir()
+    rec = _Cluster(tmp_path, hidden)
+    groups = [(s, j) for j in mr.ORDER for s in ("tune", "test")]
+    assert mr.record_batch(rec, 1, groups, time.time() + 600)
+    settled = 0
+    for s in ("tune", "test"):
+        for key, entry in rec.needs[s].items():
+            if "need_mb" not in entry:  # the two smallest sizes: runs only, no need searched
+                continue
+            need = hidden[(s, entry["job"], entry["rows"], 1)]
+            assert entry["need_mb"] - mr.STEP_MB < need <= entry["need_mb"], key
+            settled += 1
+    assert settled == 36  # 12 (set, job)s x sizes 3-5, every need below the ceiling
+    # one application per memory for all jobs: fewer than one per case
+    assert rec.apps < settled
+
+
+def test_the_first_size_of_an_application_gets_the_warm_up_time(tmp_path) -> None:
+    for s in ("tune", "test"):
+        (tmp_path / s).mkdir()
+    rec = mr.Recorder(tmp_path, tmp_path, "", ["tune", "test"])
+    batch = mr.Batch(rec, 1, [("tune", "collect"), ("test", "collect")])
+    first, third = mr.sizes("collect", "tune")[0], mr.sizes("collect", "tune")[2]
+    batch.profile = {("tune", "collect"): {first: {"seconds": 90.0}, third: {"seconds": 10.0}},
+                     ("test", "collect"): {}}
+    warm = mr.PROBE_SLOWDOWN * 10.0 + mr.PROBE_GRACE_S
+    assert batch.limit(("tune", "collect"), third) == warm
+    assert batch.limit(("tune", "collect"), third, first=True) == warm + 90.0

@@ -14,7 +14,7 @@ from cobell_cli.core.memory.records import MemoryObservation
 # A heap peak is live heap plus garbage: the JVM collects late, so garbage fills a share of
 # the slack R - live before a collection and the peak follows the reservation R. Fitted on the
 # tune set's pairs of succeeded runs at the same input and scale-out but two reservations
-# (bench/data/memory/tune: collect 2.25M and 3.375M rows; x2 at 1344/2048 MB: shares 0.26 and
+# (bench/data/memory/tune-v2: collect 2.25M and 3.375M rows; x2 at 1344/2048 MB: shares 0.26 and
 # 0.55; x1 at 1920/2048 MB: 0.04, and 1.07, which no share explains: dropped): their median.
 GARBAGE_SHARE = 0.26
 # The need (the smallest heap that succeeds, 64 MB steps) over the live heap: the GC's room.
