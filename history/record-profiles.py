@@ -184,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
                 if time.time() - t0 > 60 * args.budget_min:
                     break
                 row = play(cluster, cell, scratch)
+                if any(r.get("runtime_s") is None for r in row["results"].values()):
+                    # a submit that failed (e.g. exit 5: the history cannot be used) is no
+                    # cell recorded: stop the chunk, the next one retries it
+                    print(f"cell {cell['index']} failed: {row['results']}; stopping",
+                          file=sys.stderr, flush=True)
+                    break
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
                 runtimes = {k: v.get("runtime_s") for k, v in row["results"].items()}

@@ -186,13 +186,18 @@ def test_the_cached_table_answers_with_the_same_prior() -> None:
         assert (lo[0], hi[0]) == pytest.approx((float(mlo[0]), float(mhi[0])))
 
 
-def test_a_stranger_with_a_prior_is_bounded_by_it_not_by_the_worst_pair() -> None:
+def test_a_prior_moves_the_point_but_never_bounds_a_stranger_below_the_worst_pair() -> None:
     model = fit_runtime_model(_runs())
     rows = [{"stranger": 1.0}]
     worst, strangers = stranger_factors([2.0], rows, model)
     assert strangers == ["stranger"] and worst[0] > 1.0
+    worst_rc = max(a + b / 2.0 for a, b in (model.interference(k) for k in ("heavy", "x")))
     model.pair_prior = PairPriors("job", {"stranger": ((0.05, 0.0), (0.0, 0.0, 0.0))})
-    assert stranger_factors([2.0], rows, model) == ([1.0], [])
+    mild, strangers = stranger_factors([2.0], rows, model)
+    assert strangers == ["stranger"]
+    assert mild[0] == pytest.approx((1 + worst_rc) / 1.05)  # the worst pair, over the prior
+    model.pair_prior = PairPriors("job", {"stranger": ((worst_rc + 1.0, 0.0), (0.0, 0.0, 0.0))})
+    assert stranger_factors([2.0], rows, model)[0] == [1.0]  # a prior above it is its own bound
 
 
 # --- the history keeps older profiles readable ------------------------------------------------
@@ -283,8 +288,8 @@ def test_predict_gives_a_never_met_co_runner_its_pair_from_the_profiles(tmp_path
     x_ref = 2.0  # the victim's smallest scale-out: where its pairs were read
     truth = _effect("victim", "cpu-b")
     assert a + b / x_ref == pytest.approx(truth, rel=0.3)
-    assert result["calibration"] is None or "cpu-b" not in result["calibration"].get(
-        "strangers", [])
+    # the bound still charges it the most harmful pair: a stranger there
+    assert "cpu-b" in result["calibration"]["strangers"]
 
 
 def test_model_show_and_history_show_print_the_resource_profile(tmp_path: Path) -> None:

@@ -296,21 +296,16 @@ def stranger_factors(
 
     rc_bound is the co-runner's own a + b/x when the model has its pair; for a stranger (a
     job without its own pair, pooled, or an unknown app) the largest a + b/x of any pair the
-    model holds, pooled included, unless the model has a profile prior for it (its
-    `pair_prior`): then its prior, whose covariance widens the model's interval. Factors
-    >= 1; all 1 when the model names no pairs.
+    model holds, pooled included, or the stranger's profile prior (the model's `pair_prior`)
+    where that is larger: a prior moves the point prediction, but it is chosen for its point
+    accuracy, and a bound narrower than the worst pair missed twice as often
+    (bench/results/unseen_pairs.md). Factors >= 1; all 1 when the model names no pairs.
     """
     ones = [1.0] * len(scale_outs)
     pairs = (model.describe() or {}).get("interference")
     if not overlaps or not isinstance(pairs, Mapping) or not pairs:
         return ones, []
     own = {str(job) for job in pairs if job != POOLED_KEY}
-    # a co-runner with a profile prior (core/profile_effects) is bounded by its prior's
-    # interval (its covariance widens the model's), not by the most harmful pair
-    prior = getattr(model, "pair_prior", None)
-    if prior is not None:
-        own |= {str(job) for row in overlaps for job in (row or {})
-                if job is not None and prior(str(job)) is not None}
     all_pairs = [(float(p["a"]), float(p["b"])) for p in pairs.values()]
     factors: list[float] = []
     strangers: set[str] = set()

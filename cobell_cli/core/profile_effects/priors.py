@@ -7,10 +7,12 @@ the job's own runs say, before partial pooling moved it). The pooled class is no
 
 `PairPriors` answers, for one job, the (a, b) and covariance of co-runners the job's model has
 no pair of its own for, from the structure (structure.py): the runtime model consults it in
-`interference` and `pair_covariance` (its `pair_prior`), so the point prediction, the
-interval (delta method) and the bound all use it, and a pair's own runs take over as soon as
-the model has a pair of its own. The predicted effect is split into a and b as the job's
-pooled pair splits it; its variance is the structure's held-out error.
+`interference` and `pair_covariance` (its `pair_prior`), so the point prediction and the
+interval (delta method) use it, and a pair's own runs take over as soon as the model has a
+pair of its own. The calibrated bound charges such a co-runner at least the most harmful pair
+the model holds (calibration.stranger_factors): the prior is chosen for its point accuracy.
+The predicted effect is split into a and b as the job's pooled pair splits it; its variance is
+the structure's held-out error.
 Pure: no I/O.
 """
 
