@@ -347,43 +347,29 @@ class _HistoryServer:
     carry `peakMemoryMetrics` (as /allexecutors answers them) and no event log to download."""
 
     def __init__(self, executors: list, properties: list) -> None:
-        import http.server
-        import threading
+        from tests.yarn_standin import LoopbackServer
 
         app = {"id": "app-1", "name": "etl", "attempts": [{
             "completed": True, "startTimeEpoch": 1_700_000_000_000,
             "endTimeEpoch": 1_700_000_600_000, "sparkUser": "ana"}]}
-        answers = {
+        self.answers = {
             "/api/v1/applications": [app], "/api/v1/applications/app-1/allexecutors": executors,
             "/api/v1/applications/app-1/environment": {"sparkProperties": properties},
             "/api/v1/applications/app-1/jobs": [{"status": "SUCCEEDED"}],
             "/api/v1/applications/app-1/stages": [{"inputBytes": 4 * 1024**3}]}
+        self.server = LoopbackServer(self.handle)
+        self.url = self.server.url
+        self.server.start()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?")[0]
-                if path.endswith("/applications") and "status=running" in self.path:
-                    path = "running"
-                if path not in answers and path != "running":
-                    self.send_error(404)
-                    return
-                body = json.dumps(answers.get(path, [])).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def handle(self, method: str, path: str, query: dict, body: bytes) -> tuple:
+        if path.endswith("/applications") and query.get("status") == ["running"]:
+            return 200, {"Content-Type": "application/json"}, b"[]"
+        if path not in self.answers:
+            return 404, {}, b""
+        return 200, {"Content-Type": "application/json"}, json.dumps(self.answers[path]).encode()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
 
 def test_the_history_servers_peak_memory_metrics_give_the_peak_without_a_log(
