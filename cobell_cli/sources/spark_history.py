@@ -227,6 +227,8 @@ class HistoryServer:
             with (
                 self.client.session.get(
                     url,
+                    # a zip: the session asks for JSON, to which Jersey answers 406 here
+                    headers={"Accept": "application/octet-stream, */*"},
                     timeout=self.client.timeout_s,
                     verify=self.client.ca_bundle or True,
                     stream=True,
