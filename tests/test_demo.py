@@ -57,5 +57,5 @@ def test_the_summary_says_what_happened_at_a_glance(tmp_path: Path, monkeypatch)
 def test_paths_below_the_working_directory_are_shown_relative(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "jobs").mkdir()
-    assert demo._shown_path(tmp_path / "jobs") == Path("jobs")
-    assert demo._shown_path(Path("/usr")) == Path("/usr")
+    assert demo.shown_path(tmp_path / "jobs") == Path("jobs")
+    assert demo.shown_path(Path("/usr")) == Path("/usr")

@@ -15,14 +15,13 @@ import typer
 
 from cobell_cli.cli.common import info, settings
 from cobell_cli.cli.common import target_runtime as target_runtime_of
+from cobell_cli.cli.demo_output import DEMO_JOB, SPARK_LOG_LEVEL, shown_path, summary
 from cobell_cli.cli.demo_yarn import DEFAULT_TARGET_S as YARN_TARGET_S
 
-DEMO_JOB = "scaling-demo"
 CO_RUNNER_JOB = "corunner-demo"
 DEFAULT_SEED = Path("history") / "local-demo.csv"
 # Mostly waiting (like I/O), so the runtime really shrinks with executors even on 2 cores.
 DEMO_DB = "demo.db"  # beside the default history: the demo never writes the user's own
-SPARK_LOG_LEVEL = "ERROR"  # Spark's INFO and WARN lines would bury cobell's
 
 
 def _show(argv: list[str], background: bool = False) -> None:
@@ -30,14 +29,6 @@ def _show(argv: list[str], background: bool = False) -> None:
 
     shown = ["cobell", *argv[3:]] if argv[1:3] == ["-m", "cobell_cli"] else argv
     info("+ " + shlex.join(str(a) for a in shown) + (" &" if background else ""))
-
-
-def _shown_path(path: Path) -> Path:
-    """`path` relative to the current directory when it is below it, else as it is."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
 
 
 def demo_db(ctx: typer.Context) -> Path:
@@ -111,7 +102,7 @@ def demo(
     # demo runs (the repository root in the README): the commands it echoes stay readable
     env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
     spark_submit = "spark-submit"
-    jobs_dir = _shown_path(Path(examples.__file__).parent)
+    jobs_dir = shown_path(Path(examples.__file__).parent)
     where = ["--cluster", "standalone", "--standalone-url", cluster.webui_url]
     background = None
     if co_runner:
@@ -150,32 +141,6 @@ def demo(
     for line in summary(db, target_runtime):
         info(line)
     raise typer.Exit(code)
-
-
-def summary(db: Path, target_s: float, job: str = DEMO_JOB) -> list[str]:
-    """What a newcomer should take away, at a glance: the demo job's run against its plan,
-    the co-runner it met, where it is all recorded, and what to type next."""
-    from cobell_cli.store.history import History
-
-    with History.open(db, read_only=True) as history:
-        runs = history.runs(job=job, limit=1, with_colocations=True)
-    if not runs:
-        return [f"demo: no run of {job} was recorded in {db}"]
-    run = runs[0]
-    runtime = f"{run['runtime_s']:.1f} s" if run.get("runtime_s") is not None else "?"
-    verdict = ("met" if run.get("status") == "succeeded" and run.get("runtime_s") is not None
-               and run["runtime_s"] <= target_s else "missed")
-    planned = (f"prediction {run['predicted_s']:.0f} s, " if run.get("predicted_s") else "")
-    met = [f"{c.get('co_runner_job') or 'unknown'} {c['overlap_ratio']:.0%} of the run"
-           for c in run.get("colocations") or []]
-    return [
-        f"demo: run {run['id']} of {job} {run['status']} in {runtime} at scale-out "
-        f"{run['scale_out']} ({planned}target {target_s:g} s: {verdict})",
-        "      co-runners: " + (", ".join(met) if met else "none overlapped"),
-        f"      recorded in the demo's own history {db}",
-        f"next: cobell --db {db} history show {run['id']}",
-        f"      (and history list, model show -j {job}; cobell local-cluster stop)",
-    ]
 
 
 def _yarn_demo(ctx: typer.Context, target: float | None, seed: Path, co_runner: bool) -> None:

@@ -58,7 +58,7 @@ def run_yarn_demo(
     import os
 
     import cobell_cli.examples as examples
-    from cobell_cli.cli.demo import SPARK_LOG_LEVEL, _shown_path, summary
+    from cobell_cli.cli.demo_output import SPARK_LOG_LEVEL, shown_path, summary
     from cobell_cli.errors import CobellError
     from cobell_cli.run.local_cluster import spark_submit_path
     from cobell_cli.run.local_yarn import LocalYarn
@@ -83,7 +83,7 @@ def run_yarn_demo(
     # `spark-submit` by name and the jobs relative to here, as in the standalone demo: the
     # commands it echoes stay readable
     env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
-    jobs_dir = _shown_path(Path(examples.__file__).parent)
+    jobs_dir = shown_path(Path(examples.__file__).parent)
     # the driver runs in a container of this machine: it writes its event log where cobell
     # reads it after the run (its default directory beside the history), so no warning
     event_logs = db.parent / "event-logs"
