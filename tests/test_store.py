@@ -188,17 +188,14 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
         History.open(target)
 
 
-def test_lock_held_past_timeout_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
-    import cobell_cli.store.history as store
-
+def test_lock_held_past_timeout_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     History.open(path).close()
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_S", 0.2)
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
     try:
         with (
-            History.open(path, reap_lost=False) as history,
+            History.open(path, reap_lost=False, busy_timeout_s=0.2) as history,
             pytest.raises(HistoryError, match="locked"),
         ):
             history.insert_runs([run()])
