@@ -95,11 +95,11 @@ def _one_trial(db: Path, work: Path, delay_s: float | None) -> dict:
         marker.unlink(missing_ok=True)
     script = SWEEP_JOB.format(got=str(got), started=str(started), ended=str(ended))
     proc = start_submit(db, ["sh", "-c", script, "sh", "{scale_out}"], "--json")
+    sent_at = None
     if delay_s is not None:
         time.sleep(delay_s)
-    ended_before = ended.exists()
-    if delay_s is not None:
         proc.send_signal(signal.SIGINT)
+        sent_at = time.time()
     out, err = proc.communicate(timeout=120)
     time.sleep(0.5)  # a job started despite the signal would touch `started` by now
     return {
@@ -109,8 +109,17 @@ def _one_trial(db: Path, work: Path, delay_s: float | None) -> dict:
         "out": out,
         "started": started.exists(),
         "got": got.exists(),
-        "ended_before_signal": ended_before,
+        "ended_before_signal": _touched_before(ended, sent_at),
     }
+
+
+def _touched_before(marker: Path, moment: float | None) -> bool:
+    """Whether the job touched `marker` before `moment` (wall clock), by the file's own time.
+
+    Checking `marker.exists()` just before sending the signal raced under load: a test
+    process descheduled for > 0.3 s between the check and the send let the job end in between
+    (its trap no longer runs), and a correct code 0 looked like an unforwarded signal."""
+    return moment is not None and marker.exists() and marker.stat().st_mtime <= moment
 
 
 def test_a_signal_after_the_job_ended_on_its_own_leaves_its_run_succeeded(
