@@ -53,3 +53,16 @@ def yarn_fixtures() -> Path:
     if not YARN_FIXTURES.is_dir():
         pytest.skip(f"YARN REST fixtures not found at {YARN_FIXTURES} (../shared is absent)")
     return YARN_FIXTURES
+
+
+CLUSTER_FIXTURES = {"local_spark", "real_yarn"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's `--dist loadgroup` (the README's test command), every test on a real
+    cluster runs in one worker: the session's Spark and YARN clusters then start once, and
+    their JVMs never compete with a second set. The other tests spread over the workers."""
+    for item in items:
+        marked = item.get_closest_marker("spark") or item.get_closest_marker("yarn")
+        if marked or CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("real-clusters"))

@@ -76,9 +76,9 @@ def test_progress_until_a_time(curves):
 def test_tiny_colocation_experiment_report(bell_dir):
     from bench import colocation as co
 
-    cfg = co.Config(targets=("sgd",), variants=("single", "pair"), runs_per_interferer=2)
+    cfg = co.Config(targets=("sgd",), variants=("pair",), runs_per_interferer=2)
     results = co.run_experiment(cfg, bell_dir)
-    assert set(results) == {(w, v, "sgd") for w in co.WORLDS for v in ("single", "pair")}
+    assert set(results) == {(w, "pair", "sgd") for w in co.WORLDS}
     for (_, variant, _), per in results.items():
         assert set(per) == set(co.STRATEGIES)
         n = 2 * len(co.INTERFERERS)
@@ -115,7 +115,7 @@ def test_tiny_colocation_experiment_report(bell_dir):
             assert s["node_s_vs_oracle"] > 0.5
         assert oracle["node_s_vs_oracle"] == pytest.approx(1.0)
     text = co.render(results, cfg, "test", 0.0)
-    cells = [line for line in text.splitlines() if line.startswith("| nodesim | single | sgd ")]
+    cells = [line for line in text.splitlines() if line.startswith("| nodesim | pair | sgd ")]
     assert len(cells) == len(co.STRATEGIES) + 1  # one per strategy, the default's worst run
     pooled = [line for line in text.splitlines() if line.startswith("| simulator | Bell |")]
     assert len(pooled) == 2  # post-bootstrap and bootstrap

@@ -182,6 +182,17 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
 _STARTS: list[float] = []
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist a worker started the cluster: hand its start time to the controller."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["real_yarn_starts"] = json.dumps(_STARTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    _STARTS.extend(json.loads(getattr(node, "workeroutput", {}).get("real_yarn_starts", "[]")))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say how long the real YARN took to start (its goal: 90 s on 2 cores)."""
     for seconds in _STARTS:
