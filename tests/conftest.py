@@ -55,14 +55,41 @@ def yarn_fixtures() -> Path:
     return YARN_FIXTURES
 
 
-CLUSTER_FIXTURES = {"local_spark", "real_yarn"}
+# The test files with tests on a real Spark or YARN cluster (marker `spark` or `yarn`, or the
+# `local_spark` / `real_yarn` fixtures). Under pytest-xdist (`-n`, the README's test command)
+# each file here runs in one worker, together: the session's clusters then start once and their
+# JVMs never compete with a second set; every other test spreads over the workers.
+CLUSTER_FILES = frozenset(f"tests/{name}.py" for name in (
+    "test_import_spark_history", "test_learn_co_runners_spark", "test_local_cluster",
+    "test_memory_spark", "test_progress_reader", "test_real_yarn_cluster",
+    "test_real_yarn_labels", "test_real_yarn_spark", "test_submit_eventlog",
+    "test_submit_spark",
+))  # fmt: skip
+CLUSTER_FIXTURES = frozenset({"local_spark", "real_yarn"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's `--dist loadgroup` (the README's test command), every test on a real
-    cluster runs in one worker: the session's Spark and YARN clusters then start once, and
-    their JVMs never compete with a second set. The other tests spread over the workers."""
+    """A test on a real cluster outside CLUSTER_FILES would start a second cluster under xdist:
+    name its file there."""
     for item in items:
         marked = item.get_closest_marker("spark") or item.get_closest_marker("yarn")
-        if marked or CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("real-clusters"))
+        on_cluster = marked or CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        path = item.nodeid.split("::", 1)[0]
+        if on_cluster and path not in CLUSTER_FILES:
+            raise pytest.UsageError(f"{item.nodeid} runs on a real cluster: add {path} to "
+                                    "CLUSTER_FILES in tests/conftest.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Every test of CLUSTER_FILES is one unit of work (one worker); every other test its own.
+    (xdist's `--dist loadgroup` marks cannot do it: pytest 9 ignores the node id suffix xdist
+    3.8 sets for a group.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RealClustersTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "real-clusters" if path in CLUSTER_FILES else nodeid
+
+    return RealClustersTogether(config, log)
