@@ -336,11 +336,15 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         "Recorded on the shared 2-core machine, without the machine-wide lock, under nice "
         "19, two applications at a time (needs are pass/fail; a size slower than 4x its "
         "profile run + 60 s counts as failed); the load average each set's applications "
-        "started at is given per set. Caveat on sets `tune` and `test`: the recorder then gave "
-        "an application's first size no allowance for the JVM's warm-up (it does now), and "
-        "three timeouts were such first sizes (runs.jsonl: tune collect x1 at 512 and 1280 MB, "
-        "test collect x1 at 896 MB): tune collect x1's needs of 1344 (not 1280) and test "
-        "collect x1 149 MB's lower bound 896 rest on them and may be one step too high.",
+        "started at is given per set. Sets `tune` and `test` were recorded with one profile "
+        "application for every job (a heap peak may carry an earlier job's garbage or blocks); "
+        "the recorder then gave an application's first size no allowance for the JVM's "
+        "warm-up, and four timeouts were such first sizes (tune collect x1 at 512 and 1280 MB, "
+        "x2 at 512 MB; test collect x1 at 896 MB): they carry `ignored` in runs.jsonl (slowness, "
+        "not memory) and those needs were searched again with the fixed recorder (session 4). "
+        "Set `fresh` (JOBS['fresh']: other value widths, row counts, domain) was recorded "
+        "after the method was frozen (session 4), with one profile application per job "
+        "(`--profile-apps job`): nothing was chosen on it.",
         "",
     ]
     for set_name, scores in results.items():
@@ -410,7 +414,7 @@ def _cell(score: Score) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["tune-v2", "tune", "test"])
+    parser.add_argument("--sets", nargs="+", default=["tune-v2", "tune", "test", "fresh"])
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")

@@ -49,16 +49,18 @@ class _Cluster(mr.Recorder):
 
     def __init__(self, data, needs) -> None:
         super().__init__(data, data, "", ["tune", "test"])
-        self.hidden, self.apps = needs, 0
+        self.hidden, self.apps, self.todos = needs, 0, []
 
-    def run(self, x, todo, memory_mb, purpose):
+    def run(self, x, todo, memory_mb, purpose, own_app=False):
         self.apps += 1
+        self.todos.append((purpose, sorted(todo), [r for rows in todo.values() for r, _ in rows]))
         for (set_name, job), rows in todo.items():
             for size, _limit in rows:
                 ok = self.hidden[(set_name, job, size, x)] <= memory_mb
                 record = {"set": set_name, "job": job, "rows": size, "scale_out": x,
                           "executor_memory_mb": memory_mb, "purpose": purpose, "seconds": 5.0,
-                          "outcome": "succeeded" if ok else "memory", "at": float(self.apps)}
+                          "outcome": "succeeded" if ok else "memory", "at": float(self.apps),
+                          **({"own_app": True} if own_app else {})}
                 with self.runs_path(set_name).open("a") as fh:
                     fh.write(json.dumps(record) + "\n")
                 if not ok:
@@ -100,3 +102,42 @@ def test_the_first_size_of_an_application_gets_the_warm_up_time(tmp_path) -> Non
     warm = mr.PROBE_SLOWDOWN * 10.0 + mr.PROBE_GRACE_S
     assert batch.limit(("tune", "collect"), third) == warm
     assert batch.limit(("tune", "collect"), third, first=True) == warm + 90.0
+
+
+def _hidden(sets=("tune", "test")) -> dict:
+    slopes = {"collect": 5.0, "distinct": 2.2, "zipf": 0.7, "cache": 0.0, "sort": 0.0,
+              "broadcast": 3.1}
+    return {(s, j, r, 1): max(mr.FLOOR_MB, int(300 + slopes[j] * r / 1000))
+            for s in sets for j in mr.ORDER for r in mr.sizes(j, s)}
+
+
+def test_profile_applications_of_their_own_hold_one_job_or_one_size(tmp_path) -> None:
+    """--profile-apps job/size: no profile application runs two jobs (a peak would carry the
+    other's garbage), `size` not even two sizes; the search then settles every need."""
+    for mode, per_app in (("job", 5), ("size", 1)):
+        (tmp_path / mode / "tune").mkdir(parents=True)
+        (tmp_path / mode / "test").mkdir()
+        rec = _Cluster(tmp_path / mode, _hidden())
+        groups = [("tune", j) for j in mr.ORDER]
+        assert mr.record_batch(rec, 1, groups, time.time() + 600, profile_apps=mode)
+        profiles = [(g, rows) for purpose, g, rows in rec.todos if purpose == "profile"]
+        assert len(profiles) == len(groups) * 5 // per_app
+        assert all(len(g) == 1 and len(rows) == per_app for g, rows in profiles)
+        assert sum("need_mb" in e for e in rec.needs["tune"].values()) == 18, mode
+
+
+def test_an_ignored_record_bounds_nothing(tmp_path) -> None:
+    """A first-size timeout marked `ignored` (slowness, not memory) does not bound the need."""
+    (tmp_path / "tune").mkdir()
+    rec = mr.Recorder(tmp_path, tmp_path, "", ["tune"])
+    sizes = mr.sizes("collect", "tune")
+    lines = [{"job": "collect", "scale_out": 1, "rows": r, "executor_memory_mb": 2048,
+              "purpose": "profile", "outcome": "succeeded", "at": 1.0} for r in sizes]
+    lines.append({"job": "collect", "scale_out": 1, "rows": sizes[2], "executor_memory_mb": 1280,
+                  "purpose": "search", "outcome": "timeout", "at": 2.0, "ignored": "warm-up"})
+    lines.append({"job": "collect", "scale_out": 1, "rows": sizes[2], "executor_memory_mb": 1344,
+                  "purpose": "search", "outcome": "succeeded", "at": 3.0})
+    rec.runs_path("tune").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    profile, searched = rec.earlier("tune", "collect", 1)
+    cases = bounds(profile, searched, sizes)
+    assert (cases[sizes[2]].fail, cases[sizes[2]].ok) == (mr.FLOOR_MB - mr.STEP_MB, 1344)
