@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from bench import memory_record as mr
 from bench.memory_accuracy import Case, Score
 from bench.memory_record import PROFILE_MEMORY_MB, bounds
@@ -141,3 +143,34 @@ def test_an_ignored_record_bounds_nothing(tmp_path) -> None:
     profile, searched = rec.earlier("tune", "collect", 1)
     cases = bounds(profile, searched, sizes)
     assert (cases[sizes[2]].fail, cases[sizes[2]].ok) == (mr.FLOOR_MB - mr.STEP_MB, 1344)
+
+
+def test_the_accuracy_decomposition_multiplies_to_the_container_ratio() -> None:
+    """bench.memory_accuracy's diagnosis: point / need x bound x rounding is cobell's grant /
+    the need's grant, and the point factor is the model's own prediction over the need."""
+    from bench import memory_accuracy as ma
+
+    runs = [ma.Run("j", r * ma.MB, 1, 2048, "succeeded", peak, {})
+            for r, peak in ((100, 400.0), (150, 520.0), (225, 610.0), (340, 800.0))]
+    case = ma.Case("j", 500 * ma.MB, 1, above_mb=896, at_most_mb=960)
+    point, bound, rounding = ma.decompose(runs, case, 0.95)
+    upper = ma.size_cobell([r for r in runs], case, confidence=0.95)
+    assert point * bound * rounding == pytest.approx(ma.granted(upper) / ma.granted(960))
+    assert point * 960 * bound == pytest.approx(upper)
+    assert "bound factor" in ma.explain(runs, [case], 0.95)
+
+
+def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
+    from bench import memory_e2e as me
+
+    def record(index, strategy, container, sized=None):
+        r = me.MemRecord(index, strategy, 4, 100.0, 200.0, 1000.0, sized=sized)
+        r.attempts.append(me.Attempt(container - 384, container, 100.0, False))
+        return r
+
+    mine = [record(i, "cobell", c, (900.0, 900.0 * b))
+            for i, (c, b) in enumerate(((2048, 1.2), (1536, 1.4), (2560, 1.3)))]
+    oracle = {i: record(i, "oracle", 1536) for i in range(3)}
+    text = me.decomposition(mine, oracle)
+    assert "container / oracle's 1.333" in text and "point / need 0.900" in text
+    assert "bound 1.300" in text
