@@ -162,6 +162,36 @@ def size_cobell(train: Sequence[Run], case: Case, confidence: float, **_: Any) -
     return model.estimate(case.input_bytes, case.scale_out, confidence).upper_mb
 
 
+def decompose(runs: Sequence[Run], case: Case, confidence: float) -> tuple[float, float, float]:
+    """Where cobell's container / need comes from, as factors whose product it is: the point
+    prediction / the need (the demand: what the heap peaks say), the bound's factor on it (the
+    held-out ratios' spread), and the grant / the bound (64 MB steps, Spark's 512 MB floor) over
+    the grant / the need."""
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.model import MemoryModel
+
+    train = [r for r in training(runs, case) if r.outcome == "succeeded"]
+    model = MemoryModel().fit(observations(history_rows(train)))
+    est = model.estimate(case.input_bytes, case.scale_out, confidence)
+    need = float(case.at_most_mb)  # type: ignore[arg-type]
+    point, upper = est.predicted_mb / need, est.upper_mb / est.predicted_mb
+    return point, upper, granted(est.upper_mb) / granted(need) / (point * upper)
+
+
+def explain(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> str:
+    """The medians of decompose() over the cases cobell sized with a settled need."""
+    parts = [decompose(runs, c, confidence) for c in cases if c.need_mb is not None
+             and any(r.peak_mb for r in training(runs, c) if r.outcome == "succeeded")]
+    if not parts:
+        return ""
+    point, bound, rounding = (statistics.median(p[i] for p in parts) for i in range(3))
+    return (f"cobell's container / need as factors (medians over its {len(parts)} settled "
+            f"cases): point prediction / need {point:.2f} (the demand from the heap peaks), "
+            f"bound factor {bound:.2f} (the held-out ratios' largest x "
+            "model.TAIL_MARGIN, or model.MIN_MARGIN), grant rounding and floor "
+            f"{rounding:.2f}.")
+
+
 def size_paper(train: Sequence[Run], case: Case, all_runs: Sequence[Run],
                **_: Any) -> float | None:
     """The nearest other job's memory function (chosen on all its own runs), fitted here."""
@@ -312,7 +342,7 @@ def loads(set_name: str) -> tuple[float, float] | None:
 
 
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
-           elapsed_s: float) -> str:
+           elapsed_s: float, notes: Mapping[str, str] | None = None) -> str:
     lines = [
         "# Memory accuracy: extrapolating in input size (real Spark runs)",
         "",
@@ -336,11 +366,15 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         "Recorded on the shared 2-core machine, without the machine-wide lock, under nice "
         "19, two applications at a time (needs are pass/fail; a size slower than 4x its "
         "profile run + 60 s counts as failed); the load average each set's applications "
-        "started at is given per set. Caveat on sets `tune` and `test`: the recorder then gave "
-        "an application's first size no allowance for the JVM's warm-up (it does now), and "
-        "three timeouts were such first sizes (runs.jsonl: tune collect x1 at 512 and 1280 MB, "
-        "test collect x1 at 896 MB): tune collect x1's needs of 1344 (not 1280) and test "
-        "collect x1 149 MB's lower bound 896 rest on them and may be one step too high.",
+        "started at is given per set. Sets `tune` and `test` were recorded with one profile "
+        "application for every job (a heap peak may carry an earlier job's garbage or blocks); "
+        "the recorder then gave an application's first size no allowance for the JVM's "
+        "warm-up, and four timeouts were such first sizes (tune collect x1 at 512 and 1280 MB, "
+        "x2 at 512 MB; test collect x1 at 896 MB): they carry `ignored` in runs.jsonl (slowness, "
+        "not memory) and those needs were searched again with the fixed recorder (session 4). "
+        "Set `fresh` (JOBS['fresh']: other value widths, row counts, domain) was recorded "
+        "after the method was frozen (session 4), with one profile application per job "
+        "(`--profile-apps job`): nothing was chosen on it.",
         "",
     ]
     for set_name, scores in results.items():
@@ -359,6 +393,7 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
                   f"Load average at the applications' start: {span[0]:.1f}-{span[1]:.1f}."
                   if span else "Load average: not recorded.",
                   "",
+                  *([(notes or {})[set_name], ""] if (notes or {}).get(set_name) else []),
                   "All sized cases (sizes 3-5 of each job and executor count, each sized from "
                   "the smaller sizes' runs), then the largest size only; goals: certainly "
                   f"succeeds in >= {GOAL_SUCCESS_PCT:g} % / median container <= "
@@ -410,7 +445,7 @@ def _cell(score: Score) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["tune-v2", "tune", "test"])
+    parser.add_argument("--sets", nargs="+", default=["tune-v2", "tune", "test", "fresh"])
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
@@ -420,15 +455,16 @@ def main(argv: list[str] | None = None) -> int:
 
     confidence = args.confidence or DEFAULT_MEMORY_CONFIDENCE
     started = time.perf_counter()
-    results = {}
+    results, notes = {}, {}
     for set_name in args.sets:
         if not (DATA / set_name / "needs.json").exists():
             results[set_name] = []  # not recorded: said so, not skipped silently
             continue
         runs, cases = load(set_name)
         results[set_name] = score(runs, cases, confidence)
+        notes[set_name] = explain(runs, cases, confidence)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
-    text = render(results, confidence, command.strip(), time.perf_counter() - started)
+    text = render(results, confidence, command.strip(), time.perf_counter() - started, notes)
     publish(text + "\n", args.output)
     return 0
 

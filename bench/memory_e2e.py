@@ -87,6 +87,7 @@ class MemRecord:
     target_s: float
     need_mb: float
     attempts: list[Attempt] = field(default_factory=list)
+    sized: tuple[float, float] | None = None  # cobell's first attempt: (point, upper) MB
 
     @property
     def mb_s(self) -> float:
@@ -124,8 +125,9 @@ def grant(heap_mb: float) -> tuple[int, int]:
 
 
 def choose(strategy: str, history: Sequence[Mapping[str, Any]], input_mb: float, x: int,
-           need_mb: float) -> int:
-    """The heap a strategy gives the next attempt (history: its own memory runs)."""
+           need_mb: float, sized: list[tuple[float, float]] | None = None) -> int:
+    """The heap a strategy gives the next attempt (history: its own memory runs); cobell's
+    point prediction and upper bound are appended to `sized` (the decomposition's input)."""
     failed = [r["executor_memory_mb"] for r in history if r["status"] == "failed"
               and r.get("pending")]
     if strategy == "oracle":
@@ -142,6 +144,8 @@ def choose(strategy: str, history: Sequence[Mapping[str, Any]], input_mb: float,
     chosen = plan.at(x)
     if chosen is None or chosen.executor_memory_mb is None or plan.source == "none":
         return USER_HEAP_MB
+    if sized is not None and chosen.predicted_peak_mb and chosen.upper_peak_mb:
+        sized.append((chosen.predicted_peak_mb, chosen.upper_peak_mb))
     return chosen.executor_memory_mb
 
 
@@ -190,8 +194,11 @@ def attempt_run(strategy: str, history: list[dict[str, Any]], record: Any, input
     """One run under a memory strategy: attempts until one has enough heap (or retries end)."""
     x = record.scale_out
     rec = MemRecord(record.index, strategy, x, record.runtime_s, record.target_s, need)
-    for _ in range(RETRIES + 1):
-        heap = choose(strategy, history, input_mb, x, need)
+    for attempt in range(RETRIES + 1):
+        sized: list[tuple[float, float]] = []
+        heap = choose(strategy, history, input_mb, x, need, sized)
+        if attempt == 0 and sized:
+            rec.sized = sized[0]
         heap, container = grant(heap)
         row = {"input_bytes": int(input_mb * MB), "scale_out": x, "executor_memory_mb": heap}
         if heap < need:
@@ -268,7 +275,26 @@ def _table(results: Mapping[tuple[str, str], Mapping[str, list[MemRecord]]]) -> 
         verdict = "met" if mb / mb_o <= GOAL_MB_S and oom <= GOAL_OOM_PCT else "MISSED"
         lines.append(f"- {world}: MB-s / oracle {mb / mb_o:.3f}, runs with an OOM {oom:.1f} % "
                      f"({verdict}); bootstrap OOMs {sum(r.ooms for r in mine if r.bootstrap)}")
+    lines += ["", "Where cobell's reservation comes from (post-bootstrap first attempts, "
+              "medians): container / the oracle's, point prediction / need (the demand from "
+              "the peaks), bound factor (upper / point):", ""]
+    for (world, target), per in results.items():
+        oracle = {r.index: r for r in per["oracle"]}
+        lines.append(f"- {world} {target}: " + decomposition(
+            [r for r in per["cobell"] if not r.bootstrap], oracle))
     return lines
+
+
+def decomposition(mine: Sequence[MemRecord], oracle: Mapping[int, MemRecord]) -> str:
+    """Medians over cobell's first attempts: container / the oracle's, the point prediction /
+    the need (the demand from garbage-laden peaks), the bound's factor (upper / point)."""
+    rows = [(r.sized[0] / r.need_mb, r.sized[1] / r.sized[0],
+             r.attempts[0].container_mb / oracle[r.index].attempts[0].container_mb)
+            for r in mine if r.sized and r.index in oracle]
+    if not rows:
+        return "no run sized by the model"
+    point, bound, ratio = (statistics.median(x[i] for x in rows) for i in range(3))
+    return f"container / oracle's {ratio:.3f}, point / need {point:.3f}, bound {bound:.3f}"
 
 
 def _play(args: tuple[str, str, co.Config, Path]) -> list[Played]:

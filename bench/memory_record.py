@@ -195,6 +195,16 @@ JOBS: dict[str, dict[str, Params]] = {
         "sort": (40_000, 1544, 1536, 0),
         "broadcast": (20_000, 1544, 1536, 0),
     },
+    # Recorded after cobell's method was frozen (session 4), one profile application per job
+    # (`--profile-apps job`): no heap peak carries another job's garbage.
+    "fresh": {
+        "collect": (40_000, 1288, 1280, 0),
+        "distinct": (45_000, 1288, 1280, 80_000),
+        "zipf": (120_000, 8, 114688, 0),
+        "cache": (45_000, 1288, 1280, 0),
+        "sort": (45_000, 1288, 1280, 0),
+        "broadcast": (25_000, 1288, 1280, 0),
+    },
     "tune-v2": {
         "broadcast": (500_000, 104, 96, 3_000_000),
         "collect": (1_000_000, 104, 96, 3_000_000),
@@ -257,7 +267,7 @@ class Recorder:
         return path
 
     def run(self, x: int, todo: dict[Group, list[tuple[int, float | None]]], memory_mb: int,
-            purpose: str) -> dict[Group, dict[int, dict]]:
+            purpose: str, own_app: bool = False) -> dict[Group, dict[int, dict]]:
         """One application at `memory_mb` running each (set, job)'s sizes in order (a job's
         first failure ends its sizes; the next job goes on), each size cancelled after its
         time limit; a record per size reached (appended to its set's runs.jsonl)."""
@@ -324,6 +334,7 @@ class Recorder:
                     if app else None,
                     **({"why": why} if outcome != "succeeded" else {}),
                     **_case_profile(per_job, jobs),
+                    **({"own_app": True} if own_app else {}),
                 }  # fmt: skip
                 mine[size] = record
                 with self.lock, self.runs_path(set_name).open("a") as fh:
@@ -358,8 +369,11 @@ class Recorder:
         if not path.exists():
             return {}, []
         mine = [r for r in map(json.loads, path.read_text().splitlines())
-                if r["job"] == job and r["scale_out"] == x]
+                if r["job"] == job and r["scale_out"] == x and not r.get("ignored")]
         profiles = [r for r in mine if r["purpose"] == "profile"]
+        if any(r.get("own_app") for r in profiles):  # each size's latest application
+            profile = {r["rows"]: r for r in sorted(profiles, key=lambda r: r["at"])}
+            return profile, [r for r in mine if r["purpose"] == "search"]
         last = max((r["at"] for r in profiles), default=None)
         profile = {r["rows"]: r for r in profiles if r["at"] == last}
         return profile, [r for r in mine if r["purpose"] == "search"]
@@ -561,12 +575,36 @@ class Batch:
                        self.apps[(set_name, job)])
 
 
-def record_batch(rec: Recorder, x: int, groups: list[Group], deadline: float) -> bool:
+def profile_own_apps(rec: Recorder, batch: Batch, x: int, groups: list[Group],
+                     deadline: float, per_size: bool) -> None:
+    """Profiles closer to production's (each run its own application): each job's sizes in
+    an application of their own (no heap peak holds another job's garbage or leftover
+    blocks), or each size in its own (`per_size`: not even a smaller size's). A job's sizes
+    stop at its first failure; sizes already recorded are kept (resume)."""
+    for g in groups:
+        todo = [r for r in sizes(g[1], g[0]) if r not in batch.profile[g]]
+        if any(r["outcome"] != "succeeded" for r in batch.profile[g].values()):
+            continue
+        for chunk in ([[r] for r in todo] if per_size else [todo] if todo else []):
+            if time.time() >= deadline - CASE_RESERVE_S:
+                return
+            print(f"x{x} profile {g} rows={chunk} (load {loadavg():.1f})", flush=True)
+            rec.run(x, {g: [(r, None) for r in chunk]}, PROFILE_MEMORY_MB, "profile",
+                    own_app=True)
+            batch.load()
+            if any(r["outcome"] != "succeeded" for r in batch.profile[g].values()):
+                break
+
+
+def record_batch(rec: Recorder, x: int, groups: list[Group], deadline: float,
+                 profile_apps: str = "shared") -> bool:
     """One executor count: a profile application for the (set, job)s without one, then search
     applications (the first at Spark's smallest executor, which settles every need at the
     floor at once) until every need is settled or the budget ends."""
     batch = Batch(rec, x, groups)
     batch.load()
+    if profile_apps != "shared":
+        profile_own_apps(rec, batch, x, groups, deadline, per_size=profile_apps == "size")
     missing = [g for g in groups if not batch.profile[g]]
     if missing and time.time() < deadline - CASE_RESERVE_S:
         print(f"x{x} profile {missing} (load {loadavg():.1f})", flush=True)
@@ -585,14 +623,15 @@ def record_batch(rec: Recorder, x: int, groups: list[Group], deadline: float) ->
     return not batch.open_cases()
 
 
-def record(rec: Recorder, groups: list[Group], executors: list[int], deadline: float) -> bool:
+def record(rec: Recorder, groups: list[Group], executors: list[int], deadline: float,
+           profile_apps: str = "shared") -> bool:
     """Every executor count's batch, each in its own thread (at most len(executors)
     applications at a time); False when the budget ran out first."""
     finished = []
 
     def work(x: int) -> None:
         try:
-            finished.append(record_batch(rec, x, groups, deadline))
+            finished.append(record_batch(rec, x, groups, deadline, profile_apps))
         except Exception as exc:  # one batch's trouble must not end the others
             print(f"x{x}: {type(exc).__name__}: {exc}", flush=True)
             finished.append(False)
@@ -631,6 +670,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="executor counts; each is recorded in its own thread")
     parser.add_argument("--budget-min", type=float, default=28.0,
                         help="stop starting applications after this long")
+    parser.add_argument("--profile-apps", choices=["shared", "job", "size"], default="shared",
+                        help="profile applications: one for every job (shared), one per job "
+                        "(no peak holds another job's garbage), or one per size (as production "
+                        "runs them; slowest); searches share applications either way")
     parser.add_argument("--summarize", action="store_true",
                         help="rebuild needs.json from runs.jsonl (a run killed mid-search), "
                         "no cluster")
@@ -662,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
                       port=free_port(), webui_port=free_port(), timeout_s=300)
         try:
             rec = Recorder(DATA, Path(tmp), cluster.master_url, args.sets)
-            finished = record(rec, groups, args.executors, deadline)
+            finished = record(rec, groups, args.executors, deadline, args.profile_apps)
         finally:
             cluster.stop()
     print("all cases recorded" if finished else "budget used: run again to continue")

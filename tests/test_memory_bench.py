@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from bench import memory_record as mr
 from bench.memory_accuracy import Case, Score
 from bench.memory_record import PROFILE_MEMORY_MB, bounds
@@ -49,16 +51,18 @@ class _Cluster(mr.Recorder):
 
     def __init__(self, data, needs) -> None:
         super().__init__(data, data, "", ["tune", "test"])
-        self.hidden, self.apps = needs, 0
+        self.hidden, self.apps, self.todos = needs, 0, []
 
-    def run(self, x, todo, memory_mb, purpose):
+    def run(self, x, todo, memory_mb, purpose, own_app=False):
         self.apps += 1
+        self.todos.append((purpose, sorted(todo), [r for rows in todo.values() for r, _ in rows]))
         for (set_name, job), rows in todo.items():
             for size, _limit in rows:
                 ok = self.hidden[(set_name, job, size, x)] <= memory_mb
                 record = {"set": set_name, "job": job, "rows": size, "scale_out": x,
                           "executor_memory_mb": memory_mb, "purpose": purpose, "seconds": 5.0,
-                          "outcome": "succeeded" if ok else "memory", "at": float(self.apps)}
+                          "outcome": "succeeded" if ok else "memory", "at": float(self.apps),
+                          **({"own_app": True} if own_app else {})}
                 with self.runs_path(set_name).open("a") as fh:
                     fh.write(json.dumps(record) + "\n")
                 if not ok:
@@ -100,3 +104,73 @@ def test_the_first_size_of_an_application_gets_the_warm_up_time(tmp_path) -> Non
     warm = mr.PROBE_SLOWDOWN * 10.0 + mr.PROBE_GRACE_S
     assert batch.limit(("tune", "collect"), third) == warm
     assert batch.limit(("tune", "collect"), third, first=True) == warm + 90.0
+
+
+def _hidden(sets=("tune", "test")) -> dict:
+    slopes = {"collect": 5.0, "distinct": 2.2, "zipf": 0.7, "cache": 0.0, "sort": 0.0,
+              "broadcast": 3.1}
+    return {(s, j, r, 1): max(mr.FLOOR_MB, int(300 + slopes[j] * r / 1000))
+            for s in sets for j in mr.ORDER for r in mr.sizes(j, s)}
+
+
+def test_profile_applications_of_their_own_hold_one_job_or_one_size(tmp_path) -> None:
+    """--profile-apps job/size: no profile application runs two jobs (a peak would carry the
+    other's garbage), `size` not even two sizes; the search then settles every need."""
+    for mode, per_app in (("job", 5), ("size", 1)):
+        (tmp_path / mode / "tune").mkdir(parents=True)
+        (tmp_path / mode / "test").mkdir()
+        rec = _Cluster(tmp_path / mode, _hidden())
+        groups = [("tune", "collect"), ("tune", "cache")]
+        assert mr.record_batch(rec, 1, groups, time.time() + 600, profile_apps=mode)
+        profiles = [(g, rows) for purpose, g, rows in rec.todos if purpose == "profile"]
+        assert len(profiles) == len(groups) * 5 // per_app
+        assert all(len(g) == 1 and len(rows) == per_app for g, rows in profiles)
+        assert sum("need_mb" in e for e in rec.needs["tune"].values()) == 6, mode
+
+
+def test_an_ignored_record_bounds_nothing(tmp_path) -> None:
+    """A first-size timeout marked `ignored` (slowness, not memory) does not bound the need."""
+    (tmp_path / "tune").mkdir()
+    rec = mr.Recorder(tmp_path, tmp_path, "", ["tune"])
+    sizes = mr.sizes("collect", "tune")
+    lines = [{"job": "collect", "scale_out": 1, "rows": r, "executor_memory_mb": 2048,
+              "purpose": "profile", "outcome": "succeeded", "at": 1.0} for r in sizes]
+    lines.append({"job": "collect", "scale_out": 1, "rows": sizes[2], "executor_memory_mb": 1280,
+                  "purpose": "search", "outcome": "timeout", "at": 2.0, "ignored": "warm-up"})
+    lines.append({"job": "collect", "scale_out": 1, "rows": sizes[2], "executor_memory_mb": 1344,
+                  "purpose": "search", "outcome": "succeeded", "at": 3.0})
+    rec.runs_path("tune").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    profile, searched = rec.earlier("tune", "collect", 1)
+    cases = bounds(profile, searched, sizes)
+    assert (cases[sizes[2]].fail, cases[sizes[2]].ok) == (mr.FLOOR_MB - mr.STEP_MB, 1344)
+
+
+def test_the_accuracy_decomposition_multiplies_to_the_container_ratio() -> None:
+    """bench.memory_accuracy's diagnosis: point / need x bound x rounding is cobell's grant /
+    the need's grant, and the point factor is the model's own prediction over the need."""
+    from bench import memory_accuracy as ma
+
+    runs = [ma.Run("j", r * ma.MB, 1, 2048, "succeeded", peak, {})
+            for r, peak in ((100, 400.0), (150, 520.0), (225, 610.0), (340, 800.0))]
+    case = ma.Case("j", 500 * ma.MB, 1, above_mb=896, at_most_mb=960)
+    point, bound, rounding = ma.decompose(runs, case, 0.95)
+    upper = ma.size_cobell([r for r in runs], case, confidence=0.95)
+    assert point * bound * rounding == pytest.approx(ma.granted(upper) / ma.granted(960))
+    assert point * 960 * bound == pytest.approx(upper)
+    assert "bound factor" in ma.explain(runs, [case], 0.95)
+
+
+def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
+    from bench import memory_e2e as me
+
+    def record(index, strategy, container, sized=None):
+        r = me.MemRecord(index, strategy, 4, 100.0, 200.0, 1000.0, sized=sized)
+        r.attempts.append(me.Attempt(container - 384, container, 100.0, False))
+        return r
+
+    mine = [record(i, "cobell", c, (900.0, 900.0 * b))
+            for i, (c, b) in enumerate(((2048, 1.2), (1536, 1.4), (2560, 1.3)))]
+    oracle = {i: record(i, "oracle", 1536) for i in range(3)}
+    text = me.decomposition(mine, oracle)
+    assert "container / oracle's 1.333" in text and "point / need 0.900" in text
+    assert "bound 1.300" in text
