@@ -311,6 +311,33 @@ def _row_stats(cell: CellResult, row: str) -> dict[str, float]:
     }
 
 
+def _excess_stats(cell: CellResult, row: str) -> dict[str, float]:
+    """Where a row's executor-seconds above the oracle's go: the stragglers' share of the gap,
+    each deadline job's scale-out over the oracle's (median), and the share of its window
+    (deadline - start) it left unused (median: over-provisioning shows as much unused)."""
+    x_over, unused = [], []
+    mine = oracle_s = straggler = straggler_oracle = 0.0
+    for rnd in cell.rounds:
+        best = {r.key: r for r in rnd["oracle"]}
+        for r in rnd[row]:
+            mine += r.executor_s
+            oracle_s += best[r.key].executor_s
+            if r.deadline_at is None:
+                straggler += r.executor_s
+                straggler_oracle += best[r.key].executor_s
+                continue
+            x_over.append(r.scale_out / best[r.key].scale_out)
+            window = r.deadline_at - r.start_at
+            unused.append((window - r.runtime_s) / window if window > 0 else -math.inf)
+    gap = mine - oracle_s
+    return {"x_over": float(np.median(x_over)), "unused": float(np.median(unused)),
+            "straggler_gap": (straggler - straggler_oracle) / gap if gap > 0 else math.nan}
+
+
+def _or_dash(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
 def _cpu_stats(d: Decisions) -> dict[str, float]:
     if not d.plan_cpu_s:
         return {"n": 0}
@@ -446,6 +473,19 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
             early = sum(v for k, v in c.phases.items() if k != "model")
             lines.append(f"| {c.world} | {c.pattern} | {ok} | {'; '.join(failed) or '-'} |"
                          f" {early} of {sum(c.phases.values())} |")
+        lines += ["", "Where the executor-seconds above the oracle's go: the share of the gap"
+                  " that is the stragglers' (a start changes how long they run), each deadline"
+                  " job's scale-out over the oracle's (median), and the share of its window"
+                  " (deadline - start) it left unused (median; the oracle leaves next to none).",
+                  "", "| world | pattern | row | vs oracle | stragglers' share of the gap |"
+                  " scale-out / oracle's | window unused |", "|---" * 7 + "|"]
+        for c in cells:
+            for row in (r for r in ("start_now", "deadline", "physics", "oracle")
+                        if r in c.rows and "oracle" in c.rows):
+                s, e = _row_stats(c, row), _excess_stats(c, row)
+                lines.append(f"| {c.world} | {c.pattern} | {LABELS[row]} |"
+                             f" {s['vs_oracle']:.3f} | {_or_dash(e['straggler_gap'])} |"
+                             f" {e['x_over']:.2f} | {100 * e['unused']:.0f} % |")
         lines += ["", "Decision CPU in-process (cobell --deadline): the plan at once (the"
                   " planning part of a predict, without the process's start, imports and"
                   " history read) and what the deadline adds; ratio = (plan + added) / plan per"

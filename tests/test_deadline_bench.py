@@ -10,7 +10,7 @@ import pytest
 from bench import deadline as bench
 from bench.colocation import truth
 from bench.deadline_peers import _Queued, paper_waits
-from bench.deadline_world import PATTERNS, REF_SCALE_OUT, draw_round, met_share
+from bench.deadline_world import PATTERNS, REF_SCALE_OUT, JobResult, draw_round, met_share
 from bench.simulator import load_curves
 from cobell_cli.core.model_table import ModelTable
 
@@ -126,3 +126,24 @@ def test_the_physics_aware_planner_sizes_on_redrawn_noise_like_oracle_bound(curv
     assert draws.share_meeting(mine.scale_out - 1, budget) < PHYSICS_LEVEL
     tight = oracle_bound.plan_at(draws, PHYSICS_LEVEL, budget / 2)
     assert tight > mine.scale_out  # half the time left: more executors
+
+
+def test_the_excess_over_the_oracle_splits_into_stragglers_scale_outs_and_unused_windows(
+) -> None:
+    def job(key, x, runtime, deadline=1000.0):
+        return JobResult(key, "sgd", x, 0.0, runtime, deadline, 0.0)
+
+    def straggler(runtime):
+        return JobResult("s", "kmeans", 4, -100.0, runtime, None, 0.0)
+
+    oracle = [job("a", 4, 900.0), job("b", 2, 950.0), straggler(500.0)]
+    # twice the oracle's executors, half the window unused; the straggler runs 100 s longer
+    mine = [job("a", 8, 500.0), job("b", 6, 400.0), straggler(600.0)]
+    cell = bench.CellResult("simulator", "isolated", rounds=[{"deadline": mine,
+                                                              "oracle": oracle}])
+    e = bench._excess_stats(cell, "deadline")
+    gap = sum(r.executor_s for r in mine) - sum(r.executor_s for r in oracle)
+    assert e["x_over"] == pytest.approx(2.5)  # median of 2 and 3
+    assert e["unused"] == pytest.approx(0.55)  # median of 0.5 and 0.6
+    assert e["straggler_gap"] == pytest.approx(4 * 100.0 / gap)
+    assert bench._excess_stats(cell, "oracle")["x_over"] == 1.0
