@@ -378,8 +378,10 @@ def goal_row(cell: CellResult) -> tuple[str, list[str]]:
             failed.append(f"{mine['vs_now']:.2f}x start now")
         if mine["met"] < now["met"]:
             failed.append("less often on time than start now")
-    if mine["vs_oracle"] > GOAL_VS_ORACLE:
-        failed.append(f"{mine['vs_oracle']:.2f}x oracle")
+    if mine["vs_oracle"] > GOAL_VS_ORACLE:  # not waived: the issue sets no reach for it
+        failed.append(f"{mine['vs_oracle']:.2f}x oracle" + (
+            f" (the {LABELS['physics']}: {_row_stats(cell, 'physics')['vs_oracle']:.2f}x)"
+            if "physics" in cell.rows else ""))
     hard = [f for f in failed if "out of reach" not in f]
     return ("yes" if not hard else "no"), failed
 
@@ -405,12 +407,16 @@ def side_by_side(cells_by_seed: Mapping[int, Sequence[CellResult]]) -> list[str]
     lines = ["", "## All seeds side by side", "",
              "Met %: deadlines met by each row (physics: the physics-aware, noise-blind"
              " planner; '-': not played); executor-s: over start now's on the same rounds, and"
-             " cobell --deadline's over the oracle's; 95 % reachable: whether the physics-aware"
+             " cobell --deadline's and the physics-aware planner's over the oracle's (the"
+             " physics-aware planner knows all but the noise: what it spends above the oracle is"
+             " the price of meeting 95 % without knowing the noise); 95 % reachable: whether the"
+             " physics-aware"
              " planner meets >= 95 % in the cell (where it does, cobell --deadline must);"
              " goals: cobell --deadline's per cell (details in each seed's section).", "",
              "| seed | world | pattern | met %: now / margin / paper / cobell --deadline /"
              " physics / oracle | 95 % reachable | executor-s vs now: cobell --deadline /"
-             " margin / physics | cobell --deadline vs oracle | goals met |", "|---" * 8 + "|"]
+             " margin / physics | executor-s vs oracle: cobell --deadline / physics | goals met |",
+             "|---" * 8 + "|"]
     for seed, cells in cells_by_seed.items():
         for c in cells:
             met = " / ".join(f"{100 * _row_stats(c, r)['met']:.1f}" if r in c.rows else "-"
@@ -419,10 +425,11 @@ def side_by_side(cells_by_seed: Mapping[int, Sequence[CellResult]]) -> list[str]
                                 for r in ("deadline", "margin", "physics"))
             reach = ("yes" if _row_stats(c, "physics")["met"] >= GOAL_MET else "no") \
                 if "physics" in c.rows else "-"
-            mine = _row_stats(c, "deadline")
+            vs_best = " / ".join(f"{_row_stats(c, r)['vs_oracle']:.3f}" if r in c.rows else "-"
+                                 for r in ("deadline", "physics"))
             role = SEED_ROLES.get(seed, "other").split(",")[0].split(":")[0]
             lines.append(f"| {seed} ({role}) | {c.world} | {c.pattern} | {met} | {reach} |"
-                         f" {vs_now} | {mine['vs_oracle']:.3f} | {goal_row(c)[0]} |")
+                         f" {vs_now} | {vs_best} | {goal_row(c)[0]} |")
     return lines
 
 

@@ -147,3 +147,18 @@ def test_the_excess_over_the_oracle_splits_into_stragglers_scale_outs_and_unused
     assert e["unused"] == pytest.approx(0.55)  # median of 0.5 and 0.6
     assert e["straggler_gap"] == pytest.approx(4 * 100.0 / gap)
     assert bench._excess_stats(cell, "oracle")["x_over"] == 1.0
+
+
+def test_the_cost_goal_names_what_the_physics_aware_planner_spends_over_the_oracle() -> None:
+    def job(x, runtime):
+        return JobResult("a", "sgd", x, 0.0, runtime, 1000.0, 0.0)
+
+    rounds = [{"start_now": [job(8, 500.0)], "deadline": [job(6, 600.0)],
+               "physics": [job(5, 700.0)], "oracle": [job(2, 990.0)]}]
+    cell = bench.CellResult("simulator", "isolated", rounds=rounds)
+    ok, failed = bench.goal_row(cell)
+    assert ok == "no"  # the cost goal is not waived where no planner reaches it
+    assert failed == [f"{3600 / 1980:.2f}x oracle (the physics-aware, noise-blind planner:"
+                      f" {3500 / 1980:.2f}x)"]
+    table = "\n".join(bench.side_by_side({7: [cell]}))
+    assert f"| {3600 / 1980:.3f} / {3500 / 1980:.3f} |" in table
