@@ -162,3 +162,26 @@ def test_the_cost_goal_names_what_the_physics_aware_planner_spends_over_the_orac
                       f" {3500 / 1980:.2f}x)"]
     table = "\n".join(bench.side_by_side({7: [cell]}))
     assert f"| {3600 / 1980:.3f} / {3500 / 1980:.3f} |" in table
+
+
+def test_the_cpu_benchmarks_burst_writes_deciding_submits_into_a_real_history(
+        curves, tmp_path) -> None:
+    """bench.deadline_cpu had imported `deadlines` from where it no longer lives (api/) and
+    failed before measuring anything."""
+    import time
+
+    from bench.deadline_cpu import burst_rows, history_rows
+    from bench.deadline_world import seeded_memory
+    from cobell_cli.store import waiting
+    from cobell_cli.store.history import History
+
+    db = tmp_path / "burst.db"
+    with History.open(db) as history:
+        history.insert_runs(history_rows(seeded_memory(curves, truth("simulator"), 7)),
+                            keep_ids=False)
+    now = time.time()
+    burst_rows(db, curves, now, submits=2)  # the benchmark's nine cost ~10x the CPU
+    with History.open(db, read_only=True) as history:
+        rows = waiting.rows(history, now)
+    assert len(rows) == 2
+    assert all(r["deadline_at"] > now for r in rows)
