@@ -88,12 +88,17 @@ WARMUP_ROUNDS = 10
 # deadline's default confidence, core/schedule/risk.DEADLINE_CONFIDENCE) was diagnosed on it
 # alone; TEST_SEED had been run once with the method before that change (its results were
 # seen, none of its rounds was looked into); FRESH_SEED was first run with the frozen method.
-# FIRST_TEST_SEED (2027) shaped the gathering rule (core/schedule/decision.GATHER_S) and is no
-# longer reported.
-TUNING_SEED, FIRST_TEST_SEED, TEST_SEED, FRESH_SEED = 7, 2027, 4242, 5309
+# LATE_FRESH_SEED was first started a shift later (unfinished there: no cell of it published),
+# with the same method on main (whose core had
+# changed meanwhile, calibration.stranger_factors among it, which every row plans with: its rows
+# are comparable with each other, not row for row with the other seeds'). FIRST_TEST_SEED
+# (2027) shaped the gathering rule (core/schedule/decision.GATHER_S) and is no longer reported.
+TUNING_SEED, FIRST_TEST_SEED, TEST_SEED, FRESH_SEED, LATE_FRESH_SEED = 7, 2027, 4242, 5309, 8821
+SEEDS = [TUNING_SEED, TEST_SEED, FRESH_SEED]  # LATE_FRESH_SEED's run did not finish (yet)
 SEED_ROLES = {TUNING_SEED: "tuning",
               TEST_SEED: "test, run once before the last change and once after",
               FRESH_SEED: "fresh test, first run with the frozen method",
+              LATE_FRESH_SEED: "fresh test, first run a shift later on main",
               FIRST_TEST_SEED: "contaminated: first test, its failure shaped the gathering"}
 GOAL_MET, GOAL_VS_NOW, GOAL_VS_ORACLE = 0.95, 0.9, 1.1  # the CPU goal: deadline_cpu.py
 BURSTS = ("burst5", "burst10")
@@ -311,6 +316,33 @@ def _row_stats(cell: CellResult, row: str) -> dict[str, float]:
     }
 
 
+def _excess_stats(cell: CellResult, row: str) -> dict[str, float]:
+    """Where a row's executor-seconds above the oracle's go: the stragglers' share of the gap,
+    each deadline job's scale-out over the oracle's (median), and the share of its window
+    (deadline - start) it left unused (median: over-provisioning shows as much unused)."""
+    x_over, unused = [], []
+    mine = oracle_s = straggler = straggler_oracle = 0.0
+    for rnd in cell.rounds:
+        best = {r.key: r for r in rnd["oracle"]}
+        for r in rnd[row]:
+            mine += r.executor_s
+            oracle_s += best[r.key].executor_s
+            if r.deadline_at is None:
+                straggler += r.executor_s
+                straggler_oracle += best[r.key].executor_s
+                continue
+            x_over.append(r.scale_out / best[r.key].scale_out)
+            window = r.deadline_at - r.start_at
+            unused.append((window - r.runtime_s) / window if window > 0 else -math.inf)
+    gap = mine - oracle_s
+    return {"x_over": float(np.median(x_over)), "unused": float(np.median(unused)),
+            "straggler_gap": (straggler - straggler_oracle) / gap if gap > 0 else math.nan}
+
+
+def _or_dash(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
 def _cpu_stats(d: Decisions) -> dict[str, float]:
     if not d.plan_cpu_s:
         return {"n": 0}
@@ -347,8 +379,10 @@ def goal_row(cell: CellResult) -> tuple[str, list[str]]:
             failed.append(f"{mine['vs_now']:.2f}x start now")
         if mine["met"] < now["met"]:
             failed.append("less often on time than start now")
-    if mine["vs_oracle"] > GOAL_VS_ORACLE:
-        failed.append(f"{mine['vs_oracle']:.2f}x oracle")
+    if mine["vs_oracle"] > GOAL_VS_ORACLE:  # not waived: the issue sets no reach for it
+        failed.append(f"{mine['vs_oracle']:.2f}x oracle" + (
+            f" (the {LABELS['physics']}: {_row_stats(cell, 'physics')['vs_oracle']:.2f}x)"
+            if "physics" in cell.rows else ""))
     hard = [f for f in failed if "out of reach" not in f]
     return ("yes" if not hard else "no"), failed
 
@@ -374,12 +408,16 @@ def side_by_side(cells_by_seed: Mapping[int, Sequence[CellResult]]) -> list[str]
     lines = ["", "## All seeds side by side", "",
              "Met %: deadlines met by each row (physics: the physics-aware, noise-blind"
              " planner; '-': not played); executor-s: over start now's on the same rounds, and"
-             " cobell --deadline's over the oracle's; 95 % reachable: whether the physics-aware"
+             " cobell --deadline's and the physics-aware planner's over the oracle's (the"
+             " physics-aware planner knows all but the noise: what it spends above the oracle is"
+             " the price of meeting 95 % without knowing the noise); 95 % reachable: whether the"
+             " physics-aware"
              " planner meets >= 95 % in the cell (where it does, cobell --deadline must);"
              " goals: cobell --deadline's per cell (details in each seed's section).", "",
              "| seed | world | pattern | met %: now / margin / paper / cobell --deadline /"
              " physics / oracle | 95 % reachable | executor-s vs now: cobell --deadline /"
-             " margin / physics | cobell --deadline vs oracle | goals met |", "|---" * 8 + "|"]
+             " margin / physics | executor-s vs oracle: cobell --deadline / physics | goals met |",
+             "|---" * 8 + "|"]
     for seed, cells in cells_by_seed.items():
         for c in cells:
             met = " / ".join(f"{100 * _row_stats(c, r)['met']:.1f}" if r in c.rows else "-"
@@ -388,10 +426,11 @@ def side_by_side(cells_by_seed: Mapping[int, Sequence[CellResult]]) -> list[str]
                                 for r in ("deadline", "margin", "physics"))
             reach = ("yes" if _row_stats(c, "physics")["met"] >= GOAL_MET else "no") \
                 if "physics" in c.rows else "-"
-            mine = _row_stats(c, "deadline")
+            vs_best = " / ".join(f"{_row_stats(c, r)['vs_oracle']:.3f}" if r in c.rows else "-"
+                                 for r in ("deadline", "physics"))
             role = SEED_ROLES.get(seed, "other").split(",")[0].split(":")[0]
             lines.append(f"| {seed} ({role}) | {c.world} | {c.pattern} | {met} | {reach} |"
-                         f" {vs_now} | {mine['vs_oracle']:.3f} | {goal_row(c)[0]} |")
+                         f" {vs_now} | {vs_best} | {goal_row(c)[0]} |")
     return lines
 
 
@@ -415,7 +454,10 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
         " deadline without --confidence now plans at"
         f" {DEADLINE_CONFIDENCE:g} (core/schedule/risk.DEADLINE_CONFIDENCE, the goal's level,"
         f" not fitted). Seed {TEST_SEED} (test) was run once before that change and once"
-        f" after; seed {FRESH_SEED} (fresh test) was first run with the frozen method. The"
+        f" after; seed {FRESH_SEED} (fresh test) was first run with the frozen method"
+        + (f", and seed {LATE_FRESH_SEED} (fresh test) a shift later, on a main whose core had"
+           " changed meanwhile for every row (calibration.stranger_factors), not the method of"
+           " cobell --deadline" if LATE_FRESH_SEED in cells_by_seed else "") + ". The"
         " physics-aware, noise-blind planner decides where >= 95 % is within reach (95 %"
         " reachable); in a cell it was not played in ('-'), the oracle decides.",
     ]
@@ -446,6 +488,19 @@ def render(cells_by_seed: Mapping[int, Sequence[CellResult]], command: str, elap
             early = sum(v for k, v in c.phases.items() if k != "model")
             lines.append(f"| {c.world} | {c.pattern} | {ok} | {'; '.join(failed) or '-'} |"
                          f" {early} of {sum(c.phases.values())} |")
+        lines += ["", "Where the executor-seconds above the oracle's go: the share of the gap"
+                  " that is the stragglers' (a start changes how long they run), each deadline"
+                  " job's scale-out over the oracle's (median), and the share of its window"
+                  " (deadline - start) it left unused (median; the oracle leaves next to none).",
+                  "", "| world | pattern | row | vs oracle | stragglers' share of the gap |"
+                  " scale-out / oracle's | window unused |", "|---" * 7 + "|"]
+        for c in cells:
+            for row in (r for r in ("start_now", "deadline", "physics", "oracle")
+                        if r in c.rows and "oracle" in c.rows):
+                s, e = _row_stats(c, row), _excess_stats(c, row)
+                lines.append(f"| {c.world} | {c.pattern} | {LABELS[row]} |"
+                             f" {s['vs_oracle']:.3f} | {_or_dash(e['straggler_gap'])} |"
+                             f" {e['x_over']:.2f} | {100 * e['unused']:.0f} % |")
         lines += ["", "Decision CPU in-process (cobell --deadline): the plan at once (the"
                   " planning part of a predict, without the process's start, imports and"
                   " history read) and what the deadline adds; ratio = (plan + added) / plan per"
@@ -469,7 +524,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="simulator, isolated and burst5, 2 rounds, 3 warm-up bursts; "
                              "prints, writes nothing")
     parser.add_argument("--seeds", type=int, nargs="+",
-                        default=[TUNING_SEED, TEST_SEED, FRESH_SEED])
+                        default=SEEDS)
     parser.add_argument("--rounds", type=int, default=None, help="rounds per cell (default:"
                         f" {', '.join(f'{k} {v}' for k, v in ROUNDS.items())})")
     parser.add_argument("--warmup", type=int, default=WARMUP_ROUNDS)
@@ -509,7 +564,7 @@ def main(argv: list[str] | None = None) -> None:
                     lambda m: print(m, flush=True), args.rows))
     command = "python -m bench.deadline" + (" --quick" if args.quick else "") + "".join(
         f" {flag} {' '.join(map(str, value))}" for flag, value, default in (
-            ("--seeds", args.seeds, [TUNING_SEED, TEST_SEED, FRESH_SEED]),
+            ("--seeds", args.seeds, SEEDS),
             ("--worlds", args.worlds,
             list(WORLDS)), ("--patterns", args.patterns, list(PATTERNS)),
             ("--rows", args.rows, list(ROWS)))

@@ -68,14 +68,15 @@ def _cpu_of(argv: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def burst_rows(db: Path, curves: Any, now: float) -> None:
-    """BURST - 1 submits with deadlines decided in turn, as `cobell submit` records them."""
-    from cobell_cli import config, deadlines
+def burst_rows(db: Path, curves: Any, now: float, submits: int = BURST - 1) -> None:
+    """`submits` submits with deadlines decided in turn, as `cobell submit` records them."""
+    from cobell_cli import config
+    from cobell_cli.api import deadlines
     from cobell_cli.cluster.none import NoCluster
     from cobell_cli.store.history import History
 
     settings = config.load({"db": str(db), "max_scale_out": 60, "min_scale_out": 4}, None)
-    for i in range(BURST - 1):
+    for i in range(submits):
         job = JOBS[i % len(JOBS)]
         deadline = now + 2.0 * curves[job].median_s(REF_SCALE_OUT)
         request = deadlines.DeadlineRequest(deadline_at=deadline, submitted_at=now + i / 100)

@@ -10,7 +10,7 @@ import pytest
 from bench import deadline as bench
 from bench.colocation import truth
 from bench.deadline_peers import _Queued, paper_waits
-from bench.deadline_world import PATTERNS, REF_SCALE_OUT, draw_round, met_share
+from bench.deadline_world import PATTERNS, REF_SCALE_OUT, JobResult, draw_round, met_share
 from bench.simulator import load_curves
 from cobell_cli.core.model_table import ModelTable
 
@@ -126,3 +126,62 @@ def test_the_physics_aware_planner_sizes_on_redrawn_noise_like_oracle_bound(curv
     assert draws.share_meeting(mine.scale_out - 1, budget) < PHYSICS_LEVEL
     tight = oracle_bound.plan_at(draws, PHYSICS_LEVEL, budget / 2)
     assert tight > mine.scale_out  # half the time left: more executors
+
+
+def test_the_excess_over_the_oracle_splits_into_stragglers_scale_outs_and_unused_windows(
+) -> None:
+    def job(key, x, runtime, deadline=1000.0):
+        return JobResult(key, "sgd", x, 0.0, runtime, deadline, 0.0)
+
+    def straggler(runtime):
+        return JobResult("s", "kmeans", 4, -100.0, runtime, None, 0.0)
+
+    oracle = [job("a", 4, 900.0), job("b", 2, 950.0), straggler(500.0)]
+    # twice the oracle's executors, half the window unused; the straggler runs 100 s longer
+    mine = [job("a", 8, 500.0), job("b", 6, 400.0), straggler(600.0)]
+    cell = bench.CellResult("simulator", "isolated", rounds=[{"deadline": mine,
+                                                              "oracle": oracle}])
+    e = bench._excess_stats(cell, "deadline")
+    gap = sum(r.executor_s for r in mine) - sum(r.executor_s for r in oracle)
+    assert e["x_over"] == pytest.approx(2.5)  # median of 2 and 3
+    assert e["unused"] == pytest.approx(0.55)  # median of 0.5 and 0.6
+    assert e["straggler_gap"] == pytest.approx(4 * 100.0 / gap)
+    assert bench._excess_stats(cell, "oracle")["x_over"] == 1.0
+
+
+def test_the_cost_goal_names_what_the_physics_aware_planner_spends_over_the_oracle() -> None:
+    def job(x, runtime):
+        return JobResult("a", "sgd", x, 0.0, runtime, 1000.0, 0.0)
+
+    rounds = [{"start_now": [job(8, 500.0)], "deadline": [job(6, 600.0)],
+               "physics": [job(5, 700.0)], "oracle": [job(2, 990.0)]}]
+    cell = bench.CellResult("simulator", "isolated", rounds=rounds)
+    ok, failed = bench.goal_row(cell)
+    assert ok == "no"  # the cost goal is not waived where no planner reaches it
+    assert failed == [f"{3600 / 1980:.2f}x oracle (the physics-aware, noise-blind planner:"
+                      f" {3500 / 1980:.2f}x)"]
+    table = "\n".join(bench.side_by_side({7: [cell]}))
+    assert f"| {3600 / 1980:.3f} / {3500 / 1980:.3f} |" in table
+
+
+def test_the_cpu_benchmarks_burst_writes_deciding_submits_into_a_real_history(
+        curves, tmp_path) -> None:
+    """bench.deadline_cpu had imported `deadlines` from where it no longer lives (api/) and
+    failed before measuring anything."""
+    import time
+
+    from bench.deadline_cpu import burst_rows, history_rows
+    from bench.deadline_world import seeded_memory
+    from cobell_cli.store import waiting
+    from cobell_cli.store.history import History
+
+    db = tmp_path / "burst.db"
+    with History.open(db) as history:
+        history.insert_runs(history_rows(seeded_memory(curves, truth("simulator"), 7)),
+                            keep_ids=False)
+    now = time.time()
+    burst_rows(db, curves, now, submits=2)  # the benchmark's nine cost ~10x the CPU
+    with History.open(db, read_only=True) as history:
+        rows = waiting.rows(history, now)
+    assert len(rows) == 2
+    assert all(r["deadline_at"] > now for r in rows)
