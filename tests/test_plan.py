@@ -22,6 +22,7 @@ from cobell_cli.core.plan import (
     search_state,
     similar_runs,
 )
+from cobell_cli.core.plan.infeasible import INFEASIBLE_TOLERANCE, near_fastest, tolerance_text
 from cobell_cli.core.plan.reasons import probability_text
 from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
@@ -314,11 +315,59 @@ def test_no_co_runners_is_the_no_interference_model() -> None:
     assert p.scale_out == 25 and p.feasible and p.phase == "model"
 
 
-def test_infeasible_target_reserves_the_maximum() -> None:
-    p = plan_with(target_s=50.0)  # 30 + 3000/64 ≈ 77 s at best
+def test_infeasible_target_on_a_falling_curve_reserves_the_maximum() -> None:
+    # 30 + 3000/x: 76.9 s at 64, 83.6 s at 56 (the grid's step 8): 9 % faster, worth it.
+    p = plan_with(target_s=50.0, step=8)
     assert p.scale_out == 64 and not p.feasible
-    assert any("no scale-out" in w for w in p.warnings)
-    assert p.reason.startswith("No scale-out in [1, 64] meets the 50 s target")
+    assert any("no scale-out" in w and "reserving 64, the smallest scale-out within "
+               f"{tolerance_text()} of the lowest judged runtime" in w
+               for w in p.warnings)
+    assert p.reason.startswith("No scale-out in [1, 64] meets the 50 s target, so the "
+                               f"smallest within {tolerance_text()} of the lowest judged")
+
+
+def _smallest_near_fastest(model: AnalyticModel, xs: Sequence[int]) -> int:
+    """The smallest scale-out the model predicts within the tolerance of its fastest."""
+    f = model.f(np.asarray(xs, dtype=float))
+    return int(xs[int(np.argmax(f <= f.min() * (1 + INFEASIBLE_TOLERANCE)))])
+
+
+@pytest.mark.parametrize("confidence", [None, 0.9])
+def test_infeasible_target_on_a_flat_curve_reserves_the_smallest(confidence) -> None:
+    """Executors that buy no speed are not bought (they were: the largest among equals)."""
+    flat = AnalyticModel(theta=(200.0, 0.0, 0.0, 0.0))
+    p = plan_with(flat, target_s=150.0, confidence=confidence)
+    assert not p.feasible and p.scale_out == 1
+    judged = "upper bound" if confidence is not None else "judged runtime"
+    assert any(f"reserving 1, the smallest scale-out within {tolerance_text()} of the lowest "
+               f"{judged}" in w for w in p.warnings)
+
+
+def test_infeasible_target_on_a_nearly_flat_curve_gives_up_only_the_tolerance() -> None:
+    # 200 + 20/x: 64 executors are 0.2 % faster than 16; the tolerance decides where to stop.
+    nearly = AnalyticModel(theta=(200.0, 20.0, 0.0, 0.0))
+    p = plan_with(nearly, target_s=150.0)
+    expected = _smallest_near_fastest(nearly, range(1, 65))
+    assert not p.feasible and p.scale_out == expected
+    assert 1 < expected < 64
+    assert any(f"reserving {expected}, the smallest scale-out within {tolerance_text()} of "
+               "the lowest judged runtime (200 s at 64)" in w for w in p.warnings)
+
+
+def test_infeasible_target_at_a_sweet_spot_stops_short_of_it() -> None:
+    # 20 + 1600/x + 3x is fastest at x = 23; never past it, and short of it by the tolerance.
+    sweet = AnalyticModel(theta=(20.0, 1600.0, 0.0, 3.0))
+    p = plan_with(sweet, target_s=100.0)
+    expected = _smallest_near_fastest(sweet, range(1, 65))
+    assert not p.feasible and p.scale_out == expected
+    assert 1 < expected < 23
+
+
+def test_near_fastest_is_the_smallest_candidate_within_the_tolerance() -> None:
+    assert near_fastest([5.0, 5.0, 5.0]) == 0
+    assert near_fastest([9.0, 5.2, 5.0, 5.0], tolerance=0.05) == 1
+    assert near_fastest([9.0, 5.2, 5.0, 5.0], tolerance=0.0) == 2
+    assert near_fastest([9.0, 6.0, 5.0, 7.0], tolerance=0.02) == 2
 
 
 def test_confidence_bound_raises_the_scale_out() -> None:
@@ -476,16 +525,19 @@ def test_choice_is_smallest_and_monotone_in_interference(
         assert all(0.0 <= r <= 1.0 for r in c.overlap_ratio.values())
     meeting = [c.scale_out for c in p.candidates if c.meets_target]
     decides = [(c.upper_s if confidence is not None else c.predicted_s) for c in p.candidates]
-    fastest = max(c.scale_out for c, d in zip(p.candidates, decides, strict=True)
-                  if d == min(decides))  # fmt: skip
-    assert p.scale_out == (meeting[0] if meeting else fastest)
+    near = min(c.scale_out for c, d in zip(p.candidates, decides, strict=True)
+               if d <= min(decides) * (1 + INFEASIBLE_TOLERANCE))  # fmt: skip
+    assert p.scale_out == (meeting[0] if meeting else near)
     assert p.feasible == bool(meeting)
     assert p.overlap_converged in (True, None)
-    # More interference never lowers the scale-out.
-    assert plan_with(strong, **kw).scale_out >= p.scale_out
+    # More interference never lowers the scale-out that meets the target (out of reach, the
+    # plan gives up the tolerance's runtime for fewer executors: no order there).
+    stronger = plan_with(strong, **kw)
+    assert not stronger.feasible or stronger.scale_out >= p.scale_out
     # Another co-runner never lowers it either.
     more = [*apps, app("extra", None, NOW - 5)]
-    assert plan_with(weak, **{**kw, "co_runners": more}).scale_out >= p.scale_out
+    crowded = plan_with(weak, **{**kw, "co_runners": more})
+    assert not crowded.feasible or crowded.scale_out >= p.scale_out
     # Without co-runners: the no-interference model.
     if not apps:
         assert p.predicted_s == pytest.approx(float(weak.predict([p.scale_out])[0]))
@@ -574,7 +626,7 @@ def test_below_the_observed_range_the_cautious_bound_decides() -> None:
     assert high[0] <= 150.0
 
 
-def test_infeasible_target_past_the_sweet_spot_reserves_the_fastest() -> None:
+def test_infeasible_target_past_the_sweet_spot_stays_near_the_fastest() -> None:
     """Runtime with a minimum at 16 (overheads grow past it): do not reserve 64 then."""
     from cobell_cli.core.model import fit_runtime_model
 
@@ -593,8 +645,10 @@ def test_infeasible_target_past_the_sweet_spot_reserves_the_fastest() -> None:
              fit=fit_runtime_model)  # fmt: skip
     assert not p.feasible
     assert 16 <= p.scale_out <= 32  # near the true optimum x = sqrt(1600/3) ≈ 23
-    assert p.predicted_s == min(c.predicted_s for c in p.candidates)
-    assert "fastest predicted" in p.reason
+    fastest = min(c.predicted_s for c in p.candidates)
+    assert p.predicted_s <= fastest * (1 + INFEASIBLE_TOLERANCE)
+    assert p.scale_out <= min(c.scale_out for c in p.candidates if c.predicted_s == fastest)
+    assert "the smallest within" in p.reason
 
 
 def test_recorded_underprediction_raises_the_confident_scale_out() -> None:

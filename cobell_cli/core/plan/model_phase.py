@@ -15,6 +15,7 @@ from cobell_cli.core.plan.co_runners import (
     _predict_overlaps,
     considers_co_runners,
 )
+from cobell_cli.core.plan.infeasible import near_fastest, tolerance_text
 from cobell_cli.core.plan.reasons import _model_reason
 from cobell_cli.core.plan.records import (
     CandidatePrediction,
@@ -104,7 +105,7 @@ def _decide(
     target_s: float,
     prices: Sequence[float] | None = None,
 ) -> _Decision:
-    """The smallest candidate meeting the target, else the fastest (the largest among equals).
+    """The smallest candidate meeting the target, else the smallest near the fastest.
 
     With a confidence p the upper bound decides: the largest of the model's own interval
     (the curve's leave-one-scale-out errors, which cover scale-outs never run) and predicted
@@ -114,11 +115,13 @@ def _decide(
     confidence (the point decision) the point prediction decides. Below the smallest
     observed scale-out the model can only bound the runtime (between no and linear
     speed-up); judge those candidates on the cautious bound, or a flat history would make
-    every smaller scale-out "meet" the target. Infeasible: the fastest predicted candidate
-    is the maximum when runtime falls with scale-out, but not past a job's sweet spot
-    (overheads, co-runners). `prices` (per executor-second, e.g. container MB for
-    `--minimize memory-mb-seconds`): among the candidates meeting the target, the one whose
-    price x scale-out x predicted runtime is least, instead of the smallest.
+    every smaller scale-out "meet" the target. Infeasible: the smallest candidate within
+    INFEASIBLE_TOLERANCE of the fastest judged runtime (infeasible.py): the maximum when
+    runtime keeps falling, never past a job's sweet spot (overheads, co-runners), and no
+    executors that buy no speed on a flat curve. `prices` (per executor-second, e.g.
+    container MB for `--minimize memory-mb-seconds`): among the candidates meeting the
+    target, the one whose price x scale-out x predicted runtime is least, instead of the
+    smallest.
     """
     lo = observed[0]
     decide = tuple(
@@ -127,8 +130,7 @@ def _decide(
     )
     meets = tuple(d <= target_s for d in decide)
     feasible = any(meets)
-    fastest_s = min(decide)
-    i = meets.index(True) if feasible else max(j for j, d in enumerate(decide) if d == fastest_s)
+    i = meets.index(True) if feasible else near_fastest(decide)
     if feasible and prices is not None:
         i = min((j for j, m in enumerate(meets) if m),
                 key=lambda j: (prices[j] * xs[j] * bounds.predicted[j], j))
@@ -240,12 +242,14 @@ def _infeasible_warning(
     runtime it was judged on is the upper bound under a P(meet) policy (else the prediction,
     but for the cautious bound below the smallest scale-out ever run)."""
     i, chosen = decision.index, candidates[decision.index]
-    judged = "upper bound" if confidence is not None else "judged on"
+    judged = "upper bound" if confidence is not None else "judged runtime"
+    fastest = min(range(len(candidates)), key=lambda j: (decision.decide[j], j))
+    lowest = (f" ({decision.decide[fastest]:.0f} s at {candidates[fastest]})"
+              if fastest != i else "")
     return (
         f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target ({judged} {decision.decide[i]:.0f} s at {chosen}); reserving "
-        + ("the maximum" if chosen == candidates[-1] else f"the scale-out with the lowest {judged}"
-           if confidence is not None else "the fastest predicted scale-out")
+        f"target ({judged} {decision.decide[i]:.0f} s at {chosen}); reserving {chosen}, the "
+        f"smallest scale-out within {tolerance_text()} of the lowest {judged}{lowest}"
     )
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cobell_cli.core.plan.infeasible import tolerance_text
 from cobell_cli.core.plan.records import Phase, Plan, Strategy
 
 
@@ -63,11 +64,10 @@ def _model_reason(
             f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
             f"the {target_s:.0f} s target: {how}: prediction {predicted_s:.0f} s{bound}."
         )
-    fastest = ("the one with the lowest upper bound" if confidence is not None
-               else "the fastest predicted")
+    judged = "upper bound" if confidence is not None else "judged runtime"
     return (
         f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target, so {'the maximum' if chosen == candidates[-1] else fastest}"
+        f"target, so the smallest within {tolerance_text()} of the lowest {judged}"
         f", {chosen}: {how}: prediction {predicted_s:.0f} s{bound} there."
     )
 
