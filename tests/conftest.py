@@ -68,13 +68,17 @@ CLUSTER_FILES = frozenset(f"tests/{name}.py" for name in (
 CLUSTER_FIXTURES = frozenset({"local_spark", "real_yarn"})
 
 
+def _test_file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test on a real cluster outside CLUSTER_FILES would start a second cluster under xdist:
     name its file there."""
     for item in items:
         marked = item.get_closest_marker("spark") or item.get_closest_marker("yarn")
         on_cluster = marked or CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ()))
-        path = item.nodeid.split("::", 1)[0]
+        path = _test_file(item.nodeid)
         if on_cluster and path not in CLUSTER_FILES:
             raise pytest.UsageError(f"{item.nodeid} runs on a real cluster: add {path} to "
                                     "CLUSTER_FILES in tests/conftest.py")
@@ -89,7 +93,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class RealClustersTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "real-clusters" if path in CLUSTER_FILES else nodeid
+            return "real-clusters" if _test_file(nodeid) in CLUSTER_FILES else nodeid
 
     return RealClustersTogether(config, log)
