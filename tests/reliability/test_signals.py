@@ -215,21 +215,36 @@ def _traceback_from_cobell(err: str) -> bool:
     )
 
 
+def _median_run_s(argv: list[str]) -> float:
+    """How long the command takes here: the median of three runs after a warm-up (the first
+    run may write bytecode caches and read cold files, and is not what the sweep meets)."""
+    durations = []
+    for _ in range(4):
+        t0 = time.monotonic()
+        assert subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
+        durations.append(time.monotonic() - t0)
+    return sorted(durations[1:])[1]
+
+
 def test_sigint_while_python_imports_is_one_line_and_130(tmp_path: Path) -> None:
     """SIGINT swept over a short command's whole life, most of which is Python importing."""
     with History.open(tmp_path / "h.db") as history:  # `history jobs` then prints to stdout
         history.start_run(job="sgd", status="succeeded", scale_out=4, runtime_s=9.0)
     argv = [str(Path(PY).with_name("cobell")), "--db", str(tmp_path / "h.db"), "history", "jobs"]
-    t0 = time.monotonic()
-    assert subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
-    whole_s = time.monotonic() - t0
+    whole_s = _median_run_s(argv)
     outcomes = []
-    for k in range(30):
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(whole_s * k / 30)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-        outcomes.append((whole_s * k / 30, proc.returncode, err))
+    # The count of signals that landed during the imports is the sweep's premise, not the
+    # verdict; a run slower or faster than the calibration moves it, so the sweep goes on, at
+    # the same delays, until it has hit the imports ten times (a bounded number of rounds).
+    for _round in range(4):
+        for k in range(30):
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(whole_s * k / 30)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            outcomes.append((whole_s * k / 30, proc.returncode, err))
+        if sum(code == 130 for _, code, _ in outcomes) >= 10:
+            break
     for delay_s, code, err in outcomes:
         assert not _traceback_from_cobell(err), (delay_s, err)
         if "Traceback" not in err:
