@@ -174,3 +174,19 @@ def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
     text = me.decomposition(mine, oracle)
     assert "container / oracle's 1.333" in text and "point / need 0.900" in text
     assert "bound 1.300" in text
+
+
+def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> None:
+    from bench import memory_sensitivity as ms
+    from cobell_cli.core.memory import model
+
+    shipped = model.MIN_MARGIN
+    monkeypatch.setattr(ms, "CONFIDENCES", (0.95,))
+    monkeypatch.setattr(ms, "MARGINS", (1.0, 2.0))
+    rows = ms.sweep("tune-v2")  # 6 cases of one job: small enough for a test
+    assert shipped == model.MIN_MARGIN
+    (_, low_floor, low), (_, high_floor, high) = rows
+    assert (low_floor, high_floor) == (1.0, 2.0)
+    assert low["sized"] == high["sized"] > 0
+    # a wider floor never reserves less: the grid really moved the constant
+    assert high["mean_ratio"] > low["mean_ratio"]
