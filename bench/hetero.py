@@ -38,6 +38,10 @@ that run:
   widened by the speeds' held-out error; the cheapest;
 * oracle: the cheapest (type, scale-out) meeting the target in that very run.
 
+`--known-only DRAWS` prints instead the planner that knows the world: per job and target the
+cheapest fixed (type, scale-out) with P(meet) >= 0.9 (0.95) over DRAWS runs, against the same
+oracle; the lowest cost / oracle's any planner can reach, since a plan knows no run's noise.
+
 Goals: cost <= 1.1 x the oracle's while meeting >= 95 % of targets.
 
 Seeds: 2018 is the one the method was developed on; 7 and 11 were run after it was frozen.
