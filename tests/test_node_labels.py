@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from cobell_cli.core.nodetype import (
+    LabelOption,
     NodeTypeModel,
     TypeFactor,
     TypeSpeeds,
@@ -157,3 +159,23 @@ def test_the_label_is_injected_on_yarn_only() -> None:
         with_node_label(standalone, "fast")
     other = inject(["run.sh", "{scale_out}"], 2, "etl")
     assert "not injected" in with_node_label(other, "fast").warnings[-1]
+
+
+def _option(label: str, price: float, x: int, predicted: float, upper: float,
+            factor: float = 1.0) -> LabelOption:
+    """A label's infeasible plan, as far as choosing among labels reads it."""
+    plan_ = SimpleNamespace(scale_out=x, predicted_s=predicted, upper_s=upper, feasible=False,
+                            confidence=0.9)
+    return LabelOption(label, price, factor, "runs", plan_)
+
+
+def test_with_no_label_feasible_the_planners_rule_picks_across_labels() -> None:
+    """The rule of core/plan/infeasible.py, across labels: the cheapest option judged (upper
+    bound x factor) within its tolerance of the fastest, not the lowest prediction."""
+    cheap = _option("", 1.0, 8, predicted=100.0, upper=140.0)  # judged 140, cost 800
+    near = _option("net", 1.25, 8, predicted=90.0, upper=139.0)  # judged 139, cost 900
+    assert cheapest_label([cheap, near]) is cheap  # within 2 %: fewer executor-seconds
+    wide = _option("wide", 1.0, 8, predicted=80.0, upper=200.0)  # lowest prediction, wide bound
+    assert cheapest_label([wide, near]) is near  # judged on the bound, as the planner does
+    fast = _option("fast", 1.0, 10, predicted=100.0, upper=125.0, factor=0.8)  # judged 100
+    assert cheapest_label([cheap, near, fast]) is fast  # real speed is not given up

@@ -20,6 +20,7 @@ from typing import Any
 
 from cobell_cli.core.cost import executor_seconds
 from cobell_cli.core.nodetype.factors import NodeTypeModel, node_type
+from cobell_cli.core.plan.infeasible import near_fastest
 
 
 @dataclass(frozen=True)
@@ -99,18 +100,30 @@ def plan_labels(plan_fn: Callable[..., Any], *, runs: Sequence[Mapping[str, Any]
 
 def cheapest_label(options: Sequence[LabelOption]) -> LabelOption:
     """The feasible option with the least predicted cost (ties: fewer executors, then the
-    label listed first); if none is feasible, the fastest predicted; before any model (the
-    bootstrap search predicts nothing), the first label."""
+    label listed first); if none is feasible, the planner's own rule for an unreachable
+    target across labels (core/plan/infeasible.py): the cheapest option whose judged runtime
+    is within its tolerance of the fastest one's; before any model (the bootstrap search
+    predicts nothing), the first label."""
     if not options:
         raise ValueError("no node label to plan on")
     order = {o.node_label: i for i, o in enumerate(options)}
     priced = [o for o in options if o.cost is not None]
     if not priced:
         return options[0]
-    feasible = [o for o in priced if o.feasible]
+    by_cost = sorted(priced, key=lambda o: (o.cost, o.scale_out, order[o.node_label]))
+    feasible = [o for o in by_cost if o.feasible]
     if feasible:
-        return min(feasible, key=lambda o: (o.cost, o.scale_out, order[o.node_label]))
-    return min(priced, key=lambda o: (o.predicted_s, o.cost, order[o.node_label]))
+        return feasible[0]
+    return by_cost[near_fastest([judged_s(o) for o in by_cost])]
+
+
+def judged_s(option: LabelOption) -> float:
+    """The runtime the option's plan was judged on, in the label's seconds: the upper bound
+    under a P(meet) policy (else the prediction) times the factor and the prior's margin, so
+    it meets the caller's target exactly when the plan met target / (factor · margin)."""
+    p = option.plan
+    base = p.upper_s if p.confidence is not None and p.upper_s is not None else p.predicted_s
+    return float(base) * option.factor * option.margin
 
 
 def in_label_seconds(option: LabelOption, target_s: float) -> Any:
