@@ -96,3 +96,16 @@ def test_a_recording_is_read_back_and_evaluated(tmp_path: Path) -> None:
     assert {r["victim"] for r in result["errors"]} == set(pair)
     fresh = unseen_pairs.fresh_errors(rec, rec, 0.9)
     assert len(fresh["errors"]) > 0 and fresh["allocations"] == []
+
+
+def test_the_planner_that_knows_the_world_meets_its_p_and_never_beats_the_oracle(
+        bell_dir: Path) -> None:
+    curves = load_curves(bell_dir)
+    rows = hetero.known_distribution({"sgd": curves["sgd"]}, 5, draws=30)
+    assert len(rows) == len(hetero.TARGET_SCALE_OUTS)
+    for row in rows:
+        for p in hetero.KNOWN_P:
+            choice = row[p]
+            assert choice["meet"] >= p  # sgd's targets are all reachable somewhere
+            assert choice["cost"] >= 1.0  # the oracle knows the run; a plan only its spread
+        assert row[0.95]["cost"] >= row[hetero.KNOWN_P[0]]["cost"]  # more certainty, more cost
