@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,36 @@ def test_a_kill_through_rest_is_what_cobell_reads(real_yarn: RealYarn) -> None:
     cluster = _cobells_view(real_yarn)
     assert cluster.app(app_id).state == "KILLED"
     assert app_id not in {a.app_id for a in cluster.running_apps()}
+
+
+def _node_apps(http_address: str) -> list[dict]:
+    """The apps a NodeManager still holds (its context: what its stop waits for)."""
+    with urllib.request.urlopen(f"http://{http_address}/ws/v1/node/apps", timeout=10) as resp:
+        doc = json.loads(resp.read().decode("utf-8"))
+    return ((doc or {}).get("apps") or {}).get("app") or []
+
+
+def test_a_finished_app_leaves_its_node_manager_and_keeps_its_logs(real_yarn: RealYarn) -> None:
+    """What keeps `local-cluster stop --yarn` quick after jobs ran: a NodeManager's stop waits
+    6 s while it still holds an app and 10 s more while that app's log deleter is pending, so
+    the generated yarn-site has it let go of a finished app at once (log.retain-seconds 0),
+    while the deletion itself waits (delete.debug-delay-sec): the container's log stays on
+    disk and the RM keeps the app's record. (With YARN's defaults it holds the app 3 h.)"""
+    app_id = real_yarn.submit_shell("echo kept 1><LOG_DIR>/stdout", name="finishes")
+    app = real_yarn.wait_for(
+        "the app ended",
+        lambda: (a := real_yarn.app(app_id))["state"] in {"FAILED", "FINISHED", "KILLED"} and a,
+        timeout_s=180,
+    )
+    node = app["amHostHttpAddress"]
+    real_yarn.wait_for(
+        f"the NodeManager at {node} letting go of {app_id}",
+        lambda: app_id not in {a["id"] for a in _node_apps(node)},
+        timeout_s=120,
+    )
+    assert real_yarn.app(app_id)["state"] == app["state"]  # the RM's record stays
+    logs = list(real_yarn.cluster.base_dir.glob(f"nm-*/logs/{app_id}/container_*/stdout"))
+    assert [p.read_text() for p in logs] == ["kept\n"]
 
 
 def test_local_cluster_status_and_start_see_the_running_yarn(

@@ -176,24 +176,33 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
             xdg_data_home=xdg_data_home,
         )
     finally:
-        cluster.stop()
+        t0 = time.monotonic()
+        if cluster.stop():  # False: not running (a start that failed stopped it already)
+            _STOPS.append(time.monotonic() - t0)
 
 
 _STARTS: list[float] = []
+_STOPS: list[float] = []
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Under pytest-xdist a worker started the cluster: hand its start time to the controller."""
+    """Under pytest-xdist a worker ran the cluster: hand its start and stop times to the
+    controller."""
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["real_yarn_starts"] = json.dumps(_STARTS)
+        session.config.workeroutput["real_yarn_stops"] = json.dumps(_STOPS)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    _STARTS.extend(json.loads(getattr(node, "workeroutput", {}).get("real_yarn_starts", "[]")))
+    output = getattr(node, "workeroutput", {})
+    _STARTS.extend(json.loads(output.get("real_yarn_starts", "[]")))
+    _STOPS.extend(json.loads(output.get("real_yarn_stops", "[]")))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Say how long the real YARN took to start (its goal: 90 s on 2 cores)."""
+    """Say how long the real YARN took to start (its goal: 90 s on 2 cores) and to stop."""
     for seconds in _STARTS:
         terminalreporter.write_line(f"real YARN: the session's cluster started in {seconds:.1f} s")
+    for seconds in _STOPS:
+        terminalreporter.write_line(f"real YARN: the session's cluster stopped in {seconds:.1f} s")
