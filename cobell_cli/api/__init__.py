@@ -16,9 +16,9 @@ the functions.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cobell_cli.api.clusters import check_cluster, connect_cluster, history_jobs, running_apps
 from cobell_cli.api.memory import MemoryAsk, memory_model, memory_request, nearest_memory_job
 from cobell_cli.api.models import (
     ModelInput,
@@ -34,6 +34,7 @@ from cobell_cli.api.planning import (
     CLUSTER_PROFILES,
     JOB_PROFILES,
     Prediction,
+    check_minimize,
     check_request,
     job_profiles,
     live_progress,
@@ -59,20 +60,30 @@ from cobell_cli.api.runs import (
     open_history,
     remove_runs,
     run_columns,
+    run_command,
     run_records,
     run_statuses,
     runs_csv,
     set_excluded,
     storable,
 )
+from cobell_cli.api.settings import load_settings, settings_rows
 from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.job_name import check_job_name
 from cobell_cli.core.memory.records import feature_value as memory_feature_value
 
 # Loaded on first use: the deadline scheduler (core/schedule) costs ~80 ms to import, and only
-# a --deadline needs it; predict, submit and the history commands import this package.
-_LAZY = {name: "cobell_cli.api.deadlines"
-         for name in ("DeadlineRequest", "check_deadline", "plan_for_deadline")}
+# a --deadline needs it; predict, submit and the history commands import this package. The
+# types a script annotates with (History, Settings, StartDecision) and the P(meet) text of the
+# plan's reasons load the same way, so importing the API stays cheap.
+_LAZY = {
+    **{name: "cobell_cli.api.deadlines"
+       for name in ("DeadlineRequest", "check_deadline", "plan_for_deadline")},
+    "History": "cobell_cli.store.history",
+    "Settings": "cobell_cli.config",
+    "StartDecision": "cobell_cli.core.schedule.decision",
+    "probability_text": "cobell_cli.core.plan.reasons",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -86,27 +97,37 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
     from cobell_cli.config import Settings
+    from cobell_cli.core.plan.reasons import probability_text
+    from cobell_cli.core.schedule.decision import StartDecision
+    from cobell_cli.store.history import History
 
 __all__ = [
     "CLUSTER_PROFILES",
     "JOB_PROFILES",
     "CheckedFile",
     "DeadlineRequest",
+    "History",
     "MemoryAsk",
     "ModelInput",
     "Prediction",
+    "Settings",
+    "StartDecision",
+    "check_cluster",
     "check_deadline",
     "check_file",
     "check_job_name",
+    "check_minimize",
     "check_request",
     "check_statuses",
     "cluster_profiles",
+    "connect_cluster",
     "default_scale_outs",
     "describe_model",
     "evaluate_model",
     "export_runs",
     "fit_model",
     "get_run",
+    "history_jobs",
     "import_checked",
     "import_file",
     "import_from_event_logs",
@@ -127,24 +148,20 @@ __all__ = [
     "open_history",
     "plan_for_deadline",
     "predict",
+    "probability_text",
     "remove_runs",
     "resource_profile_text",
     "run_columns",
+    "run_command",
     "run_records",
     "run_statuses",
+    "running_apps",
     "running_co_runners",
     "runs_csv",
     "set_excluded",
+    "settings_rows",
     "storable",
     "warm_model_cache",
     "whatif",
 ]
 
-
-def load_settings(config_file: str | Path | None = None, **flags: Any) -> Settings:
-    """Every setting as the CLI resolves it: `flags` (the options' names, e.g. rm_url,
-    cluster, history_window; None counts as not given) > COBELL_* environment > the config
-    file > defaults. A ConfigError for a bad value."""
-    from cobell_cli.config import load
-
-    return load(flags, config_file)
