@@ -7,7 +7,10 @@ the same checks, messages and exit-code exceptions (`cobell_cli.errors`) as a co
 - runs.py: the history of runs: open, list, show, remove, export, import (a CSV/JSON file,
   YARN's finished apps, a Spark History Server, Spark event logs);
 - models.py: a job's runtime model: its input, fit, description, cross-validated errors, and
-  the what-if of one event log.
+  the what-if of one event log;
+- clusters.py: the cluster now: which RM/master answers, and the apps running on it;
+- settings.py: every setting, resolved as the CLI resolves it, and where each came from;
+- local_clusters.py: throw-away Spark standalone and YARN clusters on this machine.
 
 Everything below the API (store, sources, cluster, run, the pure core) is an implementation
 detail that may move; these names stay. Importing the API is cheap: heavy modules load inside
@@ -83,6 +86,9 @@ _LAZY = {
     "Settings": "cobell_cli.config",
     "StartDecision": "cobell_cli.core.schedule.decision",
     "probability_text": "cobell_cli.core.plan.reasons",
+    **{name: "cobell_cli.api.local_clusters"
+       for name in ("LocalCluster", "LocalClusterStatus", "LocalYarn", "LocalYarnStatus",
+                    "YarnShape")},
 }
 
 
@@ -96,6 +102,13 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
+    from cobell_cli.api.local_clusters import (
+        LocalCluster,
+        LocalClusterStatus,
+        LocalYarn,
+        LocalYarnStatus,
+        YarnShape,
+    )
     from cobell_cli.config import Settings
     from cobell_cli.core.plan.reasons import probability_text
     from cobell_cli.core.schedule.decision import StartDecision
@@ -107,11 +120,16 @@ __all__ = [
     "CheckedFile",
     "DeadlineRequest",
     "History",
+    "LocalCluster",
+    "LocalClusterStatus",
+    "LocalYarn",
+    "LocalYarnStatus",
     "MemoryAsk",
     "ModelInput",
     "Prediction",
     "Settings",
     "StartDecision",
+    "YarnShape",
     "check_cluster",
     "check_deadline",
     "check_file",
