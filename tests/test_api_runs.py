@@ -176,3 +176,15 @@ def test_import_from_event_logs(db: Path) -> None:
         runs = api.list_runs(history)
     assert summary.imported == len(runs) > 0 and summary.profiles > 0
     assert all(r["source"] for r in runs)
+
+
+def test_run_command_as_its_arguments(db: Path) -> None:
+    first = example(db)[0]
+    with api.open_history(db, read_only=True) as history:
+        run = api.get_run(history, first)
+    assert isinstance(run["command"], str)  # stored as the JSON text of the arguments
+    assert api.run_command(run) == json.loads(run["command"])
+    assert api.run_command(run)[0] == "spark-submit"
+    assert api.run_command({"command": "spark-submit app.py"}) == "spark-submit app.py"
+    assert api.run_command({"command": "[1, 2]"}) == "[1, 2]"  # not a list of arguments
+    assert api.run_command({"command": None}) is None

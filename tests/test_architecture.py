@@ -350,7 +350,10 @@ def test_layer_check_catches_an_upward_arrow(tmp_path: Path) -> None:
 
 # Commands that are a thin layer over the API (parse the options, call cobell_cli.api, render):
 # they reach the store, the importers, the cluster, run and the core only through it.
-THIN_COMMANDS = ("cobell_cli.cli.history", "cobell_cli.cli.model")
+THIN_COMMANDS = tuple(f"cobell_cli.cli.{name}" for name in (
+    "cluster", "common", "config_cmd", "demo_output", "history", "history_view",
+    "local_cluster", "model", "predict",
+))  # fmt: skip
 THIN_MAY_IMPORT = frozenset({"api", "cli", "errors", "output", "timespec"})
 
 

@@ -167,7 +167,6 @@ def test_cached_models_of_job_and_co_runner_plan_as_fresh_fits(
     db: Path, yarn_rm: StandinRM
 ) -> None:
     from cobell_cli import api, config
-    from cobell_cli.cli.common import connect_cluster
     from cobell_cli.store.history import History
 
     now = yarn_rm.now_s = time.time()
@@ -180,7 +179,7 @@ def test_cached_models_of_job_and_co_runner_plan_as_fresh_fits(
     )
     settings = config.load({"db": str(db), "rm_url": [yarn_rm.url], "max_scale_out": 24})
     with History.open(db) as history:
-        cluster = connect_cluster(settings, history.job_names())
+        cluster = api.connect_cluster(settings, history.job_names())
         fresh, cached = (
             api.predict(history, cluster, settings, job="sgd", target_s=300, now=now).to_dict()
             for _ in range(2)

@@ -7,7 +7,10 @@ the same checks, messages and exit-code exceptions (`cobell_cli.errors`) as a co
 - runs.py: the history of runs: open, list, show, remove, export, import (a CSV/JSON file,
   YARN's finished apps, a Spark History Server, Spark event logs);
 - models.py: a job's runtime model: its input, fit, description, cross-validated errors, and
-  the what-if of one event log.
+  the what-if of one event log;
+- clusters.py: the cluster now: which RM/master answers, and the apps running on it;
+- settings.py: every setting, resolved as the CLI resolves it, and where each came from;
+- local_clusters.py: throw-away Spark standalone and YARN clusters on this machine.
 
 Everything below the API (store, sources, cluster, run, the pure core) is an implementation
 detail that may move; these names stay. Importing the API is cheap: heavy modules load inside
@@ -16,9 +19,9 @@ the functions.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cobell_cli.api.clusters import check_cluster, connect_cluster, history_jobs, running_apps
 from cobell_cli.api.memory import MemoryAsk, memory_model, memory_request, nearest_memory_job
 from cobell_cli.api.models import (
     ModelInput,
@@ -34,6 +37,7 @@ from cobell_cli.api.planning import (
     CLUSTER_PROFILES,
     JOB_PROFILES,
     Prediction,
+    check_minimize,
     check_request,
     job_profiles,
     live_progress,
@@ -59,20 +63,33 @@ from cobell_cli.api.runs import (
     open_history,
     remove_runs,
     run_columns,
+    run_command,
     run_records,
     run_statuses,
     runs_csv,
     set_excluded,
     storable,
 )
+from cobell_cli.api.settings import load_settings, settings_rows
 from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.job_name import check_job_name
 from cobell_cli.core.memory.records import feature_value as memory_feature_value
 
 # Loaded on first use: the deadline scheduler (core/schedule) costs ~80 ms to import, and only
-# a --deadline needs it; predict, submit and the history commands import this package.
-_LAZY = {name: "cobell_cli.api.deadlines"
-         for name in ("DeadlineRequest", "check_deadline", "plan_for_deadline")}
+# a --deadline needs it; predict, submit and the history commands import this package. The
+# types a script annotates with (History, Settings, StartDecision) and the P(meet) text of the
+# plan's reasons load the same way, so importing the API stays cheap.
+_LAZY = {
+    **{name: "cobell_cli.api.deadlines"
+       for name in ("DeadlineRequest", "check_deadline", "plan_for_deadline")},
+    "History": "cobell_cli.store.history",
+    "Settings": "cobell_cli.config",
+    "StartDecision": "cobell_cli.core.schedule.decision",
+    "probability_text": "cobell_cli.core.plan.reasons",
+    **{name: "cobell_cli.api.local_clusters"
+       for name in ("LocalCluster", "LocalClusterStatus", "LocalYarn", "LocalYarnStatus",
+                    "YarnShape")},
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -85,28 +102,50 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
+    from cobell_cli.api.local_clusters import (
+        LocalCluster,
+        LocalClusterStatus,
+        LocalYarn,
+        LocalYarnStatus,
+        YarnShape,
+    )
     from cobell_cli.config import Settings
+    from cobell_cli.core.plan.reasons import probability_text
+    from cobell_cli.core.schedule.decision import StartDecision
+    from cobell_cli.store.history import History
 
 __all__ = [
     "CLUSTER_PROFILES",
     "JOB_PROFILES",
     "CheckedFile",
     "DeadlineRequest",
+    "History",
+    "LocalCluster",
+    "LocalClusterStatus",
+    "LocalYarn",
+    "LocalYarnStatus",
     "MemoryAsk",
     "ModelInput",
     "Prediction",
+    "Settings",
+    "StartDecision",
+    "YarnShape",
+    "check_cluster",
     "check_deadline",
     "check_file",
     "check_job_name",
+    "check_minimize",
     "check_request",
     "check_statuses",
     "cluster_profiles",
+    "connect_cluster",
     "default_scale_outs",
     "describe_model",
     "evaluate_model",
     "export_runs",
     "fit_model",
     "get_run",
+    "history_jobs",
     "import_checked",
     "import_file",
     "import_from_event_logs",
@@ -127,24 +166,20 @@ __all__ = [
     "open_history",
     "plan_for_deadline",
     "predict",
+    "probability_text",
     "remove_runs",
     "resource_profile_text",
     "run_columns",
+    "run_command",
     "run_records",
     "run_statuses",
+    "running_apps",
     "running_co_runners",
     "runs_csv",
     "set_excluded",
+    "settings_rows",
     "storable",
     "warm_model_cache",
     "whatif",
 ]
 
-
-def load_settings(config_file: str | Path | None = None, **flags: Any) -> Settings:
-    """Every setting as the CLI resolves it: `flags` (the options' names, e.g. rm_url,
-    cluster, history_window; None counts as not given) > COBELL_* environment > the config
-    file > defaults. A ConfigError for a bad value."""
-    from cobell_cli.config import load
-
-    return load(flags, config_file)

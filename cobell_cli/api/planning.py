@@ -91,6 +91,19 @@ def check_request(target_s: float, min_scale_out: int, max_scale_out: int) -> No
         )
 
 
+def check_minimize(minimize: str) -> str:
+    """The cost a reservation minimises (`executor-seconds` or `memory-mb-seconds`), checked
+    before anything is asked; a UsageError naming the choices."""
+    from cobell_cli.core.cost import MINIMIZE_CHOICES
+
+    if minimize not in MINIMIZE_CHOICES:
+        raise UsageError(
+            f"--minimize {minimize!r} is not one of {', '.join(MINIMIZE_CHOICES)}",
+            hint="e.g. --minimize memory-mb-seconds",
+        )
+    return minimize
+
+
 def running_co_runners(
     cluster: Any, settings: Settings, exclude_app_ids: Iterable[str] = ()
 ) -> tuple[list[RunningApp], str, bool, list[str]]:

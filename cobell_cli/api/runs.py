@@ -95,6 +95,17 @@ def get_run(history: History, run_id: int) -> dict[str, Any]:
     return run
 
 
+def run_command(run: dict[str, Any]) -> list[str] | str | None:
+    """The command a run was launched with, as its list of arguments (the history stores it as
+    their JSON text); a stored text that is no such list as it is; None without one."""
+    from cobell_cli.store.interchange import command_argv
+
+    command = run.get("command")
+    if not isinstance(command, str):
+        return command
+    return command_argv(command) or command
+
+
 def list_jobs(history: History) -> list[dict[str, Any]]:
     """One row per job: runs, succeeded, distinct scale-outs, last run, median runtime."""
     return history.jobs()

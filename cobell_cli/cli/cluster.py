@@ -13,7 +13,6 @@ from cobell_cli.cli.common import (
     RmUrlOpt,
     StandaloneUrlOpt,
     cluster_flags,
-    connect_cluster,
     info,
     settings,
     warn,
@@ -44,22 +43,19 @@ def _connect(
     standalone_url: str | None,
     ca_bundle: str | None,
 ) -> Any:
+    from cobell_cli import api
+
     flags = cluster_flags(cluster, rm_url, standalone_url, ca_bundle)
-    return connect_cluster(settings(ctx, **flags), _known_jobs(ctx))
+    return api.connect_cluster(settings(ctx, **flags), _known_jobs(ctx))
 
 
 def _known_jobs(ctx: typer.Context) -> list[str]:
     """Jobs in the history, so apps named like one map to it; no history means none known."""
+    from cobell_cli import api
     from cobell_cli.errors import HistoryError
 
-    path = settings(ctx).db_path
-    if not path.exists():
-        return []
-    from cobell_cli.store.history import History
-
     try:
-        with History.open(path, create=False, read_only=True) as history:
-            return history.job_names()
+        return api.history_jobs(settings(ctx).db_path)
     except HistoryError as exc:
         warn(f"apps are not matched to jobs by name: {exc.line()}")
         return []
@@ -86,10 +82,11 @@ def apps(
     """
     from dataclasses import asdict
 
+    from cobell_cli import api
     from cobell_cli.output import iso, table
 
     backend = _connect(ctx, cluster, rm_url, standalone_url, ca_bundle)
-    running = sorted(backend.running_apps(), key=lambda a: (a.started_at or 0.0, a.app_id))
+    running = api.running_apps(backend)
     if backend.name == "none":
         warn(backend.describe())
     if as_json:
@@ -132,9 +129,10 @@ def check(
 
     Example: cobell cluster check --json
     """
+    from cobell_cli import api
+
     backend = _connect(ctx, cluster, rm_url, standalone_url, ca_bundle)
-    report = backend.check()
-    report = {**report, "cluster": backend.describe()}
+    report = api.check_cluster(backend)
     if backend.name == "none":
         warn(backend.describe())
     if as_json:

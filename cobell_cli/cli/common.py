@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from cobell_cli.config import Settings
-    from cobell_cli.store.history import History
+    from cobell_cli.api import History, Settings
 
 
 @dataclass
@@ -37,13 +36,13 @@ def info(message: str) -> None:
 
 def settings(ctx: typer.Context, **flags: Any) -> Settings:
     """Effective settings for this invocation; config warnings are printed once."""
-    from cobell_cli import config
+    from cobell_cli import api
 
     st = state(ctx)
     flags = {"db": st.db, **flags}
     key = tuple(sorted((k, repr(v)) for k, v in flags.items()))
     if key not in st._settings:
-        resolved = config.load(flags, st.config_path)
+        resolved = api.load_settings(st.config_path, **flags)
         if not st._settings:
             for message in resolved.warnings:
                 warn(message)
@@ -124,12 +123,6 @@ def cluster_flags(
         "ca_bundle": ca_bundle,
         "allow_no_cluster": allow_no_cluster,
     }
-
-
-def connect_cluster(resolved: Settings, known_jobs: list[str], **options: Any) -> Any:
-    from cobell_cli.cluster import connect
-
-    return connect(resolved, known_jobs, **options)
 
 
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
@@ -307,19 +300,6 @@ MemoryConfidenceOpt = Annotated[
         "estimated probability P (default 0.95). Example: --memory-confidence 0.99.",
     ),
 ]
-
-
-def check_minimize(minimize: str) -> str:
-    """The --minimize value, or a usage error naming the choices."""
-    from cobell_cli.core.cost import MINIMIZE_CHOICES
-    from cobell_cli.errors import UsageError
-
-    if minimize not in MINIMIZE_CHOICES:
-        raise UsageError(
-            f"--minimize {minimize!r} is not one of {', '.join(MINIMIZE_CHOICES)}",
-            hint="e.g. --minimize memory-mb-seconds",
-        )
-    return minimize
 
 
 def deadline_request(

@@ -20,18 +20,10 @@ def show(
 
     Example: COBELL_MAX_SCALE_OUT=24 cobell config show
     """
-    from cobell_cli.config import SETTINGS
+    from cobell_cli import api
 
     resolved = settings(ctx)
-    rows = [
-        {
-            "key": s.name,
-            "value": str(resolved.db_path) if s.name == "db" else resolved.values[s.name],
-            "source": resolved.sources[s.name],
-            "env": s.env,
-        }
-        for s in SETTINGS
-    ]
+    rows = api.settings_rows(resolved)
     if as_json:
         typer.echo(json.dumps({"config_file": str(resolved.config_file or ""), "settings": rows}))
         return

@@ -21,10 +21,10 @@ def shown_path(path: Path) -> Path:
 def summary(db: Path, target_s: float, job: str = DEMO_JOB) -> list[str]:
     """What a newcomer should take away, at a glance: the demo job's run against its plan,
     the co-runner it met, where it is all recorded, and what to type next."""
-    from cobell_cli.store.history import History
+    from cobell_cli import api
 
-    with History.open(db, read_only=True) as history:
-        runs = history.runs(job=job, limit=1, with_colocations=True)
+    with api.open_history(db, read_only=True) as history:
+        runs = api.list_runs(history, job=job, limit=1)
     if not runs:
         return [f"demo: no run of {job} was recorded in {db}"]
     run = runs[0]

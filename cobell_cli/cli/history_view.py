@@ -99,11 +99,11 @@ def list_table(runs: Sequence[Run], columns: Sequence[str] = DEFAULT_COLUMNS) ->
 def show_record(run: Run) -> dict[str, Any]:
     """A run as `history show --json` prints it: the stored fields, `command` as the list of
     arguments it is (not a JSON text inside JSON), times as epoch `_at` numbers."""
-    from cobell_cli.store.interchange import command_argv
+    from cobell_cli import api
 
     out = dict(run)
     if isinstance(out.get("command"), str):
-        out["command"] = command_argv(out["command"]) or out["command"]
+        out["command"] = api.run_command(out)
     return out
 
 

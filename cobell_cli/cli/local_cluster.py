@@ -11,8 +11,7 @@ import typer
 from cobell_cli.cli.common import info
 
 if TYPE_CHECKING:
-    from cobell_cli.run.local_yarn import LocalYarnStatus
-    from cobell_cli.run.local_yarn_conf import YarnShape
+    from cobell_cli.api import LocalYarnStatus, YarnShape
 
 app = typer.Typer(
     help=(
@@ -90,7 +89,7 @@ def start(
     Example: cobell local-cluster start --yarn --node-managers 2 --labeled-node-managers 2
     """
     if yarn:
-        from cobell_cli.run.local_yarn_conf import YarnShape
+        from cobell_cli.api import YarnShape
 
         shape = YarnShape(
             node_managers=node_managers,
@@ -101,7 +100,7 @@ def start(
         )
         _start_yarn(shape, 180.0 if timeout_s is None else timeout_s, as_json)
         return
-    from cobell_cli.run.local_cluster import LocalCluster
+    from cobell_cli.api import LocalCluster
 
     lc = LocalCluster()
     st = lc.start(
@@ -122,7 +121,7 @@ def start(
 
 
 def _start_yarn(shape: YarnShape, timeout_s: float, as_json: bool) -> None:
-    from cobell_cli.run.local_yarn import LocalYarn
+    from cobell_cli.api import LocalYarn
 
     st = LocalYarn().start(shape, timeout_s=timeout_s)
     if as_json:
@@ -168,12 +167,12 @@ def stop(yarn: bool = typer.Option(False, "--yarn", help=YARN_HELP)) -> None:
     Example: cobell local-cluster stop --yarn
     """
     if yarn:
-        from cobell_cli.run.local_yarn import LocalYarn
+        from cobell_cli.api import LocalYarn
 
         was = LocalYarn().stop()
         info("stopped the local YARN" if was else "the local YARN was not running")
         return
-    from cobell_cli.run.local_cluster import LocalCluster
+    from cobell_cli.api import LocalCluster
 
     stopped = LocalCluster().stop()
     info(f"stopped {', '.join(stopped)}" if stopped else "the local cluster was not running")
@@ -193,7 +192,7 @@ def status(
     if yarn:
         _yarn_status(as_json)
         return
-    from cobell_cli.run.local_cluster import LocalCluster
+    from cobell_cli.api import LocalCluster
 
     st = LocalCluster().status()
     if as_json:
@@ -215,7 +214,7 @@ def status(
 
 
 def _yarn_status(as_json: bool) -> None:
-    from cobell_cli.run.local_yarn import LocalYarn
+    from cobell_cli.api import LocalYarn
 
     st = LocalYarn().status()
     if as_json:

@@ -38,9 +38,8 @@ from cobell_cli.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from cobell_cli.api import Prediction
+    from cobell_cli.api import Prediction, StartDecision
     from cobell_cli.api.deadlines import DeadlineRequest, Planned
-    from cobell_cli.core.schedule.decision import StartDecision
 
 
 AROUND = 3  # candidate rows shown on each side of the decision without --all
@@ -227,9 +226,9 @@ def _label_lines(prediction: Prediction) -> list[str]:
 
 
 def _percent(probability: float | None, unknown: str = "") -> str:
-    from cobell_cli.core.plan.reasons import probability_text
+    from cobell_cli import api
 
-    return unknown if probability is None else probability_text(probability)
+    return unknown if probability is None else api.probability_text(probability)
 
 
 def _policy(confidence: float | None, phase: str) -> str:
@@ -266,14 +265,13 @@ def run_prediction(
     Returns the prediction and the cluster adapter (submit asks it again after the run).
     """
     from cobell_cli import api
-    from cobell_cli.cli.common import connect_cluster
 
     resolved = settings(ctx, **flags)
     api.check_request(target_s, resolved.min_scale_out, resolved.max_scale_out)
     with open_history(
         ctx, create=not require_history, read_only=require_history
     ) as history:
-        cluster = connect_cluster(resolved, history.job_names())
+        cluster = api.connect_cluster(resolved, history.job_names())
         prediction = api.predict(
             history,
             cluster,
@@ -307,16 +305,14 @@ def run_deadline_prediction(
     """`run_prediction` for a deadline: the plan at once within what the deadline leaves, and
     what the scheduler weighs later starts with (deadlines.plan_for_deadline); `memory` (an
     api.MemoryAsk) sizes each candidate's executor memory too."""
+    from cobell_cli import api
     from cobell_cli.api import deadlines
-    from cobell_cli.cli.common import connect_cluster
 
     resolved = settings(ctx, **flags)
     if target_s is not None:
-        from cobell_cli import api
-
         api.check_request(target_s, resolved.min_scale_out, resolved.max_scale_out)
     with open_history(ctx, create=not require_history, read_only=require_history) as history:
-        cluster = connect_cluster(resolved, history.job_names())
+        cluster = api.connect_cluster(resolved, history.job_names())
         planned = deadlines.plan_for_deadline(
             history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
             input_bytes=input_bytes, require_history=require_history, memory=memory)
@@ -397,8 +393,8 @@ def predict(
     """
     import time
 
-    from cobell_cli.api import MemoryAsk
-    from cobell_cli.cli.common import check_minimize, parse_size
+    from cobell_cli.api import MemoryAsk, check_minimize
+    from cobell_cli.cli.common import parse_size
     from cobell_cli.errors import NoFeasibleScaleOut
     from cobell_cli.output import to_json
 

@@ -208,7 +208,7 @@ def submit(
     """
     import time
 
-    from cobell_cli.cli.common import check_minimize
+    from cobell_cli.api import check_minimize
     from cobell_cli.cli.predict import run_prediction
     from cobell_cli.run import event_capture, launch
 

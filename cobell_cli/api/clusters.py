@@ -1,0 +1,52 @@
+"""The cluster now, from Python: which RM/master cobell asks, and the apps running on it.
+
+`cobell cluster apps|check` and the planning commands are a thin layer over these functions, so
+a script asks the same cluster the same way (the same settings, budgets, job mapping and
+errors: a `ConfigError` for a setting that names no cluster, a `ClusterError` when none
+answers). Creating the adapter does no network I/O; its first question does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cobell_cli.config import Settings
+    from cobell_cli.core.running import RunningApp
+
+
+def connect_cluster(settings: Settings, known_jobs: Iterable[str] = (), **options: Any) -> Any:
+    """The cluster `settings` point at (YARN RM, Spark standalone master, or none; `auto`
+    picks), as the adapter planning asks. An app named like one of `known_jobs` maps to that
+    job; `options` are the adapter's test seams (env, backoff_s, sleep, ...)."""
+    from cobell_cli.cluster import connect
+
+    return connect(settings, known_jobs, **options)
+
+
+def history_jobs(history_path: str | Path) -> list[str]:
+    """The jobs the history at `history_path` knows, so running apps named like one map to it;
+    none when the file does not exist (it is never created). A HistoryError for a file that is
+    not a readable history."""
+    from cobell_cli.store.history import History
+
+    path = Path(history_path)
+    if not path.exists():
+        return []
+    with History.open(path, create=False, read_only=True) as history:
+        return history.job_names()
+
+
+def running_apps(cluster: Any) -> list[RunningApp]:
+    """The apps running on `cluster` now, oldest first (then by app id): what `cobell cluster
+    apps` lists. A ClusterError when the cluster does not answer within its budget."""
+    return sorted(cluster.running_apps(), key=lambda a: (a.started_at or 0.0, a.app_id))
+
+
+def check_cluster(cluster: Any) -> dict[str, Any]:
+    """Ask `cluster` once: which RM/master answered, its HA state, auth mode and latency, and
+    `cluster`: how cobell describes it (what `cobell cluster check --json` prints). A
+    ClusterError when no configured RM/master answers."""
+    return {**cluster.check(), "cluster": cluster.describe()}
