@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cobell_cli.api.clusters import check_cluster, connect_cluster, history_jobs, running_apps
+from cobell_cli.api.clusters import check_cluster, connect_cluster, running_apps
 from cobell_cli.api.memory import MemoryAsk, memory_model, memory_request, nearest_memory_job
 from cobell_cli.api.models import (
     ModelInput,
@@ -53,6 +53,7 @@ from cobell_cli.api.runs import (
     check_statuses,
     export_runs,
     get_run,
+    history_jobs,
     import_checked,
     import_file,
     import_from_event_logs,

@@ -9,7 +9,6 @@ answers). Creating the adapter does no network I/O; its first question does.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,19 +23,6 @@ def connect_cluster(settings: Settings, known_jobs: Iterable[str] = (), **option
     from cobell_cli.cluster import connect
 
     return connect(settings, known_jobs, **options)
-
-
-def history_jobs(history_path: str | Path) -> list[str]:
-    """The jobs the history at `history_path` knows, so running apps named like one map to it;
-    none when the file does not exist (it is never created). A HistoryError for a file that is
-    not a readable history."""
-    from cobell_cli.store.history import History
-
-    path = Path(history_path)
-    if not path.exists():
-        return []
-    with History.open(path, create=False, read_only=True) as history:
-        return history.job_names()
 
 
 def running_apps(cluster: Any) -> list[RunningApp]:

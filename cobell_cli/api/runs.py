@@ -39,6 +39,14 @@ def open_history(path: str | Path, *, create: bool = True, read_only: bool = Fal
     return History.open(path, create=create, read_only=read_only)
 
 
+def history_jobs(path: str | Path) -> list[str]:
+    """The jobs the history at `path` knows, so running apps named like one map to it; none
+    when the file does not exist (read-only: it is never created). A HistoryError for a file
+    that is not a readable history."""
+    with open_history(path, read_only=True) as history:
+        return history.job_names()
+
+
 def storable(number: int) -> bool:
     """A number SQLite can hold (a signed 64-bit integer): no run id or count is larger."""
     return -(2**63) <= number < 2**63
