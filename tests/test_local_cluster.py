@@ -226,3 +226,24 @@ def test_cli_start_status_stop_leaves_no_process() -> None:
     assert not list(lc.base_dir.glob("*.pid"))
     again = runner.invoke(local_cluster_app, ["stop"])
     assert "not running" in again.output
+
+
+def test_a_port_left_in_time_wait_by_a_stopped_master_is_free_and_a_listened_one_is_not() -> None:
+    """`local-cluster stop` then `start` at once: the old master's connections linger in
+    TIME_WAIT for a minute on the port, which the new master (the JVM binds with
+    SO_REUSEADDR) can bind all the same; only a socket still listening makes it busy."""
+    from cobell_cli.run.local_cluster import HOST, _port_free
+
+    listener = socket.create_server((HOST, 0))
+    port = listener.getsockname()[1]
+    client = socket.create_connection((HOST, port))
+    served, _ = listener.accept()
+    assert not _port_free(port)  # listening: busy
+    served.close()  # the server's side closes first: its end of the connection waits
+    time.sleep(0.2)
+    client.close()
+    listener.close()
+    waiting = subprocess.run(["ss", "-tan", f"sport = :{port}"], capture_output=True, text=True)
+    if waiting.returncode == 0:  # where ss exists, the premise is checked, not assumed
+        assert "TIME-WAIT" in waiting.stdout, waiting.stdout
+    assert _port_free(port)

@@ -130,7 +130,10 @@ def spark_submit_path() -> Path:
 
 
 def _port_free(port: int) -> bool:
+    """Can the master listen on `port`? Bound as the JVM binds (SO_REUSEADDR), so the
+    connections a just-stopped master left in TIME_WAIT do not count, only a listener."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
         except OSError:
