@@ -12,7 +12,8 @@ are visited in a random order, `--reps` times each.
     python history/record-colocation.py [--reps 3] [--seed 13] [--out history/colocation-local.csv]
 
 Takes about an hour on a 2-core machine (4 x 4 x 3 = 48 target runs). Runtimes depend on the
-machine and on what else it runs: record on a quiet machine; the load average before and
+machine and on what else it runs: every cell waits for a quiet machine (bench/quiet.py: 1-minute
+load average below 1.5, and the lock named by COBELL_QUIET_LOCK held alone); the load average before and
 after each run is kept in the run's `reason`-independent side file (`--meta`, JSON lines).
 
 The test set (history/colocation-test.csv, recorded after the model was frozen: another seed,
@@ -48,6 +49,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.quiet import quiet_run  # noqa: E402
+
 JOBS = ROOT / "history" / "colocation-jobs"
 TARGET_JOB = "colo-target"
 CO_RUNNERS = {
@@ -103,7 +107,11 @@ class Recorder:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def cell(self, scale_out: int, co_runners: tuple[str, ...], offset_s: float) -> dict:
-        load_before = os.getloadavg()[0]
+        with quiet_run() as quiet:
+            row = self._cell(scale_out, co_runners, offset_s)
+        return {**row, "load_before": quiet["load_before"], "waited_s": round(quiet["waited_s"])}
+
+    def _cell(self, scale_out: int, co_runners: tuple[str, ...], offset_s: float) -> dict:
         procs: dict[str, subprocess.Popen[str]] = {}
 
         def start_co_runners() -> None:
@@ -123,7 +131,7 @@ class Recorder:
             lines = [line for line in out.splitlines() if line.startswith("{")]
             results[name] = json.loads(lines[-1]) if lines else {"exit": proc.returncode}
         return {"scale_out": scale_out, "co_runners": list(co_runners), "offset_s": offset_s,
-                "load_before": load_before, "load_after": os.getloadavg()[0],
+                "load_after": os.getloadavg()[0],
                 "results": results}
 
 
