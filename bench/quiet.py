@@ -4,7 +4,7 @@ A runtime measured while other work shares the two cores carries that work's noi
 than the effect the recording is meant to show. So every recorder waits, before each run, until
 the 1-minute load average is below `MAX_LOAD`, and keeps that load beside the run. Where other
 work on the machine honours a lock (`COBELL_QUIET_LOCK`: a file such work holds shared, e.g.
-with `flock -s`), the recorder announces itself (`<lock>.wanted`: new work waits) and holds the
+with `flock -s`), the recorder announces itself (`<lock>.wanted.PID`: new work waits) and holds the
 lock exclusively for the run, so nothing starts beside it.
 """
 
@@ -48,7 +48,7 @@ def quiet_run(max_load: float = MAX_LOAD) -> Iterator[dict[str, float]]:
     if not lock_path:
         yield {"load_before": wait_for_quiet(max_load), "waited_s": time.monotonic() - started}
         return
-    wanted = Path(f"{lock_path}.wanted")
+    wanted = Path(f"{lock_path}.wanted.{os.getpid()}")
     wanted.touch()
     with open(lock_path, "a") as lock:
         try:
