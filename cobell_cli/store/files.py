@@ -98,6 +98,37 @@ def snapshot(conn: sqlite3.Connection) -> tuple[int, int, bool]:
     return int(version), int(app_id), has_tables
 
 
+def damaged_error(path: Path) -> HistoryError:
+    """A file SQLite finds malformed (a page overwritten, cut short): like a truncated one, it
+    is refused whole and never written to, so what is still in it can be recovered."""
+    return HistoryError(
+        f"history {path} is damaged (database disk image is malformed); cobell did not "
+        "change it",
+        hint=f"recover its runs with `sqlite3 {path} .recover | sqlite3 recovered.db` and pass "
+        "--db recovered.db (docs/reliability.md)",
+    )
+
+
+def damaged(exc: sqlite3.Error) -> bool:
+    """SQLite's answers for a file whose pages do not hold together."""
+    text = str(exc)
+    return "malformed" in text or "corrupt" in text
+
+
+def check_intact(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged file before anything is written to it (or copied out of it in full):
+    SQLite's quick_check reads every page (about 2 ms for 100 runs, 0.17 s for 100 000) and
+    finds what a write would otherwise spread further."""
+    try:
+        answer = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if damaged(exc):
+            raise damaged_error(path) from None
+        raise
+    if answer != [("ok",)]:
+        raise damaged_error(path)
+
+
 def check_known(path: Path, version: int, app_id: int, has_tables: bool) -> None:
     if version > SCHEMA_VERSION:
         raise HistoryError(

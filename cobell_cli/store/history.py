@@ -166,12 +166,21 @@ class History(RunQueries):
     def __enter__(self) -> History:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        """Close; an SQLite error met while reading (a damaged page, a lock) leaves as the
+        HistoryError naming the file, as one met while opening does."""
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(exc, self.path, self.busy_timeout_s) from None
+
+    def check_intact(self) -> None:
+        """A HistoryError if the file is damaged (store/files.py check_intact)."""
+        files.check_intact(self.conn, self.path)
 
     def _prepare(self) -> None:
         version, app_id, has_tables = files.snapshot(self.conn)
         files.check_known(self.path, version, app_id, has_tables)
+        files.check_intact(self.conn, self.path)  # never write to a damaged file
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._set_journal_mode(files.journal_mode_for(files.filesystem_type(self.path)))
         if version < SCHEMA_VERSION:
@@ -470,6 +479,8 @@ def _translate(
     exc: sqlite3.Error, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S
 ) -> HistoryError:
     text = str(exc)
+    if files.damaged(exc):
+        return files.damaged_error(path)
     if "not a database" in text or "file is encrypted" in text:
         return HistoryError(
             f"{path} is not a cobell history (not an SQLite database)",
