@@ -275,7 +275,7 @@ complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-spark-hist
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l from-event-logs -d 'Import Spark event logs (the PATHs: files, rolling-log or log directories; plain, zstd, lz4, snappy)'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l since -x -d 'Only apps finished since then: 30d, 12h, yesterday, or an ISO date/time (local time unless it names a zone; default 30d)'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l vcores-per-container -x -d 'YARN: vcores of one executor container, to turn vcore-seconds into executors'
-complete -c cobell -n '__cobell_at \'cobell history import\'' -l json -d 'Print the import summary as JSON'
+complete -c cobell -n '__cobell_at \'cobell history import\'' -l json -d 'Print the import summary as JSON (on standard output)'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l download-logs -l no-download-logs -d 'With --from-spark-history: keep each app\'s event log next to the history (event-logs/), for the what-if'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l timeline-url -x -d 'With --from-yarn: the Timeline Server v1, for exact containers'
 complete -c cobell -n '__cobell_at \'cobell history import\'' -l rm-url -x -d 'YARN ResourceManager web URL; repeat for HA. [env: COBELL_RM_URL]'

@@ -236,7 +236,7 @@ def import_file(
         rich_help_panel="Record",
     ),
     as_json: bool = typer.Option(
-        False, "--json", help="Print the import summary as JSON.", rich_help_panel="Record"
+        False, "--json", help="Print the import summary as JSON (on standard output)."
     ),
     download_logs: bool = typer.Option(
         True,
@@ -257,6 +257,9 @@ def import_file(
 ) -> None:
     """Import runs from cobell's CSV/JSON or Bell's Nodes,Runtime CSV, all or nothing;
     or from the cluster's record: YARN's finished apps, a Spark History Server, event logs.
+
+    Importing a file again adds only the runs the history does not hold yet (the same job,
+    start, runtime and scale-out), and says how many it skipped.
 
     Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd --runtime-unit ms
 
@@ -289,8 +292,8 @@ def import_file(
             ),
         )
         return
-    _import_history_file(ctx, _one_file(files), job, runtime_unit, dry_run, skip_invalid,
-                         new_ids)
+    _import_history_file(ctx, _one_file(files), job, runtime_unit,
+                         FileImport(dry_run, skip_invalid, new_ids, as_json))
 
 
 def _import_history_file(
@@ -298,31 +301,42 @@ def _import_history_file(
     file: Path,
     job: str | None,
     runtime_unit: RuntimeUnit | None,
-    dry_run: bool,
-    skip_invalid: bool,
-    new_ids: bool,
+    opts: FileImport,
 ) -> None:
     """cobell's CSV/JSON or Bell's CSV: validated in a first streaming pass, then written in
-    one transaction (all or nothing)."""
-    from cobell_cli import api
+    one transaction (all or nothing); runs the history holds already are skipped and counted.
+    The summary goes to stderr, or with --json to stdout."""
+    from cobell_cli import api, output
 
     checked = api.check_file(
         file,
         job=job,
         runtime_unit=runtime_unit.value if runtime_unit else None,
-        skip_invalid=skip_invalid,
+        skip_invalid=opts.skip_invalid,
         open_text=_stdin_copy() if str(file) == "-" else None,
     )
     for line in checked.skipped():
         warn(line)
-    if dry_run:
-        info(f"{checked.name}: {checked.valid} valid runs ({checked.kind}); nothing written "
-             "(--dry-run)")
-        return
-    with open_history(ctx) as history:
-        ids = api.import_checked(history, checked, skip_invalid=skip_invalid, new_ids=new_ids)
-    skipped = f", skipped {checked.invalid} invalid" if checked.invalid else ""
-    info(f"imported {len(ids)} runs from {checked.name} into {history.path}{skipped}")
+    with open_history(ctx, read_only=opts.dry_run) as history:
+        if opts.dry_run:
+            api.count_duplicates(history, checked)
+        else:
+            api.import_checked(history, checked, skip_invalid=opts.skip_invalid,
+                               new_ids=opts.new_ids)
+    if opts.as_json:
+        typer.echo(output.to_json(checked.to_dict(history.path, dry_run=opts.dry_run)))
+    else:
+        info(checked.line(history.path, dry_run=opts.dry_run))
+
+
+@dataclass
+class FileImport:
+    """The options of `history import FILE` besides the file's own (job, unit)."""
+
+    dry_run: bool
+    skip_invalid: bool
+    new_ids: bool
+    as_json: bool
 
 
 def _stdin_copy() -> Callable[[], Any]:
