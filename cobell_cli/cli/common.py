@@ -30,6 +30,14 @@ def warn(message: str) -> None:
     typer.echo(f"cobell: warning: {message}", err=True)
 
 
+def warn_plan(plan: Any) -> None:
+    """The plan's own warnings (runs left out by --input-size, a --executor-memory below the
+    memory model's bound, ...) on stderr, feasible or not: predict and submit print them after
+    the plan, in text and with --json (which carries them in `warnings` too)."""
+    for message in plan.warnings:
+        warn(message)
+
+
 def info(message: str) -> None:
     typer.echo(message, err=True)
 

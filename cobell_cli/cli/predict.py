@@ -35,6 +35,7 @@ from cobell_cli.cli.common import (
     planning_flags,
     settings,
     warn,
+    warn_plan,
 )
 
 if TYPE_CHECKING:
@@ -416,6 +417,7 @@ def predict(
         prediction = planned.prediction
         prediction.warnings.extend(planned.warnings)
         typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
+        warn_plan(prediction.plan)
         _strict_deadline(prediction, strict)
         return
     assert target_runtime is not None
@@ -431,15 +433,13 @@ def predict(
         minimize=check_minimize(minimize),
     )
     typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
-    if not prediction.plan.feasible:
-        for message in prediction.plan.warnings:
-            warn(message)
-        if strict:
-            raise NoFeasibleScaleOut(
-                f"no scale-out in [{prediction.plan.min_scale_out}, "
-                f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
-                hint="raise --max-scale-out or the target",
-            )
+    warn_plan(prediction.plan)
+    if not prediction.plan.feasible and strict:
+        raise NoFeasibleScaleOut(
+            f"no scale-out in [{prediction.plan.min_scale_out}, "
+            f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
+            hint="raise --max-scale-out or the target",
+        )
 
 
 def _strict_deadline(prediction: Prediction, strict: bool) -> None:
