@@ -388,6 +388,7 @@ def test_yarn_submission_records_app_id_tags_and_co_runner_overlap(
     )
     assert learned["status"] == "succeeded" and learned["target_s"] is None
     assert learned["mean_scale_out"] == pytest.approx(6, abs=1.5)
+    assert colocation["co_runner_scale_out"] == learned["scale_out"]  # was blank on YARN
     (back,) = learned["colocations"]
     assert back["co_runner_app_id"] == run["app_id"] and back["co_runner_job"] == "sgd"
 

@@ -22,7 +22,21 @@ def connect_cluster(settings: Settings, known_jobs: Iterable[str] = (), **option
     job; `options` are the adapter's test seams (env, backoff_s, sleep, ...)."""
     from cobell_cli.cluster import connect
 
-    return connect(settings, known_jobs, **options)
+    return connect(settings, known_jobs, **{"local": local_cluster, **options})
+
+
+def local_cluster(kind: str) -> str | None:
+    """Where this machine's `cobell local-cluster start` cluster of `kind` answers while it
+    runs: the yarn-site.xml of the local YARN (`yarn`), the standalone master's web UI
+    (`standalone`); None when none runs. The fallback when nothing is configured."""
+    if kind == "yarn":
+        from cobell_cli.run.local_yarn import LocalYarn
+
+        site = LocalYarn().found()
+        return None if site is None else str(site)
+    from cobell_cli.run.local_cluster import LocalCluster
+
+    return LocalCluster().found_webui()
 
 
 def running_apps(cluster: Any) -> list[RunningApp]:

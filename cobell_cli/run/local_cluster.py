@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cobell_cli.core.words import count
 from cobell_cli.errors import ClusterError, CobellError, UsageError
 from cobell_cli.threads import user_environ
 
@@ -237,6 +238,12 @@ class LocalCluster:
         shape = self.shape() or ClusterShape()
         return f"http://{HOST}:{shape.webui_port}"
 
+    def found_webui(self) -> str | None:
+        """The master's web UI while the master runs, else None: how `--cluster standalone`
+        finds it without a URL. Reads only (a stale pid file stays)."""
+        pid = self._read_pid("master")
+        return self.webui_url if self.shape() and pid is not None and _alive(pid) else None
+
     # --- processes --------------------------------------------------------------------------
 
     def _read_pid(self, role: str) -> int | None:
@@ -395,7 +402,7 @@ class LocalCluster:
 
         self._wait(
             lambda doc: doc is not None and _alive_workers(doc) >= shape.workers,
-            f"{shape.workers} worker(s)",
+            count(shape.workers, "worker"),
             deadline,
         )
         return self.status()

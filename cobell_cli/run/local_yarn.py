@@ -175,6 +175,17 @@ class LocalYarn:
         doc = self.ready()
         return f"http://{doc['webapp']}" if doc and doc.get("webapp") else None
 
+    def found(self) -> Path | None:
+        """Its yarn-site.xml while it runs (ready, its JVM alive), else None: how `--cluster
+        yarn` finds it without HADOOP_CONF_DIR. Reads only (a stale pid file stays)."""
+        site = self.conf_dir / "yarn-site.xml"
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        running = self.ready() is not None and _is_launcher(pid, self.base_dir)
+        return site if running and site.is_file() else None
+
     def client_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
         """An environment for spark-submit and cobell against this cluster."""
         env = dict(os.environ if env is None else env)
