@@ -114,3 +114,12 @@ def test_one_run_is_one_run(db: Path, tmp_path: Path) -> None:
     result = cobell("--db", db, "history", "import",
                     _write(tmp_path, "one.csv", "Nodes,Runtime\n4,1000\n"))
     assert result.stderr.strip().startswith("imported 1 run from ")
+
+
+def test_a_row_cut_short_is_named_as_such_not_as_none(db: Path, tmp_path: Path) -> None:
+    file = _write(tmp_path, "cut.csv", "job,scale_out,runtime_s,status\nx,4,100,succeeded\nx,4\n")
+    result = cobell("--db", db, "history", "import", file)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert f"{file}: line 3 (2 of 4 fields): status: missing" in line
+    assert "None" not in line

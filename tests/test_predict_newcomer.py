@@ -42,3 +42,146 @@ def test_a_feasible_plan_says_its_warnings_in_text_as_in_json(db: Path, deadline
     text = cobell(*args)
     assert text.exit_code == 0, text.stderr
     assert _warnings(text.stderr).count(left_out[0]) == 1  # once, not twice
+
+
+# -- bug 6: a deadline that has passed ----------------------------------------------------------
+
+PAST = "2020-01-01T06:00:00+00:00"
+
+
+def test_a_deadline_in_the_past_says_it_has_passed(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "--deadline", PAST, *OFFLINE)
+    assert result.exit_code == 0, result.stderr
+    shown = result.stdout + result.stderr
+    for nonsense in ("0.001", "0 s target", "(in 0 s)", "--max-scale-out"):
+        assert nonsense not in shown, nonsense
+    assert result.stdout.splitlines()[0].startswith("job sgd · deadline passed ")
+    assert "if started now: scale-out " in result.stdout and ", the deadline has passed" in shown
+    assert "decision: start " in result.stdout
+    (passed,) = [w for w in _warnings(result.stderr) if "passed" in w]
+    assert passed.startswith("the deadline 2020-01-01T") and "ago: planning the fastest" in passed
+
+
+def test_a_deadline_in_the_past_under_strict_is_exit_2_without_planning(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "--deadline", PAST, "--strict", *OFFLINE)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("cobell: error: the deadline 2020-01-01T") and " ago; " in line
+    assert "--max-scale-out" not in line and "later --deadline" in line
+
+
+# -- output at 6 am: the decision line ------------------------------------------------------------
+
+
+def _line(stdout: str, prefix: str) -> str:
+    (line,) = [x for x in stdout.splitlines() if x.startswith(prefix)]
+    return line
+
+
+@pytest.mark.parametrize("args", [
+    ("-j", "sgd", "-t", "300"),
+    ("-j", "sgd", "-t", "300", "--confidence", "point"),
+    ("-j", "sgd", "-t", "1s"),  # infeasible
+    ("-j", "sgd", "-t", "300", "--deadline", "+3h"),
+    ("-j", "sgd", "--deadline", PAST),
+    ("-j", "sgd", "-t", "300", "--max-scale-out", "100000", "--min-scale-out", "99990"),
+], ids=["feasible", "point", "infeasible", "deadline", "past-deadline", "large"])
+def test_the_decision_line_is_short_and_verbose_adds_the_reason(db: Path, args) -> None:
+    shown = cobell("--db", db, "predict", *args, *OFFLINE)
+    assert shown.exit_code == 0, shown.stderr
+    decision = _line(shown.stdout, "decision: ")
+    assert len(decision) <= 160, decision
+    plan = json.loads(cobell("--db", db, "predict", *args, *OFFLINE, "--json").stdout)
+    assert f" at scale-out {plan['scale_out']};" in decision if "start_at" in plan else (
+        decision.startswith(f"decision: scale-out {plan['scale_out']}"))
+    assert plan["reason"] not in shown.stdout
+    verbose = cobell("--db", db, "predict", *args, *OFFLINE, "--verbose").stdout
+    assert f"  why: {plan['reason']}" in verbose.splitlines()
+    if "start_at" in plan:  # the plan at once leads to the start, the decision
+        assert len(_line(shown.stdout, "if started now: scale-out ")) <= 160
+        assert plan["start_reason"] not in shown.stdout
+        assert f"  why: {plan['start_reason']}" in verbose.splitlines()
+
+
+def test_a_new_job_s_decision_line_names_its_bootstrap_run(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    runs = tmp_path / "one.csv"
+    runs.write_text("job,scale_out,runtime_s,status\nnewjob,8,300,succeeded\n")
+    assert cobell("--db", db, "history", "import", runs).exit_code == 0
+    shown = cobell("--db", db, "predict", "-j", "newjob", "-t", "200", *OFFLINE)
+    assert _line(shown.stdout, "decision: ").endswith(
+        " for the 200 s target (bootstrap-search, run 2)")
+    assert all(len(line) <= 160 for line in shown.stdout.splitlines()
+               if line.startswith(("decision:", "policy:")))
+
+
+# -- bug 7: an option's error names the option --------------------------------------------------
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--label-price", "fast=abc"), ("--node-label", "a,,b"), ("--step", "0x")])
+def test_a_bad_value_names_the_option_as_it_is_spelled(db: Path, option: str, value: str) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "-t", "300", *OFFLINE, option, value)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert f"({option})" in line or f"'{option}'" in line, line
+    assert f"{option}s" not in line.replace(f"{option} ", "")
+
+
+# -- bug 8: options that change nothing ---------------------------------------------------------
+
+UNUSED = {
+    "--label-price": (("--label-price", "fast=2"), "--node-label"),
+    "--input-tolerance": (("--input-tolerance", "0.2"), "--input-size"),
+}
+
+
+@pytest.mark.parametrize("option", UNUSED)
+def test_an_option_that_changes_nothing_is_warned_of_and_refused_under_strict(
+    db: Path, option: str
+) -> None:
+    given, needed = UNUSED[option]
+    args = ("--db", db, "predict", "-j", "sgd", "-t", "300", *OFFLINE, *given)
+    warned = cobell(*args)
+    assert warned.exit_code == 0, warned.stderr
+    (line,) = [w for w in _warnings(warned.stderr) if option in w]
+    assert line.startswith(f"{option} changes nothing without {needed}")
+    plain = json.loads(cobell(*args[:-2], "--json").stdout)  # the plan is the same
+    given_json = json.loads(cobell(*args, "--json").stdout)
+    assert given_json["scale_out"] == plain["scale_out"]
+    assert given_json["candidates"] == plain["candidates"]
+    refused = cobell(*args, "--strict")
+    assert refused.exit_code == 2 and refused.stdout == ""
+    (error,) = refused.stderr.strip().splitlines()
+    assert error.startswith(f"cobell: error: {option} changes nothing without {needed}")
+
+
+def test_the_options_that_do_change_something_are_not_warned_of(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "-t", "300", *OFFLINE, "--strict",
+                    "--input-size", "10G", "--input-tolerance", "0.2")
+    assert result.exit_code == 0, result.stderr
+    assert "changes nothing" not in result.stderr
+
+
+# -- bug 9: durations for a person, the forms a deadline takes ----------------------------------
+
+
+def test_the_header_says_the_target_as_a_person_would(db: Path) -> None:
+    shown = cobell("--db", db, "predict", "-j", "sgd", "-t", "1050", *OFFLINE)
+    assert shown.stdout.startswith("job sgd · target 17 min 30 s · ")
+    assert "meets the 17 min 30 s target" in _line(shown.stdout, "decision: ")
+
+
+def test_a_bad_deadline_names_the_forms_a_deadline_takes(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "--deadline", "soonish", *OFFLINE)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "--deadline 'soonish' is not a time" in line and "06:00" in line and "+2h30m" in line
+    assert "today" not in line and "yesterday" not in line
+
+
+def test_a_deadline_ten_days_ahead_says_so_in_days(db: Path) -> None:
+    result = cobell("--db", db, "predict", "-j", "sgd", "--deadline", "+10d", *OFFLINE)
+    assert result.exit_code == 2
+    assert "more than a week ahead (in 10 d)" in result.stderr

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from cobell_cli.cli.common import CaBundleOpt, RmUrlOpt, info, open_history, warn
+from cobell_cli.cli.common import CaBundleOpt, RmUrlOpt, info, job_name, open_history, warn
 
 app = typer.Typer(
     help="Inspect, import, export and edit the run history.",
@@ -51,7 +51,8 @@ def parse_since(text: str, now: float) -> float:
 @app.command("list")
 def list_runs(
     ctx: typer.Context,
-    job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
+    job: str | None = typer.Option(None, "--job", "-j", parser=job_name,
+                                   help="Only runs of this job."),
     status: list[str] | None = typer.Option(
         None,
         "--status",
@@ -368,7 +369,8 @@ def export(
         "-o",
         help="Write to this file (atomically) instead of standard output (also: -).",
     ),
-    job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
+    job: str | None = typer.Option(None, "--job", "-j", parser=job_name,
+                                   help="Only runs of this job."),
 ) -> None:
     """Export runs and their co-runners; `cobell history import` reads it back exactly.
 
@@ -382,7 +384,13 @@ def export(
             sys.stdout.flush()
             return
         count = api.export_runs(history, output_file, fmt=fmt.value, job=job)
-    info(f"exported {count} runs to {output_file}")
+    info(f"exported {_runs_text(count)} to {output_file}")
+
+
+def _runs_text(n: int) -> str:
+    from cobell_cli.api import count
+
+    return count(n, "run")
 
 
 @app.command("rm")
@@ -400,7 +408,7 @@ def remove(
     with open_history(ctx, create=False) as history:
         removed = api.remove_runs(history, run_ids,
                                   confirm=None if yes else _confirm_removal(history.path))
-    info(f"removed {removed} run(s)")
+    info(f"removed {_runs_text(removed)}")
 
 
 def _confirm_removal(path: Path) -> Callable[[int], None]:
@@ -412,7 +420,7 @@ def _confirm_removal(path: Path) -> Callable[[int], None]:
             raise UsageError(
                 "refusing to remove runs without confirmation", hint="pass --yes in scripts"
             )
-        typer.confirm(f"Remove {count} run(s) from {path}?", abort=True)
+        typer.confirm(f"Remove {_runs_text(count)} from {path}?", abort=True)
 
     return confirm
 
@@ -455,7 +463,7 @@ def _set_excluded(ctx: typer.Context, run_ids: list[int], excluded: bool, as_jso
             i for i in dict.fromkeys(run_ids) if i not in changed]}))
         return
     already = len(dict.fromkeys(run_ids)) - len(changed)
-    info(f"{verb} {len(changed)} run(s)" + (f"; {already} already {verb}" if already else "")
+    info(f"{verb} {_runs_text(len(changed))}" + (f"; {already} already {verb}" if already else "")
          + ("; planning and fitting leave them out" if excluded and changed else ""))
 
 

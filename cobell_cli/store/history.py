@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem, normal
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
 from cobell_cli.store.processes import pid_alive, this_host
@@ -570,12 +570,14 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
     row = {k: _coerce(v, RUN_COLUMNS[k], k) for k, v in fields.items()}
     if not partial and not row.get("job"):
         raise ValueError("job: missing")
-    if row.get("job") is not None and (problem := job_name_problem(row["job"])) is not None:
-        raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
-    if "status" in row and row["status"] not in STATUSES:
-        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
+    if row.get("job") is not None:
+        if (problem := job_name_problem(row["job"])) is not None:
+            raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
+        row["job"] = normal(row["job"])
     if not partial and row.get("status") is None:
         raise ValueError("status: missing")
+    if row.get("status") is not None and row["status"] not in STATUSES:
+        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
     if "source" in row and row["source"] is None:
         del row["source"]  # the column's default: a run cobell launched
     if "excluded" in row and row["excluded"] is None:
