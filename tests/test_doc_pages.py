@@ -152,7 +152,9 @@ def test_commands_are_read_from_shell_lines(line: str, argvs: list[tuple[str, ..
 
 def runnable(shown: Shown) -> bool:
     """A shown command this test can run as shown: it needs no cluster and no Spark, and names
-    no job the example history lacks."""
+    no job the example history lacks. (One that does not parse is the parse test's failure.)"""
+    if problem(shown.argv, mention=False) is not None:
+        return False
     path, ctx = parse(shown.argv)
     cluster_flags = {"--from-yarn", "--from-spark-history", "--from-event-logs", "--rm-url"}
     return (
