@@ -17,10 +17,9 @@ OFFLINE = ("--cluster", "none")
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    path = tmp_path / "h.db"
-    result = cobell("--db", path, "history", "import", EXAMPLE)
-    assert result.exit_code == 0, result.stderr
-    return path
+    """The example history, imported into a fresh file."""
+    assert cobell("--db", tmp_path / "h.db", "history", "import", EXAMPLE).exit_code == 0
+    return tmp_path / "h.db"
 
 
 def _warnings(stderr: str) -> list[str]:
