@@ -4,6 +4,9 @@ the seam here; tests/test_real_yarn_cluster.py finds the real local YARN through
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from cobell_cli import config
 from cobell_cli.cluster import connect
 from cobell_cli.errors import ConfigError
+from cobell_cli.run import local_found
 
 SITE = """<configuration>
 <property><name>yarn.resourcemanager.webapp.address</name><value>127.0.0.1:18088</value>
@@ -70,3 +74,50 @@ def test_nothing_running_is_no_cluster_or_an_error_naming_the_local_cluster() ->
         with pytest.raises(ConfigError) as error:
             _connect(kind, {})
         assert start in error.value.line()
+
+
+# -- the finder itself: the local clusters' own files and a real process per pid file ---------
+
+
+@pytest.fixture
+def process(tmp_path: Path):
+    """Start a real process whose command line holds the given marks; killed at the end."""
+    started: list[subprocess.Popen] = []
+
+    def start(*marks: str) -> int:
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *marks])
+        started.append(proc)
+        return proc.pid
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_running_local_yarn_is_found_by_its_files_and_its_process(tmp_path: Path,
+                                                                    process) -> None:
+    base = tmp_path / local_found.YARN_DIR
+    site = base / "conf" / "yarn-site.xml"
+    site.parent.mkdir(parents=True)
+    site.write_text(SITE)
+    (base / "yarn.pid").write_text(f"{process(local_found.YARN_LAUNCHER, str(base))}\n")
+    assert local_found.running_yarn_site(tmp_path) is None  # not ready yet
+    (base / "ready.json").write_text('{"webapp": "127.0.0.1:18088"}')
+    assert local_found.running_yarn_site(tmp_path) == site
+    (base / "yarn.pid").write_text(f"{process('something-else')}\n")  # a recycled pid
+    assert local_found.running_yarn_site(tmp_path) is None
+    (base / "yarn.pid").write_text(f"{2**22 + 11}\n")  # no such process
+    assert local_found.running_yarn_site(tmp_path) is None
+
+
+def test_a_running_local_master_is_found_by_its_files_and_its_process(tmp_path: Path,
+                                                                      process) -> None:
+    base = tmp_path / local_found.STANDALONE_DIR
+    base.mkdir()
+    (base / "master.pid").write_text(f"{process(local_found.MASTER_CLASS)}\n")
+    assert local_found.running_master_webui(tmp_path) is None  # never started: no shape
+    (base / "cluster.json").write_text(json.dumps({"shape": {"webui_port": 18080}}))
+    assert local_found.running_master_webui(tmp_path) == "http://127.0.0.1:18080"
+    (base / "master.pid").unlink()
+    assert local_found.running_master_webui(tmp_path) is None

@@ -29,14 +29,13 @@ def local_cluster(kind: str) -> str | None:
     """Where this machine's `cobell local-cluster start` cluster of `kind` answers while it
     runs: the yarn-site.xml of the local YARN (`yarn`), the standalone master's web UI
     (`standalone`); None when none runs. The fallback when nothing is configured."""
+    from cobell_cli.config import data_dir
+    from cobell_cli.run import local_found
+
     if kind == "yarn":
-        from cobell_cli.run.local_yarn import LocalYarn
-
-        site = LocalYarn().found()
+        site = local_found.running_yarn_site(data_dir())
         return None if site is None else str(site)
-    from cobell_cli.run.local_cluster import LocalCluster
-
-    return LocalCluster().found_webui()
+    return local_found.running_master_webui(data_dir())
 
 
 def running_apps(cluster: Any) -> list[RunningApp]:

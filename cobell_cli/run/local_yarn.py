@@ -51,6 +51,7 @@ from typing import Any
 
 from cobell_cli.errors import ClusterError, UsageError
 from cobell_cli.run.local_cluster import find_java, find_spark_home, group_exists
+from cobell_cli.run.local_found import YARN_DIR, YARN_LAUNCHER
 from cobell_cli.run.local_yarn_conf import (
     HOST,
     SPARK_LOG4J2,
@@ -68,7 +69,7 @@ from cobell_cli.run.yarn_jars import hadoop_version, is_complete, jar_dir
 from cobell_cli.threads import user_environ
 
 LAUNCHER = Path(__file__).with_name("yarn_launcher") / "LocalYarn.java"
-LAUNCHER_MARK = "LocalYarn.java"  # in the JVM's command line: how a pid is recognised
+LAUNCHER_MARK = YARN_LAUNCHER  # in the JVM's command line: how a pid is recognised
 JVM_OPTIONS = ("-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
@@ -132,7 +133,7 @@ class LocalYarn:
         if base_dir is None:
             from cobell_cli.config import data_dir
 
-            base_dir = data_dir() / "local-yarn"
+            base_dir = data_dir() / YARN_DIR
         self.base_dir = Path(base_dir).absolute()
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -174,17 +175,6 @@ class LocalYarn:
     def rm_url(self) -> str | None:
         doc = self.ready()
         return f"http://{doc['webapp']}" if doc and doc.get("webapp") else None
-
-    def found(self) -> Path | None:
-        """Its yarn-site.xml while it runs (ready, its JVM alive), else None: how `--cluster
-        yarn` finds it without HADOOP_CONF_DIR. Reads only (a stale pid file stays)."""
-        site = self.conf_dir / "yarn-site.xml"
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        running = self.ready() is not None and _is_launcher(pid, self.base_dir)
-        return site if running and site.is_file() else None
 
     def client_env(self, env: dict[str, str] | None = None) -> dict[str, str]:
         """An environment for spark-submit and cobell against this cluster."""
