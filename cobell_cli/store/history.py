@@ -173,10 +173,6 @@ class History(RunQueries):
         if isinstance(exc, sqlite3.Error):
             raise _translate(exc, self.path, self.busy_timeout_s) from None
 
-    def check_intact(self) -> None:
-        """A HistoryError if the file is damaged (store/files.py check_intact)."""
-        files.check_intact(self.conn, self.path)
-
     def _prepare(self) -> None:
         version, app_id, has_tables = files.snapshot(self.conn)
         files.check_known(self.path, version, app_id, has_tables)

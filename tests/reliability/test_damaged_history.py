@@ -50,6 +50,11 @@ COMMANDS = (
     ("predict", "-j", "sgd", "-t", "600", "--cluster", "none", "--json"),
     ("model", "show", "-j", "sgd"),
     ("history", "jobs"),
+    ("history", "list"),
+    ("history", "list", "--json"),
+    ("history", "show", "3"),
+    ("model", "eval", "-j", "sgd"),
+    ("model", "plot", "-j", "sgd", "-o", "plot.png"),
     ("history", "export"),
     ("history", "export", "--format", "json"),
     ("history", "exclude", "3"),
@@ -98,10 +103,9 @@ def test_a_damaged_index_page_of_any_history_is_refused_by_every_writer(tmp_path
     assert directory_state(tmp_path) == before
 
 
-def test_the_api_raises_the_history_error_for_a_read_that_meets_the_damage(
-    tmp_path: Path,
-) -> None:
-    """A query inside `with History.open(...)` that meets a bad page leaves as HistoryError."""
+def test_the_api_refuses_a_damaged_history_read_only_or_not(tmp_path: Path) -> None:
+    """A Python user's History.open refuses the file before any query (read-only too: a
+    query that met the bad page would otherwise be the first to know)."""
     db = tmp_path / "h.db"
     assert cobell("--db", db, "history", "import", EXAMPLE).exit_code == 0
     _overwrite(db, _index_page_offset(db, "runs_job_recent"), 200)
