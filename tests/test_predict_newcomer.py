@@ -184,3 +184,31 @@ def test_a_deadline_ten_days_ahead_says_so_in_days(db: Path) -> None:
     result = cobell("--db", db, "predict", "-j", "sgd", "--deadline", "+10d", *OFFLINE)
     assert result.exit_code == 2
     assert "more than a week ahead (in 10 d)" in result.stderr
+
+
+# -- bug 4: a huge --max-scale-out ----------------------------------------------------------
+
+
+class _CountingCandidates(tuple):
+    """The memory plan's candidates, counting how many are looked at."""
+
+    looked_at = 0
+
+    def __iter__(self):
+        for candidate in super().__iter__():
+            type(self).looked_at += 1
+            yield candidate
+
+
+def test_the_planner_finds_each_candidates_memory_without_a_scan() -> None:
+    """planner._with_memory asks MemoryPlan.at once per candidate: a scan each time made
+    `predict --max-scale-out 100000` quadratic (81-90 s on 3 runs in the issue)."""
+    from cobell_cli.core.memory.plan import CandidateMemory, MemoryPlan
+
+    n = 2000
+    rows = _CountingCandidates(CandidateMemory(x, 100.0, 120.0, 512, 384, 1024)
+                               for x in range(1, n + 1))
+    plan = MemoryPlan("model", "constant", 3, 0.95, None, None, rows)
+    assert [plan.at(x).scale_out for x in range(1, n + 1)] == list(range(1, n + 1))
+    assert plan.at(n + 1) is None
+    assert _CountingCandidates.looked_at <= 2 * n
