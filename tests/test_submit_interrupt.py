@@ -135,6 +135,45 @@ def test_an_rm_that_does_not_answer_costs_one_warning_not_the_run(
     assert summary["status"] == "killed" and summary["app_state"] is None
 
 
+def test_cobell_killed_while_it_asks_the_rm_leaves_the_run_recorded(
+    tmp_path: Path,
+    live_rm: StandinRM,  # noqa: F811
+) -> None:
+    """SIGKILL while cobell waits on a hanging RM for the app's state: the run is already
+    recorded killed, with its exit code and app id (the completion never waits on the RM);
+    only the RM's word is missing. Before, the row stayed `running` and read as lost."""
+    fake, started = fake_spark_submit(tmp_path, live_rm.url)
+    db = tmp_path / "h.db"
+    argv = [sys.executable, "-m", "cobell_cli", "--db", str(db), "submit", "-j", "etl", "-t",
+            "60", "--max-scale-out", "4", "--rm-url", live_rm.url, "--json", "--", str(fake),
+            "--master", "yarn", "--deploy-mode", "cluster", "etl.py"]  # fmt: skip
+    env = {**os.environ, "COBELL_MODEL_CACHE": "off", "COBELL_RETRIES": "0",
+           "COBELL_CLUSTER_BUDGET_S": "60"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, preexec_fn=as_from_a_terminal)
+    try:
+        wait_for(started.exists, what="the job started")
+        time.sleep(0.3)  # the app id has reached cobell (0.1 s polls)
+        (app_id,) = live_rm.apps
+        live_rm.hang = True
+        proc.send_signal(signal.SIGINT)
+        wait_for(lambda: any(r["path"].endswith(f"/{app_id}/state") for r in live_rm.requests),
+                 what="cobell asking the RM about its app")
+        time.sleep(0.3)
+        assert proc.poll() is None, proc.communicate()  # still waiting on the RM
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        live_rm.release()
+    run = the_run(db)
+    assert (run["status"], run["exit_code"], run["app_id"], run["app_state"]) == (
+        "killed", 130, app_id, None)
+    assert run["finished_at"] is not None and live_rm.kills == []
+
+
 def test_no_rm_configured_and_no_app_id_are_said_too(tmp_path: Path) -> None:
     """--cluster none and no yarn-site.xml: the app id is known, the RM is not; and a job
     interrupted before it printed its app id: the command that finds it by cobell's tag."""

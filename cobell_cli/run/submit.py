@@ -13,8 +13,9 @@ the job has started nothing about the history may change its fate or its exit co
   the cluster reports KILLED afterwards (`yarn application -kill`, an admin): the job itself
   only says it failed;
 - the YARN application of a run cobell interrupted is killed through the ResourceManager
-  once the job has ended, before its completion is written (run/app_kill.py): a cluster-mode
-  driver outlives spark-submit; the RM's last word is recorded (`app_state`);
+  once the job's completion is written (run/app_kill.py): a cluster-mode driver outlives
+  spark-submit; the RM's last word is added to the run (`app_state`). Killed while it asks
+  the RM (SIGKILL, a lost machine), cobell leaves the run recorded, only without app_state;
 - co-runners are read from the cluster after the run and stored with the measured overlap;
   a cluster that does not answer, or a signal, then costs the colocations, never the run.
 """
@@ -32,7 +33,7 @@ from cobell_cli import interrupts
 from cobell_cli.cluster import query
 from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.errors import ClusterError, CobellError
-from cobell_cli.run.app_kill import AppEnd, end_interrupted_app
+from cobell_cli.run.app_kill import end_interrupted_app
 from cobell_cli.run.recorder import WRITE_ERRORS, RunRecorder, why_not_written
 from cobell_cli.store.processes import this_host
 
@@ -158,9 +159,9 @@ def execute(
         result = _run_job(recorder, argv, log, stdout, stderr, on_tick, on_start, on_app_id)
         if cancelled is not None and cancelled():
             result = replace(result, interrupted=True)
-        ended = end_interrupted_app(rm, result.app_id, launcher, plan.job) \
-            if result.interrupted else None
-        outcome = _record_completion(recorder, plan, result, ended)
+        outcome = _record_completion(recorder, plan, result)
+        if result.interrupted:
+            _end_the_app(recorder, rm, result, launcher, plan.job, outcome)
         outcome.deadline = dict(run_fields or {}) or None
         try:
             with interrupts.abandonable():
@@ -271,12 +272,9 @@ def _run_job(
         raise
 
 
-def _record_completion(
-    recorder: RunRecorder, plan: Any, result: ChildResult, ended: AppEnd | None = None
-) -> Outcome:
+def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) -> Outcome:
     status = status_of(result.exit_code, result.interrupted)
     failure = "memory" if status == "failed" and result.memory_failure else None
-    app_state = ended.app_state if ended is not None else None
     warning = recorder.finish(
         _signalled,
         status=status,
@@ -286,7 +284,6 @@ def _record_completion(
         exit_code=result.exit_code,
         app_id=result.app_id,
         failure_reason=failure,
-        **({"app_state": app_state} if app_state else {}),
     )
     return Outcome(
         run_id=recorder.run_id,
@@ -301,12 +298,27 @@ def _record_completion(
         meet_probability=plan.meet_probability,
         confidence=plan.confidence,
         recorded_in=str(recorder.journalled) if recorder.journalled else "history",
-        warnings=[w for w in (ended and ended.warning, warning, _log_warning(result)) if w],
+        warnings=[w for w in (warning, _log_warning(result)) if w],
         failure_reason=failure,
         executor_memory_mb=recorder.row.get("executor_memory_mb"),
-        app_state=app_state,
-        notes=[ended.note] if ended is not None and ended.note else [],
     )
+
+
+def _end_the_app(
+    recorder: RunRecorder, rm: Callable[[], Any] | None, result: ChildResult, launcher: str,
+    job: str, outcome: Outcome,
+) -> None:
+    """Kill the interrupted run's YARN application (run/app_kill.py), then add what the RM
+    said to the run already recorded: the completion never waits on the RM."""
+    ended = end_interrupted_app(rm, result.app_id, launcher, job)
+    if ended is None:
+        return
+    outcome.app_state = ended.app_state
+    outcome.notes += [ended.note] if ended.note else []
+    outcome.warnings[:0] = [ended.warning] if ended.warning else []
+    warning = recorder.amend(app_state=ended.app_state) if ended.app_state else None
+    if warning:
+        outcome.warnings.append(warning)
 
 
 def _memory_from_history(recorder: RunRecorder, outcome: Outcome) -> None:
