@@ -385,7 +385,7 @@ def policy_text(confidence: float | None, phase: str) -> str:
     policy = ("point prediction (--confidence point)" if confidence is None
               else f"P(meet) >= {confidence:.0%} (--confidence {confidence:g})")
     if phase == "bootstrap-search":
-        policy += ", not applied yet: the bootstrap's binary search decides the first runs"
+        policy += ", not yet: a binary search decides the first runs"
     return policy
 
 
