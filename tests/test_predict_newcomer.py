@@ -212,3 +212,24 @@ def test_the_planner_finds_each_candidates_memory_without_a_scan() -> None:
     assert [plan.at(x).scale_out for x in range(1, n + 1)] == list(range(1, n + 1))
     assert plan.at(n + 1) is None
     assert _CountingCandidates.looked_at <= 2 * n
+
+
+# -- bugs 6 and 8 on submit's side: refused under --strict before anything starts -----------
+
+
+@pytest.mark.parametrize("options, said", [
+    (("-t", "300", "--input-tolerance", "0.2"), "--input-tolerance changes nothing"),
+    (("-t", "300", "--label-price", "fast=2"), "--label-price changes nothing"),
+    (("--deadline", "yesterday"), "passed"),
+], ids=["input-tolerance", "label-price", "deadline-passed"])
+def test_submit_strict_refuses_what_predict_strict_refuses(
+        db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        options: tuple[str, ...], said: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    job = ("--", "sh", "-c", "echo ran {scale_out} > ran.txt")
+    for command in ("predict", "submit"):
+        result = cobell("--db", db, command, "-j", "sgd", *options, *OFFLINE, "--strict",
+                        *(job if command == "submit" else ()))
+        assert result.exit_code == 2, (command, result.stderr)
+        assert said in result.stderr.splitlines()[-1]
+    assert not (tmp_path / "ran.txt").exists()

@@ -150,7 +150,7 @@ def test_a_feasible_plans_warnings_are_printed_in_text_mode_too(
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.splitlines()
                 if "not considered during the bootstrap" in line]
-        assert said == ["cobell: warning: 1 running co-runner(s) not considered during the "
+        assert said == ["cobell: warning: 1 running co-runner not considered during the "
                         "bootstrap (as in CoBell)"], proc.stderr
     assert said[0].removeprefix("cobell: warning: ") in json.loads(
         proc.stdout.strip().splitlines()[-1])["warnings"]
