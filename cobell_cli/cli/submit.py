@@ -236,8 +236,7 @@ def submit(
         while True:
             if request is not None and not attempts:
                 prediction, cluster_adapter, row = _start_by_deadline(
-                    ctx, job, target_runtime, request, size, flags, dry_run, strict,
-                    ask if request.minimize == "memory-mb-seconds" else None)
+                    ctx, job, target_runtime, request, size, flags, dry_run, strict, ask)
             else:
                 prediction, cluster_adapter = run_prediction(
                     ctx,
@@ -250,6 +249,7 @@ def submit(
                     memory=ask,
                     minimize=minimize,
                     queue=queue,
+                    strict=strict,
                 )
             injected = launch.inject(command, prediction.plan.scale_out, job, cores_per_executor)
             if prediction.node_label is not None:
@@ -382,7 +382,7 @@ def _start_by_deadline(
 ) -> tuple[Prediction, object, int | None]:
     """Decide the start with every waiting submit (recorded in the history), wait for it,
     and return the prediction the run starts on and the submit's row (None: a dry run).
-    `memory`: sized for --minimize memory-mb-seconds (the starts are priced with it)."""
+    `memory`: what the planner sizes, as without --deadline (api.predict)."""
     import time
 
     from cobell_cli.api import deadlines
@@ -392,7 +392,7 @@ def _start_by_deadline(
     def planned_at(now: float, req: DeadlineRequest) -> tuple[deadlines.Planned, object]:
         return run_deadline_prediction(ctx, job=job, target_s=target_s, request=req,
                                        input_bytes=size, flags=flags, require_history=False,
-                                       now=now, memory=memory)
+                                       now=now, memory=memory, strict=strict)
 
     path = settings(ctx).db_path
     now = request.submitted_at
