@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench import nodesim
+from bench import BELL_DATA, nodesim
 from bench import simulator as profile_sim
 from bench.simulator import (
     Contention,
@@ -62,7 +62,7 @@ from cobell_cli.core.plan import MODEL_FROM_USABLE, plan
 from cobell_cli.core.running import RunningApp
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+DEFAULT_DATA = BELL_DATA
 RESULTS = ROOT / "bench" / "results"
 
 # Targets: the paper's 350 s for SGD; K-Means stands in for CC (not in the Bell data) with a
