@@ -20,7 +20,6 @@ from types import ModuleType
 
 BENCHMARKS = (
     "accuracy",
-    "sparse_limits",
     "colocation",
     "coverage",
     "latency",
@@ -62,12 +61,11 @@ def main(argv: list[str] | None = None) -> None:
         import_speed,
         latency,
         real_colocation,
-        sparse_limits,
         whatif,
     )
 
     modules: dict[str, ModuleType] = {
-        "accuracy": accuracy, "sparse_limits": sparse_limits, "colocation": colocation,
+        "accuracy": accuracy, "colocation": colocation,
         "coverage": coverage, "latency": latency, "import_speed": import_speed,
         "history_memory": history_memory, "cluster_faults": cluster_faults,
         "whatif": whatif, "coldstart": coldstart, "real_colocation": real_colocation,
