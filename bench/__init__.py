@@ -1,4 +1,4 @@
-"""Benchmarks: each `python -m bench.NAME` writes bench/results/NAME.md (see README)."""
+"""Benchmarks: `python -m bench gate` and the canonical benchmarks; see bench/README.md."""
 
 from __future__ import annotations
 
@@ -28,10 +28,15 @@ BELL_DATA = bell_data()
 
 
 def publish(text: str, output: Path | None) -> None:
-    """Print a benchmark's report and, unless it is a quick run (`output` None), write it."""
+    """Print a benchmark's report and, unless it is a quick run (`output` None), write it,
+    keeping the gate's blocks the file held (bench/gate/blocks.py)."""
+    from bench.gate.blocks import carried_over
+
     print(text)
     if output is None:
         return
     output.parent.mkdir(parents=True, exist_ok=True)
+    if output.is_file():
+        text = carried_over(output.read_text(), text)
     output.write_text(text)
     print(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")
