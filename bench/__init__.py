@@ -1,4 +1,5 @@
-"""Benchmarks: `python -m bench gate` and the canonical benchmarks; see bench/README.md."""
+"""Benchmarks: `python -m bench gate` and the canonical benchmarks (bench/README.md,
+docs/benchmarks.md)."""
 
 from __future__ import annotations
 
