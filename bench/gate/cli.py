@@ -149,10 +149,13 @@ def run(work: Sequence[u.Unit], jobs: int, debug: bool,
 
 
 def _silent() -> None:
-    """A worker's stdout goes nowhere: the benchmarks' own prints are not the gate's."""
+    """A worker's output goes nowhere: the benchmarks' own prints (and the history imports'
+    notes) are not the gate's; a unit's failure comes back through its future."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the worker's, for its lifetime)
+    sys.stderr = sys.stdout
 
 
 def _timed(unit: u.Unit) -> tuple[Any, float]:
