@@ -170,7 +170,7 @@ def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
     lines.extend(f"  ov{i + 1} = predicted overlap ratio with {app_id}"
                  for i, app_id in enumerate(app_ids))
     rule = ("prediction <= target" if p.confidence is None
-            else "upper bound <= target (P(meet) alone is not enough)")
+            else "upper bound <= target, the same as P(meet) >= the policy's level")
     lines.append(f"  meets: {rule}")
     return lines
 
@@ -425,20 +425,22 @@ def predict(
 ) -> None:
     """Predict the runtime at every scale-out and pick the smallest that meets the target.
 
-    By default the smallest scale-out whose upper bound is within the target, so that its
-    P(meet) is at least 0.9; --confidence sets another level, --confidence point the paper's
-    point decision. The table shows the scale-outs around the decision (--all: every one).
+    By default the smallest scale-out whose P(meet) is at least 0.9; --confidence sets
+    another level, --confidence point the paper's point decision. The table shows the
+    scale-outs around the decision (--all: every one).
 
     The words, the same in the table, the reasons, docs/planning.md and --json (its keys in
     brackets): prediction [predicted_s] is the runtime the model expects at a scale-out, with
-    the co-runners' predicted overlap. Upper bound [upper_s] is the runtime the job stays
-    below with probability P, the policy's level: the wider of the model's calibrated
-    interval and the prediction times the P-quantile of the job's past actual/predicted
-    ratios. P(meet) [meet_probability] is the estimated probability that the runtime is
-    within the target, from the same ratios. A scale-out meets [meets_target] the target when
-    its upper bound is within it (--confidence point: its prediction; below the smallest
-    scale-out ever run, always the upper bound), so a P(meet) above P alone is not enough.
-    executor-s [executor_seconds] is scale-out x prediction, what the reservation costs.
+    the co-runners' predicted overlap. Each scale-out has its own predictive distribution
+    around it, as wide as the job's held-out errors near that scale-out say, and wider where
+    the job ran rarely or never. Upper bound [upper_s] is the runtime the job stays below
+    with probability P, the policy's level, under that distribution; P(meet)
+    [meet_probability] the probability that the runtime is within the target. A scale-out
+    meets [meets_target] the target when its upper bound is within it, that is when its
+    P(meet) is at least P (--confidence point: its prediction; below the smallest scale-out
+    ever run, its upper bound). When none meets it, the plan weighs P(meet) against cost and
+    says why (docs/model.md). executor-s [executor_seconds] is scale-out x prediction, what
+    the reservation costs.
 
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
 

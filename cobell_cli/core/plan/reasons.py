@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from cobell_cli.core.plan.infeasible import tolerance_text
+from cobell_cli.core.plan.infeasible import Choice
 from cobell_cli.core.plan.records import Phase, Plan, Strategy
 from cobell_cli.core.words import count
 
@@ -30,6 +30,7 @@ def _model_reason(
     n_co: int,
     n_runs: int,
     probability: float | None = None,
+    choice: Choice | None = None,
 ) -> str:
     # The words of cli/predict.py's WORDS: prediction, upper bound, P(meet).
     bound = f", upper bound {upper_s:.0f} s" if confidence is not None else ""
@@ -66,12 +67,24 @@ def _model_reason(
             f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
             f"the {target_s:.0f} s target: {how}: prediction {predicted_s:.0f} s{bound}."
         )
-    judged = "upper bound" if confidence is not None else "judged runtime"
+    level = f" with P(meet) >= {confidence:.0%}" if confidence is not None else ""
+    why = unreachable_words(choice, candidates, target_s) if choice is not None else str(chosen)
     return (
         f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target, so the smallest within {tolerance_text()} of the lowest {judged}"
-        f", {chosen}: {how}: prediction {predicted_s:.0f} s{bound} there."
+        f"target{level}, so {why}: {how}: prediction {predicted_s:.0f} s{bound} there."
     )
+
+
+def unreachable_words(choice: Choice, candidates: Sequence[int], target_s: float) -> str:
+    """Why infeasible.py's rule chose its candidate, after "so": the choice by P(meet) and
+    cost at the lowest upper bound, or the exploration rule's move."""
+    chosen = candidates[choice.index]
+    if choice.explored_from is not None:
+        return (f"{chosen}, the cheapest scale-out as likely to meet it whose next run could"
+                f" bring it there (exploration: one more run at"
+                f" {candidates[choice.explored_from]} could not)")
+    return (f"{chosen}, the cheapest about as likely as any to finish within"
+            f" {choice.aim_s:.0f} s, the lowest upper bound")
 
 
 def _note_whatif(chosen: Plan) -> Plan:
