@@ -137,7 +137,9 @@ def remove_runs(
 
 def set_excluded(history: History, run_ids: Sequence[int], excluded: bool) -> list[int]:
     """Keep runs out of fitting and planning (or let them back in) without deleting them;
-    returns the ids whose flag changed. An unknown id is a UsageError and changes nothing."""
+    returns the ids whose flag changed. Letting a run in undoes either kind of exclusion, by
+    hand or by cobell (an implausible runtime), for good. An unknown id is a UsageError and
+    changes nothing."""
     bad = [i for i in run_ids if not storable(i)]
     if bad:
         raise UsageError(
@@ -221,11 +223,20 @@ class CheckedFile:
     invalid: int = 0
     problems: list[Problem] = field(default_factory=list)
     run_ids: list[int] = field(default_factory=list)  # once imported
+    kept_out: dict[int, str] = field(default_factory=dict)  # implausible runs: id -> why
 
     @property
     def kind(self) -> str | None:
         """cobell-csv, cobell-json or bell-csv."""
         return self.source.kind
+
+    def kept_out_line(self) -> str | None:
+        """The runs the import kept out of fitting as implausible, in a few words."""
+        if not self.kept_out:
+            return None
+        from cobell_cli.sources.record import kept_out_line
+
+        return kept_out_line(self.kept_out)
 
     def skipped(self) -> list[str]:
         """One line per invalid row shown, and one for the rest."""
@@ -278,9 +289,12 @@ def import_checked(
 ) -> list[int]:
     """Write a checked file's valid runs in one transaction (all or nothing); their ids.
     The file is read again: a run no longer valid then (it changed meanwhile) rolls back.
-    `new_ids` gives the runs fresh ids instead of the file's."""
+    `new_ids` gives the runs fresh ids instead of the file's. Runs whose runtime cannot be
+    right for their job are kept out of fitting (`.kept_out`; a file with an
+    `excluded_reason` column was judged when it was written and is kept as it is)."""
     checked.run_ids = history.insert_runs(_valid_runs(checked, skip_invalid),
-                                          keep_ids=not new_ids)
+                                          keep_ids=not new_ids, judge=True)
+    checked.kept_out = history.kept_out(checked.run_ids)
     return checked.run_ids
 
 
