@@ -220,15 +220,15 @@ def test_complete_run_judges_in_the_same_write(tmp_path: Path) -> None:
         assert [r["id"] for r in history.training_runs("etl")][-1] == fine
 
 
-def test_a_version_8_history_migrates_with_no_reasons(tmp_path: Path) -> None:
+def test_a_version_9_history_migrates_with_no_reasons(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
-    for step in MIGRATIONS[:8]:
+    for step in MIGRATIONS[:9]:
         step(conn)
     conn.execute("INSERT INTO runs (job, status, scale_out, runtime_s, excluded) "
                  "VALUES ('etl', 'succeeded', 4, 9, 1)")
     conn.execute("PRAGMA application_id = 0x436F426C")
-    conn.execute("PRAGMA user_version = 8")
+    conn.execute("PRAGMA user_version = 9")
     conn.commit()
     conn.close()
     with History.open(db) as history:
