@@ -250,7 +250,7 @@ complete -c cobell -n '__cobell_at \'cobell history\'' -a import -d 'Import runs
 complete -c cobell -n '__cobell_at \'cobell history\'' -a export -d 'Export runs and their co-runners; `cobell history import` reads it back exactly'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a rm -d 'Remove runs (and their co-runner records) from the history'
 complete -c cobell -n '__cobell_at \'cobell history\'' -a exclude -d 'Keep runs out of fitting and planning without deleting them (a stray 0.01 s run, a run on a broken node): they stay in the history, marked excluded; `include` undoes it'
-complete -c cobell -n '__cobell_at \'cobell history\'' -a include -d 'Use runs that `history exclude` kept out of fitting and planning again'
+complete -c cobell -n '__cobell_at \'cobell history\'' -a include -d 'Use runs kept out of fitting and planning again: by `history exclude`, or by cobell for an implausible runtime (`history show` says which and why); for good'
 complete -c cobell -n '__cobell_at \'cobell history\'' -s h -l help -d 'Show help and exit'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -s j -l job -x -a '(__cobell_jobs)' -d 'Only runs of this job'
 complete -c cobell -n '__cobell_at \'cobell history list\'' -l status -x -d 'Only runs with this status (repeatable): running, succeeded, failed, killed, lost, pending (finished, waiting in the journal beside the history)'

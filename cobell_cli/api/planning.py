@@ -179,6 +179,7 @@ def predict(
         )
     labels = _node_labels(cluster, settings, queue)
     world = _read_world(history, cluster, settings, job, runs, exclude_app_ids, memory)
+    world.warnings += kept_out_warnings(history, job, runs)
     cache = model_cache(settings)
     replays = _replay_cache(cache, world.profiles)
     fit, priors = _fit_with_priors(history, job, world.co_jobs, cache, settings.history_window)
@@ -256,6 +257,38 @@ def _read_world(
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
     return _World(apps, description, ok, warnings, co_histories, progress, memory_runs,
                   request, sizing, profiles, cluster_profiles)
+
+
+KEPT_OUT_NAMED = 2  # implausible runs a plan's warning names with their reasons
+CHANGED_AFTER = 3  # this many newest runs all implausible: perhaps the job itself changed
+
+
+def kept_out_warnings(
+    history: History, job: str, runs: Sequence[dict[str, Any]]
+) -> list[str]:
+    """One warning naming the job's runs cobell kept out of fitting as implausible
+    (store/implausible.py) since the oldest run the plan learns from, and why."""
+    import shlex
+
+    times = [t for r in runs if (t := r.get("started_at") or r.get("submitted_at")) is not None]
+    named, count = history.implausible_runs(job, since=min(times) if times else None,
+                                            limit=KEPT_OUT_NAMED)
+    if not count:
+        return []
+    if count == 1:
+        (run_id, why), = named
+        text = (f"run {run_id} kept out of fitting: {why} (`cobell history include {run_id}` "
+                "uses it)")
+    else:
+        listed = "; ".join(f"run {run_id}: {why}" for run_id, why in named)
+        more = f"; and {count - len(named)} more" if count > len(named) else ""
+        text = (f"{count} runs kept out of fitting as implausible, newest first: {listed}"
+                f"{more} (`cobell history list --job {shlex.quote(job)}` marks them; "
+                "`cobell history include ID` uses one)")
+    if history.newest_kept_out(job, CHANGED_AFTER):
+        text += (f"; the job's {CHANGED_AFTER} newest runs were all kept out: if the job "
+                 "itself changed, include them")
+    return [text]
 
 
 def _replay_cache(cache: ModelCache | None, profiles: Sequence[Any]) -> Any:

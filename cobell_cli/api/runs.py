@@ -137,7 +137,9 @@ def remove_runs(
 
 def set_excluded(history: History, run_ids: Sequence[int], excluded: bool) -> list[int]:
     """Keep runs out of fitting and planning (or let them back in) without deleting them;
-    returns the ids whose flag changed. An unknown id is a UsageError and changes nothing."""
+    returns the ids whose flag changed. Letting a run in undoes either kind of exclusion, by
+    hand or by cobell (an implausible runtime), for good. An unknown id is a UsageError and
+    changes nothing."""
     bad = [i for i in run_ids if not storable(i)]
     if bad:
         raise UsageError(
@@ -223,6 +225,7 @@ class CheckedFile:
     invalid: int = 0
     problems: list[Problem] = field(default_factory=list)
     run_ids: list[int] = field(default_factory=list)  # once imported
+    kept_out: dict[int, str] = field(default_factory=dict)  # implausible runs: id -> why
     jobs: set[str] = field(default_factory=set)  # of the valid runs
     duplicates: int = 0  # valid runs the history held already: not imported again
 
@@ -230,6 +233,14 @@ class CheckedFile:
     def kind(self) -> str | None:
         """cobell-csv, cobell-json or bell-csv."""
         return self.source.kind
+
+    def kept_out_line(self) -> str | None:
+        """The runs the import kept out of fitting as implausible, in a few words."""
+        if not self.kept_out:
+            return None
+        from cobell_cli.sources.record import kept_out_line
+
+        return kept_out_line(self.kept_out)
 
     def skipped(self) -> list[str]:
         """One line per invalid row shown, and one for the rest."""
@@ -252,6 +263,7 @@ class CheckedFile:
             "skipped": self.invalid + self.duplicates,
             "skipped_by_reason": {"invalid": self.invalid, "duplicate": self.duplicates},
             "problems": [str(p) for p in self.problems],
+            "kept_out": {str(k): v for k, v in sorted(self.kept_out.items())},
         }
 
     def line(self, into: str | Path | None = None, *, dry_run: bool = False) -> str:
@@ -265,7 +277,9 @@ class CheckedFile:
         if dry_run:
             return (f"{self.name}: {count(self.valid, 'valid run')} ({self.kind}); would "
                     f"import {self.valid - self.duplicates}{tail}; nothing written (--dry-run)")
-        return f"imported {count(len(self.run_ids), 'run')} from {self.name} into {into}{tail}"
+        kept_out = self.kept_out_line()
+        return (f"imported {count(len(self.run_ids), 'run')} from {self.name} into {into}{tail}"
+                + (f"; {kept_out}" if kept_out else ""))
 
 
 def check_file(
@@ -313,9 +327,13 @@ def import_checked(
     The file is read again: a run no longer valid then (it changed meanwhile) rolls back.
     Runs the history holds already (the same job, start, runtime and scale-out: a file
     imported again) are skipped and counted in `checked.duplicates`. `new_ids` gives the runs
-    fresh ids instead of the file's."""
+    fresh ids instead of the file's. Runs whose runtime cannot be right for their job are
+    kept out of fitting (`.kept_out`; a file with an `excluded_reason` column was judged when
+    it was written and is kept as it is)."""
     checked.run_ids = history.insert_runs(
-        _new_runs(history, checked, _valid_runs(checked, skip_invalid)), keep_ids=not new_ids)
+        _new_runs(history, checked, _valid_runs(checked, skip_invalid)), keep_ids=not new_ids,
+        judge=True)
+    checked.kept_out = history.kept_out(checked.run_ids)
     return checked.run_ids
 
 

@@ -79,7 +79,8 @@ def list_runs(
 
     A run whose completion could not be written (history locked, disk full) is listed as
     `pending` until the next cobell that writes the history applies it from the journal.
-    A run kept out of fitting by `history exclude` shows `(excl.)` after its status.
+    A run kept out of fitting by `history exclude` shows `(excl.)` after its status, one
+    cobell kept out because its runtime cannot be right for its job `(implausible)`.
 
     Example: cobell history list --job sgd --since 7d --format csv
 
@@ -445,7 +446,8 @@ def include(
     run_ids: list[int] = typer.Argument(..., help="Ids of excluded runs to use again."),
     as_json: bool = typer.Option(False, "--json", help="Print what changed as JSON."),
 ) -> None:
-    """Use runs that `history exclude` kept out of fitting and planning again.
+    """Use runs kept out of fitting and planning again: by `history exclude`, or by cobell
+    for an implausible runtime (`history show` says which and why); for good.
 
     Example: cobell history include 17
     """

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem, normal
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
+from cobell_cli.store.implausible import flag_implausible
 from cobell_cli.store.processes import pid_alive, this_host
 from cobell_cli.store.queries import RunQueries
 from cobell_cli.store.schema import (
@@ -273,6 +274,8 @@ class History(RunQueries):
             self.conn.execute("DELETE FROM colocations WHERE run_id = ?", (run_id,))
             for colocation in colocations:
                 self._insert("colocations", {"run_id": run_id, **colocation})
+        if "status" in row:  # a completion: judged as `complete_run` judges it
+            flag_implausible(self.conn, [run_id])
         return True
 
     # -- writes ----------------------------------------------------------------------------
@@ -292,13 +295,26 @@ class History(RunQueries):
         row = _clean_run(fields, partial=True)
         if not row:
             return
-        assignments = ", ".join(f"[{k}] = ?" for k in row)
         with self._write():
-            cur = self.conn.execute(
-                f"UPDATE runs SET {assignments} WHERE id = ?", [*row.values(), run_id]
-            )
-            if cur.rowcount != 1:
-                raise HistoryError(f"run {run_id} is not in the history {self.path}")
+            self._update_run(run_id, row)
+
+    def complete_run(self, run_id: int, **fields: Any) -> dict[int, str]:
+        """`finish_run` with the run's completion, and its runtime judged in the same
+        transaction (store/implausible.py): {run_id: reason} if it was kept out as
+        implausible, else {}."""
+        row = _clean_run(fields, partial=True)
+        with self._write():
+            if row:
+                self._update_run(run_id, row)
+            return flag_implausible(self.conn, [run_id])
+
+    def _update_run(self, run_id: int, row: Mapping[str, Any]) -> None:
+        assignments = ", ".join(f"[{k}] = ?" for k in row)
+        cur = self.conn.execute(
+            f"UPDATE runs SET {assignments} WHERE id = ?", [*row.values(), run_id]
+        )
+        if cur.rowcount != 1:
+            raise HistoryError(f"run {run_id} is not in the history {self.path}")
 
     def add_colocations(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> int:
         cleaned = [_clean_colocation(r) for r in rows]
@@ -308,10 +324,15 @@ class History(RunQueries):
         return len(cleaned)
 
     def insert_runs(
-        self, records: Sequence[Mapping[str, Any]], *, keep_ids: bool = True
+        self, records: Iterable[Mapping[str, Any]], *, keep_ids: bool = True,
+        judge: bool = False,
     ) -> list[int]:
-        """Insert whole runs (with optional `colocations` lists) atomically: all or none."""
+        """Insert whole runs (with optional `colocations` lists) atomically: all or none.
+        `judge` (an import) judges their runtimes against the job's runs, theirs included
+        (store/implausible.py), except runs whose record has an `excluded_reason` field, even
+        empty: a cobell export that carries it was judged when its runs arrived."""
         ids: list[int] = []
+        unjudged: list[int] = []
         with self._write():
             for record in records:
                 run = _clean_run({k: v for k, v in record.items() if k != "colocations"})
@@ -324,8 +345,12 @@ class History(RunQueries):
                     )
                 run_id = self._insert("runs", run)
                 ids.append(run_id)
+                if "excluded_reason" not in record:
+                    unjudged.append(run_id)
                 for colocation in record.get("colocations") or ():
                     self._insert("colocations", {"run_id": run_id, **_clean_colocation(colocation)})
+            if judge:
+                flag_implausible(self.conn, unjudged)
         return ids
 
     def save_profile(self, run_id: int, profile: Any, *, event_log: str | None = None) -> None:
@@ -382,7 +407,8 @@ class History(RunQueries):
         with self._write():
             self._require(ids, "nothing was changed")
             changed = [i for i in ids if self.conn.execute(
-                "UPDATE runs SET excluded = ? WHERE id = ? AND excluded != ?",
+                "UPDATE runs SET excluded = ?, excluded_reason = NULL "
+                "WHERE id = ? AND excluded != ?",
                 (int(excluded), i, int(excluded))).rowcount]
         return changed
 
@@ -580,6 +606,8 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
         del row["excluded"]  # the column's default: used for fitting
     if row.get("excluded") not in (None, 0, 1):
         raise ValueError(f"excluded: expected 0 or 1, got {row['excluded']}")
+    if row.get("excluded_reason") is not None and row.get("excluded") != 1:
+        raise ValueError("excluded_reason: only a run with excluded = 1 has one")
     if row.get("source") is not None and row["source"] not in SOURCES:
         raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {row['source']!r}")
     for column in ("meet_probability", "confidence"):

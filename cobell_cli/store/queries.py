@@ -242,6 +242,47 @@ class RunQueries:
                 run["co_runner_scale_outs"] = sizes
         return runs
 
+    def kept_out(self, run_ids: Sequence[int]) -> dict[int, str]:
+        """Which of `run_ids` cobell kept out of fitting by itself, with why (an import's
+        summary names them)."""
+        ids = [int(i) for i in run_ids]
+        out: dict[int, str] = {}
+        for k in range(0, len(ids), 500):
+            chunk = ids[k : k + 500]
+            out.update(self.conn.execute(
+                f"SELECT id, excluded_reason FROM runs WHERE id IN "
+                f"({', '.join('?' for _ in chunk)}) AND excluded AND excluded_reason IS NOT NULL",
+                chunk,
+            ).fetchall())
+        return out
+
+    def implausible_runs(
+        self, job: str, *, since: float | None = None, limit: int = 3
+    ) -> tuple[list[tuple[int, str]], int]:
+        """The job's runs cobell kept out of fitting as implausible (`since`: started or
+        submitted then or later), newest first: at most `limit` (id, reason), and how many
+        there are. What a plan's warning names."""
+        where = "job = ? AND excluded AND excluded_reason IS NOT NULL"
+        params: list[Any] = [job]
+        if since is not None:
+            where += f" AND ({RECENCY} >= ? OR {RECENCY} IS NULL)"
+            params.append(since)
+        rows = self.conn.execute(
+            f"SELECT id, excluded_reason, count(*) OVER () FROM runs WHERE {where} "
+            f"ORDER BY {RECENCY} DESC, id DESC LIMIT ?",
+            [*params, int(limit)],
+        ).fetchall()
+        return [(int(i), str(why)) for i, why, _ in rows], int(rows[0][2]) if rows else 0
+
+    def newest_kept_out(self, job: str, runs: int) -> bool:
+        """Whether the job's `runs` newest succeeded runs were all kept out as implausible
+        (the job itself may have changed)."""
+        rows = self.conn.execute(
+            "SELECT excluded_reason IS NOT NULL FROM runs WHERE job = ? AND status = "
+            f"'succeeded' ORDER BY {RECENCY} DESC, id DESC LIMIT ?", [job, int(runs)],
+        ).fetchall()
+        return len(rows) == runs and all(flag for (flag,) in rows)
+
     def memory_runs(self, job: str, *, window: int | None = None) -> list[dict[str, Any]]:
         """The job's runs the memory models read (core/memory/demand.py), oldest first: the
         succeeded ones with a measured peak and those that failed for memory, the most recent
