@@ -1,7 +1,7 @@
 """Which parts of cobell's runtime model earn their parameters out of sample (issues 23 and 34).
 
     python -m bench.selection [--quick] [--processes N] [--seeds N] [--only PREFIX]
-                              [--output FILE]
+                              [--cache DIR] [--output FILE]
 
 Each variant is cobell's whole fitting procedure (every CV choice inside it included) with one
 component switched off, offered, or forced, scored on runs none of its choices saw, so every
@@ -29,6 +29,8 @@ its parameters; a second table lists, per variant, where it and the default diff
 from __future__ import annotations
 
 import argparse
+import hashlib
+import pickle
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -203,11 +205,33 @@ def sim_tasks(data: Path, seeds: int, worlds: Sequence[str]) -> list[Task]:
     return out
 
 
-def evaluate(tasks: Sequence[Task], processes: int) -> list[dict[str, np.ndarray]]:
+def evaluate(tasks: Sequence[Task], processes: int, cache: Path | None = None,
+             ) -> list[dict[str, np.ndarray]]:
+    """Every task's scores; with `cache`, a task scored before (same data set and label,
+    same variants) is read from there and a new one written, so a long run can be made in
+    chunks (--only) and rendered whole at the end."""
+    done = {i: _cached(cache, t) for i, t in enumerate(tasks)} if cache else {}
+    todo = [t for i, t in enumerate(tasks) if done.get(i) is None]
     if processes <= 1:
-        return [score(t) for t in tasks]
-    with ProcessPoolExecutor(processes) as pool:
-        return list(pool.map(score, tasks, chunksize=4))
+        fresh = [score(t) for t in todo]
+    else:
+        with ProcessPoolExecutor(processes) as pool:
+            fresh = list(pool.map(score, todo, chunksize=4))
+    if cache:
+        for t, s in zip(todo, fresh, strict=True):
+            _cache_path(cache, t).write_bytes(pickle.dumps(s))
+    it = iter(fresh)
+    return [done[i] if done.get(i) is not None else next(it) for i in range(len(tasks))]
+
+
+def _cache_path(cache: Path, task: Task) -> Path:
+    key = hashlib.sha256(repr((task.dataset, task.label, list(VARIANTS))).encode()).hexdigest()
+    return cache / f"{key[:24]}.pickle"
+
+
+def _cached(cache: Path, task: Task) -> dict[str, np.ndarray] | None:
+    path = _cache_path(cache, task)
+    return pickle.loads(path.read_bytes()) if path.is_file() else None
 
 
 def render(tasks: Sequence[Task], scores: Sequence[Mapping[str, np.ndarray]], command: str,
@@ -273,7 +297,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="a recorded profiles history (every job left one run out)")
     parser.add_argument("--data", type=Path, default=BELL_DATA)
     parser.add_argument("--only", action="append", default=None, metavar="PREFIX",
-                        help="keep the data sets whose name starts so (repeatable), e.g. real")
+                        help="keep the data sets whose name starts so (repeatable), e.g. real; "
+                        "writes nothing")
+    parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                        help="keep each history's scores in DIR and reuse them (run in chunks "
+                        "with --only, then once without it to write the whole table)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -289,11 +317,15 @@ def main(argv: list[str] | None = None) -> None:
         tasks += sim_tasks(args.data, args.seeds, ("simulator", "nodesim"))
     if args.only:
         tasks = [t for t in tasks if t.dataset.startswith(tuple(args.only))]
-    scores = evaluate(tasks, args.processes)
+    if args.cache:
+        args.cache.mkdir(parents=True, exist_ok=True)
+    scores = evaluate(tasks, args.processes, args.cache)
     given = sys.argv[1:] if argv is None else argv
     command = " ".join(["python -m bench.selection", *given])
+    if args.cache:
+        command += " (its histories scored in chunks: the same command with --only)"
     text = render(tasks, scores, command, time.perf_counter() - started)
-    publish(text, None if args.quick else args.output)
+    publish(text, None if args.quick or args.only else args.output)
 
 
 if __name__ == "__main__":
