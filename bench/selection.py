@@ -41,12 +41,11 @@ from typing import Any
 
 import numpy as np
 
-from bench import publish
+from bench import BELL_DATA, publish
 from cobell_cli.core.model.evaluate import PAPER_FIT
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "selection.md"
-BELL_DATA = ROOT.parent / "shared" / "data" / "bell"
 PROFILES = ROOT / "history" / "profiles-local.csv"
 JOINT = "CoBell (paper's joint fit)"
 # Each row names what it changes against the default: "-" a default component switched off,
