@@ -309,13 +309,22 @@ def test_a_deadline_minimizes_memory_mb_seconds(tmp_path: Path) -> None:
 
 
 def test_memory_mb_seconds_without_a_container_size_is_one_line(db: Path) -> None:
-    """No measured peak (or not a Spark command): nothing sizes a container to price with."""
+    """No measured peak (or not a Spark command): nothing sizes a container to price with,
+    so the starts are priced by executor-seconds and a warning says why; --strict: exit 2,
+    one line, nothing started (tests/test_planning_paths.py has every combination)."""
+    why = {"predict": "no run of the job with a measured memory peak",
+           "submit": "memory is not sized for this command (not a Spark command)"}
     for command in ("predict", "submit"):
-        tail = ["--", "echo", "{scale_out}"] if command == "submit" else []
-        out = cobell("--db", db, command, "-j", "report", "--deadline", "+1h", "--cluster",
-                     "none", "--minimize", "memory-mb-seconds", *tail)
-        assert out.exit_code == 2, out.stderr
-        assert out.stderr.strip().count("\n") == 0 and "container size" in out.stderr
+        tail = ["--dry-run", "--", "echo", "{scale_out}"] if command == "submit" else []
+        args = ("--db", db, command, "-j", "report", "--deadline", "+1h", "--cluster", "none",
+                "--minimize", "memory-mb-seconds", "--json", *tail)
+        out = cobell(*args)
+        assert out.exit_code == 0, out.stderr
+        assert json.loads(out.stdout)["minimize"] == "executor-seconds"
+        assert f"--minimize memory-mb-seconds cannot act: {why[command]}" in out.stderr
+        strict = cobell(*args[:-len(tail) or None], "--strict", *tail)
+        assert strict.exit_code == 2, strict.stderr
+        assert strict.stderr.strip().count("\n") == 0 and why[command] in strict.stderr
 
 
 def test_a_deadline_without_confidence_plans_at_the_deadline_default(db: Path) -> None:

@@ -124,17 +124,17 @@ def plan_for_deadline(
 
 
 def _with_container(request: DeadlineRequest, prediction: Prediction) -> DeadlineRequest:
-    """The request with the container the plan sized (memory-MB-seconds prices with it); a
-    usage error when memory-MB-seconds is asked and nothing sized one."""
+    """The request with the container the plan sized (memory-MB-seconds prices with it), or,
+    where the plan could not minimise memory-MB-seconds (api.predict warned why), with the
+    executor-seconds the plan minimised: the starts are priced as the plan chose."""
+    plan = prediction.plan
+    if plan.minimize != request.minimize:
+        return replace(request, minimize=plan.minimize)  # type: ignore[arg-type]
     if request.minimize != "memory-mb-seconds" or request.container_mb is not None:
         return request
-    container = (prediction.plan.memory or {}).get("container_mb")
-    if container is None:
-        raise UsageError(
-            "--minimize memory-mb-seconds needs the executor's container size, and it is"
-            " unknown (no run of the job with a measured memory peak, or not a Spark command)",
-            hint="run the job once with cobell submit (it measures the peak), or minimize"
-                 " executor-seconds")
+    container = (plan.memory or {}).get("container_mb")
+    if container is None:  # the plan priced every candidate's container: never without one
+        return replace(request, minimize=DEFAULT_MINIMIZE)
     return replace(request, container_mb=float(container))
 
 
@@ -340,21 +340,35 @@ def run_prediction(planned: Planned, decision: StartDecision, started_at: float,
         fields.update(scale_out=chosen.scale_out, predicted_s=chosen.predicted_s,
                       lower_s=chosen.lower_s, upper_s=chosen.upper_s,
                       meet_probability=chosen.meet_probability)
-        if plan.memory is not None and chosen.executor_memory_mb is not None:
-            # the memory sized for the scale-out the schedule chose, not the plan's choice
-            # (core/memory/sizing.reserve: the heap is the container less the overhead)
-            fields["memory"] = {**plan.memory, "scale_out": chosen.scale_out,
-                                "executor_memory_mb": chosen.executor_memory_mb,
-                                "container_mb": chosen.container_mb}
-            if chosen.container_mb is not None:
-                fields["memory"]["executor_overhead_mb"] = (chosen.container_mb
-                                                            - chosen.executor_memory_mb)
+        fields.update(_memory_at(plan, chosen))
     fields["reason"] = f"{plan.reason} | {decision.start_reason}"
     return replace(prediction, plan=replace(plan, **fields), start=decision, run_fields={
         "waited_s": round(max(waited_s, 0.0), 3),
         "deadline_at": planned.request.deadline_at,
         "start_reason": decision.start_reason,
     })
+
+
+def start_prediction(planned: Planned, decision: StartDecision) -> Prediction:
+    """What `cobell predict --deadline` shows: the plan at once with the start decided, and
+    its memory sized for the scale-out that start runs at."""
+    plan = planned.prediction.plan
+    chosen = next((c for c in plan.candidates if c.scale_out == decision.scale_out), None)
+    fields = _memory_at(plan, chosen) if chosen is not None else {}
+    return replace(planned.prediction, plan=replace(plan, **fields), start=decision)
+
+
+def _memory_at(plan: Any, chosen: Any) -> dict[str, Any]:
+    """The plan's `memory` object at the candidate the schedule chose, not the plan's choice
+    (core/memory/sizing.reserve: the heap is the container less the overhead); {} unsized."""
+    if plan.memory is None or chosen.executor_memory_mb is None:
+        return {}
+    memory = {**plan.memory, "scale_out": chosen.scale_out,
+              "executor_memory_mb": chosen.executor_memory_mb,
+              "container_mb": chosen.container_mb}
+    if chosen.container_mb is not None:
+        memory["executor_overhead_mb"] = chosen.container_mb - chosen.executor_memory_mb
+    return {"memory": memory}
 
 
 def mark_run(history_path: Path, own_row: int, run_id: int) -> None:

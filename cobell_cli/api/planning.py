@@ -104,6 +104,32 @@ def check_minimize(minimize: str) -> str:
     return minimize
 
 
+def minimize_note(plan: Plan, asked: str, memory: MemoryAsk | None) -> str | None:
+    """Why the plan minimised executor-seconds where memory-MB-seconds was asked (the
+    plan's `minimize` says what it did); None when it did what was asked."""
+    if plan.minimize == asked:
+        return None
+    if plan.phase == "bootstrap-search":
+        why = "the binary search decides the first runs, by executor-seconds"
+    elif memory is None:
+        why = "memory is not sized for this command (not a Spark command)"
+    else:
+        why = ((plan.memory or {}).get("note")
+               or "no memory model yet (no run of the job with a measured executor memory peak)")
+    return f"--minimize {asked} cannot act: {why}; minimised executor-seconds instead"
+
+
+def check_minimized(prediction: Prediction, asked: str) -> None:
+    """--strict: a --minimize the plan could not act on is a usage error (exit 2), before
+    anything starts."""
+    if prediction.plan.minimize == asked:
+        return
+    note = next((w for w in prediction.warnings if w.startswith(f"--minimize {asked} ")),
+                f"--minimize {asked} cannot act on this plan")
+    raise UsageError(note.split("; minimised")[0] + "; nothing was started",
+                     hint="drop --strict, or --minimize executor-seconds")
+
+
 def running_co_runners(
     cluster: Any, settings: Settings, exclude_app_ids: Iterable[str] = ()
 ) -> tuple[list[RunningApp], str, bool, list[str]]:
@@ -172,6 +198,9 @@ def predict(
         warnings += decision.warnings
     else:
         chosen = plan_fn(history=runs, target_s=target_s, co_runners=world.apps)
+    note = minimize_note(chosen, minimize, memory)
+    if note is not None:
+        warnings.append(note)
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None

@@ -256,9 +256,11 @@ def run_prediction(
     memory: Any = None,
     minimize: str = "executor-seconds",
     queue: str | None = None,
+    strict: bool = False,
 ) -> tuple[Prediction, Any]:
     """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
-    `memory` (an api.MemoryAsk) sizes each candidate's executor memory too.
+    `memory` (an api.MemoryAsk) sizes each candidate's executor memory too; `strict`: a
+    --minimize the plan cannot act on is a usage error.
 
     Returns the prediction and the cluster adapter (submit asks it again after the run).
     """
@@ -283,6 +285,8 @@ def run_prediction(
             minimize=minimize,
             queue=queue,
         )
+    if strict:
+        api.check_minimized(prediction, minimize)
     for message in prediction.warnings:
         warn(message)
     return prediction, cluster
@@ -299,10 +303,12 @@ def run_deadline_prediction(
     require_history: bool,
     now: float,
     memory: Any = None,
+    strict: bool = False,
 ) -> tuple[Planned, Any]:
     """`run_prediction` for a deadline: the plan at once within what the deadline leaves, and
     what the scheduler weighs later starts with (deadlines.plan_for_deadline); `memory` (an
-    api.MemoryAsk) sizes each candidate's executor memory too."""
+    api.MemoryAsk) sizes each candidate's executor memory too; `strict`: a --minimize the
+    plan cannot act on is a usage error before anything is decided."""
     from cobell_cli import api
     from cobell_cli.api import deadlines
 
@@ -314,9 +320,11 @@ def run_deadline_prediction(
         planned = deadlines.plan_for_deadline(
             history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
             input_bytes=input_bytes, require_history=require_history, memory=memory)
+        if strict:
+            api.check_minimized(planned.prediction, request.minimize)
         if require_history:  # predict: the other waiting submits, read only
             decision = deadlines.read_decision(history, planned, now)
-            planned.prediction.start = decision
+            planned.prediction = deadlines.start_prediction(planned, decision)
     for message in [*planned.prediction.warnings, *planned.warnings]:
         warn(message)
     return planned, cluster
@@ -408,9 +416,8 @@ def predict(
         planned, _ = run_deadline_prediction(
             ctx, job=job, target_s=target_runtime, request=request,
             input_bytes=parse_size(input_size) if input_size is not None else None, flags=flags,
-            require_history=True, now=now,
-            memory=MemoryAsk(confidence=memory_confidence)
-            if request.minimize == "memory-mb-seconds" else None)
+            require_history=True, now=now, memory=MemoryAsk(confidence=memory_confidence),
+            strict=strict)
         prediction = planned.prediction
         prediction.warnings.extend(planned.warnings)
         typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
@@ -427,6 +434,7 @@ def predict(
         now=now,
         memory=MemoryAsk(confidence=memory_confidence),
         minimize=check_minimize(minimize),
+        strict=strict,
     )
     typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
     if not prediction.plan.feasible:
