@@ -92,7 +92,10 @@ def test_predict_shows_the_starts_and_why_one_won(db: Path, rm: StandinRM) -> No
     out = result.stdout
     assert "deadline " in out and "start " in out and "after" in out
     assert "etl (application_1699990000000_0042)" in out
-    assert "start: at " in out and "waiting for etl" in out  # cheaper to wait: see module doc
+    assert "decision: start at " in out and "waits for etl" in out  # cheaper: module doc
+    why = cobell("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--verbose",
+                 *_yarn(rm)).stdout
+    assert "  why: " in why and "waiting for etl" in why
     js = cobell("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--json",
                 *_yarn(rm))
     plan = json.loads(js.stdout)
@@ -117,18 +120,19 @@ def test_start_now_and_a_short_max_wait_start_at_once(db: Path, rm: StandinRM) -
     assert 0 < plan["start_in_s"] <= 5 and plan["waits_for"] == "submits arriving with it"
 
 
-def test_a_deadline_in_the_past_is_loud_and_strict_exits_3(db: Path, rm: StandinRM) -> None:
+def test_a_deadline_in_the_past_is_loud_and_strict_exits_2(db: Path, rm: StandinRM) -> None:
+    """Issue 35: it says the deadline has passed (no 0 s target), and under --strict it is a
+    usage error before anything is planned (was exit 3, advising --max-scale-out)."""
     result = cobell("--db", db, "predict", "-j", "report", "--deadline", "-", *_yarn(rm))
     assert result.exit_code == 2 and "is not a time" in result.stderr
     past = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 3600))
     loud = cobell("--db", db, "predict", "-j", "report", "--deadline", past, *_yarn(rm))
     assert loud.exit_code == 0
-    assert "the deadline has already passed" in loud.stderr
-    assert "no start meets the deadline" in loud.stderr
+    assert " passed 60 min " in loud.stderr and "planning the fastest start" in loud.stderr
     strict = cobell("--db", db, "predict", "-j", "report", "--deadline", past, "--strict",
                     *_yarn(rm))
-    assert strict.exit_code == 3 and "nothing was started" in strict.stderr
-    assert "Traceback" not in strict.stderr
+    assert strict.exit_code == 2 and "nothing was started" in strict.stderr
+    assert "Traceback" not in strict.stderr and "--max-scale-out" not in strict.stderr
 
 
 def _submit(db: Path, rm: StandinRM, *extra: str, command: list[str] | None = None,

@@ -107,7 +107,7 @@ def test_history_exclude_and_include_from_the_command_line(tmp_path: Path) -> No
 
     before = json.loads(cobell(*predict).stdout)["usable_runs"]
     done = cobell("--db", db, "history", "exclude", "121")
-    assert done.exit_code == 0 and "excluded 1 run(s)" in done.stderr
+    assert done.exit_code == 0 and "excluded 1 run;" in done.stderr
     assert json.loads(cobell(*predict).stdout)["usable_runs"] == before - 1
     listed = cobell("--db", db, "history", "list", "-j", "sgd").stdout.splitlines()
     (row,) = [line for line in listed if line.startswith("121 ")]

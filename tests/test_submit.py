@@ -150,7 +150,7 @@ def test_a_feasible_plans_warnings_are_printed_in_text_mode_too(
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.splitlines()
                 if "not considered during the bootstrap" in line]
-        assert said == ["cobell: warning: 1 running co-runner(s) not considered during the "
+        assert said == ["cobell: warning: 1 running co-runner not considered during the "
                         "bootstrap (as in CoBell)"], proc.stderr
     assert said[0].removeprefix("cobell: warning: ") in json.loads(
         proc.stdout.strip().splitlines()[-1])["warnings"]
@@ -426,6 +426,7 @@ def test_yarn_submission_records_app_id_tags_and_co_runner_overlap(
     )
     assert learned["status"] == "succeeded" and learned["target_s"] is None
     assert learned["mean_scale_out"] == pytest.approx(6, abs=1.5)
+    assert colocation["co_runner_scale_out"] == learned["scale_out"]  # was blank on YARN
     (back,) = learned["colocations"]
     assert back["co_runner_app_id"] == run["app_id"] and back["co_runner_job"] == "sgd"
 

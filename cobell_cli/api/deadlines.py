@@ -59,9 +59,11 @@ class DeadlineRequest:
 def check_deadline(request: DeadlineRequest, now: float, option: str = "--deadline") -> None:
     """A deadline more than a week ahead is a usage error unless --max-wait allows it."""
     if request.deadline_at - now > WEEK_S and request.max_wait_s is None:
+        from cobell_cli.core.words import duration_text
+
         raise UsageError(
-            f"{option} is more than a week ahead ({(request.deadline_at - now) / 86400:.1f} "
-            "days)", hint="check the date, or give --max-wait to allow a wait that long")
+            f"{option} is more than a week ahead (in {duration_text(request.deadline_at - now)})",
+            hint="check the date, or give --max-wait to allow a wait that long")
 
 
 @dataclass
@@ -115,12 +117,28 @@ def plan_for_deadline(
     request = _with_container(request, prediction)
     warnings = [note] if note else []
     if request.deadline_at <= now:
-        warnings.append("the deadline has already passed: planning the fastest start")
+        prediction.plan = _without_stand_in_target(prediction.plan)
+        warnings.append(passed_text(request.deadline_at, now) + ": planning the fastest start")
     pending = _pending(history, settings, prediction, captured, request, target_s, now,
                        wait_s, input_bytes)
     busy = _busy(history, settings, prediction)
     ids = frozenset(a.app_id for a in prediction.co_runners)
     return Planned(prediction, pending, busy, ids, request, target_s, now, warnings)
+
+
+def passed_text(deadline_at: float, now: float) -> str:
+    """`the deadline 2026-01-01T06:00:00+01:00 passed 3 h 10 min ago`, for a person."""
+    from cobell_cli.core.words import duration_text
+    from cobell_cli.timespec import local_iso
+
+    return f"the deadline {local_iso(deadline_at)} passed {duration_text(now - deadline_at)} ago"
+
+
+def _without_stand_in_target(plan: Any) -> Any:
+    """A plan for a deadline that has passed, without the warnings about the stand-in target
+    it was planned for (PAST_TARGET_S, "the 0 s target"): the deadline's own line says it."""
+    stand_in = f"the {PAST_TARGET_S:.0f} s target"
+    return replace(plan, warnings=tuple(w for w in plan.warnings if stand_in not in w))
 
 
 def _with_container(request: DeadlineRequest, prediction: Prediction) -> DeadlineRequest:
@@ -405,12 +423,13 @@ def policy_text(confidence: float | None, phase: str) -> str:
 
 def check_start(prediction: Prediction, strict: bool) -> str | None:
     """No start meets the deadline: under `strict` a NoFeasibleScaleOut (exit 3: nothing is
-    started), else the warning to show; None when a start meets it (or there is no deadline)."""
+    started), else the warning to show; None when a start meets it (or there is no deadline,
+    or it has passed: that is refused before planning under --strict, and warned of without)."""
     from cobell_cli.errors import NoFeasibleScaleOut
     from cobell_cli.timespec import local_iso
 
     start = prediction.start
-    if start is None or start.feasible:
+    if start is None or start.feasible or start.deadline_at <= start.now:
         return None
     shortfall = (f"no start meets the deadline {local_iso(start.deadline_at)} at "
                  f"{policy_text(prediction.policy, prediction.plan.phase)}")

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.jobs import map_job
 from cobell_cli.core.colocation import measured_overlaps
-from cobell_cli.core.job_name import JOB_NAME_RULE, valid_job_name
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_from_tag, valid_job_name
 from cobell_cli.core.running import RunningApp
+from cobell_cli.core.words import count
 from cobell_cli.output import printable
 
 if TYPE_CHECKING:
@@ -133,8 +134,8 @@ class ImportSummary:
     def line(self) -> str:
         verb = "would import" if self.dry_run else "imported"
         text = (
-            f"{verb} {self.imported} of {self.seen} apps from {self.where} "
-            f"({self.colocations} co-locations"
+            f"{verb} {self.imported} of {count(self.seen, 'app')} from {self.where} "
+            f"({count(self.colocations, 'co-location')}"
             + (f", {self.profiles} event-log profiles" if self.profiles else "")
             + ")"
         )
@@ -166,13 +167,16 @@ def job_of(
     patterns: Mapping[str, Any] | None,
     default_job: str | None,
 ) -> str:
-    """The `cobell-job:` tag, `job_patterns`, `--job`, else the app name (module doc)."""
-    mapped = map_job(name, tags, (), patterns)
+    """The `cobell-job:` tag (as the known job it names, whose spelling YARN lower-cased),
+    `job_patterns`, `--job`, else the app name (module doc)."""
+    known_list = list(known_jobs)
+    tagged = next((j for t in tags if (j := job_from_tag(t, known_list)) is not None), None)
+    mapped = tagged or map_job(name, (), (), patterns)
     if mapped is not None:
         return mapped
     if default_job:
         return default_job
-    known = {j.lower(): j for j in known_jobs}
+    known = {j.lower(): j for j in known_list}
     return known.get(name.lower()) or (valid_job_name(name) if name else "unnamed")
 
 

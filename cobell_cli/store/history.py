@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem, normal
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
 from cobell_cli.store.processes import pid_alive, this_host
@@ -166,12 +166,17 @@ class History(RunQueries):
     def __enter__(self) -> History:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        """Close; an SQLite error met while reading (a damaged page, a lock) leaves as the
+        HistoryError naming the file, as one met while opening does."""
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(exc, self.path, self.busy_timeout_s) from None
 
     def _prepare(self) -> None:
         version, app_id, has_tables = files.snapshot(self.conn)
         files.check_known(self.path, version, app_id, has_tables)
+        files.check_intact(self.conn, self.path)  # never write to a damaged file
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._set_journal_mode(files.journal_mode_for(files.filesystem_type(self.path)))
         if version < SCHEMA_VERSION:
@@ -470,6 +475,8 @@ def _translate(
     exc: sqlite3.Error, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S
 ) -> HistoryError:
     text = str(exc)
+    if files.damaged(exc):
+        return files.damaged_error(path)
     if "not a database" in text or "file is encrypted" in text:
         return HistoryError(
             f"{path} is not a cobell history (not an SQLite database)",
@@ -559,12 +566,14 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
     row = {k: _coerce(v, RUN_COLUMNS[k], k) for k, v in fields.items()}
     if not partial and not row.get("job"):
         raise ValueError("job: missing")
-    if row.get("job") is not None and (problem := job_name_problem(row["job"])) is not None:
-        raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
-    if "status" in row and row["status"] not in STATUSES:
-        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
+    if row.get("job") is not None:
+        if (problem := job_name_problem(row["job"])) is not None:
+            raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
+        row["job"] = normal(row["job"])
     if not partial and row.get("status") is None:
         raise ValueError("status: missing")
+    if row.get("status") is not None and row["status"] not in STATUSES:
+        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
     if "source" in row and row["source"] is None:
         del row["source"]  # the column's default: a run cobell launched
     if "excluded" in row and row["excluded"] is None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from cobell_cli.core.plan.infeasible import tolerance_text
 from cobell_cli.core.plan.records import Phase, Plan, Strategy
+from cobell_cli.core.words import count
 
 
 def probability_text(probability: float) -> str:
@@ -38,19 +39,20 @@ def _model_reason(
             bound += f" >= {confidence:.0%}"
     kind = "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
     slowed = (
-        f" times the slow-down of {n_co} running co-runner(s) the job's co-located runs"
+        f" times the slow-down of {count(n_co, 'running co-runner')} the job's co-located runs"
         f" taught the model ({kind})"
         if n_co
         else ""
     )
     if phase == "bootstrap-whatif":
         how = (
-            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the what-if replay of the"
-            f" job's event-log profile, corrected by its runs" + (f",{slowed}" if slowed else "")
+            f"bootstrap run {n_runs + 1} ({count(n_runs, 'similar run')}): the what-if replay of"
+            f" the job's event-log profile, corrected by its runs"
+            + (f",{slowed}" if slowed else "")
         )
     elif phase == "bootstrap-parametric":
         how = (
-            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model"
+            f"bootstrap run {n_runs + 1} ({count(n_runs, 'similar run')}): the model"
             + (slowed if n_co else " without interference")
         )
     elif n_co == 0:
@@ -58,7 +60,7 @@ def _model_reason(
             " ignoring co-runners (Bell)" if strategy == "none" else " with no co-runner running"
         )
     else:
-        how = f"the runtime model with the overlap of {n_co} co-runner(s) ({kind})"
+        how = f"the runtime model with the overlap of {count(n_co, 'co-runner')} ({kind})"
     if feasible:
         return (
             f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
