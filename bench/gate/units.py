@@ -70,7 +70,7 @@ def run_real_colocation(set_name: str) -> dict[str, Any]:
     from bench import real_colocation as rc
 
     runs = rc.load_runs(rc.SETS[set_name])
-    names = (rc.COBELL, rc.ALTERNATING)  # the baseline's paper figure: PAPER_FIT, alternating
+    names = (rc.COBELL, rc.JOINT)  # the peer: the paper's joint fit (bench/joint_fit.py)
     return rc.leave_one_out(runs, {n: rc.PREDICTORS[n] for n in names})
 
 
