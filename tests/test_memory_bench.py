@@ -190,3 +190,62 @@ def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> 
     assert low["sized"] == high["sized"] > 0
     # a wider floor never reserves less: the grid really moved the constant
     assert high["mean_ratio"] > low["mean_ratio"]
+
+
+def test_the_recorder_runs_one_application_at_a_time(tmp_path) -> None:
+    """Executor counts one after the other: a quiet recording never has two applications."""
+    for s in ("tune", "test"):
+        (tmp_path / s).mkdir()
+
+    class _Timed(_Cluster):
+        active = most = 0
+
+        def run(self, *args, **kwargs):
+            _Timed.active += 1
+            _Timed.most = max(_Timed.most, _Timed.active)
+            time.sleep(0.02)
+            try:
+                return super().run(*args, **kwargs)
+            finally:
+                _Timed.active -= 1
+
+    hidden = {**_hidden(), **{(s, j, r, 2): n for (s, j, r, _), n in _hidden().items()}}
+    rec = _Timed(tmp_path, hidden)
+    assert mr.record(rec, [("tune", "collect"), ("tune", "cache")], [1, 2], time.time() + 600)
+    assert _Timed.most == 1 and rec.apps > 2
+
+
+def test_a_sizes_measures_are_its_own_spark_jobs(tmp_path) -> None:
+    """case_measures reads cobell's fold: the size's jobs' peaks (the largest over them), their
+    GC (summed) and task totals; another job's peaks are not the size's."""
+    from cobell_cli.sources.eventlog_profile import summarize
+
+    mb, t0 = 1024 * 1024, 1_700_000_000_000
+
+    def task(stage, heap, unified, minor):
+        return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+                "Task Info": {"Executor ID": "1", "Launch Time": t0 + 100, "Finish Time": t0 + 900},
+                "Task Metrics": {"Executor Run Time": 800, "JVM GC Time": 50,
+                                 "Shuffle Write Metrics": {"Shuffle Bytes Written": 1000}},
+                "Task Executor Metrics": {"JVMHeapMemory": heap * mb,
+                                          "OnHeapUnifiedMemory": unified * mb,
+                                          "MinorGCCount": minor, "MinorGCTime": 7 * minor}}
+
+    events = [{"Event": "SparkListenerApplicationStart", "App Name": "m", "App ID": "a",
+               "Timestamp": t0},
+              {"Event": "SparkListenerExecutorAdded", "Executor ID": "1", "Timestamp": t0,
+               "Executor Info": {"Total Cores": 1}},
+              *[{"Event": "SparkListenerJobStart", "Job ID": j, "Submission Time": t0,
+                 "Stage Infos": [{"Stage ID": j, "Parent IDs": []}]} for j in range(3)],
+              task(0, 1500, 10, 3), task(1, 600, 200, 5), task(2, 700, 20, 8),
+              task(2, 650, 30, 9),
+              {"Event": "SparkListenerApplicationEnd", "Timestamp": t0 + 1000}]
+    log = tmp_path / "a"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = mr.case_measures(summarize(log), [1, 2])
+    assert out["heap_mb"] == 700.0  # not job 0's 1500
+    assert out["measures"]["unified_mb"] == 200.0
+    assert out["measures"]["minor_gc"] == (5 - 3) + (9 - 5)
+    assert out["tasks"] == 3 and out["task_run_s"] == pytest.approx(2.4)
+    assert out["shuffle_write_bytes"] == 3000
+    assert mr.case_measures(None, [1]) == {"heap_mb": None, "executors": None}
