@@ -345,16 +345,22 @@ def run_prediction(planned: Planned, decision: StartDecision, started_at: float,
             # (core/memory/sizing.reserve: the heap is the container less the overhead)
             fields["memory"] = {**plan.memory, "scale_out": chosen.scale_out,
                                 "executor_memory_mb": chosen.executor_memory_mb,
-                                "container_mb": chosen.container_mb}
-            if chosen.container_mb is not None:
-                fields["memory"]["executor_overhead_mb"] = (chosen.container_mb
-                                                            - chosen.executor_memory_mb)
+                                "container_mb": chosen.container_mb,
+                                "executor_overhead_mb": chosen.executor_overhead_mb,
+                                "rounding_mb": _rounding(chosen)}
     fields["reason"] = f"{plan.reason} | {decision.start_reason}"
     return replace(prediction, plan=replace(plan, **fields), start=decision, run_fields={
         "waited_s": round(max(waited_s, 0.0), 3),
         "deadline_at": planned.request.deadline_at,
         "start_reason": decision.start_reason,
     })
+
+
+def _rounding(chosen: Any) -> int | None:
+    """The scheduler's step above heap + overhead in the chosen candidate's container."""
+    if chosen.container_mb is None or chosen.executor_overhead_mb is None:
+        return None
+    return chosen.container_mb - chosen.executor_memory_mb - chosen.executor_overhead_mb
 
 
 def mark_run(history_path: Path, own_row: int, run_id: int) -> None:

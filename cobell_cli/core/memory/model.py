@@ -3,14 +3,14 @@
 `MemoryModel` follows scikit-learn's estimator contract: hyper-parameters in the constructor,
 `fit(runs)` returns self, learned values end in `_`, `predict`/`upper` have no side effects.
 
-The upper bound at confidence p is the prediction times a bound on the nested held-out
-ratios (measured / predicted, select.py): their conformal p-bound when there are enough of
-them, else the largest times TAIL_MARGIN (select.py keeps at most MAX_FOLDS of them, so at
-p = 0.95 that is the rule in practice); and never below what the job's memory failures prove:
-a run that failed at R MB with at least as much input per executor (or input, for a function
-of the input) needed more than R. The runtime's normal-theory tail (calibration.ratio_bound's
-Student t) is not used: on 3-6 ratios its spread is noise, and t on 2-5 degrees of freedom
-turned three ratios [0.42, 1.40, 1.63] into a factor of 11.85 (bench/results/memory_e2e.md).
+The upper bound at confidence p is the prediction times the p-quantile of the next held-out
+ratio (measured / predicted, select.py), the job's own ratios with the spread of ratios across
+jobs borrowed where they are few (bound.py, empirical Bayes); and never below what the job's
+memory failures prove: a run that failed at R MB with at least as much input per executor (or
+input, for a function of the input) needed more than R.
+
+A job whose runs never gave an input size is modelled by its peaks alone: a constant per
+executor, its held-out ratios each run's over the runs before it (`input_free_`).
 """
 
 from __future__ import annotations
@@ -20,23 +20,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cobell_cli.core.memory.bound import DEFAULT_PRIOR, RatioPrior, ratio_upper
 from cobell_cli.core.memory.experts import Fitted
 from cobell_cli.core.memory.records import MemoryObservation, feature_value
-from cobell_cli.core.memory.select import CANDIDATES, Candidate, candidate, nested_ratios, select
+from cobell_cli.core.memory.select import (
+    CANDIDATES,
+    MAX_FOLDS,
+    Candidate,
+    candidate,
+    nested_ratios,
+    select,
+)
 from cobell_cli.core.memory.selector import Neighbour, borrow
 
 STEP_MB = 64  # reservations move in 64 MB steps: what the need is measured in
 # The same input (per executor) as a failed run's, within this fraction: its reservation failed
 # there, so it is never offered again.
 SAME_INPUT = 0.10
-# With fewer held-out ratios than this, the bound is widened to at least MIN_MARGIN: one or two
-# held-out errors say nothing about the tail.
-MIN_RATIOS = 3
-MIN_MARGIN = 1.25
-# Below the conformal rank, the largest held-out ratio covers only n / (n + 1) of the next
-# ones: it is widened by this factor (a guess, held fixed: chosen before bench.memory_e2e's
-# tuning seed was run, left as it was after).
-TAIL_MARGIN = 1.05
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,13 @@ class MemoryModel:
         pool: Sequence[str] | None = None,
         nested: bool = True,
         neighbour: Neighbour | None = None,
+        prior: RatioPrior = DEFAULT_PRIOR,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
         self.nested = nested
         self.neighbour = neighbour
+        self.prior = prior
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
@@ -73,10 +75,26 @@ class MemoryModel:
         return tuple(candidate(label) for label in self.pool)
 
     def fit(self, runs: Sequence[MemoryObservation]) -> MemoryModel:
-        """Fit on the job's runs: those with a demand are fitted, memory failures bound."""
+        """Fit on the job's runs: those with a demand are fitted, memory failures bound. Runs
+        without an input size are fitted only when no run has one (`input_free_`)."""
         measured = [r for r in runs if r.demand_mb is not None and r.demand_mb > 0]
         if not measured:
             raise ValueError("no run with a measured memory demand")
+        sized = [r for r in measured if r.input_bytes > 0]
+        self.input_free_: bool = not sized
+        self.unsized_runs_: int = len(measured) - len(sized)
+        if sized:
+            self._fit_input(sized)
+        else:
+            self._fit_peaks(measured)
+        self.failures_: list[MemoryObservation] = [
+            r for r in runs if r.failed and r.reserved_mb is not None
+        ]
+        self.runs_: int = len(sized or measured)
+        return self
+
+    def _fit_input(self, measured: Sequence[MemoryObservation]) -> None:
+        """A memory function of the input, chosen on the runs (select.py)."""
         guide = self.neighbour
         fallback = candidate(guide.label if guide is not None else self.fallback)
         selection = select(measured, fallback, self._pool())
@@ -97,11 +115,24 @@ class MemoryModel:
         self.ratios_: list[float] = (
             nested_ratios(measured, fallback, self._pool()) if self.nested else []
         )
-        self.failures_: list[MemoryObservation] = [
-            r for r in runs if r.failed and r.reserved_mb is not None
-        ]
-        self.runs_: int = len(measured)
-        return self
+
+    def _fit_peaks(self, measured: Sequence[MemoryObservation]) -> None:
+        """No input size: the constant of the peaks, each run's ratio over the runs before
+        it (the MAX_FOLDS latest) its held-out error."""
+        const = CANDIDATES[0]
+        fitted = const.fit(measured)
+        assert fitted is not None
+        ratios = []
+        for i in range(max(1, len(measured) - MAX_FOLDS), len(measured)):
+            before = const.fit(measured[:i])
+            if before is not None and before.predict(0.0) > 0:
+                ratios.append(measured[i].demand_mb / before.predict(0.0))  # type: ignore[operator]
+        self.source_ = "peaks"
+        self.candidate_ = const
+        self.fitted_ = fitted
+        self.scores_ = {}
+        self.folds_ = len(ratios)
+        self.ratios_ = ratios if self.nested else []
 
     def predict(self, input_bytes: int, scale_out: int) -> float:
         """The point prediction of the need per executor, MB."""
@@ -110,7 +141,7 @@ class MemoryModel:
 
     def ratio(self, confidence: float) -> float:
         """The factor on the prediction that bounds the need with probability >= confidence."""
-        return memory_ratio_bound(self.ratios_, confidence)
+        return ratio_upper(self.ratios_, confidence, self.prior)
 
     def estimate(self, input_bytes: int, scale_out: int, confidence: float) -> MemoryEstimate:
         predicted = self.predict(input_bytes, scale_out)
@@ -133,6 +164,8 @@ class MemoryModel:
             "chosen_by": self._chosen_by(),
             "formula": self.fitted_.describe(),
             "runs": self.runs_,
+            "runs_without_input": self.unsized_runs_,
+            "input_free": self.input_free_,
             "failures": len(self.failures_),
             "cv_folds": self.folds_,
             "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
@@ -140,22 +173,9 @@ class MemoryModel:
         }
 
 
-def memory_ratio_bound(ratios: Sequence[float], confidence: float) -> float:
-    """The factor on a prediction that bounds the next need at `confidence`, from held-out
-    ratios: conformal (the ceil((n + 1) p)-th smallest) when n reaches that rank, else the
-    largest times TAIL_MARGIN (at least MIN_MARGIN below MIN_RATIOS); never below 1. At most
-    the largest ratio times TAIL_MARGIN whatever their spread: it cannot run away."""
-    n = len(ratios)
-    if n < MIN_RATIOS:
-        return max([MIN_MARGIN, *ratios])
-    ordered = sorted(ratios)
-    rank = math.ceil((n + 1) * confidence)
-    if rank <= n:
-        return max(ordered[rank - 1], 1.0)
-    return max(ordered[-1] * TAIL_MARGIN, 1.0)
-
-
 def _chosen_by_text(source: str, neighbour: Neighbour | None) -> str:
+    if source == "peaks":
+        return "its own peaks"
     if source == "own":
         return "its own runs (nested forward CV)"
     if source == "selector" and neighbour is not None:
