@@ -151,31 +151,46 @@ def size_linear(train: Sequence[Run], case: Case, **_: Any) -> float | None:
     return my + slope * (case.input_bytes / MB - mx)
 
 
-def size_cobell(train: Sequence[Run], case: Case, confidence: float, **_: Any) -> float | None:
+STANDALONE = {"backend": "standalone"}  # the recordings' cluster: a container is the heap
+
+
+def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
+                  prior: Any = None) -> Any:
+    """cobell's memory at the case, as `cobell predict` sizes it (core/memory/plan.py on the
+    runs' memory columns): None when it sizes nothing."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
+    from cobell_cli.core.memory.sizing import ContainerRules
 
-    obs = observations(history_rows(train))
+    rows = history_rows(train)
+    obs = observations(rows)
     if not any(o.demand_mb for o in obs):
         return None
-    model = MemoryModel().fit(obs)
-    return model.estimate(case.input_bytes, case.scale_out, confidence).upper_mb
+    model = MemoryModel(**({"prior": prior} if prior is not None else {})).fit(obs)
+    request = MemoryRequest(ContainerRules(**STANDALONE), confidence,
+                            input_bytes=case.input_bytes)
+    return plan_memory(rows, [case.scale_out], request, model).at(case.scale_out)
 
 
-def decompose(runs: Sequence[Run], case: Case, confidence: float) -> tuple[float, float, float]:
-    """Where cobell's container / need comes from, as factors whose product it is: the point
-    prediction / the need (the demand: what the heap peaks say), the bound's factor on it (the
-    held-out ratios' spread), and the grant / the bound (64 MB steps, Spark's 512 MB floor) over
-    the grant / the need."""
-    from cobell_cli.core.memory.demand import observations
-    from cobell_cli.core.memory.model import MemoryModel
+def size_cobell(train: Sequence[Run], case: Case, confidence: float, prior: Any = None,
+                **_: Any) -> float | None:
+    at = cobell_memory(train, case, confidence, prior)
+    return at.upper_peak_mb if at is not None else None
 
+
+def decompose(runs: Sequence[Run], case: Case, confidence: float
+              ) -> tuple[float, float, float, float]:
+    """cobell's container / the need's container as four factors whose product it is: the
+    point prediction / the need (what the runs' peaks say, demand.py), the bound's factor
+    (upper / point, bound.py), the grant's rounding (the grant / the upper bound: 64 MB steps,
+    Spark's 512 MB floor) and the need / its own grant (below 1 where the floor lifts it)."""
     train = [r for r in training(runs, case) if r.outcome == "succeeded"]
-    model = MemoryModel().fit(observations(history_rows(train)))
-    est = model.estimate(case.input_bytes, case.scale_out, confidence)
+    at = cobell_memory(train, case, confidence)
     need = float(case.at_most_mb)  # type: ignore[arg-type]
-    point, upper = est.predicted_mb / need, est.upper_mb / est.predicted_mb
-    return point, upper, granted(est.upper_mb) / granted(need) / (point * upper)
+    point, upper = at.predicted_peak_mb, at.upper_peak_mb
+    return (point / need, upper / point, at.executor_memory_mb / upper,
+            need / granted(need))
 
 
 def explain(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> str:
@@ -184,12 +199,13 @@ def explain(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> st
              and any(r.peak_mb for r in training(runs, c) if r.outcome == "succeeded")]
     if not parts:
         return ""
-    point, bound, rounding = (statistics.median(p[i] for p in parts) for i in range(3))
+    point, bound, rounding, floor = (statistics.median(p[i] for p in parts) for i in range(4))
     return (f"cobell's container / need as factors (medians over its {len(parts)} settled "
-            f"cases): point prediction / need {point:.2f} (the demand from the heap peaks), "
-            f"bound factor {bound:.2f} (the held-out ratios' largest x "
-            "model.TAIL_MARGIN, or model.MIN_MARGIN), grant rounding and floor "
-            f"{rounding:.2f}.")
+            f"cases; each case's factors multiply to its ratio, the medians need not): point "
+            f"prediction / need {point:.2f} (the demand from the runs' peaks, demand.py), "
+            f"bound factor {bound:.2f} (the next held-out ratio's {confidence:g}-quantile, "
+            f"bound.py), grant rounding {rounding:.2f} (64 MB steps, Spark's 512 MB floor), "
+            f"need / its grant {floor:.2f}.")
 
 
 def size_paper(train: Sequence[Run], case: Case, all_runs: Sequence[Run],
@@ -288,12 +304,16 @@ class Score:
         return self.reserved_mb / granted(self.case.above_mb + STEP_MB)
 
 
-def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> list[Score]:
+def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
+          prior: Any = None) -> list[Score]:
+    """Every method's reservation for every case; `prior`: cobell's ratio prior (bound.py),
+    None for the shipped one."""
     out = []
     for case in cases:
         train = [r for r in training(runs, case) if r.outcome == "succeeded"]
         for method in METHODS:
-            heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs)
+            heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs,
+                                  prior=prior)
             out.append(Score(method, case, granted(heap) if heap is not None else None))
     return out
 
@@ -341,6 +361,45 @@ def loads(set_name: str) -> tuple[float, float] | None:
     return (min(values), max(values)) if values else None
 
 
+# How and when each set was recorded, and what was chosen on it (data, not code: the constants
+# themselves are read from the code, method_text)
+RECORDED = {
+    "tune-v2": "the set session 3's demand constants were fitted on (6 bounded cases of one "
+               "job, older job parameters).",
+    "tune": "recorded with `test` in one run of bench/memory_record.py before session 4's "
+            "method was frozen, on the shared machine without the lock, under nice 19, two "
+            "applications at a time, one profile application for every job (a heap peak may "
+            "carry an earlier job's garbage); four first-size timeouts (JVM warm-up) carry "
+            "`ignored` and were searched again. Nothing of the current method was fitted on it.",
+    "test": "recorded with `tune` (other value widths, row counts and `distinct` domains); "
+            "nothing was fitted on it.",
+    "fresh": "recorded in session 4 after that method was frozen, one profile application "
+             "per job, at loads of 23-43; nothing was fitted on it.",
+    "tune-quiet": "recorded quietly (one application at a time, each under the machine-wide "
+                  "lock at a 1-minute load below 1.5), one profile application per job, "
+                  "every executor metric kept: the set demand.py's rule and bound.py's prior "
+                  "were fitted on (bench.memory_measure).",
+    "test-quiet": "recorded as `tune-quiet` after the method was frozen on it (wider values, "
+                  "other row counts and `distinct` domain, another seed): nothing was fitted "
+                  "or chosen on it.",
+}
+
+
+def method_text() -> str:
+    """cobell's constants as the code has them, and where each was fitted."""
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
+    from cobell_cli.core.memory.demand import DEMAND
+
+    rule, prior = DEMAND, DEFAULT_PRIOR
+    return (f"cobell's demand from a run's heap peak P at reservation R (core/memory/demand.py "
+            f"DEMAND): the live heap P less {rule.garbage_share:g} / (1 - "
+            f"{rule.garbage_share:g}) of the slack R - P, at least {rule.live_floor:g} P, times "
+            f"{rule.headroom:g}, at most R; its bound (core/memory/bound.py DEFAULT_PRIOR): "
+            f"the next held-out ratio's quantile under a prior of bias {prior.mean:g}, spread "
+            f"{prior.scale2 ** 0.5:.3g} (log), worth {prior.kappa:g} and {prior.dof:g} ratios. "
+            "Both are fitted on one set only (its note says which).")
+
+
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
            elapsed_s: float, notes: Mapping[str, str] | None = None) -> str:
     lines = [
@@ -349,33 +408,11 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         f"Command: `{command}` ({elapsed_s:.1f} s). Cases and runs: bench/data/memory/<set>/ "
         "(bench/memory_record.py). A case succeeds when the reservation is at least its "
         f"measured need; container ratio = reserved / the smallest grant covering the need. "
-        f"cobell at memory confidence {confidence:g}. The method (cobell's core/memory "
-        "and every peer) was frozen before sets `tune` and `test` were recorded (together, "
-        "in one run of bench/memory_record.py): no constant was chosen on either. Constants "
-        "decided on data: demand.py's mapping (the heap peak less 0.351 of its slack, times "
-        "the GC's headroom 1.06, never below 0.96 x the peak) on set `tune-v2` (the previous "
-        "recording: 6 bounded cases of one job, older job parameters) and a simulated "
-        "development world (bench.memory_e2e, seed 2020); the bound's rule (the largest "
-        "held-out ratio x 1.05 below the conformal rank) before any set was recorded. Both "
-        "changed while sets `tune` and `test` were being recorded, on another branch that "
-        "never read them; the confidence default was set before any set was recorded; the "
-        "peers' constants (1.2, the paper's 10 %) are their "
-        "sources'. Set `tune` (memory_record.JOBS['tune']) is where a later change may be "
-        "tuned; set `test` (JOBS['test']: other value widths, row counts and `distinct` "
-        "domains) is for scoring only. "
-        "Recorded on the shared 2-core machine, without the machine-wide lock, under nice "
-        "19, two applications at a time (needs are pass/fail; a size slower than 4x its "
-        "profile run + 60 s counts as failed); the load average each set's applications "
-        "started at is given per set. Sets `tune` and `test` were recorded with one profile "
-        "application for every job (a heap peak may carry an earlier job's garbage or blocks); "
-        "the recorder then gave an application's first size no allowance for the JVM's "
-        "warm-up, and four timeouts were such first sizes (tune collect x1 at 512 and 1280 MB, "
-        "x2 at 512 MB; test collect x1 at 896 MB): they carry `ignored` in runs.jsonl (slowness, "
-        "not memory) and those needs were searched again with the fixed recorder (session 4). "
-        "Set `fresh` (JOBS['fresh']: other value widths, row counts, domain) was recorded "
-        "after the method was frozen (session 4), with one profile application per job "
-        "(`--profile-apps job`): nothing was chosen on it.",
+        f"cobell at memory confidence {confidence:g}. {method_text()} The peers' constants "
+        "(1.2, the paper's 10 %) are their sources'.",
         "",
+        *[line for name in results for line in (f"Set `{name}`: {RECORDED[name]}", "")
+          if name in RECORDED],
     ]
     for set_name, scores in results.items():
         if not scores:
@@ -445,7 +482,8 @@ def _cell(score: Score) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["tune-v2", "tune", "test", "fresh"])
+    parser.add_argument("--sets", nargs="+",
+                        default=["tune-quiet", "test-quiet", "tune", "test", "fresh", "tune-v2"])
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")

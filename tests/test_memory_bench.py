@@ -146,17 +146,25 @@ def test_an_ignored_record_bounds_nothing(tmp_path) -> None:
 
 
 def test_the_accuracy_decomposition_multiplies_to_the_container_ratio() -> None:
-    """bench.memory_accuracy's diagnosis: point / need x bound x rounding is cobell's grant /
-    the need's grant, and the point factor is the model's own prediction over the need."""
+    """bench.memory_accuracy's diagnosis: four factors, each defined on its own, whose product
+    is the reservation score() gives cobell over the need's grant. The need (448 MB) is below
+    Spark's 512 MB floor, so its own factor is 448 / 512; the rounding is the reservation over
+    the bound, the reservation 64 MB steps above it (worked out here, not read from the code)."""
+    import math
+
     from bench import memory_accuracy as ma
 
     runs = [ma.Run("j", r * ma.MB, 1, 2048, "succeeded", peak, {})
             for r, peak in ((100, 400.0), (150, 520.0), (225, 610.0), (340, 800.0))]
-    case = ma.Case("j", 500 * ma.MB, 1, above_mb=896, at_most_mb=960)
-    point, bound, rounding = ma.decompose(runs, case, 0.95)
-    upper = ma.size_cobell([r for r in runs], case, confidence=0.95)
-    assert point * bound * rounding == pytest.approx(ma.granted(upper) / ma.granted(960))
-    assert point * 960 * bound == pytest.approx(upper)
+    case = ma.Case("j", 500 * ma.MB, 1, above_mb=384, at_most_mb=448)
+    point, bound, rounding, floor = ma.decompose(runs, case, 0.95)
+    (scored,) = [s for s in ma.score(runs, [case], 0.95) if s.method == "cobell"]
+    upper = ma.size_cobell(runs, case, confidence=0.95)
+    assert upper is not None and scored.reserved_mb == max(512, math.ceil(upper / 64) * 64)
+    assert floor == pytest.approx(448 / 512)
+    assert rounding == pytest.approx(scored.reserved_mb / upper)
+    assert point * 448 * bound == pytest.approx(upper, rel=1e-3)
+    assert point * bound * rounding * floor == pytest.approx(scored.reserved_mb / 512, rel=1e-3)
     assert "bound factor" in ma.explain(runs, [case], 0.95)
 
 
@@ -176,19 +184,19 @@ def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
     assert "bound 1.300" in text
 
 
-def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> None:
+def test_the_knob_sweep_widens_the_prior_and_reserves_more(monkeypatch) -> None:
     from bench import memory_sensitivity as ms
-    from cobell_cli.core.memory import model
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
 
-    shipped = model.MIN_MARGIN
+    shipped = DEFAULT_PRIOR
     monkeypatch.setattr(ms, "CONFIDENCES", (0.95,))
-    monkeypatch.setattr(ms, "MARGINS", (1.0, 2.0))
+    monkeypatch.setattr(ms, "SPREADS", (0.5, 4.0))
     rows = ms.sweep("tune-v2")  # 6 cases of one job: small enough for a test
-    assert shipped == model.MIN_MARGIN
-    (_, low_floor, low), (_, high_floor, high) = rows
-    assert (low_floor, high_floor) == (1.0, 2.0)
+    assert shipped == DEFAULT_PRIOR
+    (_, narrow, low), (_, wide, high) = rows
+    assert (narrow, wide) == (0.5, 4.0)
     assert low["sized"] == high["sized"] > 0
-    # a wider floor never reserves less: the grid really moved the constant
+    # a wider prior never reserves less: the grid really moved it
     assert high["mean_ratio"] > low["mean_ratio"]
 
 
@@ -249,3 +257,17 @@ def test_a_sizes_measures_are_its_own_spark_jobs(tmp_path) -> None:
     assert out["tasks"] == 3 and out["task_run_s"] == pytest.approx(2.4)
     assert out["shuffle_write_bytes"] == 3000
     assert mr.case_measures(None, [1]) == {"heap_mb": None, "executors": None}
+
+
+def test_the_accuracy_report_states_the_constants_the_code_uses(monkeypatch) -> None:
+    """bench.memory_accuracy wrote "the heap peak less 0.351 of its slack" while the code used
+    0.26: its text is now made from demand.DEMAND and bound.DEFAULT_PRIOR themselves."""
+    from bench import memory_accuracy as ma
+    from cobell_cli.core.memory import bound, demand
+
+    monkeypatch.setattr(demand, "DEMAND", demand.DemandRule(0.417, 1.123, 0.789))
+    monkeypatch.setattr(bound, "DEFAULT_PRIOR", bound.RatioPrior(0.031, 2.5, 7.0, 0.0169))
+    text = ma.method_text()
+    for figure in ("0.417", "1.123", "0.789", "0.031", "spread 0.13", "2.5", "7 ratios"):
+        assert figure in text, figure
+    assert "0.351" not in text
