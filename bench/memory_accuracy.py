@@ -94,15 +94,24 @@ def granted(heap_mb: float) -> int:
     return max(FLOOR_MB, math.ceil(heap_mb / STEP_MB - 1e-9) * STEP_MB)
 
 
-def load(set_name: str) -> tuple[list[Run], list[Case]]:
+def load(set_name: str, history: str = "profile") -> tuple[list[Run], list[Case]]:
+    """The set's runs and cases. `history` "profile": each size's profile run (at the user's
+    default heap: a job's first runs); "all": every run of every application, the search
+    applications' at smaller heaps too (their successes with peaks, their memory failures:
+    a job whose history also holds runs near its need, as cobell's own sizing and
+    --retry-on-oom leave it)."""
     base = DATA / set_name
     profiles: dict[tuple, dict] = {}  # the last profile run of a case (a chunk cut short
-    for line in (base / "runs.jsonl").read_text().splitlines():  # may have left an earlier)
+    searched = []  # may have left an earlier)
+    for line in (base / "runs.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["purpose"] == "profile":
             profiles[(r["job"], r["rows"], r["scale_out"])] = r
+        elif history == "all" and r["outcome"] in ("succeeded", "memory") \
+                and not r.get("ignored"):
+            searched.append(r)
     runs = []
-    for r in profiles.values():  # the size's own heap peak (its Spark jobs', from the fold)
+    for r in [*profiles.values(), *searched]:  # the size's own heap peak (the fold's)
         runs.append(Run(r["job"], r["input_bytes"], r["scale_out"], r["executor_memory_mb"],
                         r["outcome"], r.get("heap_mb") or None, r))
     cases = []  # every searched case: settled to 64 MB, or only bounded (a search cut short)
@@ -185,7 +194,7 @@ def decompose(runs: Sequence[Run], case: Case, confidence: float
     point prediction / the need (what the runs' peaks say, demand.py), the bound's factor
     (upper / point, bound.py), the grant's rounding (the grant / the upper bound: 64 MB steps,
     Spark's 512 MB floor) and the need / its own grant (below 1 where the floor lifts it)."""
-    train = [r for r in training(runs, case) if r.outcome == "succeeded"]
+    train = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
     at = cobell_memory(train, case, confidence)
     need = float(case.at_most_mb)  # type: ignore[arg-type]
     point, upper = at.predicted_peak_mb, at.upper_peak_mb
@@ -310,8 +319,10 @@ def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
     None for the shipped one."""
     out = []
     for case in cases:
-        train = [r for r in training(runs, case) if r.outcome == "succeeded"]
-        for method in METHODS:
+        history = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
+        succeeded = [r for r in history if r.outcome == "succeeded"]
+        for method in METHODS:  # cobell reads memory failures too; the peers' rules do not
+            train = history if method == "cobell" else succeeded
             heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs,
                                   prior=prior)
             out.append(Score(method, case, granted(heap) if heap is not None else None))
@@ -400,10 +411,24 @@ def method_text() -> str:
             "Both are fitted on one set only (its note says which).")
 
 
+HISTORIES = {
+    "profile": "each case sized from the smaller sizes' profile runs, at the user's default "
+               "heap (memory_record.PROFILE_MEMORY_MB): a job's first runs, whose peaks hold "
+               "the most garbage",
+    "all": "each case sized from every run of the smaller sizes: the profile runs and the "
+           "search applications' at smaller heaps (successes with their peaks, memory "
+           "failures as lower bounds), as a job's history holds them once cobell has sized "
+           "it and --retry-on-oom has run; the peers read the successes' peaks",
+}
+
+
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
-           elapsed_s: float, notes: Mapping[str, str] | None = None) -> str:
+           elapsed_s: float, notes: Mapping[str, str] | None = None,
+           history: str = "profile") -> str:
     lines = [
         "# Memory accuracy: extrapolating in input size (real Spark runs)",
+        "",
+        f"History: {HISTORIES[history]}.",
         "",
         f"Command: `{command}` ({elapsed_s:.1f} s). Cases and runs: bench/data/memory/<set>/ "
         "(bench/memory_record.py). A case succeeds when the reservation is at least its "
@@ -484,6 +509,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+",
                         default=["tune-quiet", "test-quiet", "tune", "test", "fresh", "tune-v2"])
+    parser.add_argument("--history", choices=["profile", "all"], default="profile",
+                        help="what each case is sized from: the smaller sizes' profile runs "
+                        "at the user's default heap (a job's first runs), or all their runs, "
+                        "the search applications' near the need too")
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
@@ -498,11 +527,12 @@ def main(argv: list[str] | None = None) -> int:
         if not (DATA / set_name / "needs.json").exists():
             results[set_name] = []  # not recorded: said so, not skipped silently
             continue
-        runs, cases = load(set_name)
+        runs, cases = load(set_name, args.history)
         results[set_name] = score(runs, cases, confidence)
         notes[set_name] = explain(runs, cases, confidence)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
-    text = render(results, confidence, command.strip(), time.perf_counter() - started, notes)
+    text = render(results, confidence, command.strip(), time.perf_counter() - started, notes,
+                  args.history)
     publish(text + "\n", args.output)
     return 0
 

@@ -119,7 +119,7 @@ class Candidate:
 
 
 SHARES = tuple(i / 50 for i in range(0, 46))  # g: 0 .. 0.9
-ROOMS = tuple(0.8 + i / 100 for i in range(0, 81))  # h, or a factor: 0.8 .. 1.6
+ROOMS = tuple(0.8 + i / 100 for i in range(0, 141))  # h, or a factor: 0.8 .. 2.2
 FLOORS = tuple(0.3 + i / 20 for i in range(0, 15))  # f: 0.3 .. 1.0
 TIGHT = tuple(0.5 + i / 20 for i in range(0, 11))  # a share of R: 0.5 .. 1.0
 

@@ -312,3 +312,19 @@ def test_reservations_come_down_from_a_generous_one_and_stop_failing(share) -> N
     assert max(seq[3:]) <= max(seq[:3])  # no runaway once the model has its own runs
     assert need <= reserved <= 2 * need
     assert len([i for i in failures if i >= 3]) <= 1
+
+
+def test_held_out_ratios_are_taken_on_the_reserved_scale() -> None:
+    """No executor gets less than Spark's 512 MB: a demand of 150 MB predicted at 300 MB is
+    no error (both reserve 512), 700 MB predicted at 300 MB is one of 700 / 512, and 300 MB
+    predicted at 700 MB one of 512 / 700; above the floor a ratio is the plain one."""
+    from cobell_cli.core.memory.select import grant_ratio
+
+    assert grant_ratio(150.0, 300.0) == 1.0
+    assert grant_ratio(700.0, 300.0) == pytest.approx(700 / 512)
+    assert grant_ratio(300.0, 700.0) == pytest.approx(512 / 700)
+    assert grant_ratio(1500.0, 1000.0) == pytest.approx(1.5)
+    # a job whose every demand sits below the floor has nothing to widen its bound with
+    flat = [MemoryObservation(int(s * MB), 1, d) for s, d in
+            zip((100, 150, 225, 340, 510), (120.0, 300.0, 90.0, 260.0, 200.0), strict=True)]
+    assert set(MemoryModel().fit(flat).ratios_) == {1.0}

@@ -39,9 +39,18 @@ class RatioPrior:
     scale2: float  # s0²: the typical variance of a job's log ratios
 
 
-# Fitted by `fit_prior` on the held-out ratios of every job of bench/data/memory/tune-quiet
-# (bench.memory_fit, the measure chosen there); nothing of set test-quiet was read.
-DEFAULT_PRIOR = RatioPrior(mean=0.0, kappa=1.0, dof=4.0, scale2=0.01)
+# The smallest spread a prior may have: half the grant's step at its floor, log(1 + 64 / 512) / 2: a
+# reservation moves in 64 MB steps from Spark's 512 MB, so a finer spread is no bound's width;
+# the ratios held out at the floor are exactly 1 (select.grant_ratio), and the prior's
+# likelihood would otherwise grow without end as its spread shrinks.
+MIN_SPREAD = math.log(1 + 64 / 512) / 2
+# Fitted by `fit_prior` on the held-out ratios of the six jobs of bench/data/memory/tune-quiet
+# under demand.DEMAND (`python -m bench.memory_measure`, bench/results/memory_measure.md);
+# nothing of set test-quiet was read. Most of those ratios are exactly 1 (a prediction and a
+# need both at Spark's floor), so the jobs' typical spread is the smallest the grid allows,
+# and their spreads differ so much that the prior is worth one ratio's (a Cauchy-like tail):
+# a job with none of its own gets a factor of about 1.44 at 0.95, one with a few takes its own.
+DEFAULT_PRIOR = RatioPrior(mean=0.0, kappa=16.0, dof=1.0, scale2=MIN_SPREAD**2)
 
 
 @dataclass(frozen=True)
@@ -92,11 +101,12 @@ def log_marginal(prior: RatioPrior, ratios: Sequence[float]) -> float:
             - dof / 2 * math.log(spread) - n / 2 * math.log(math.pi))
 
 
-# The grid `fit_prior` searches: spreads from 1 % to 100 % (log), the mean's weight from 1/4 to
-# 32 ratios, the spread's from 1 to 32 (below 1 degree of freedom a t quantile is unbounded,
-# and the Cornish-Fisher expansion calibration.py computes it with fails), biases of -30 % to
-# +30 %.
-PRIOR_SCALES = tuple(math.exp(math.log(0.01) + i * math.log(100) / 40) for i in range(41))
+# The grid `fit_prior` searches: spreads from MIN_SPREAD to 100 % (log), the mean's weight
+# from 1/4 to 32 ratios, the spread's from 1 to 32 (below 1 degree of freedom a t quantile is
+# unbounded, and the Cornish-Fisher expansion calibration.py computes it with fails), biases
+# of -30 % to +30 %.
+PRIOR_SCALES = tuple(math.exp(math.log(MIN_SPREAD) - i * math.log(MIN_SPREAD) / 40)
+                     for i in range(41))
 PRIOR_KAPPAS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 PRIOR_DOFS = (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
 PRIOR_MEANS = tuple(i / 100 for i in range(-30, 31, 2))

@@ -28,10 +28,12 @@ class DemandRule:
     live_floor: float  # f
 
 
-# Fitted on bench/data/memory/tune-v2's four pairs of runs at two reservations (session 3):
-# g their median share, h the lower end of the interval those pairs allow, f the smallest
-# floor at which no run's demand fell below a need it was known to exceed.
-DEMAND = DemandRule(garbage_share=0.26, headroom=1.06, live_floor=0.96)
+# Chosen and fitted by bench.memory_measure on set tune-quiet (95 runs of 36 cases whose needs
+# were bisected, 6 jobs; bench/results/memory_measure.md): judged on jobs left out, no rule
+# that discounts the slack's garbage (nor the unified memory, nor the JVM's RSS) predicted the
+# need better than the heap peak itself by a standard error, so the simplest stays: the peak
+# times 0.97. (Before: g 0.26, h 1.06, f 0.96, from bench/data/memory/tune-v2's four pairs.)
+DEMAND = DemandRule(garbage_share=0.0, headroom=0.97, live_floor=1.0)
 
 
 def demand_mb(peak_mb: float, reserved_mb: float | None, rule: DemandRule = DEMAND) -> float:

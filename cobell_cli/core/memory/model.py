@@ -28,6 +28,7 @@ from cobell_cli.core.memory.select import (
     MAX_FOLDS,
     Candidate,
     candidate,
+    grant_ratio,
     nested_ratios,
     select,
 )
@@ -126,7 +127,8 @@ class MemoryModel:
         for i in range(max(1, len(measured) - MAX_FOLDS), len(measured)):
             before = const.fit(measured[:i])
             if before is not None and before.predict(0.0) > 0:
-                ratios.append(measured[i].demand_mb / before.predict(0.0))  # type: ignore[operator]
+                ratios.append(grant_ratio(measured[i].demand_mb,  # type: ignore[arg-type]
+                                          before.predict(0.0)))
         self.source_ = "peaks"
         self.candidate_ = const
         self.fitted_ = fitted

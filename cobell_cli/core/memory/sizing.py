@@ -19,6 +19,7 @@ SPARK_OVERHEAD_MIN_MB = 384
 SPARK_OVERHEAD_FACTOR = 0.10
 YARN_DEFAULT_ALLOCATION_MB = 1024  # yarn.scheduler.minimum-allocation-mb's default
 SPARK_MIN_HEAP_MB = 512  # below 1.5 x 300 MB reserved, Spark refuses to start an executor
+# (select.FLOOR_MB is the same floor, for the held-out ratios)
 
 
 @dataclass(frozen=True)
