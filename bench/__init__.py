@@ -1,4 +1,4 @@
-"""Benchmarks: each `python -m bench.NAME` writes bench/results/NAME.md (see README)."""
+"""Benchmarks: each `python -m bench.NAME` writes bench/results/NAME.md (see docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -447,7 +447,8 @@ def goal_rows(name: str, preds: Sequence[Prediction]) -> list[str]:
 
 
 def in_short(name: str, preds: Sequence[Prediction]) -> str:
-    """One sentence per set, the ranges over its shapes (the README quotes it as written)."""
+    """One sentence per set, the ranges over its shapes (docs/benchmarks.md quotes it as
+    written)."""
     def span(method: str, select: Callable[[Prediction], bool], key: str) -> str:
         values = [summary([p for p in preds if p.shape == shape and p.method == method
                            and select(p)]) for shape in sorted({p.shape for p in preds})]

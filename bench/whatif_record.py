@@ -1,7 +1,10 @@
 """Record the real Spark event logs the what-if benchmark (bench/whatif.py) predicts from.
 
-    flock /tmp/cobell-spark.lock .venv/bin/python -m bench.whatif_record \
+    COBELL_QUIET_LOCK=/tmp/cobell-quiet.lock .venv/bin/python -m bench.whatif_record \
         [--executors 1 2 ... 8] [--reps 1 2] [--shapes wide join straggler iterative]
+
+Every run waits for a quiet machine (bench/quiet.py: 1-minute load below 1.5, the lock named by
+COBELL_QUIET_LOCK held alone); its load is written beside it in the manifest.
 
 Starts `cobell local-cluster`'s code on free loopback ports (2 workers x 4 cores, so 8
 one-core executors fit; Spark only counts the cores, the machine has 2), runs every
@@ -121,10 +124,13 @@ def run_one(master: str, script: Path, log_dir: Path, shape: str, executors: int
             *[a for c in conf for a in ("--conf", c)], str(script), shape]  # fmt: skip
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_CONF_DIR", None)
-    before, started = loadavg(), time.time()
-    code = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, check=False).returncode
-    wall = time.time() - started
+    from bench.quiet import quiet_run
+
+    with quiet_run():  # a quiet machine (bench/quiet.py): its load is written below
+        before, started = loadavg(), time.time()
+        code = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=False).returncode
+        wall = time.time() - started
     logs = [p for p in log_dir.iterdir() if not p.name.endswith(".crc")]
     if code != 0 or len(logs) != 1:
         raise SystemExit(f"{name}: spark-submit exited {code}, logs {logs}")

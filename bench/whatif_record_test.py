@@ -1,6 +1,9 @@
 """Record the what-if's fresh test set: real Spark event logs no constant was fitted on.
 
-    flock /work/.heavy.lock .venv/bin/python -m bench.whatif_record_test [--minutes 25]
+    COBELL_QUIET_LOCK=/tmp/cobell-quiet.lock .venv/bin/python -m bench.whatif_record_test
+
+Every run waits for a quiet machine (bench/quiet.py: 1-minute load below 1.5, the lock named by
+COBELL_QUIET_LOCK held alone); its load is written beside it in the manifest.
 
 Recorded after the what-if's method was frozen (issue 23, item 4), on the same kind of
 cluster as bench/whatif_record.py's tuning set (`cobell local-cluster`'s code, 2 workers x 4

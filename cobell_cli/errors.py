@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes are part of the interface (README "Exit codes"); scripts branch on them.
+# Exit codes are part of the interface (docs/reliability.md, "Exit codes"); scripts branch on them.
 EXIT_OK = 0
 EXIT_RUNTIME = 1  # something went wrong at run time (I/O, a failed job run, ...)
 EXIT_USAGE = 2  # bad flags, bad arguments, bad config or import file: fix the input

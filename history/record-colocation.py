@@ -11,10 +11,10 @@ are visited in a random order, `--reps` times each.
 
     python history/record-colocation.py [--reps 3] [--seed 13] [--out history/colocation-local.csv]
 
-Takes about an hour on a 2-core machine (4 x 4 x 3 = 48 target runs). Runtimes depend on the
+Takes about two hours on a 2-core machine (4 x 4 x 3 = 48 target runs). Runtimes depend on the
 machine and on what else it runs: every cell waits for a quiet machine (bench/quiet.py: 1-minute
-load average below 1.5, and the lock named by COBELL_QUIET_LOCK held alone); the load average before and
-after each run is kept in the run's `reason`-independent side file (`--meta`, JSON lines).
+load average below 1.5, and the lock named by COBELL_QUIET_LOCK held alone); the load average
+before and after each run is kept in the side file (`--meta`, JSON lines).
 
 The test set (history/colocation-test.csv, recorded after the model was frozen: another seed,
 other job parameters, one co-runner at a time, six one-core workers, whatever load the shared

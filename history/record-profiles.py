@@ -8,9 +8,10 @@ or two kinds started together (the second 0-OFFSET_S seconds after the first, wh
 at random), each at a random scale-out in SCALE_OUTS. Cells are shuffled by `--seed` and
 played in that order; a chunk stops starting cells after `--budget-min` minutes and the next
 invocation resumes at the first cell not yet in the meta file, with the same history (kept in
-`--work`), so a recording can be split into chunks under the machine's heavy-work lock:
+`--work`), so a recording can be split into chunks. Every cell waits for a quiet machine
+(bench/quiet.py: 1-minute load below 1.5, the lock named by COBELL_QUIET_LOCK held alone):
 
-    flock /work/.heavy.lock python history/record-profiles.py --set dev --budget-min 28
+    COBELL_QUIET_LOCK=/tmp/cobell-quiet.lock python history/record-profiles.py --set dev
     ... (repeat until it says "all cells recorded") ...
     python history/record-profiles.py --set dev --export
 
@@ -38,6 +39,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.quiet import quiet_run  # noqa: E402
+
 KINDS_PY = ROOT / "history" / "profile-jobs" / "kinds.py"
 # the kinds recorded and their --size (about 15 s of task work each at scale-out 2 on a quiet
 # machine); kinds.py also has `memory`, left out to keep the recording short (its pairs
@@ -109,7 +113,13 @@ class Cluster:
 
 
 def play(cluster: Cluster, cell: dict, scratch: Path) -> dict:
-    load_before = os.getloadavg()[0]
+    """One cell on a quiet machine (bench/quiet.py), its load average before and after kept."""
+    with quiet_run() as quiet:
+        row = _play(cluster, cell, scratch)
+    return {**row, "load_before": quiet["load_before"], "waited_s": round(quiet["waited_s"])}
+
+
+def _play(cluster: Cluster, cell: dict, scratch: Path) -> dict:
     procs = []
     for n, (kind, x) in enumerate(zip(cell["kinds"], cell["scale_outs"], strict=True)):
         if n:
@@ -120,8 +130,7 @@ def play(cluster: Cluster, cell: dict, scratch: Path) -> dict:
         out, _ = proc.communicate()
         lines = [line for line in out.splitlines() if line.startswith("{")]
         results[kind] = json.loads(lines[-1]) if lines else {"exit": proc.returncode}
-    return {**cell, "load_before": load_before, "load_after": os.getloadavg()[0],
-            "results": results}
+    return {**cell, "load_after": os.getloadavg()[0], "results": results}
 
 
 def export(work: Path, env: dict[str, str], out: Path) -> None:

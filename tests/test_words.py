@@ -1,5 +1,6 @@
-"""One vocabulary for a plan: the table, the reasons, --json, --help, the man page and the
-README say prediction, upper bound, P(meet), meets and executor-s, each with its JSON key."""
+"""One vocabulary for a plan: the table, the reasons, --json, --help, the man page and
+docs/planning.md say prediction, upper bound, P(meet), meets and executor-s, each with its
+JSON key."""
 
 from __future__ import annotations
 
@@ -28,14 +29,14 @@ def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-@pytest.mark.parametrize("source", ["help", "man", "readme"])
+@pytest.mark.parametrize("source", ["help", "man", "docs"])
 def test_every_word_is_explained_with_its_json_key(source: str) -> None:
     if source == "help":
         text = cobell("predict", "--help").stdout
     elif source == "man":
         text = (ROOT / "man" / "cobell-predict.1").read_text()
     else:
-        text = (ROOT / "README.md").read_text()
+        text = (ROOT / "docs" / "planning.md").read_text()
     flat = _flat(text).lower()
     for word, key in WORDS.items():
         assert f"{word.lower()} [{key}]" in flat, (source, word)

@@ -21,7 +21,7 @@ from cobell_cli.cli.demo_yarn import DEFAULT_TARGET_S as YARN_TARGET_S
 CO_RUNNER_JOB = "corunner-demo"
 DEFAULT_SEED = Path("history") / "local-demo.csv"
 # The smallest round target the seed's own plan finds feasible beside the running co-runner at
-# 90 % (upper bound 93 s at 2 executors; at 60 s no scale-out meets it, README "Quick start").
+# 90 % (upper bound 93 s at 2 executors; at 60 s no scale-out meets it, docs/demo.md).
 DEFAULT_TARGET_S = 100.0
 # Mostly waiting (like I/O), so the runtime really shrinks with executors even on 2 cores.
 DEMO_DB = "demo.db"  # beside the default history: the demo never writes the user's own
@@ -102,7 +102,8 @@ def demo(
         info(f"(no seed history at {seed}: the demo job starts with its bootstrap runs)")
 
     # `spark-submit` by name, from pyspark's bin on PATH, and the jobs relative to where the
-    # demo runs (the repository root in the README): the commands it echoes stay readable
+    # demo runs (the repository root in the README's main command): the commands it echoes
+    # stay readable
     env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
     spark_submit = "spark-submit"
     jobs_dir = shown_path(Path(examples.__file__).parent)

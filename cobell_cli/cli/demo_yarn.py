@@ -32,7 +32,7 @@ DEFAULT_SEED = Path("history") / "local-yarn-demo.csv"
 # target is the smallest round one the seed's own plan finds feasible beside the running
 # co-runner at 90 % confidence with room to spare (upper bound 117-124 s at 2 executors; at
 # 120 s and below it is not): 150 s. Tuning set: that seed; test: `cobell demo --yarn` on a
-# fresh clone (README, "A real YARN on this machine").
+# fresh clone (docs/demo.md, "On a real YARN on this machine").
 DEFAULT_TARGET_S = 150.0
 CONTAINER_MB = 896  # a 512m executor (or the driver's AM) plus Spark's 384 MB overhead
 # Cluster deploy mode: the driver runs inside the ApplicationMaster, which configures the UI's

@@ -370,7 +370,7 @@ def predict(
     P(meet) is at least 0.9; --confidence sets another level, --confidence point the paper's
     point decision. The table shows the scale-outs around the decision (--all: every one).
 
-    The words, the same in the table, the reasons, the README and --json (its keys in
+    The words, the same in the table, the reasons, docs/planning.md and --json (its keys in
     brackets): prediction [predicted_s] is the runtime the model expects at a scale-out, with
     the co-runners' predicted overlap. Upper bound [upper_s] is the runtime the job stays
     below with probability P, the policy's level: the wider of the model's calibrated

@@ -1,6 +1,6 @@
 """Properties of the whole CLI under hostile input (issue 15): for any `history import` input,
 any arguments of any command and any COBELL_* environment, cobell ends in bounded time with an
-exit code from the README's table, and never with a traceback or an "internal error".
+exit code from the table in docs/reliability.md, and never with a traceback or an "internal error".
 
 - Import inputs: random bytes, random CSV (cobell's and Bell's headers, cells of every kind)
   and structured-but-wrong JSON documents, whole or cut short; a failed import wrote nothing.
@@ -44,7 +44,7 @@ from tests.cli_support import cobell
 from tests.extras import require_extra
 from tests.yarn_standin import dead_url
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RELIABILITY = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 EXAMPLE = Path(__file__).resolve().parents[2] / "history" / "example.csv"
 CALL_LIMIT_S = 60  # no call may take longer: a hang fails the property
 SPARK_STARTERS = {("demo",), ("local-cluster", "start")}
@@ -52,8 +52,9 @@ EXAMPLES = int(os.environ.get("COBELL_PROPERTY_EXAMPLES", "0")) or None  # more,
 
 
 def documented_exit_codes() -> set[int]:
-    """The codes of the README's "Exit codes" table (`other` = a job's own: not cobell's)."""
-    section = README.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    """The codes of the "Exit codes" table in docs/reliability.md (`other` = a job's own: not
+    cobell's)."""
+    section = RELIABILITY.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     codes: set[int] = set()
     for cell in re.findall(r"^\| ([0-9, ]+) \|", section, flags=re.M):
         codes.update(int(c) for c in cell.split(","))

@@ -55,7 +55,8 @@ print("disk full", flush=True)
 
 
 def pending_file(db: Path) -> Path:
-    """Where a completion the history cannot take goes (README: What cobell guarantees)."""
+    """Where a completion the history cannot take goes (docs/reliability.md, "What cobell
+    guarantees")."""
     return db.with_name(db.name + ".pending")
 
 

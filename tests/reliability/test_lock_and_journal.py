@@ -33,7 +33,8 @@ APP_ID = "application_1700000000000_0042"
 
 
 def pending_file(db: Path) -> Path:
-    """Where a completion the history cannot take goes (README: What cobell guarantees)."""
+    """Where a completion the history cannot take goes (docs/reliability.md, "What cobell
+    guarantees")."""
     return db.with_name(db.name + ".pending")
 
 
