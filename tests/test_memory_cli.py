@@ -242,8 +242,7 @@ def test_the_reason_memory_is_not_sized_names_what_is_missing(tmp_path: Path) ->
     with History.open(path) as history:
         history.insert_runs(runs)
     result = cobell("--db", path, "predict", "-j", "etl", "-t", "200", "--cluster", "none")
-    assert "memory: not sized (no run of the job with a measured executor memory peak" in (
-        result.stdout)
+    assert "memory: not sized (no run with a measured executor memory peak" in result.stdout
     shown = cobell("--db", path, "model", "show", "-j", "etl")
     assert "no run with a measured executor memory peak" in shown.stdout
     plot = cobell("--db", path, "model", "plot", "-j", "etl", "--memory", "-o",

@@ -35,9 +35,8 @@ TOO_GENEROUS = 2.0  # a user's memory above this many times the need is worth a 
 # need is above it, by how much nothing says; half as much again bounds a bisection's steps).
 RETRY_GROWTH = 1.5
 # Why nothing is sized, and how a job is sized without an input size
-NO_MEMORY_RUN = ("no run of the job with a measured executor memory peak or a memory failure "
-                 "yet (Spark runs of `cobell submit` record the peak from the event log's "
-                 "executor metrics)")
+NO_MEMORY_RUN = ("no run with a measured executor memory peak or a memory failure yet; "
+                 "`cobell submit` records Spark's peaks from the event log")
 PEAKS_ONLY = "the job's runs have no input size: sized from its peaks alone"
 
 
