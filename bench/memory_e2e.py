@@ -361,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--played", type=Path, default=None,
                         help="keep the played runs in this file and reuse them (they do not "
                              "depend on memory: rerunning the memory side takes seconds)")
+    parser.add_argument("--cells", nargs="+", default=None, metavar="WORLD:TARGET",
+                        help="play only these cells into --played and stop (a full run split "
+                        "into short commands; the last one, without --cells, publishes)")
     parser.add_argument("--data", type=Path, default=co.DEFAULT_DATA)
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_e2e.md")
     args = parser.parse_args(argv)
@@ -369,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     cells = [(seed, world, target) for seed in args.seed for world in co.WORLDS
              for target in co.TARGETS_S]
     played = _load_played(args.played)
-    todo = [c for c in cells if (*c, per_interferer) not in played]
+    wanted = [tuple(c.split(":")) for c in args.cells or []]
+    todo = [c for c in cells if (*c, per_interferer) not in played
+            and (not wanted or (c[1], c[2]) in wanted)]
     work = [(world, target, co.Config(runs_per_interferer=per_interferer, seed=seed), args.data)
             for seed, world, target in todo]
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -379,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     if args.played is not None and todo:
         args.played.write_bytes(pickle.dumps(played))
+    if wanted:
+        return 0
     results: dict[int, dict[tuple[str, str], dict[str, list[MemRecord]]]] = {
         seed: {} for seed in args.seed}
     for seed, world, target in cells:
