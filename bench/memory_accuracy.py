@@ -422,6 +422,27 @@ HISTORIES = {
 }
 
 
+def side_by_side(results: Mapping[str, list[Score]], method: str = "cobell") -> list[str]:
+    """One method on every set, and on each executor count of it: a tune set's figures beside
+    a test set's (where a test set holds fewer executor counts, the like-for-like row is the
+    tune set's at the same count)."""
+    lines = [f"## {LABELS[method]} on each set", "",
+             "| set | executors | sized | certainly succeeds | certainly too small "
+             "| median container / need (upper .. lower) | goals met |",
+             "|---|---|---|---|---|---|---|"]
+    for set_name, scores in results.items():
+        counts = sorted({s.case.scale_out for s in scores})
+        for label, subset in [("all", scores)] + [
+                (str(x), [s for s in scores if s.case.scale_out == x]) for x in counts]:
+            s = summary(subset, method)
+            if not s["cases"]:
+                continue
+            lines.append(f"| {set_name} | {label} | {s['sized']}/{s['cases']} | {s['ok']} "
+                         f"({s['success_pct']:.0f} %) | {s['failed']} | "
+                         f"{s['median_ratio']:.2f} .. {s['median_high']:.2f} | {goals(s)} |")
+    return [*lines, ""]
+
+
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
            elapsed_s: float, notes: Mapping[str, str] | None = None,
            history: str = "profile") -> str:
@@ -438,6 +459,7 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         "",
         *[line for name in results for line in (f"Set `{name}`: {RECORDED[name]}", "")
           if name in RECORDED],
+        *(side_by_side(results) if len([r for r in results.values() if r]) > 1 else []),
     ]
     for set_name, scores in results.items():
         if not scores:

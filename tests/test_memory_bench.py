@@ -45,6 +45,30 @@ def test_a_bounded_need_scores_only_what_is_certain() -> None:
     assert settled.need_mb == 1408 and Score("m", settled, 1408).ratio == 1.0
 
 
+def test_the_sets_side_by_side_count_each_executor_count_on_its_own() -> None:
+    """A tune set with x1 and x2 cases beside a test set with x1 only: each set's row for all
+    its cases and one per executor count, the counts and medians worked out by hand."""
+    from bench.memory_accuracy import side_by_side
+
+    def settled(job: str, x: int, need: int) -> Case:
+        return Case(job, 100, x, above_mb=need - 64, at_most_mb=need)
+
+    tune = [Score("cobell", settled("a", 1, 1024), 1024),  # covers, ratio 1.0
+            Score("cobell", settled("b", 1, 1024), 2048),  # covers, ratio 2.0
+            Score("cobell", settled("a", 2, 1024), 960)]  # short: at most what failed
+    test = [Score("cobell", settled("a", 1, 1024), 1536),  # covers, ratio 1.5
+            Score("other", settled("a", 1, 1024), 512)]  # another method: not counted
+    rows = [line for line in side_by_side({"tune": tune, "test": test})
+            if line.startswith("| t")]
+    assert rows == [
+        "| tune | all | 3/3 | 2 (67 %) | 1 | 1.00 .. 1.00 | no / yes |",
+        "| tune | 1 | 2/2 | 2 (100 %) | 0 | 1.50 .. 1.50 | yes / no |",
+        "| tune | 2 | 1/1 | 0 (0 %) | 1 | 0.94 .. 0.94 | no / yes |",
+        "| test | all | 1/1 | 1 (100 %) | 0 | 1.50 .. 1.50 | yes / no |",
+        "| test | 1 | 1/1 | 1 (100 %) | 0 | 1.50 .. 1.50 | yes / no |",
+    ]
+
+
 class _Cluster(mr.Recorder):
     """Stands in for the Spark applications: a size succeeds when the memory covers a hidden
     need (growing with the input), and fails for memory otherwise."""
