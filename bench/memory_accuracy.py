@@ -392,7 +392,9 @@ RECORDED = {
                   "were fitted on (bench.memory_measure).",
     "test-quiet": "recorded as `tune-quiet` after the method was frozen on it (wider values, "
                   "other row counts and `distinct` domain, another seed): nothing was fitted "
-                  "or chosen on it.",
+                  "or chosen on it. One executor only (`--executors 1`: the x2 half did not fit "
+                  "the session's time, the lock shared with the co-location recordings), so "
+                  "its like-for-like tune figures are tune-quiet's x1 rows.",
 }
 
 

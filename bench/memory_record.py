@@ -219,7 +219,8 @@ JOBS: dict[str, dict[str, Params]] = {
     # Recorded quietly (one application at a time, each under bench.quiet.quiet_run: the
     # machine-wide lock and a 1-minute load below 1.5), every executor metric per size, one
     # profile application per job, another seed (SEEDS): the tune set of issue 36's measure
-    # and bound, then, once they were frozen, the test set (wider values, other row counts).
+    # and bound, then, once they were frozen, the test set (wider values, other row counts;
+    # recorded at one executor only, `--executors 1`, within the session's time).
     "tune-quiet": {
         "collect": (60_000, 1032, 1024, 0),
         "distinct": (60_000, 1032, 1024, 150_000),
