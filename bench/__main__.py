@@ -1,12 +1,15 @@
-"""Run every benchmark: `python -m bench [--quick]`.
+"""The benchmarks from one command (bench/README.md lists each).
 
---quick is the CI smoke run: small configurations that print their reports and write nothing.
-Without it, each benchmark writes its results under bench/results/ (minutes on one core).
-history_memory and cluster_faults always run in their quick form here: their full runs take
-half an hour and compare against another checkout (`python -m bench.history_memory --before
-PATH`, `python -m bench.cluster_faults --before PATH`; see their results files). The others
-run with the arguments their committed results file names on its `Command:` line, so that
-`python -m bench` rewrites the very tables that are committed (one source of truth).
+    python -m bench gate [...]        the core figures against bench/baseline.json (CI runs it)
+    python -m bench [--quick] [--only NAME ...]   the canonical benchmarks, each as its
+                                                  results file was made
+
+`python -m bench gate --help` says the gate's options. Without `gate`, each canonical
+benchmark runs with the arguments its committed results file names on its `Command:` line,
+so that `python -m bench` rewrites the very tables that are committed (one source of truth);
+--quick runs their small configurations and writes nothing. history_memory and
+cluster_faults always run in their quick form here: their full runs take half an hour and
+compare against another checkout (`python -m bench.history_memory --before PATH`).
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import sys
 import time
+from importlib import import_module
 from pathlib import Path
-from types import ModuleType
 
 BENCHMARKS = (
     "accuracy",
-    "sparse_limits",
     "colocation",
     "coverage",
     "latency",
@@ -45,34 +48,13 @@ def committed_arguments(name: str) -> list[str]:
     return shlex.split(command["args"])
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+def run_all(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench",
+                                     description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small, fast, writes nothing")
     parser.add_argument("--only", choices=BENCHMARKS, action="append",
                         help="run only this benchmark (repeatable)")
     args = parser.parse_args(argv)
-    from bench import (
-        accuracy,
-        cluster_faults,
-        coldstart,
-        colocation,
-        coverage,
-        deadline,
-        history_memory,
-        import_speed,
-        latency,
-        real_colocation,
-        sparse_limits,
-        whatif,
-    )
-
-    modules: dict[str, ModuleType] = {
-        "accuracy": accuracy, "sparse_limits": sparse_limits, "colocation": colocation,
-        "coverage": coverage, "latency": latency, "import_speed": import_speed,
-        "history_memory": history_memory, "cluster_faults": cluster_faults,
-        "whatif": whatif, "coldstart": coldstart, "real_colocation": real_colocation,
-        "deadline": deadline,
-    }  # fmt: skip
     chosen = args.only or list(BENCHMARKS)
     for name in BENCHMARKS:
         if name not in chosen:
@@ -81,9 +63,19 @@ def main(argv: list[str] | None = None) -> None:
         flags = ["--quick"] if quick else committed_arguments(name)
         started = time.perf_counter()
         print(f"== bench.{name} {' '.join(flags)}".rstrip(), flush=True)
-        modules[name].main(flags)
+        import_module(f"bench.{name}").main(flags)
         print(f"== bench.{name}: {time.perf_counter() - started:.1f} s", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gate"]:
+        from bench.gate.cli import main as gate
+
+        return gate(argv[1:])
+    return run_all(argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import publish
+from bench import BELL_DATA, publish
 from cobell_cli.core.model.data import RunData, prepare_runs
 from cobell_cli.core.model.evaluate import METHODS, PROTOCOLS, evaluate, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+DEFAULT_DATA = BELL_DATA
 RESULTS = ROOT / "bench" / "results" / "accuracy.md"
 ANCHORS = {"ernest": (12.3, 34.5, 19.0), "bell": (8.9, 34.5, 19.0),
            "noise_floor": (5.2, 7.1, 6.0)}

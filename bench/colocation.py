@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench import nodesim
+from bench import BELL_DATA, nodesim, publish
 from bench import simulator as profile_sim
 from bench.simulator import (
     Contention,
@@ -62,7 +62,7 @@ from cobell_cli.core.plan import MODEL_FROM_USABLE, plan
 from cobell_cli.core.running import RunningApp
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+DEFAULT_DATA = BELL_DATA
 RESULTS = ROOT / "bench" / "results"
 
 # Targets: the paper's 350 s for SGD; K-Means stands in for CC (not in the Bell data) with a
@@ -154,6 +154,7 @@ class Config:
     variants: tuple[str, ...] = tuple(VARIANTS)
     runs_per_interferer: int = 12
     seed: int = 2018
+    strategies: tuple[str, ...] | None = None  # a subset plays only those (the oracle always)
 
 
 @dataclass(frozen=True)
@@ -405,6 +406,12 @@ Cell = tuple[str, str, str]  # (world, variant, target)
 Results = Mapping[Cell, Mapping[str, Sequence[RunRecord]]]
 
 
+def _playing(cfg: Config) -> list[str]:
+    """The configuration's strategies (None: all) in STRATEGIES' order, the oracle always."""
+    return [s for s in STRATEGIES
+            if cfg.strategies is None or s in cfg.strategies or s == "oracle"]
+
+
 def run_experiment(cfg: Config, data_dir: Path = DEFAULT_DATA,
                    progress: Callable[[str], None] | None = None,
                    ) -> dict[Cell, dict[str, list[RunRecord]]]:
@@ -418,7 +425,7 @@ def run_experiment(cfg: Config, data_dir: Path = DEFAULT_DATA,
                 setups = draw_runs(variant, target, cfg, curves, world)
                 per: dict[str, list[RunRecord]] = {}
                 done: dict[Any, str] = {}  # planner key -> the strategy that ran it
-                for strategy in STRATEGIES:
+                for strategy in _playing(cfg):
                     key = ((planner_key(strategy), strategy in LIVE_PROGRESS)
                            if strategy != "oracle" else strategy)
                     if key in done:  # the very same plan() calls: the same runs
@@ -720,10 +727,7 @@ def main(argv: list[str] | None = None) -> None:
         args.output_dir.mkdir(parents=True, exist_ok=True)
         plots = plot(results, args.output_dir)
     text = render(results, cfg, command, elapsed, plots, time.process_time() - cpu_started)
-    print(text)
-    if not args.quick:
-        (args.output_dir / "colocation.md").write_text(text)
-        print(f"wrote {args.output_dir / 'colocation.md'}")
+    publish(text, None if args.quick else args.output_dir / "colocation.md")
     print(f"({time.perf_counter() - started:.1f} s)")
 
 

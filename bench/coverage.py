@@ -37,14 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from bench import colocation, publish
+from bench import BELL_DATA, colocation, publish
 from bench.simulator import PROFILES, Contention, Curve, SimJob, load_curves
 from cobell_cli.api import measured_overlaps
 from cobell_cli.core.model.select import RuntimeModel
 from cobell_cli.core.running import RunningApp
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+DEFAULT_DATA = BELL_DATA
 RESULTS = ROOT / "bench" / "results" / "coverage.md"
 
 TARGET = "sgd"

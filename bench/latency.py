@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from bench import publish
+from bench import BELL_DATA, publish
 from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 from cobell_cli.threads import BLAS_THREAD_VARS
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "bell"
+DEFAULT_DATA = BELL_DATA
 RESULTS = ROOT / "bench" / "results" / "latency.md"
 SIZES = (100, 1_000, 10_000, 100_000)
 JOB, TARGET_S = "sgd", 350.0

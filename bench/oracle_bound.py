@@ -195,12 +195,17 @@ def run(cfg: co.Config, levels: Sequence[float], n_draws: int,
 
 
 def summary(runs: Sequence[RunBound], level: float, target_s: float) -> dict[str, float]:
-    over = np.array([max(0.0, 100.0 * (runs_s / target_s - 1.0))
-                     for _, runs_s in (r.planned[level] for r in runs)])
-    node_s = sum(x * s for x, s in (r.planned[level] for r in runs))
+    return summary_over([(r, target_s) for r in runs], level)
+
+
+def summary_over(runs: Sequence[tuple[RunBound, float]], level: float) -> dict[str, float]:
+    """The planner at `level` over runs with their targets (cells pooled: targets differ)."""
+    over = np.array([max(0.0, 100.0 * (r.planned[level][1] / target_s - 1.0))
+                     for r, target_s in runs])
+    node_s = sum(x * s for x, s in (r.planned[level] for r, _ in runs))
     return {"runs": len(runs), "over_share_pct": 100.0 * float(np.mean(over > 0)),
             "max_overshoot_pct": float(over.max()),
-            "node_s_vs_oracle": node_s / sum(r.oracle_x * r.oracle_s for r in runs)}
+            "node_s_vs_oracle": node_s / sum(r.oracle_x * r.oracle_s for r, _ in runs)}
 
 
 def reachable(s: Mapping[str, float], overshoot: bool = False) -> bool:

@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from bench import publish
+from bench import BELL_DATA, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "selection.md"
-BELL_DATA = ROOT.parent / "shared" / "data" / "bell"
+
 PAPER_FIT = {"combination": "additive", "scaled": True, "pooling": False, "propagate": False,
              "alone_curve": "ernest"}
 VARIANTS: dict[str, dict[str, Any] | None] = {

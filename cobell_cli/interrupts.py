@@ -106,6 +106,11 @@ def _exited(pid: int) -> bool:
         return True
 
 
+def installed() -> bool:
+    """Whether cobell's handlers are in place (the CLI installs them for a whole command)."""
+    return bool(_state.installed)
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 

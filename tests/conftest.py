@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from bench import BELL_DATA_ENV, bell_data
+
 # CI must be reproducible: the same examples every run (a failure found locally is kept in the
 # example database; CI replays none), and no per-example deadline on a shared, loaded machine.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
@@ -24,9 +26,27 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 pytest_plugins = ("tests.yarn_standin", "tests.spark_support", "tests.yarn_support")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-BELL_DIR = SHARED / "data" / "bell"
+# The environment as the session started (isolated_env drops COBELL_* from each test's).
+_ENV_AT_IMPORT = dict(os.environ)
+# ../shared beside the checkout or one of its parents (a worktree under /work/wt/NAME finds
+# /work/shared as /work/main does); the Bell data may live elsewhere: $COBELL_BELL_DATA.
+SHARED = next((p / "shared" for p in Path(__file__).resolve().parents[1:]
+               if (p / "shared").is_dir()), Path(__file__).resolve().parents[2] / "shared")
+BELL_DIR = bell_data(_ENV_AT_IMPORT)
 YARN_FIXTURES = SHARED / "fixtures" / "yarn"
+
+
+def require_shared(path: Path, what: str) -> Path:
+    """`path`, or skip saying why where it is absent; under CI (`CI` set, as .ci/run does)
+    fail instead: the real data is there on the machine CI runs on, so a skip would hide
+    the tests that need it (the real-YARN tests' rule, tests/yarn_support.py)."""
+    if path.is_dir():
+        return path
+    reason = f"{what} not found at {path} (../shared is absent)"
+    if _ENV_AT_IMPORT.get("CI"):
+        pytest.fail(f"CI must run the tests on the {what}, but: {reason}"
+                    f" (set {BELL_DATA_ENV} or put ../shared beside the checkout)")
+    pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -43,16 +63,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def bell_dir() -> Path:
-    if not BELL_DIR.is_dir():
-        pytest.skip(f"real runtime data not found at {BELL_DIR} (../shared/data/bell is absent)")
-    return BELL_DIR
+    return require_shared(BELL_DIR, "real runtime data")
 
 
 @pytest.fixture
 def yarn_fixtures() -> Path:
-    if not YARN_FIXTURES.is_dir():
-        pytest.skip(f"YARN REST fixtures not found at {YARN_FIXTURES} (../shared is absent)")
-    return YARN_FIXTURES
+    return require_shared(YARN_FIXTURES, "YARN REST fixtures")
 
 
 # The test files with tests on a real Spark or YARN cluster (marker `spark` or `yarn`, or the
@@ -62,8 +78,8 @@ def yarn_fixtures() -> Path:
 CLUSTER_FILES = frozenset(f"tests/{name}.py" for name in (
     "test_import_spark_history", "test_learn_co_runners_spark", "test_local_cluster",
     "test_memory_spark", "test_progress_reader", "test_real_yarn_cluster",
-    "test_real_yarn_labels", "test_real_yarn_spark", "test_submit_eventlog",
-    "test_submit_spark",
+    "test_real_yarn_interrupt", "test_real_yarn_labels", "test_real_yarn_spark",
+    "test_submit_eventlog", "test_submit_spark",
 ))  # fmt: skip
 CLUSTER_FIXTURES = frozenset({"local_spark", "real_yarn"})
 

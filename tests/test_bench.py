@@ -215,7 +215,8 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
 
 
 def test_confidence_levels_on_a_tiny_experiment(bell_dir):
-    from bench import colocation, confidence_levels
+    from bench import colocation
+    from bench.studies import confidence_levels
 
     cfg = colocation.Config(worlds=("simulator",), targets=("sgd",), variants=("single",),
                             runs_per_interferer=3)
@@ -237,7 +238,7 @@ def test_confidence_levels_on_a_tiny_experiment(bell_dir):
 
 
 def test_sparse_limits_bounds_are_ordered_and_leave_the_model_untouched(bell_dir):
-    from bench import sparse_limits
+    from bench.studies import sparse_limits
     from cobell_cli.core.model.metrics import mape
 
     ds = sparse_limits.draws(bell_dir, [0])
@@ -264,7 +265,7 @@ def test_sparse_limits_bounds_are_ordered_and_leave_the_model_untouched(bell_dir
     # ...and the shrinkage family contains cobell's own rule (λ = 1).
     shrink = table[next(k for k in table if k.startswith("best shrinkage"))]
     assert shrink.mean() <= fitted.mean() + 1e-9
-    report = sparse_limits.render(ds, [0], "python -m bench.sparse_limits --seeds 1")
+    report = sparse_limits.render(ds, [0], "python -m bench.studies.sparse_limits --seeds 1")
     assert f"| {next(iter(table))} | {fitted.mean():.1f} /" in report
 
 
@@ -346,7 +347,7 @@ def test_the_physics_aware_oracle_redraws_every_job_but_keeps_what_the_submit_sh
 
 def test_matched_miss_rates_pick_the_cheapest_cobell_level_that_misses_no_more_often():
     from bench import colocation as co
-    from bench import keep_frontier as kf
+    from bench.studies import keep_frontier as kf
 
     saved = dict(co.PLANNERS), dict(co.MARGINS), dict(co.LABELS)
     try:
@@ -371,7 +372,7 @@ def test_matched_miss_rates_pick_the_cheapest_cobell_level_that_misses_no_more_o
 
 def test_the_error_split_separates_prediction_and_runtime_around_one_expectation(bell_dir):
     from bench import colocation as co
-    from bench import error_split as es
+    from bench.studies import error_split as es
 
     cell = ("nodesim", "pair", "sgd")
     split = es.split_cell(cell, 4, co.Config.seed, bell_dir, runs_per_interferer=2)

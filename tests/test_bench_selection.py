@@ -1,11 +1,13 @@
-"""bench.selection and bench.prior_width on small made-up data (their full runs take minutes)."""
+"""bench.selection and bench.studies.prior_width on small made-up data (their full runs take
+minutes)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bench import prior_width, selection
+from bench import selection
+from bench.studies import prior_width
 from cobell_cli.core.model import uncertainty
 from cobell_cli.core.model.data import prepare_runs
 

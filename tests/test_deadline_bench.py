@@ -22,11 +22,9 @@ def curves(bell_dir_module):
 
 @pytest.fixture(scope="module")
 def bell_dir_module():
-    from tests.conftest import BELL_DIR
+    from tests.conftest import BELL_DIR, require_shared
 
-    if not BELL_DIR.is_dir():
-        pytest.skip(f"real runtime data not found at {BELL_DIR} (../shared/data/bell is absent)")
-    return BELL_DIR
+    return require_shared(BELL_DIR, "real runtime data")
 
 
 def test_a_round_is_drawn_before_anyone_decides_and_the_same_for_every_row(curves) -> None:

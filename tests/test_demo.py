@@ -3,6 +3,7 @@ and the summary it ends with (the demo itself is the README's main command)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -59,3 +60,84 @@ def test_paths_below_the_working_directory_are_shown_relative(tmp_path: Path, mo
     (tmp_path / "jobs").mkdir()
     assert demo.shown_path(tmp_path / "jobs") == Path("jobs")
     assert demo.shown_path(Path("/usr")) == Path("/usr")
+
+
+FAKE_SPARK_SUBMIT = """#!{python}
+import sys
+print("INFO YarnClientImpl: Submitted application application_1700000000000_0001",
+      file=sys.stderr)
+"""
+
+
+class FakeYarn:
+    """The local YARN as the demo drives it, without a JVM: one 4096 MB NodeManager, and the
+    co-runner holding its AM and two executors whenever the demo asks."""
+
+    def __init__(self, conf_dir: Path) -> None:
+        self.conf_dir = conf_dir
+
+    def start(self):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(nodes=[{"memory_mb": 4096, "state": "RUNNING", "label": ""}])
+
+    def client_env(self) -> dict[str, str]:
+        import os
+
+        return {**os.environ, "HADOOP_CONF_DIR": str(self.conf_dir), "COBELL_MODEL_CACHE": "off"}
+
+    def rm_json(self, path: str) -> dict:
+        return {"apps": {"app": [{"runningContainers": 3}]}}
+
+
+def test_the_yarn_demo_echoes_its_background_step_as_a_shell_line(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The co-runner's step was echoed ending in `'&'`, which no shell runs in the background.
+    The demo's own steps run for real (cobell submit, a spark-submit that only prints its app
+    id); the cluster is a stand-in that says the co-runner runs."""
+    import sys
+
+    from cobell_cli import api
+    from cobell_cli.cli import demo_yarn
+    from cobell_cli.run import local_cluster, local_yarn
+
+    fake = tmp_path / "bin" / "spark-submit"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_SPARK_SUBMIT.format(python=sys.executable))
+    fake.chmod(0o755)
+    (tmp_path / "conf").mkdir()
+    for where in (api, local_yarn):  # where the demo finds the local YARN (the API names run/'s)
+        monkeypatch.setattr(where, "LocalYarn", lambda: FakeYarn(tmp_path / "conf"),
+                            raising=False)
+    for where in (api, local_cluster):
+        monkeypatch.setattr(where, "spark_submit_path", lambda: fake, raising=False)
+    monkeypatch.setattr(demo_yarn.time, "sleep", lambda _s: None)  # the co-runner "runs" at once
+    code = demo_yarn.run_yarn_demo(tmp_path / "demo.db", 150.0, tmp_path / "no-seed.csv", True,
+                                   demo._show)
+    assert code == 0
+    err = capsys.readouterr().err
+    (step,) = [line for line in err.splitlines() if f"-j {demo_yarn.CO_RUNNER_JOB} " in line]
+    assert step.startswith("+ cobell --db ") and step.endswith(" --task-s 40 &")
+    assert "'&'" not in err
+    assert re.search(rf"demo: run \d+ of {demo_yarn.DEMO_JOB} succeeded", err), err
+
+
+def test_the_summary_of_a_killed_or_failed_run_says_so(tmp_path: Path, monkeypatch) -> None:
+    """A killed demo run read "target 60 s: missed"."""
+    monkeypatch.chdir(tmp_path)
+    db = Path("demo.db")
+    with History.open(db) as history:
+        history.insert_runs([
+            {"job": demo.DEMO_JOB, "status": "killed", "scale_out": 3, "runtime_s": 12.4,
+             "predicted_s": 53.4, "target_s": 60, "exit_code": 130},
+        ], keep_ids=False)
+    assert demo.summary(db, 60)[0] == (f"demo: run 1 of {demo.DEMO_JOB} killed after 12 s at "
+                                       "scale-out 3 (prediction 53 s, target 60 s)")
+    with History.open(db) as history:
+        history.insert_runs([
+            {"job": demo.DEMO_JOB, "status": "failed", "scale_out": 3, "runtime_s": 2.25,
+             "target_s": 60, "exit_code": 1},
+        ], keep_ids=False)
+    assert demo.summary(db, 60)[0] == (f"demo: run 2 of {demo.DEMO_JOB} failed (exit 1) after "
+                                       "2.2 s at scale-out 3 (target 60 s)")

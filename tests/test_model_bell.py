@@ -12,15 +12,13 @@ import pytest
 from bench.accuracy import load, run
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.model.evaluate import PROTOCOLS, summarise
-from tests.conftest import BELL_DIR
+from tests.conftest import BELL_DIR, require_shared
 
 
 @pytest.fixture(scope="module")
 def results() -> dict:
     """All protocols once per module (a few seconds); skips like `bell_dir` does."""
-    if not BELL_DIR.is_dir():
-        pytest.skip(f"real runtime data not found at {BELL_DIR} (../shared/data/bell is absent)")
-    return run(BELL_DIR, PROTOCOLS, {"sparse3": [0]})
+    return run(require_shared(BELL_DIR, "real runtime data"), PROTOCOLS, {"sparse3": [0]})
 
 
 def mean_mape(results: dict, protocol: str, method: str) -> float:

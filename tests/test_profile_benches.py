@@ -1,5 +1,5 @@
 """The benchmarks of issue 28: their worlds behave as documented and their rows are what the
-methods under test really do (bench/unseen_pairs.py, bench/hetero.py)."""
+methods under test really do (bench/studies/unseen_pairs.py, bench/hetero.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import hetero, unseen_pairs
+from bench import hetero
 from bench import simulator as sim
 from bench.simulator import load_curves
+from bench.studies import unseen_pairs
 from cobell_cli.core.profile_effects import shares
 
 

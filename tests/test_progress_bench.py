@@ -1,5 +1,5 @@
 """What the simulated worlds' drivers report (bench/simulator.py, bench/nodesim.py) and the
-live-progress benchmark (bench/progress.py, bench/colocation.py's live-progress row)."""
+live-progress benchmark (bench/studies/progress.py, bench/colocation.py's live-progress row)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bench import colocation, nodesim
-from bench import progress as progress_bench
 from bench import simulator as sim
 from bench.simulator import SHAPES, SimJob, driver_progress, executed_stages, stage_shares
+from bench.studies import progress as progress_bench
 
 
 def _world_runs(world: str, bell_dir, job: str, until_s: float) -> SimJob:

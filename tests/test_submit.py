@@ -137,6 +137,44 @@ def test_the_json_summary_carries_the_warnings_printed_before_the_job(tmp_path: 
     assert set(warned) <= set(summary["warnings"])
 
 
+def test_a_feasible_plans_warnings_are_printed_in_text_mode_too(
+    tmp_path: Path, yarn_rm: StandinRM
+) -> None:
+    """Only an infeasible plan's warnings reached the terminal; a feasible one's were in
+    --json alone (here: the bootstrap leaves a running co-runner out)."""
+    yarn_rm.add_app("etl", tags="cobell-job:etl", executors=2, duration_s=None)
+    db = tmp_path / "h.db"
+    for extra in ((), ("--json",)):
+        proc = submit(db, "-j", "fresh", "-t", "60", "--rm-url", yarn_rm.url, *extra,
+                      command=[PY, "-c", "pass", "{scale_out}"])
+        assert proc.returncode == 0, proc.stderr
+        said = [line for line in proc.stderr.splitlines()
+                if "not considered during the bootstrap" in line]
+        assert said == ["cobell: warning: 1 running co-runner(s) not considered during the "
+                        "bootstrap (as in CoBell)"], proc.stderr
+    assert said[0].removeprefix("cobell: warning: ") in json.loads(
+        proc.stdout.strip().splitlines()[-1])["warnings"]
+
+
+def test_a_killed_or_failed_run_says_so_and_never_missed(tmp_path: Path) -> None:
+    """A run that failed or was killed read "target 10 s: missed"."""
+    db = tmp_path / "h.db"
+    proc = submit(db, *TOY, command=["sh", "-c", "exit 3 # {scale_out}"])
+    assert proc.returncode == 3
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("cobell: run 1 ")]
+    assert line.startswith("cobell: run 1 failed (exit 3) after 0.") and "missed" not in line
+    assert "(target 10 s);" in line
+    started = tmp_path / "started"
+    proc = subprocess.Popen(
+        toy_submit_argv(db, ["sh", "-c", f"touch {started}; sleep 30 # {{scale_out}}"]),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(started.exists)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("cobell: run 2 ")]
+    assert line.startswith("cobell: run 2 killed after ") and "missed" not in line
+
+
 def test_missing_command_is_127_and_leaves_no_run(tmp_path: Path) -> None:
     """A job that never started leaves no run (CONVENTIONS): checked before planning."""
     db = tmp_path / "h.db"

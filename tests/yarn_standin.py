@@ -7,7 +7,12 @@ It serves what cobell reads from a ResourceManager (Hadoop's "ResourceManager RE
 - ``GET /ws/v1/cluster/metrics``;
 - ``GET /ws/v1/cluster/apps`` with ``states``, ``state``, ``finishedTimeBegin/End``,
   ``startedTimeBegin/End``, ``user``, ``queue``, ``applicationTags``, ``limit``;
-- ``GET /ws/v1/cluster/apps/<id>``: ``{"app": {...}}`` or a 404 ``RemoteException``.
+- ``GET /ws/v1/cluster/apps/<id>``: ``{"app": {...}}`` or a 404 ``RemoteException``;
+- ``GET /ws/v1/cluster/apps/<id>/state``: ``{"state": ...}``, and ``PUT`` of
+  ``{"state": "KILLED"}`` there (``yarn application -kill``): a running app ends KILLED, and
+  the answer is 202 with the state it had (the kill under way), as a real RM answers; an
+  ended app is left alone (200 with its state). ``kill_status = 403`` refuses every kill
+  (the caller may not modify the app), and ``kills`` lists the app ids killed.
 
 Apps live on the stand-in's own clock (``now_s``, epoch seconds, starting at
 ``DEFAULT_NOW_S``): an app is invisible before its start, RUNNING (or ACCEPTED) until
@@ -167,6 +172,9 @@ class LoopbackServer:
             def do_POST(self) -> None:
                 self._serve("POST")
 
+            def do_PUT(self) -> None:
+                self._serve("PUT")
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep pytest output clean
 
@@ -233,6 +241,8 @@ class StandinRM:
     usage: str = "map"
     timeline: bool = False
     max_completed: int | None = None
+    kill_status: int | None = None  # answer every kill with this status (403: forbidden)
+    kills: list[str] = field(default_factory=list)  # app ids killed through the REST API
     apps: dict[str, StandinApp] = field(default_factory=dict)
     proxy_targets: dict[str, str] = field(default_factory=dict)  # app id -> its AM web UI
     proxy_timeout_s: float = 60.0
@@ -431,8 +441,8 @@ class StandinRM:
             self._released.wait()
             return 503, {}, b""
         if self.trickle:
-            return self._trickled(self._answer(method, path, query))
-        return self._answer(method, path, query)
+            return self._trickled(self._answer(method, path, query, body))
+        return self._answer(method, path, query, body)
 
     def _trickled(self, reply: Reply) -> Reply:
         """The reply one byte at a time (module doc: ``trickle``)."""
@@ -453,7 +463,9 @@ class StandinRM:
 
         return status, head, drip()
 
-    def _answer(self, method: str, path: str, query: dict[str, list[str]]) -> Reply:
+    def _answer(
+        self, method: str, path: str, query: dict[str, list[str]], body: bytes = b""
+    ) -> Reply:
         with self._lock:
             if self.fail_next > 0:
                 self.fail_next -= 1
@@ -463,9 +475,9 @@ class StandinRM:
         if self.require_user and not query.get("user.name"):
             return _json(401, {"RemoteException": {"exception": "AuthenticationException"}})
         path = path.rstrip("/")
-        if method != "GET":
+        if method != "GET" and not (method == "PUT" and path.endswith("/state")):
             return _json(405, {"RemoteException": {"exception": "MethodNotAllowed"}})
-        if path in {"/ws/v1/cluster", "/ws/v1/cluster/info"}:
+        if method == "GET" and path in {"/ws/v1/cluster", "/ws/v1/cluster/info"}:
             return _json(200, self.cluster_info())
         if self.ha_state != "ACTIVE":
             if self.redirect_to:
@@ -479,6 +491,8 @@ class StandinRM:
             return _json(200, self._metrics())
         if path == "/ws/v1/cluster/apps":
             return self._apps(query)
+        if path.startswith("/ws/v1/cluster/apps/") and path.endswith("/state"):
+            return self._app_state(method, path.split("/")[-2], body)
         if path.startswith("/ws/v1/cluster/apps/"):
             app_id = path.rsplit("/", 1)[1]
             with self._lock:
@@ -497,6 +511,34 @@ class StandinRM:
                 )
             return _json(200, {"app": doc})
         return _json(404, {"RemoteException": {"exception": "NotFoundException"}})
+
+    def _app_state(self, method: str, app_id: str, body: bytes) -> Reply:
+        """An app's state, and the kill (module doc)."""
+        with self._lock:
+            app = self.apps.get(app_id)
+            doc = self.render(app) if app else None
+        if doc is None:
+            return _json(404, {"RemoteException": {
+                "exception": "NotFoundException",
+                "message": f"app with id: {app_id} not found"}})
+        if method == "GET":
+            return _json(200, {"state": doc["state"]})
+        if self.kill_status is not None:
+            return _json(self.kill_status, {"RemoteException": {
+                "exception": "ForbiddenException",
+                "message": f"User may not modify the application {app_id}"}})
+        try:
+            wanted = json.loads(body or b"{}").get("state")
+        except (ValueError, AttributeError):
+            wanted = None
+        if wanted != "KILLED":
+            return _json(400, {"RemoteException": {"exception": "BadRequestException"}})
+        if doc["state"] in ("FINISHED", "FAILED", "KILLED"):
+            return _json(200, {"state": doc["state"]})
+        self.finish(app_id, "KILLED")
+        with self._lock:
+            self.kills.append(app_id)
+        return _json(202, {"state": doc["state"]})
 
     def _proxy(self, path: str, query: dict[str, list[str]]) -> Reply:
         """The web application proxy: forward to the app's web UI (module doc)."""

@@ -10,7 +10,9 @@ the same checks, messages and exit-code exceptions (`cobell_cli.errors`) as a co
   the what-if of one event log;
 - clusters.py: the cluster now: which RM/master answers, and the apps running on it;
 - settings.py: every setting, resolved as the CLI resolves it, and where each came from;
-- local_clusters.py: throw-away Spark standalone and YARN clusters on this machine.
+- local_clusters.py: throw-away Spark standalone and YARN clusters on this machine;
+- submit.py: `Submit`, a job run through cobell (plan, launch, wait, record) with callbacks
+  for each step: what `cobell submit` does, for scripts and orchestrators.
 
 Everything below the API (store, sources, cluster, run, the pure core) is an implementation
 detail that may move; these names stay. Importing the API is cheap: heavy modules load inside
@@ -88,8 +90,13 @@ _LAZY = {
     "StartDecision": "cobell_cli.core.schedule.decision",
     "probability_text": "cobell_cli.core.plan.reasons",
     **{name: "cobell_cli.api.local_clusters"
-       for name in ("LocalCluster", "LocalClusterStatus", "LocalYarn", "LocalYarnStatus",
-                    "YarnShape")},
+       for name in ("DEMO_JOB_ARGS", "LocalCluster", "LocalClusterStatus", "LocalYarn",
+                    "LocalYarnStatus", "YarnShape", "example_path", "spark_submit_path")},
+    **{name: "cobell_cli.api.submit"
+       for name in ("Submit", "SubmitPlan", "SubmitResult", "Launched", "Progress")},
+    "measure_input": "cobell_cli.api.command",
+    "Outcome": "cobell_cli.run.submit",
+    "Interrupted": "cobell_cli.interrupts",
 }
 
 
@@ -102,34 +109,49 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from cobell_cli.api.command import measure_input
     from cobell_cli.api.deadlines import DeadlineRequest, check_deadline, plan_for_deadline
     from cobell_cli.api.local_clusters import (
+        DEMO_JOB_ARGS,
         LocalCluster,
         LocalClusterStatus,
         LocalYarn,
         LocalYarnStatus,
         YarnShape,
+        example_path,
+        spark_submit_path,
     )
+    from cobell_cli.api.submit import Launched, Progress, Submit, SubmitPlan, SubmitResult
     from cobell_cli.config import Settings
     from cobell_cli.core.plan.reasons import probability_text
     from cobell_cli.core.schedule.decision import StartDecision
+    from cobell_cli.interrupts import Interrupted
+    from cobell_cli.run.submit import Outcome
     from cobell_cli.store.history import History
 
 __all__ = [
     "CLUSTER_PROFILES",
+    "DEMO_JOB_ARGS",
     "JOB_PROFILES",
     "CheckedFile",
     "DeadlineRequest",
     "History",
+    "Interrupted",
+    "Launched",
     "LocalCluster",
     "LocalClusterStatus",
     "LocalYarn",
     "LocalYarnStatus",
     "MemoryAsk",
     "ModelInput",
+    "Outcome",
     "Prediction",
+    "Progress",
     "Settings",
     "StartDecision",
+    "Submit",
+    "SubmitPlan",
+    "SubmitResult",
     "YarnShape",
     "check_cluster",
     "check_deadline",
@@ -143,6 +165,7 @@ __all__ = [
     "default_scale_outs",
     "describe_model",
     "evaluate_model",
+    "example_path",
     "export_runs",
     "fit_model",
     "get_run",
@@ -157,6 +180,7 @@ __all__ = [
     "list_runs",
     "live_progress",
     "load_settings",
+    "measure_input",
     "measured_overlaps",
     "memory_feature_value",
     "memory_model",
@@ -179,6 +203,7 @@ __all__ = [
     "runs_csv",
     "set_excluded",
     "settings_rows",
+    "spark_submit_path",
     "storable",
     "warm_model_cache",
     "whatif",

@@ -383,3 +383,31 @@ def forget(history_path: Path, own_row: int) -> None:
 
     with contextlib.suppress(WRITE_ERRORS):
         write_retrying(history_path, lambda h: waiting.remove(h, own_row), wait_s=2.0)
+
+
+def policy_text(confidence: float | None, phase: str) -> str:
+    """The policy asked for, and when it is not what decides this run, what does (the plan's
+    `policy:` line, and the deadline's shortfall)."""
+    policy = ("point prediction (--confidence point)" if confidence is None
+              else f"P(meet) >= {confidence:.0%} (--confidence {confidence:g})")
+    if phase == "bootstrap-search":
+        policy += ", not yet: a binary search decides the first runs"
+    return policy
+
+
+def check_start(prediction: Prediction, strict: bool) -> str | None:
+    """No start meets the deadline: under `strict` a NoFeasibleScaleOut (exit 3: nothing is
+    started), else the warning to show; None when a start meets it (or there is no deadline)."""
+    from cobell_cli.errors import NoFeasibleScaleOut
+    from cobell_cli.timespec import local_iso
+
+    start = prediction.start
+    if start is None or start.feasible:
+        return None
+    shortfall = (f"no start meets the deadline {local_iso(start.deadline_at)} at "
+                 f"{policy_text(prediction.policy, prediction.plan.phase)}")
+    if strict:
+        raise NoFeasibleScaleOut(f"{shortfall}; nothing was started",
+                                 hint="give a later --deadline, raise --max-scale-out, "
+                                 "or drop --strict")
+    return f"{shortfall}; best effort: scale-out {start.scale_out}, now"

@@ -15,7 +15,13 @@ import typer
 
 from cobell_cli.cli.common import info, settings
 from cobell_cli.cli.common import target_runtime as target_runtime_of
-from cobell_cli.cli.demo_output import DEMO_JOB, SPARK_LOG_LEVEL, shown_path, summary
+from cobell_cli.cli.demo_output import (
+    DEMO_JOB,
+    SPARK_LOG_LEVEL,
+    has_succeeded_runs,
+    shown_path,
+    summary,
+)
 from cobell_cli.cli.demo_yarn import DEFAULT_TARGET_S as YARN_TARGET_S
 
 CO_RUNNER_JOB = "corunner-demo"
@@ -37,10 +43,9 @@ def _show(argv: list[str], background: bool = False) -> None:
 def demo_db(ctx: typer.Context) -> Path:
     """The history the demo writes: the one --db, COBELL_DB or the config names, else its own
     demo.db beside the default history."""
-    from cobell_cli.config import data_dir
-
     resolved = settings(ctx)
-    return resolved.db_path if resolved.sources.get("db") != "default" else data_dir() / DEMO_DB
+    named = resolved.sources.get("db") != "default"
+    return resolved.db_path if named else resolved.db_path.parent / DEMO_DB
 
 
 def demo(
@@ -79,21 +84,18 @@ def demo(
     import subprocess
     import time
 
-    import cobell_cli.examples as examples
+    from cobell_cli import api
     from cobell_cli.errors import CobellError
-    from cobell_cli.run.local_cluster import LocalCluster, spark_submit_path
-    from cobell_cli.store.history import History
 
     target_runtime = DEFAULT_TARGET_S if target_runtime is None else target_runtime
     db = demo_db(ctx)
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver stays on loopback too
-    cluster = LocalCluster()
+    cluster = api.LocalCluster()
     _show([*cli, "local-cluster", "start", "--workers", str(workers),
            "--cores-per-worker", str(cores_per_worker)])  # fmt: skip
     cluster.start(workers=workers, cores_per_worker=cores_per_worker)
-    with History.open(db) as history:
-        has_runs = bool(history.training_runs(DEMO_JOB))
+    has_runs = has_succeeded_runs(db, DEMO_JOB)
     if not has_runs and seed.exists():
         step = [*cli, "history", "import", str(seed), "--new-ids"]
         _show(step)
@@ -104,9 +106,9 @@ def demo(
     # `spark-submit` by name, from pyspark's bin on PATH, and the jobs relative to where the
     # demo runs (the repository root in the README's main command): the commands it echoes
     # stay readable
-    env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(api.spark_submit_path().parent), env.get("PATH", "")])
     spark_submit = "spark-submit"
-    jobs_dir = shown_path(Path(examples.__file__).parent)
+    jobs_dir = shown_path(api.example_path("scaling_job").parent)
     where = ["--cluster", "standalone", "--standalone-url", cluster.webui_url]
     background = None
     if co_runner:
@@ -135,7 +137,7 @@ def demo(
         *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
         "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0)),
         "--spark-log-level", SPARK_LOG_LEVEL, *where, "--", spark_submit, "--master",
-        cluster.master_url, str(jobs_dir / "scaling_job.py"), *examples.DEMO_JOB_ARGS,
+        cluster.master_url, str(jobs_dir / "scaling_job.py"), *api.DEMO_JOB_ARGS,
     ]  # fmt: skip
     _show(step)
     code = subprocess.run(step, env=env).returncode

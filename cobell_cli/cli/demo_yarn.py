@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from cobell_cli.cli.common import info
 
 if TYPE_CHECKING:
-    from cobell_cli.run.local_yarn import LocalYarn
+    from cobell_cli.api import LocalYarn
 
 DEMO_JOB = "scaling-demo-yarn"
 CO_RUNNER_JOB = "corunner-demo-yarn"
@@ -54,27 +54,29 @@ def run_yarn_demo(
     target_runtime: float,
     seed: Path,
     co_runner: bool,
-    show: Callable[[list[str]], None],
+    show: Callable[..., None],
 ) -> int:
-    """The demo's steps; returns the demo job's exit code. `show(argv)` prints a step."""
+    """The demo's steps; returns the demo job's exit code. `show(argv, background=False)`
+    prints a step as a user would type it."""
     import os
 
-    import cobell_cli.examples as examples
-    from cobell_cli.cli.demo_output import SPARK_LOG_LEVEL, shown_path, summary
+    from cobell_cli import api
+    from cobell_cli.cli.demo_output import (
+        SPARK_LOG_LEVEL,
+        has_succeeded_runs,
+        shown_path,
+        summary,
+    )
     from cobell_cli.errors import CobellError
-    from cobell_cli.run.local_cluster import spark_submit_path
-    from cobell_cli.run.local_yarn import LocalYarn
-    from cobell_cli.store.history import History
 
     cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
-    cluster = LocalYarn()
+    cluster = api.LocalYarn()
     show([*cli, "local-cluster", "start", "--yarn"])
     status = cluster.start()
     env = cluster.client_env()
     info(f"(from here on HADOOP_CONF_DIR and SPARK_CONF_DIR are {cluster.conf_dir}: "
          "spark-submit and cobell find the ResourceManager there)")  # fmt: skip
-    with History.open(db) as history:
-        has_runs = bool(history.training_runs(DEMO_JOB))
+    has_runs = has_succeeded_runs(db, DEMO_JOB)
     if not has_runs and seed.exists():
         step = [*cli, "history", "import", str(seed), "--new-ids"]
         show(step)
@@ -84,8 +86,8 @@ def run_yarn_demo(
 
     # `spark-submit` by name and the jobs relative to here, as in the standalone demo: the
     # commands it echoes stay readable
-    env["PATH"] = os.pathsep.join([str(spark_submit_path().parent), env.get("PATH", "")])
-    jobs_dir = shown_path(Path(examples.__file__).parent)
+    env["PATH"] = os.pathsep.join([str(api.spark_submit_path().parent), env.get("PATH", "")])
+    jobs_dir = shown_path(api.example_path("scaling_job").parent)
     # the driver runs in a container of this machine: it writes its event log where cobell
     # reads it after the run (its default directory beside the history), so no warning
     event_logs = db.parent / "event-logs"
@@ -105,7 +107,7 @@ def run_yarn_demo(
             "--max-scale-out", "2", *submit, str(jobs_dir / "corunner_job.py"),
             "--tasks", "2", "--task-s", "40",
         ]  # fmt: skip
-        show([*step, "&"])
+        show(step, background=True)
         background = subprocess.Popen(
             step, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
         )
@@ -114,7 +116,7 @@ def run_yarn_demo(
     step = [
         *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
         "--max-scale-out", str(most), *submit, str(jobs_dir / "scaling_job.py"),
-        *examples.DEMO_JOB_ARGS,
+        *api.DEMO_JOB_ARGS,
     ]  # fmt: skip
     show(step)
     code = subprocess.run(step, env=env).returncode

@@ -243,11 +243,9 @@ def _percent(probability: float | None, unknown: str = "") -> str:
 
 def _policy(confidence: float | None, phase: str) -> str:
     """The policy asked for, and when it is not what decides this run, what does."""
-    policy = ("policy: point prediction (--confidence point)" if confidence is None
-              else f"policy: P(meet) >= {confidence:.0%} (--confidence {confidence:g})")
-    if phase == "bootstrap-search":
-        policy += ", not applied yet: the bootstrap's binary search decides the first runs"
-    return policy
+    from cobell_cli.api.deadlines import policy_text
+
+    return f"policy: {policy_text(confidence, phase)}"
 
 
 def _unknown_why(phase: str) -> str:
@@ -454,17 +452,8 @@ def predict(
 
 def _strict_deadline(prediction: Prediction, strict: bool) -> None:
     """No start meets the deadline: warn loudly, and with --strict exit 3."""
-    from cobell_cli.errors import NoFeasibleScaleOut
-    from cobell_cli.timespec import local_iso
+    from cobell_cli.api.deadlines import check_start
 
-    start = prediction.start
-    if start is None or start.feasible:
-        return
-    message = (f"no start meets the deadline {local_iso(start.deadline_at)} at "
-               f"{_policy(prediction.policy, prediction.plan.phase).removeprefix('policy: ')}"
-               f"; best effort: scale-out {start.scale_out}, now")
-    if strict:
-        raise NoFeasibleScaleOut(message.split("; best effort")[0] + "; nothing was started",
-                                 hint="give a later --deadline, raise --max-scale-out, "
-                                 "or drop --strict")
-    warn(message)
+    shortfall = check_start(prediction, strict)
+    if shortfall is not None:
+        warn(shortfall)

@@ -20,6 +20,10 @@ times, sleeping `backoff_s * 2**round` in between, and only while the budget las
 that another attempt would not change (401/403, other 4xx, non-JSON, TLS verification) fail
 at once. Redirects (an HA standby's 307 to the active RM) are followed, at most
 MAX_REDIRECTS hops, with the same auth and TLS settings.
+
+Writes: `put` sends a JSON body (the RM's application state, to kill an app) with the same
+budget, auth, TLS and retries: the only write cobell makes, a kill, is idempotent. A 307 keeps
+its method and body, so an HA standby's redirect reaches the active RM with the PUT intact.
 """
 
 from __future__ import annotations
@@ -88,6 +92,13 @@ class _Transient(Exception):
     """A failure another attempt may cure (refused, timeout, 5xx)."""
 
 
+@dataclass(frozen=True)
+class _Body:
+    """A request's JSON body (its presence makes the request a PUT)."""
+
+    value: Any
+
+
 class JsonClient:
     """Asks one backend (YARN RM or Spark master) for JSON; see the module docstring."""
 
@@ -131,6 +142,10 @@ class JsonClient:
                 f"CA bundle {ca_bundle} does not exist", hint="check --ca-bundle / COBELL_CA_BUNDLE"
             )
 
+    def pause(self, seconds: float) -> None:
+        """Sleep as this client sleeps between retries (tests make it instant)."""
+        self._sleep(seconds)
+
     @property
     def attempts(self) -> int:
         return self.retries + 1
@@ -172,13 +187,33 @@ class JsonClient:
         `redirect_probe` is given: a path the turned-down server redirects to the right one
         (an HA standby's 307 to the active RM), whose target is then asked for `path`.
         """
+        with self.query() as deadline:
+            return self._rounds(bases, path, self._query(bases, params), deadline, missing_ok,
+                                accept, redirect_probe)
+
+    def put(
+        self,
+        bases: Sequence[str],
+        path: str,
+        body: Any,
+        params: Mapping[str, Any] | None = None,
+        *,
+        missing_ok: bool = False,
+    ) -> Answer | None:
+        """PUT `body` as JSON to path on the first base that answers (module doc, "Writes");
+        None for a 404 when missing_ok."""
+        with self.query() as deadline:
+            return self._rounds(bases, path, self._query(bases, params), deadline, missing_ok,
+                                None, None, body=_Body(body))
+
+    def _query(self, bases: Sequence[str], params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The query string: the caller's parameters and, with simple auth, user.name."""
         if not bases:
             raise ClusterError(f"no {self.what} URL configured", hint=self.fix or None)
         query = dict(params or {})
         if self.auth == "simple" and self.user:
             query.setdefault("user.name", self.user)
-        with self.query() as deadline:
-            return self._rounds(bases, path, query, deadline, missing_ok, accept, redirect_probe)
+        return query
 
     def _rounds(
         self,
@@ -189,6 +224,7 @@ class JsonClient:
         missing_ok: bool,
         accept: Callable[[Answer], str | None] | None,
         redirect_probe: str | None,
+        body: _Body | None = None,
     ) -> Answer | None:
         errors: dict[str, str] = {}
         rounds = 0
@@ -201,9 +237,8 @@ class JsonClient:
                 # round gets at most an equal share of what is left.
                 share_s = deadline.remaining_s() / (len(bases) - k)
                 try:
-                    answer = self._once(
-                        base, path, query, deadline, missing_ok=missing_ok, share_s=share_s
-                    )
+                    answer = self._once(base, path, query, deadline, missing_ok=missing_ok,
+                                        share_s=share_s, body=body)
                 except _Transient as exc:
                     errors[base] = str(exc)
                     continue
@@ -283,16 +318,26 @@ class JsonClient:
         return base_of(urljoin(base + probe, location)) if location else None
 
     def _send(
-        self, url: str, query: Mapping[str, Any], timeout_s: float, *, follow: bool = True
+        self,
+        url: str,
+        query: Mapping[str, Any],
+        timeout_s: float,
+        *,
+        follow: bool = True,
+        body: _Body | None = None,
     ) -> Any:
-        """One GET with this client's TLS settings; the body is left to be streamed."""
-        return self.session.get(
+        """One GET (a PUT with a `body`) with this client's TLS settings; the answer's body
+        is left to be streamed."""
+        extra = {} if body is None else {"json": body.value}
+        return self.session.request(
+            "GET" if body is None else "PUT",
             url,
             params=query,
             timeout=timeout_s,
             verify=self.ca_bundle or True,
             allow_redirects=follow,
             stream=True,
+            **extra,
         )
 
     def _once(
@@ -304,10 +349,11 @@ class JsonClient:
         *,
         missing_ok: bool,
         share_s: float = math.inf,
+        body: _Body | None = None,
     ) -> Answer | None:
-        """One request (redirects followed), its body read by the request's deadline."""
+        """One request (redirects followed), its answer read by the request's deadline."""
         started = time.monotonic()
-        resp, body = self._fetch(base, path, query, *self._window(deadline, share_s))
+        resp, data = self._fetch(base, path, query, *self._window(deadline, share_s), body=body)
         latency_s = time.monotonic() - started
         answered = base_of(resp.url or base + path)
         if resp.status_code >= 500:
@@ -325,7 +371,7 @@ class JsonClient:
                 hint=self.fix or None,
             )
         return Answer(
-            data=self._decode(body, answered, path),
+            data=self._decode(data, answered, path),
             base_url=answered,
             asked_url=base,
             redirected=bool(resp.history),
@@ -340,6 +386,7 @@ class JsonClient:
         query: Mapping[str, Any],
         request: Deadline,
         timeout_s: float,
+        body: _Body | None = None,
     ) -> tuple[Any, bytes]:
         """The response and its body (empty for errors); requests' errors as ours.
 
@@ -351,7 +398,7 @@ class JsonClient:
         window_s = request.remaining_s()
         with cut_at(request) as cutter:
             try:
-                resp = self._send(base + path, query, timeout_s)
+                resp = self._send(base + path, query, timeout_s, body=body)
                 try:
                     ok = resp.status_code < 400
                     return resp, _read_body(resp, request, window_s) if ok else b""

@@ -31,6 +31,12 @@ is not a ResourceManager.
 Time: each public method is one cluster query (JsonClient.query): the HA lookup, retries,
 redirects and body reads of it share one budget (`cluster_budget_s`); `query()` opens one
 around several calls, and its Deadline says how much is left.
+
+Kill: `kill(app_id)` is `yarn application -kill` through the REST API (`PUT
+/ws/v1/cluster/apps/<id>/state` with `{"state": "KILLED"}`, as the configured user: simple
+auth's user.name, or Kerberos/SPNEGO), then the app's state (`GET .../state`) until it is
+final, within the same one budget. The RM answers 202 while the kill is under way and 200
+once the app has ended; an app that had ended already is left as it was.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ API = "/ws/v1/cluster"
 REDIRECT_PROBE = f"{API}/metrics"  # a path a standby redirects to the active RM (module doc)
 INFO_KEYS = ("id", "state", "haState", "resourceManagerVersion", "startedOn")
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
+KILL_POLL_S = 0.25  # between looks at a killed app's state while the RM ends it
 _APP_ID = re.compile(r"^application_\d+_\d+$")
 
 
@@ -173,6 +180,20 @@ def _tls(url: str, ca_bundle: str | None) -> str:
     return f"verified with {ca_bundle}" if ca_bundle else "verified (system CAs)"
 
 
+def _check_app_id(app_id: str) -> None:
+    if not _APP_ID.match(app_id):
+        raise UsageError(
+            f"{app_id!r} is not a YARN application id",
+            hint="ids look like application_1476912658570_0002",
+        )
+
+
+def _state_of(doc: Any) -> str | None:
+    """The `state` of an app-state document (`{"state": "KILLED"}`), upper case."""
+    state = _text(doc.get("state")) if isinstance(doc, Mapping) else None
+    return state.upper() if state else None
+
+
 class YarnCluster:
     """Co-runners from a YARN ResourceManager (or an HA set of them)."""
 
@@ -259,11 +280,7 @@ class YarnCluster:
         return [a for a in apps if a.finished_at is not None and a.finished_at >= since]
 
     def app(self, app_id: str) -> RunningApp | None:
-        if not _APP_ID.match(app_id):
-            raise UsageError(
-                f"{app_id!r} is not a YARN application id",
-                hint="ids look like application_1476912658570_0002",
-            )
+        _check_app_id(app_id)
         answer = self._get(f"{API}/apps/{app_id}", missing_ok=True)
         if answer is None:
             return None
@@ -275,6 +292,35 @@ class YarnCluster:
                 hint="check that the URL points at the ResourceManager web address",
             )
         return parse_app(raw, self.known_jobs, self.patterns)
+
+    def kill(self, app_id: str) -> str | None:
+        """Kill the app and wait, within one budget, until the RM reports it ended (module
+        doc, "Kill"); returns the last state the RM reported (e.g. KILLED, or RUNNING when
+        the budget ran out first), None if the RM does not know the app. A ClusterError
+        (unreachable, 403) means the app was not killed."""
+        _check_app_id(app_id)
+        path = f"{API}/apps/{app_id}/state"
+        with self.client.query() as deadline:
+            if self.answered_url is None and len(self.rm_urls) > 1:
+                self._resolve_active()
+            answer = self.client.put(self._bases(), path, {"state": "KILLED"}, missing_ok=True)
+            if answer is None:
+                return None
+            self.answered_url = answer.base_url
+            state = _state_of(answer.data)
+            while state not in FINISHED_STATES and deadline.remaining_s() > 2 * KILL_POLL_S:
+                self.client.pause(KILL_POLL_S)
+                try:
+                    state = self.app_state(app_id) or state
+                except ClusterError:  # the kill was accepted: the last state stands
+                    break
+            return state
+
+    def app_state(self, app_id: str) -> str | None:
+        """The app's state as the RM reports it now (RUNNING, KILLED, ...); None: unknown."""
+        _check_app_id(app_id)
+        answer = self._get(f"{API}/apps/{app_id}/state", missing_ok=True)
+        return None if answer is None else _state_of(answer.data)
 
     def partitions(self) -> Any:
         """The node labels, their active nodes and the queues' access (cluster/node_labels.py)."""

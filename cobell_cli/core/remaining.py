@@ -29,7 +29,7 @@ stages vary, a well-measured model keeps most of the weight. Neither weight depe
 much the driver says is done, so more completed work never increases the remaining time for
 the same elapsed time and model. W_MAX < 1 keeps the model in the estimate.
 
-Measured in both simulated worlds and two seeds (bench/progress.py, results in
+Measured in both simulated worlds and two seeds (bench/studies/progress.py, results in
 bench/results/progress.md), not fitted to one: before the measured share, W_MAX 0.8 and 0.95
 did about equally well and better than 0.5; letting the weight grow with the model's
 fraction done (WEIGHT_POWER 1, since a rate extrapolated from little progress errs more) did
@@ -224,7 +224,7 @@ def remaining_work(
     `startup_iso_s` the part of the elapsed time before its first job (None: unknown),
     `model_log_sd` the relative error of `base_runtime_s` (None: unmeasured, W_MAX decides).
     `w_max` and `weight_power` default to the module's W_MAX and WEIGHT_POWER, read at the
-    call (bench/progress.py varies them to measure the choice).
+    call (bench/studies/progress.py varies them to measure the choice).
     """
     w_max = W_MAX if w_max is None else w_max
     power = WEIGHT_POWER if weight_power is None else weight_power

@@ -12,6 +12,10 @@ the job has started nothing about the history may change its fate or its exit co
   status: only uninterrupted successful runs are ever fitted; so is a run whose application
   the cluster reports KILLED afterwards (`yarn application -kill`, an admin): the job itself
   only says it failed;
+- the YARN application of a run cobell interrupted is killed through the ResourceManager
+  once the job's completion is written (run/app_kill.py): a cluster-mode driver outlives
+  spark-submit; the RM's last word is added to the run (`app_state`). Killed while it asks
+  the RM (SIGKILL, a lost machine), cobell leaves the run recorded, only without app_state;
 - co-runners are read from the cluster after the run and stored with the measured overlap;
   a cluster that does not answer, or a signal, then costs the colocations, never the run.
 """
@@ -21,7 +25,7 @@ import getpass
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -29,6 +33,7 @@ from cobell_cli import interrupts
 from cobell_cli.cluster import query
 from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.errors import ClusterError, CobellError
+from cobell_cli.run.app_kill import end_interrupted_app
 from cobell_cli.run.recorder import WRITE_ERRORS, RunRecorder, why_not_written
 from cobell_cli.store.processes import this_host
 
@@ -63,6 +68,8 @@ class Outcome:
     failure_reason: str | None = None  # "memory": the reservation was too small
     executor_memory_mb: int | None = None  # the heap the run had, where cobell knows it
     deadline: dict[str, Any] | None = None  # deadline_at, waited_s, start_reason (--deadline)
+    app_state: str | None = None  # what the RM last said of the run's app (killed: KILLED)
+    notes: list[str] = field(default_factory=list)  # lines to tell (the app was killed)
 
     @property
     def met_target(self) -> bool:
@@ -84,6 +91,7 @@ class Outcome:
             "exit_code": self.exit_code,
             "failure_reason": self.failure_reason,
             "executor_memory_mb": self.executor_memory_mb,
+            "app_state": self.app_state,
             "co_runners": len(self.co_runners),
             "recorded_in": self.recorded_in,
             "warnings": self.warnings,
@@ -115,6 +123,10 @@ def execute(
     memory: dict[str, int | None] | None = None,
     run_fields: Mapping[str, Any] | None = None,
     on_inserted: Callable[[int], None] | None = None,
+    on_start: Callable[[int, float], None] | None = None,
+    on_app_id: Callable[[str], None] | None = None,
+    rm: Callable[[], Any] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> Outcome:
     """Record, run, record again. Returns what happened; the child's exit code is in it.
 
@@ -123,7 +135,11 @@ def execute(
     cluster answered when the run was planned; `memory`: the executor memory the run is
     given (executor_memory_mb, executor_overhead_mb) and `run_fields` (a deadline's
     deadline_at, waited_s, start_reason), recorded with it; `on_inserted(run_id)` is called
-    once the run's row exists, before the job starts."""
+    once the run's row exists, before the job starts, `on_start(pid, started_at)` once it
+    runs, `on_app_id(app_id)` when its output names its application. `rm()` gives the YARN
+    ResourceManager to kill the application of a run cobell interrupted (run/app_kill.py;
+    None: none configured); `cancelled()` says that the caller ended the job itself (an
+    orchestrator's kill), which interrupts it as a forwarded signal does."""
     from cobell_cli.run.child import check_can_start, open_log
 
     check_can_start(argv, log_file)
@@ -140,8 +156,12 @@ def execute(
     try:
         if on_inserted is not None:
             on_inserted(recorder.run_id)
-        result = _run_job(recorder, argv, log, stdout, stderr, on_tick)
+        result = _run_job(recorder, argv, log, stdout, stderr, on_tick, on_start, on_app_id)
+        if cancelled is not None and cancelled():
+            result = replace(result, interrupted=True)
         outcome = _record_completion(recorder, plan, result)
+        if result.interrupted:
+            _end_the_app(recorder, rm, result, launcher, plan.job, outcome)
         outcome.deadline = dict(run_fields or {}) or None
         try:
             with interrupts.abandonable():
@@ -216,17 +236,29 @@ def _run_job(
     stdout: BinaryIO | None,
     stderr: BinaryIO | None,
     on_tick: Callable[[float], None] | None,
+    on_start: Callable[[int, float], None] | None = None,
+    on_app_id: Callable[[str], None] | None = None,
 ) -> ChildResult:
-    """The child, its start time and app id recorded in the background; a job that could not
-    be started is recorded as such (the error is raised on)."""
+    """The child, its start time and app id recorded in the background (and told to the
+    caller); a job that could not be started is recorded as such (the error is raised on)."""
     from cobell_cli.run import child
+
+    def started(pid: int, at: float) -> None:
+        recorder.update(started_at=at)
+        if on_start is not None:
+            on_start(pid, at)
+
+    def app_id_seen(app_id: str) -> None:
+        recorder.update(app_id=app_id)
+        if on_app_id is not None:
+            on_app_id(app_id)
 
     try:
         return child.run(
             argv,
             log_file=log_file,
-            on_start=lambda _pid, t: recorder.update(started_at=t),
-            on_app_id=lambda app_id: recorder.update(app_id=app_id),
+            on_start=started,
+            on_app_id=app_id_seen,
             on_tick=on_tick,
             stdout=stdout,
             stderr=stderr,
@@ -270,6 +302,23 @@ def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) ->
         failure_reason=failure,
         executor_memory_mb=recorder.row.get("executor_memory_mb"),
     )
+
+
+def _end_the_app(
+    recorder: RunRecorder, rm: Callable[[], Any] | None, result: ChildResult, launcher: str,
+    job: str, outcome: Outcome,
+) -> None:
+    """Kill the interrupted run's YARN application (run/app_kill.py), then add what the RM
+    said to the run already recorded: the completion never waits on the RM."""
+    ended = end_interrupted_app(rm, result.app_id, launcher, job)
+    if ended is None:
+        return
+    outcome.app_state = ended.app_state
+    outcome.notes += [ended.note] if ended.note else []
+    outcome.warnings[:0] = [ended.warning] if ended.warning else []
+    warning = recorder.amend(app_state=ended.app_state) if ended.app_state else None
+    if warning:
+        outcome.warnings.append(warning)
 
 
 def _memory_from_history(recorder: RunRecorder, outcome: Outcome) -> None:
@@ -345,7 +394,8 @@ def _killed_on_the_cluster(
     if mine is None or mine.state != "KILLED":
         return
     outcome.status = "killed"
-    warning = recorder.amend(status="killed")
+    outcome.app_state = mine.state
+    warning = recorder.amend(status="killed", app_state=mine.state)
     if warning:
         outcome.warnings.append(warning)
 

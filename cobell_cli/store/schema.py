@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
@@ -57,6 +57,7 @@ RUN_COLUMNS: dict[str, type] = {
     "deadline_at": float,
     "start_reason": str,
     "node_label": str,
+    "app_state": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -279,6 +280,20 @@ def _migration_8(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs ADD COLUMN node_label TEXT")
 
 
+APP_STATE_MAX = 32  # YARN's states are a word (KILLED, FINISHED, ...); a longer one is not
+
+
+def _migration_9(conn: sqlite3.Connection) -> None:
+    """What the cluster said of a run's application after cobell was done with it: the
+    state the YARN ResourceManager reported (KILLED once cobell killed the app of a run it
+    interrupted, or one the cluster killed; RUNNING when a kill failed and it may still run;
+    NULL: not asked)."""
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN app_state TEXT "
+        f"CHECK (app_state IS NULL OR length(app_state) BETWEEN 1 AND {APP_STATE_MAX})"
+    )
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
@@ -289,5 +304,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_6,
     _migration_7,
     _migration_8,
+    _migration_9,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -1,6 +1,6 @@
 """What the sparse3 protocol leaves to chance: the runtimes below the three training runs.
 
-    python -m bench.sparse_limits [--seeds N] [--quick] [--data DIR]
+    python -m bench.studies.sparse_limits [--seeds N] [--quick] [--data DIR]
 
 Below the smallest training scale-out x0, cobell's prediction has one learned input: the
 elasticity p at x0 (`edge_parallel_fraction_`, the runtime's parallel share there). The three
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = list(range(2 if args.quick else args.seeds))
     if not sorted(args.data.glob("*.csv")):
         raise SystemExit(f"no CSV files in {args.data}")
-    command = "python -m bench.sparse_limits" + (" --quick" if args.quick else "")
+    command = "python -m bench.studies.sparse_limits" + (" --quick" if args.quick else "")
     text = render(draws(args.data, seeds), seeds, command)
     publish(text, None if args.quick else args.output)
     print(f"({time.perf_counter() - started:.1f} s)")

@@ -1,8 +1,10 @@
 """Co-runner pairs never seen together: their effect from the jobs' resource profiles.
 
-    python -m bench.unseen_pairs [--quick] [--seeds 2018 7 11] [--worlds simulator nodesim real]
-                                 [--real history/profiles-local.csv]
-                                 [--real-test history/profiles-local-test.csv] [--output FILE]
+    python -m bench.studies.unseen_pairs [--quick] [--seeds 2018 7 11]
+                                         [--worlds simulator nodesim real]
+                                         [--real history/profiles-local.csv]
+                                         [--real-test history/profiles-local-test.csv]
+                                         [--output FILE]
 
 Leave one pair out: for every pair of jobs {j, k} that ran together, every run in which they
 overlapped is taken out of the history; then j's runs with k (and k's with j) are predicted
@@ -49,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import nodesim
+from bench import ROOT, nodesim
 from bench import simulator as profile_sim
 from bench.colocation import (
     DEFAULT_DATA,
@@ -73,7 +75,6 @@ from cobell_cli.core.profile_effects import (
     shares,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 SCALE_OUTS = (8, 16, 24, 32, 48)
 PAIR_REPS = 6

@@ -1,6 +1,6 @@
 """Which default confidence: cobell's risk-aware plan at several levels in both simulated worlds.
 
-    python -m bench.confidence_levels [--levels 0.9 0.93 0.95 0.97] [--seed N]
+    python -m bench.studies.confidence_levels [--levels 0.9 0.93 0.95 0.97] [--seed N]
                                       [--worlds simulator nodesim] [--output FILE]
 
 `cobell predict`/`submit` without `--confidence` plan at P(meet the target) >= a default level.
@@ -17,10 +17,10 @@ import argparse
 import time
 from pathlib import Path
 
+from bench import ROOT, publish
 from bench import colocation as co
-from bench import publish
 
-RESULTS = Path(__file__).resolve().parent / "results" / "confidence_levels.md"
+RESULTS = ROOT / "bench" / "results" / "confidence_levels.md"
 GOAL_NODE_S = 1.05
 
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     results = run(args.levels, args.seed, co.Config(worlds=tuple(args.worlds), seed=args.seed))
-    command = "python -m bench.confidence_levels --levels " + " ".join(
+    command = "python -m bench.studies.confidence_levels --levels " + " ".join(
         f"{p:g}" for p in args.levels) + (f" --seed {args.seed}" if args.seed != co.Config.seed
                                           else "") + (
         " --worlds " + " ".join(args.worlds) if tuple(args.worlds) != co.WORLDS else "")

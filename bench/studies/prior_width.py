@@ -1,6 +1,6 @@
 """PRIOR_LOG_HALF_WIDTH re-measured on draws it was not chosen on (issue 23, item 4).
 
-    python -m bench.prior_width [--seeds 10 29] [--quick] [--output FILE]
+    python -m bench.studies.prior_width [--seeds 10 29] [--quick] [--output FILE]
 
 The prior 90 % half-width in log space (core/model/uncertainty.py) is what a sparse history's
 interval uses before it has five CV residuals of its own. It was set to 0.25 from the 90th
@@ -23,14 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from bench import publish
+from bench import ROOT, publish
 from bench.accuracy import DEFAULT_DATA, load
 from cobell_cli.core.model import uncertainty
 from cobell_cli.core.model.data import RunData, prepare_runs
 from cobell_cli.core.model.evaluate import splits
 from cobell_cli.core.model.select import fit_runtime_model
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "prior_width.md"
 REAL = {"real tuning set": ROOT / "history" / "colocation-local.csv",
         "real test set": ROOT / "history" / "colocation-test.csv"}
@@ -94,7 +93,7 @@ def real_sets(paths: dict[str, Path], seeds: Sequence[int]) -> tuple[dict[str, A
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.prior_width",
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.prior_width",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs=2, default=(10, 29), metavar=("FIRST", "LAST"))
     parser.add_argument("--quick", action="store_true", help="two seeds; writes nothing")
@@ -114,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     result = measure(sets, sorted({current, remeasured}))
     given = sys.argv[1:] if argv is None else argv
     lines = ["# PRIOR_LOG_HALF_WIDTH on draws it was not chosen on", "",
-             f"Command: `{' '.join(['python -m bench.prior_width', *given])}` "
+             f"Command: `{' '.join(['python -m bench.studies.prior_width', *given])}` "
              f"({time.perf_counter() - started:.0f} s).", "",
              __doc__.split("\n\n", 2)[2].replace("\n", " ").strip(), "",
              f"Current constant: {current} (fitted on Bell sparse3 seeds 0-9, q90 0.252). "

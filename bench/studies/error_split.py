@@ -1,6 +1,6 @@
 """Where cobell's runtime error comes from: what it learned wrong, or the run's own noise.
 
-    python -m bench.error_split [--draws M] [--worlds simulator nodesim] [--quick]
+    python -m bench.studies.error_split [--draws M] [--worlds simulator nodesim] [--quick]
 
 At each post-bootstrap run of bench.colocation (same seed, runs and planner), cobell's default
 plans a scale-out x and predicts a runtime there. The physics-aware oracle's draws
@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import ROOT, publish
 from bench import colocation as co
 from bench import oracle_bound as ob
-from bench import publish
 from bench.simulator import load_curves
 
-RESULTS = Path(__file__).resolve().parent / "results" / "error_split.md"
+RESULTS = ROOT / "bench" / "results" / "error_split.md"
 DRAWS = 30
 
 
@@ -96,7 +96,7 @@ def render(cells: Sequence[co.Cell], splits: Sequence[Split], n_draws: int, comm
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.error_split",
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.error_split",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=DRAWS)
     parser.add_argument("--worlds", nargs="+", choices=co.WORLDS, default=list(co.WORLDS))
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         splits = [_task(t) for t in tasks]
     given = sys.argv[1:] if argv is None else argv
-    text = render(cells, splits, draws, " ".join(["python -m bench.error_split", *given]),
+    text = render(cells, splits, draws, " ".join(["python -m bench.studies.error_split", *given]),
                   time.perf_counter() - started)
     publish(text, None if args.quick else RESULTS)
 

@@ -1,6 +1,6 @@
 """Does the interference model earn its keep where the risks match: cost against miss rate.
 
-    python -m bench.keep_frontier [--cobell-levels point 0.5 0.7 0.8 0.9 0.97]
+    python -m bench.studies.keep_frontier [--cobell-levels point 0.5 0.7 0.8 0.9 0.97]
                                   [--bell-levels point 0.8 0.9 0.95 0.97 0.99]
                                   [--worlds simulator nodesim] [--seed N] [--quick]
 
@@ -29,10 +29,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from bench import ROOT, publish
 from bench import colocation as co
-from bench import publish
 
-RESULTS = Path(__file__).resolve().parent / "results" / "keep_frontier.md"
+RESULTS = ROOT / "bench" / "results" / "keep_frontier.md"
 COBELL_LEVELS = ("point", "0.5", "0.7", "0.8", "0.9", "0.97")
 BELL_LEVELS = ("point", "0.8", "0.9", "0.95", "0.97", "0.99")
 SCOPES: dict[str, tuple[str, ...] | None] = {
@@ -168,7 +168,7 @@ def goal_rows(results: co.Results, cobell: Sequence[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.keep_frontier",
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.keep_frontier",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--cobell-levels", nargs="+", default=list(COBELL_LEVELS))
     parser.add_argument("--bell-levels", nargs="+", default=list(BELL_LEVELS))
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     results = run(cfg, args.cobell_levels, args.bell_levels, args.processes)
     given = argv if argv is not None else sys.argv[1:]
-    command = " ".join(["python -m bench.keep_frontier", *given])
+    command = " ".join(["python -m bench.studies.keep_frontier", *given])
     text = render(results, args.cobell_levels, args.bell_levels, command,
                   time.perf_counter() - started, cfg)
     publish(text, None if args.quick else args.output)

@@ -1,6 +1,6 @@
 """Co-runners' overlap with and without live progress, and how much weight the progress gets.
 
-    python -m bench.progress [--runs-per-interferer N] [--seed N] [--worlds ...]
+    python -m bench.studies.progress [--runs-per-interferer N] [--seed N] [--worlds ...]
                              [--targets ...] [--variants ...] [--output FILE]
 
 At every post-bootstrap decision of bench.colocation's experiment (the same worlds, runs,
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     if "--output" in given:  # where the report went is not part of how it was made
         at = given.index("--output")
         del given[at:at + 2]
-    command = " ".join(["python -m bench.progress", *given])
+    command = " ".join(["python -m bench.studies.progress", *given])
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     text = render(results, vs, cfg, command, time.perf_counter() - started, load)
     publish(text, args.output)
