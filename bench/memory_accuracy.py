@@ -163,17 +163,31 @@ def size_linear(train: Sequence[Run], case: Case, **_: Any) -> float | None:
 STANDALONE = {"backend": "standalone"}  # the recordings' cluster: a container is the heap
 
 
+def cobell_method(name: str) -> tuple[Any, Any]:
+    """(demand rule, ratio prior) of a cobell method by name; None: the code's default.
+    "default": demand.DEMAND with model.py's conformal bound (what cobell ships); "peak-nix":
+    the candidate frozen on tune-quiet, demand.PEAK_RULE with bound.DEFAULT_PRIOR."""
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
+    from cobell_cli.core.memory.demand import PEAK_RULE
+
+    return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR)}[name]
+
+
+COBELL_METHODS = ("default", "peak-nix")
+
+
 def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
-                  prior: Any = None) -> Any:
+                  prior: Any = None, rule: Any = None) -> Any:
     """cobell's memory at the case, as `cobell predict` sizes it (core/memory/plan.py on the
-    runs' memory columns): None when it sizes nothing."""
+    runs' memory columns): None when it sizes nothing. `prior` (bound.py) and `rule`
+    (demand.py): a candidate's, None for the default."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
     from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
     from cobell_cli.core.memory.sizing import ContainerRules
 
     rows = history_rows(train)
-    obs = observations(rows)
+    obs = observations(rows, rule) if rule is not None else observations(rows)
     if not any(o.demand_mb for o in obs):
         return None
     model = MemoryModel(**({"prior": prior} if prior is not None else {})).fit(obs)
@@ -183,8 +197,8 @@ def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
 
 
 def size_cobell(train: Sequence[Run], case: Case, confidence: float, prior: Any = None,
-                **_: Any) -> float | None:
-    at = cobell_memory(train, case, confidence, prior)
+                rule: Any = None, **_: Any) -> float | None:
+    at = cobell_memory(train, case, confidence, prior, rule)
     return at.upper_peak_mb if at is not None else None
 
 
@@ -314,9 +328,10 @@ class Score:
 
 
 def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
-          prior: Any = None) -> list[Score]:
-    """Every method's reservation for every case; `prior`: cobell's ratio prior (bound.py),
-    None for the shipped one."""
+          prior: Any = None, rule: Any = None) -> list[Score]:
+    """Every method's reservation for every case; `prior`, `rule`: cobell's ratio prior
+    (bound.py) and demand rule (demand.py) of a candidate (cobell_method), None for the
+    default."""
     out = []
     for case in cases:
         history = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
@@ -324,7 +339,7 @@ def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
         for method in METHODS:  # cobell reads memory failures too; the peers' rules do not
             train = history if method == "cobell" else succeeded
             heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs,
-                                  prior=prior)
+                                  prior=prior, rule=rule)
             out.append(Score(method, case, granted(heap) if heap is not None else None))
     return out
 
@@ -388,8 +403,8 @@ RECORDED = {
              "per job, at loads of 23-43; nothing was fitted on it.",
     "tune-quiet": "recorded quietly (one application at a time, each under the machine-wide "
                   "lock at a 1-minute load below 1.5), one profile application per job, "
-                  "every executor metric kept: the set demand.py's rule and bound.py's prior "
-                  "were fitted on (bench.memory_measure).",
+                  "every executor metric kept: the set the candidate `peak-nix` (demand.PEAK_RULE, "
+                  "bound.DEFAULT_PRIOR) was fitted on (bench.memory_measure).",
     "test-quiet": "recorded as `tune-quiet` after the method was frozen on it (wider values, "
                   "other row counts and `distinct` domain, another seed): nothing was fitted "
                   "or chosen on it. One executor only (`--executors 1`: the x2 half did not fit "
@@ -400,17 +415,48 @@ RECORDED = {
 
 def method_text() -> str:
     """cobell's constants as the code has them, and where each was fitted."""
+    from cobell_cli.core.memory import model
     from cobell_cli.core.memory.bound import DEFAULT_PRIOR
-    from cobell_cli.core.memory.demand import DEMAND
+    from cobell_cli.core.memory.demand import DEMAND, PEAK_RULE
 
-    rule, prior = DEMAND, DEFAULT_PRIOR
-    return (f"cobell's demand from a run's heap peak P at reservation R (core/memory/demand.py "
-            f"DEMAND): the live heap P less {rule.garbage_share:g} / (1 - "
+    rule, prior, peak = DEMAND, DEFAULT_PRIOR, PEAK_RULE
+    return (f"cobell's default demand from a run's heap peak P at reservation R "
+            f"(core/memory/demand.py DEMAND): the live heap P less {rule.garbage_share:g} / (1 - "
             f"{rule.garbage_share:g}) of the slack R - P, at least {rule.live_floor:g} P, times "
-            f"{rule.headroom:g}, at most R; its bound (core/memory/bound.py DEFAULT_PRIOR): "
-            f"the next held-out ratio's quantile under a prior of bias {prior.mean:g}, spread "
-            f"{prior.scale2 ** 0.5:.3g} (log), worth {prior.kappa:g} and {prior.dof:g} ratios. "
-            "Both are fitted on one set only (its note says which).")
+            f"{rule.headroom:g}, at most R; its default bound (core/memory/model.py "
+            f"memory_ratio_bound): the held-out ratios' conformal bound, else the largest times "
+            f"{model.TAIL_MARGIN:g}, at least {model.MIN_MARGIN:g} below {model.MIN_RATIOS} "
+            f"ratios. The candidate `peak-nix` (--method peak-nix; not the default, "
+            f"see below): the peak times {peak.headroom:g} (demand.PEAK_RULE) and the next "
+            f"held-out ratio's quantile under a prior (bound.DEFAULT_PRIOR) of bias "
+            f"{prior.mean:g}, spread {prior.scale2 ** 0.5:.3g} (log), worth {prior.kappa:g} and "
+            f"{prior.dof:g} ratios, both fitted on tune-quiet only.")
+
+
+def default_text(results: Mapping[str, list[Score]],
+                 candidate: Mapping[str, list[Score]]) -> list[str]:
+    """Which method is the default and why: the default beside the candidate on the quiet
+    sets (the candidate was frozen on tune-quiet; test-quiet is held out)."""
+    lines = ["## Which method is the default", "",
+             "The project keeps a component in the default only if it wins out of sample by a "
+             "standard error; otherwise the simpler, earlier form stays. The candidate "
+             "`peak-nix` was chosen and fitted on tune-quiet (bench.memory_measure); on the "
+             "held-out test-quiet it does not win (nor did the gate's memory figures, "
+             "`python -m bench gate --only memory_accuracy --only memory_e2e`: six worse than "
+             "bench/baseline.json, docs/memory.md), so the default is demand.DEMAND with the "
+             "conformal bound. Both rows of a set are scored on the same cases by this command "
+             "(`python -m bench.memory_accuracy`); the candidate alone: `python -m "
+             "bench.memory_accuracy --method peak-nix --output FILE`. One case in 18 is no "
+             "difference a standard error separates either way: the candidate had to win, and "
+             "did not:", "",
+             "| set | method | certainly succeeds | median container / need |",
+             "|---|---|---|---|"]
+    for set_name, scores in candidate.items():
+        for name, subset in (("default", results.get(set_name, [])), ("peak-nix", scores)):
+            s = summary(subset, "cobell")
+            lines.append(f"| {set_name} | {name} | {s['ok']}/{s['cases']} "
+                         f"({s['success_pct']:.0f} %) | {s['median_ratio']:.2f} |")
+    return [*lines, ""]
 
 
 HISTORIES = {
@@ -447,7 +493,8 @@ def side_by_side(results: Mapping[str, list[Score]], method: str = "cobell") -> 
 
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
            elapsed_s: float, notes: Mapping[str, str] | None = None,
-           history: str = "profile") -> str:
+           history: str = "profile", candidate: Mapping[str, list[Score]] | None = None,
+           method: str = "default") -> str:
     lines = [
         "# Memory accuracy: extrapolating in input size (real Spark runs)",
         "",
@@ -456,9 +503,10 @@ def render(results: Mapping[str, list[Score]], confidence: float, command: str,
         f"Command: `{command}` ({elapsed_s:.1f} s). Cases and runs: bench/data/memory/<set>/ "
         "(bench/memory_record.py). A case succeeds when the reservation is at least its "
         f"measured need; container ratio = reserved / the smallest grant covering the need. "
-        f"cobell at memory confidence {confidence:g}. {method_text()} The peers' constants "
-        "(1.2, the paper's 10 %) are their sources'.",
+        f"cobell ({method}) at memory confidence {confidence:g}. {method_text()} The peers' "
+        "constants (1.2, the paper's 10 %) are their sources'.",
         "",
+        *(default_text(results, candidate) if candidate else []),
         *[line for name in results for line in (f"Set `{name}`: {RECORDED[name]}", "")
           if name in RECORDED],
         *(side_by_side(results) if len([r for r in results.values() if r]) > 1 else []),
@@ -539,6 +587,10 @@ def main(argv: list[str] | None = None) -> int:
                         "the search applications' near the need too")
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
+    parser.add_argument("--method", choices=COBELL_METHODS, default="default",
+                        help="cobell's demand rule and bound: the default, or the candidate "
+                        "frozen on tune-quiet (then also scored beside the default on the quiet "
+                        "sets when the default is run)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -546,17 +598,21 @@ def main(argv: list[str] | None = None) -> int:
 
     confidence = args.confidence or DEFAULT_MEMORY_CONFIDENCE
     started = time.perf_counter()
-    results, notes = {}, {}
+    results, notes, candidate = {}, {}, {}
+    method_rule, method_prior = cobell_method(args.method)
     for set_name in args.sets:
         if not (DATA / set_name / "needs.json").exists():
             results[set_name] = []  # not recorded: said so, not skipped silently
             continue
         runs, cases = load(set_name, args.history)
-        results[set_name] = score(runs, cases, confidence)
+        results[set_name] = score(runs, cases, confidence, method_prior, method_rule)
         notes[set_name] = explain(runs, cases, confidence)
+        if args.method == "default" and set_name in ("tune-quiet", "test-quiet"):
+            rule, prior = cobell_method("peak-nix")
+            candidate[set_name] = score(runs, cases, confidence, prior, rule)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
     text = render(results, confidence, command.strip(), time.perf_counter() - started, notes,
-                  args.history)
+                  args.history, candidate, args.method)
     publish(text + "\n", args.output)
     return 0
 

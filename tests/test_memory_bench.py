@@ -208,19 +208,19 @@ def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
     assert "bound 1.300" in text
 
 
-def test_the_knob_sweep_widens_the_prior_and_reserves_more(monkeypatch) -> None:
+def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> None:
     from bench import memory_sensitivity as ms
-    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
+    from cobell_cli.core.memory import model
 
-    shipped = DEFAULT_PRIOR
+    shipped = model.MIN_MARGIN
     monkeypatch.setattr(ms, "CONFIDENCES", (0.95,))
-    monkeypatch.setattr(ms, "SPREADS", (0.5, 4.0))
+    monkeypatch.setattr(ms, "MARGINS", (1.0, 2.0))
     rows = ms.sweep("tune-v2")  # 6 cases of one job: small enough for a test
-    assert shipped == DEFAULT_PRIOR
-    (_, narrow, low), (_, wide, high) = rows
-    assert (narrow, wide) == (0.5, 4.0)
+    assert shipped == model.MIN_MARGIN
+    (_, low_floor, low), (_, high_floor, high) = rows
+    assert (low_floor, high_floor) == (1.0, 2.0)
     assert low["sized"] == high["sized"] > 0
-    # a wider prior never reserves less: the grid really moved it
+    # a wider floor never reserves less: the grid really moved the constant
     assert high["mean_ratio"] > low["mean_ratio"]
 
 
@@ -285,13 +285,18 @@ def test_a_sizes_measures_are_its_own_spark_jobs(tmp_path) -> None:
 
 def test_the_accuracy_report_states_the_constants_the_code_uses(monkeypatch) -> None:
     """bench.memory_accuracy wrote "the heap peak less 0.351 of its slack" while the code used
-    0.26: its text is now made from demand.DEMAND and bound.DEFAULT_PRIOR themselves."""
+    0.26: its text is now made from the code's constants themselves (the default's demand.DEMAND
+    and model.py's margins, the candidate's demand.PEAK_RULE and bound.DEFAULT_PRIOR)."""
     from bench import memory_accuracy as ma
-    from cobell_cli.core.memory import bound, demand
+    from cobell_cli.core.memory import bound, demand, model
 
     monkeypatch.setattr(demand, "DEMAND", demand.DemandRule(0.417, 1.123, 0.789))
+    monkeypatch.setattr(demand, "PEAK_RULE", demand.DemandRule(0.0, 0.913, 1.0))
     monkeypatch.setattr(bound, "DEFAULT_PRIOR", bound.RatioPrior(0.031, 2.5, 7.0, 0.0169))
+    monkeypatch.setattr(model, "TAIL_MARGIN", 1.077)
+    monkeypatch.setattr(model, "MIN_MARGIN", 1.333)
     text = ma.method_text()
-    for figure in ("0.417", "1.123", "0.789", "0.031", "spread 0.13", "2.5", "7 ratios"):
+    for figure in ("0.417", "1.123", "0.789", "0.913", "0.031", "spread 0.13", "2.5",
+                   "7 ratios", "1.077", "1.333"):
         assert figure in text, figure
     assert "0.351" not in text

@@ -329,8 +329,28 @@ def test_held_out_ratios_are_taken_on_the_reserved_scale() -> None:
     assert grant_ratio(700.0, 300.0) == pytest.approx(700 / 512)
     assert grant_ratio(300.0, 700.0) == pytest.approx(512 / 700)
     assert grant_ratio(1500.0, 1000.0) == pytest.approx(1.5)
-    # a job whose every demand, and every prediction of one, sits below the floor has
-    # nothing to widen its bound with
+    # with the prior (the candidate bound, bound.py), a job whose every demand, and every
+    # prediction of one, sits below the floor has nothing to widen its bound with; the
+    # default (the conformal bound) takes the ratios as they are
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
+
     flat = [MemoryObservation(int(s * MB), 1, d) for s, d in
             zip((100, 150, 225, 340, 510), (120.0, 150.0, 90.0, 160.0, 140.0), strict=True)]
-    assert set(MemoryModel().fit(flat).ratios_) == {1.0}
+    assert set(MemoryModel(prior=DEFAULT_PRIOR).fit(flat).ratios_) == {1.0}
+    assert 1.0 not in set(MemoryModel().fit(flat).ratios_)
+
+
+def test_the_default_bound_is_the_conformal_rule_with_literal_margins() -> None:
+    """The default bound (model.memory_ratio_bound, main's rule kept as the default: the prior
+    did not win held out): expected values written out, not computed from the constants, so
+    a changed TAIL_MARGIN (1.05) or MIN_MARGIN (1.25) fails here."""
+    from cobell_cli.core.memory.model import memory_ratio_bound
+
+    wild = [0.42, 1.40, 1.63]
+    assert memory_ratio_bound(wild, 0.95) == pytest.approx(1.7115)  # 1.63 x 1.05, not 11.85
+    assert memory_ratio_bound([0.8, 0.85, 0.9], 0.95) == 1.0  # never below the point
+    assert memory_ratio_bound([1.1], 0.95) == 1.25  # one ratio says nothing of a tail
+    ordered = [1 + i / 100 for i in range(40)]
+    assert memory_ratio_bound(ordered, 0.9) == pytest.approx(1.36)  # the 37th of 40: conformal
+    model = MemoryModel()
+    assert model.prior is None  # the default carries no prior

@@ -138,11 +138,13 @@ def grant_ratio(measured_mb: float, predicted_mb: float, floor_mb: float = FLOOR
 
 
 def nested_ratios(
-    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES
+    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
+    floor_mb: float = 0.0,
 ) -> list[float]:
-    """measured / predicted (on the reserved scale, grant_ratio) for each run the selection
-    procedure can be judged on: the run predicted by the candidate `select` picks on the runs
-    with a smaller input, fitted there."""
+    """measured / predicted for each run the selection procedure can be judged on: the run
+    predicted by the candidate `select` picks on the runs with a smaller input, fitted there;
+    `floor_mb` FLOOR_MB: on the reserved scale (grant_ratio, what bound.py's prior is fitted
+    on), 0 (the default): as they are."""
     ratios = []
     for train, test in forward_folds(runs):
         chosen = select(train, fallback, pool).candidate
@@ -153,5 +155,6 @@ def nested_ratios(
             continue
         predicted = chosen.predict(fitted, test)
         if predicted > 0:
-            ratios.append(grant_ratio(test.demand_mb, predicted))  # type: ignore[arg-type]
+            ratios.append(grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
+                                      floor_mb))
     return ratios
