@@ -199,7 +199,7 @@ def choose(h: History, job: str, target: float, fast: str, fits: dict[Any, Any],
     shared = fit_shared(h, job, runs)
     options, _ = plan_labels(plan_fn, runs=runs, labels=list(TYPES), prices=prices,
                              target_s=target, model=shared, confidence=CONFIDENCE)
-    best = cheapest_label(options)
+    best = cheapest_label(options, target)
     out["shared"] = (best.node_label, best.scale_out)
     fastest = next(o for o in options if o.node_label == fast) if any(
         o.node_label == fast for o in options) else best
@@ -210,7 +210,7 @@ def choose(h: History, job: str, target: float, fast: str, fits: dict[Any, Any],
             own = [r for r in runs if node_type(r) == t]
             p = plan_fn(history=own, target_s=target)
             per_type.append(LabelOption(t, prices[t], 1.0, "runs", p))
-    chosen = cheapest_label(per_type)
+    chosen = cheapest_label(per_type, target)
     out["per-type"] = (chosen.node_label, chosen.scale_out)
     return out
 

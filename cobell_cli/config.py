@@ -250,6 +250,17 @@ class Setting:
     def env(self) -> str:
         return "COBELL_" + self.name.upper()
 
+    @property
+    def option(self) -> str:
+        """The command-line option that sets it (the name's own unless OPTIONS says)."""
+        return OPTIONS.get(self.name, "--" + self.name.replace("_", "-"))
+
+
+# Settings whose option is not named after them: one label per --node-label's comma, one
+# price per --label-price pair, --step for the step between scale-outs.
+OPTIONS = {"node_labels": "--node-label", "label_prices": "--label-price",
+           "scale_out_step": "--step"}
+
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("db", _text, None, "history database file (default: $XDG_DATA_HOME/cobell/history.db)"),
@@ -434,7 +445,7 @@ def load(
             try:
                 values[setting.name] = setting.parse(raw)
             except (TypeError, ValueError, OverflowError) as exc:
-                where = "--" + setting.name.replace("_", "-") if origin == "flag" else origin
+                where = setting.option if origin == "flag" else origin
                 raise ConfigError(
                     f"bad value for {setting.name} ({where}): {exc}",
                     hint="fix or unset it (`cobell config show` lists every setting)",

@@ -20,17 +20,16 @@ def iso(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-# C0 controls, DEL and C1 controls: an escape sequence in an imported job name must not move the
-# cursor, recolour or retitle the user's terminal. Tab and newline are escaped too (one row, one
-# line).
-_CONTROL = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)])
-
-
 def printable(value: Any) -> Any:
-    """Text safe to print on a terminal: control characters shown as \\xNN escapes."""
+    """Text safe to print on a terminal: what is not printable shown as an escape. Controls
+    (C0, DEL, C1: \\xNN) would move the cursor, recolour or retitle the terminal; invisible
+    format characters (\\uNNNN: a bidi override, a zero-width space) would reorder or hide
+    what is shown; tab and newline would break a row in two."""
     if not isinstance(value, str) or value.isprintable():
         return value
-    return "".join(f"\\x{ord(c):02x}" if ord(c) in _CONTROL else c for c in value)
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) <= 0xFF
+                   else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in value)
 
 
 def _cell(value: Any) -> Any:
@@ -73,14 +72,30 @@ def _tabulate() -> Any:
         stand_in.PackageNotFoundError = _NoMetadata  # type: ignore[attr-defined]
         sys.modules["importlib.metadata"] = stand_in
         try:
-            import tabulate
+            import tabulate  # noqa: F401 - loaded here, under the stand-in
         finally:
             del sys.modules["importlib.metadata"]
             if getattr(sys.modules.get("importlib"), "metadata", None) is stand_in:
                 del sys.modules["importlib"].metadata
-    from tabulate import tabulate
+    import tabulate as module
 
-    return tabulate
+    if module.wcwidth is None:  # columns measured as a terminal shows them
+        module.wcwidth, module.WIDE_CHARS_MODE = _TerminalWidth, True
+    return module.tabulate
+
+
+class _TerminalWidth:
+    """What tabulate asks the optional `wcwidth` package for, from the standard library: the
+    columns a job name of any script takes (CJK and emoji two, combining marks none), so a
+    table of `ジョブ-夜間` and `sgd` lines up. Cells are printable() already."""
+
+    @staticmethod
+    def wcswidth(text: str) -> int:
+        import unicodedata
+
+        return sum(0 if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me")
+                   else 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+                   for c in text)
 
 
 def _one_thread() -> bool:

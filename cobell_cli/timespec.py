@@ -18,7 +18,9 @@ from datetime import datetime, time, timedelta, tzinfo
 from cobell_cli.errors import UsageError
 
 DURATION_FORMS = "90, 90s, 5min, 1h30m, 1.5h or 2d"
-MOMENT_FORMS = "06:00, 2026-11-26T06:00, 2026-11-26 06:00+01:00, +2h30m, today or yesterday"
+# what a deadline is written as: a moment ahead (`now`, `today`, `yesterday` and epoch seconds
+# are read too, but no deadline is suggested as one)
+MOMENT_FORMS = "06:00 (the next 06:00), 2026-11-26T06:00, 2026-11-26 06:00+01:00 or +2h30m"
 SINCE_FORMS = "30d, 12h, yesterday, 2026-11-01 or 2026-11-01T08:00:00Z"
 
 _UNIT_S = {
@@ -152,13 +154,3 @@ def local_iso(at: float, zone: tzinfo | None = None) -> str:
     moment = datetime.fromtimestamp(at, zone) if zone is not None else datetime.fromtimestamp(
         at).astimezone()
     return moment.isoformat(timespec="seconds")
-
-
-def span_text(seconds: float) -> str:
-    """A duration for a person: `45 s`, `12 min`, `2.5 h`."""
-    seconds = max(seconds, 0.0)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -366,7 +366,7 @@ _cobell() {
                 else ((npos >= 0)) && COMPREPLY=($(compgen -W "--" -- "$cur")); fi ;;
             "cobell predict")
                 if [[ $cur == -* ]]; then
-                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --minimize --memory-confidence --deadline --max-wait --start-now --node-label --label-price --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
+                    COMPREPLY=($(compgen -W '-j --job -t --target-runtime --min-scale-out --max-scale-out --step --confidence --input-size --input-tolerance --strict --all --minimize --memory-confidence --deadline --max-wait --start-now --node-label --label-price -v --verbose --json --cluster --rm-url --standalone-url --ca-bundle --allow-no-cluster --require-cluster -h --help' -- "$cur"))
                 else COMPREPLY=(); fi ;;
             "cobell demo")
                 if [[ $cur == -* ]]; then

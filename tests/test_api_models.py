@@ -73,7 +73,7 @@ def test_evaluate_is_what_model_eval_prints(db: Path) -> None:
     printed = json.loads(cobell("--db", db, "model", "eval", "--job", "sgd", "-p", "extrap",
                                 "--json").stdout)
     assert printed["rows"] == json.loads(json.dumps(rows))
-    with pytest.raises(UsageError, match="'flat' has 1 distinct scale-outs: too few"):
+    with pytest.raises(UsageError, match="'flat' has 1 distinct scale-out: too few"):
         api.evaluate_model(read(db, "flat"), "loso")
     with pytest.raises(UsageError, match="unknown protocol"):
         api.evaluate_model(read(db, "sgd"), "kfold")

@@ -1,4 +1,5 @@
-"""The upper runtime bound behind --confidence: recorded and leave-one-out errors, strangers."""
+"""The errors behind --confidence (recorded, held-out, jackknife), the pooled shape and
+P(meet), strangers; each candidate's distribution over them is tests/test_predictive.py's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from scipy.stats import t as scipy_t
 from cobell_cli.core.calibration import (
     JACKKNIFE_MAX_FITS,
     RECENT_OUTCOMES,
-    calibrated_upper,
     jackknife_calibration,
     jackknife_ratios,
     meet_probability,
@@ -24,6 +24,7 @@ from cobell_cli.core.calibration import (
     student_t_quantile,
 )
 from cobell_cli.core.plan import plan
+from cobell_cli.core.predictive import calibrated_distribution
 from cobell_cli.core.running import RunningApp
 
 
@@ -189,29 +190,35 @@ def test_a_stranger_is_charged_the_most_harmful_pair() -> None:
     assert stranger_factors(xs, mixed, PairModel(3000.0, {}))[0] == [1.0, 1.0]
 
 
-def _upper(**kw: Any) -> tuple[list[float], dict | None, list[float] | None]:
-    bound = calibrated_upper(**kw)
-    return bound.upper_s, bound.calibration, bound.meet_probability
+def _upper(**kw: Any) -> tuple[list[float], dict | None]:
+    found = calibrated_distribution(interval_confidence=0.9, **kw)
+    dist = found.predictive
+    return [dist.quantile_s(j, 0.9) for j in range(len(dist.candidates))], found.calibration
 
 
-def test_calibrated_upper_prefers_the_record_and_widens_for_strangers() -> None:
+def test_the_distribution_prefers_the_record_and_widens_for_strangers() -> None:
     model = PairModel(3000.0, {"tpchq10": (0.0, 6.0)}, pooled=(0.05, 0.0))
     xs, ov = [10.0, 20.0], [{"tpchq10": 1.0}] * 2
     pred = [float(v) for v in model.predict(xs, ov)]
     hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {})])
     kw: dict[str, Any] = dict(scale_outs=xs, predicted_s=pred, upper_s=[1.02 * p for p in pred],
                               model=model, fit=lambda runs: model, confidence=0.9)
-    upper, cal, _ = _upper(runs=hist, overlaps=ov, jackknife=False, **kw)
-    assert cal is None and upper == pytest.approx([1.02 * p for p in pred])
+    # No errors: the model's own two-sided 90 % interval, read at its one-sided 90 % level.
+    upper, cal = _upper(runs=hist, overlaps=ov, refit=False, **kw)
+    assert cal is None
+    assert all(p < u < 1.02 * p for u, p in zip(upper, pred, strict=True))
     slow = [{**r, "runtime_s": 1.25 * r["runtime_s"]} for r in hist]  # the model is 25 % fast
-    upper, cal, _ = _upper(runs=slow, overlaps=ov, jackknife=True, **kw)
-    assert cal["source"] == "jackknife" and upper == pytest.approx([1.25 * p for p in pred])
+    upper, cal = _upper(runs=slow, overlaps=ov, refit=True, **kw)
+    assert cal["source"] == "jackknife" and upper == pytest.approx([1.25 * p for p in pred],
+                                                                   rel=0.01)
     record = [rec(i, 1.1) for i in range(6)]
-    upper, cal, _ = _upper(runs=slow + record, overlaps=ov, jackknife=True, **kw)
-    assert cal["source"] == "outcomes" and upper == pytest.approx([1.1 * p for p in pred])
-    upper, cal, _ = _upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, jackknife=False, **kw)
+    upper, cal = _upper(runs=slow + record, overlaps=ov, refit=True, **kw)
+    assert cal["source"] == "outcomes" and upper == pytest.approx([1.1 * p for p in pred],
+                                                                  rel=0.01)
+    known, _ = _upper(runs=hist, overlaps=ov, refit=False, **kw)
+    upper, cal = _upper(runs=hist, overlaps=[{"wordcount": 1.0}] * 2, refit=False, **kw)
     assert cal == {"strangers": ["wordcount"]}
-    assert all(u > 1.02 * p for u, p in zip(upper, pred, strict=True))
+    assert all(u > k for u, k in zip(upper, known, strict=True))
 
 
 def test_a_confident_plan_reserves_more_for_a_stranger_than_for_a_known_co_runner() -> None:
@@ -286,38 +293,29 @@ def test_the_models_own_leave_one_out_ratios_spare_the_refits() -> None:
         raise AssertionError("refitted although the model carries its leave-one-out ratios")
 
     xs, pred = [10.0, 20.0], [300.0, 150.0]
-    bound = calibrated_upper(runs=hist, scale_outs=xs, predicted_s=pred, upper_s=pred,
-                             overlaps=None, model=model, fit=no_refit, confidence=0.8,
-                             jackknife=True, target_s=330.0)
-    assert bound.calibration["source"] == "held-out"
-    assert bound.calibration["ratio_quantile"] == ratio_bound(model.loo_ratios_, 0.8)
-    assert bound.upper_s == pytest.approx([p * ratio_bound(model.loo_ratios_, 0.8) for p in pred])
-    # P(meet 330 s): ratio <= 1.1 at 10 (4 of 6 ratios), <= 2.2 at 20 (all, t tail).
-    assert bound.meet_probability[0] == pytest.approx(4 / 7)
-    assert bound.meet_probability[1] > 6 / 7
+    found = calibrated_distribution(runs=hist, scale_outs=xs, predicted_s=pred, upper_s=pred,
+                                    interval_confidence=0.8, overlaps=None, model=model,
+                                    fit=no_refit, confidence=0.8, refit=True)
+    assert found.calibration["source"] == "held-out"
+    assert found.calibration["ratio_quantile"] == ratio_bound(model.loo_ratios_, 0.8)
+    assert found.predictive.errors == len(model.loo_ratios_)
     # Recorded outcomes join the model's own ratios: the last RECENT_OUTCOMES of them only,
     # since older ones judge the model as it was on a shorter history.
     stale = [rec(i, 3.0) for i in range(5)]
     record = [rec(10 + i, 1.5) for i in range(RECENT_OUTCOMES)]
-    later = calibrated_upper(runs=hist + stale + record, scale_outs=xs, predicted_s=pred,
-                             upper_s=pred, overlaps=None, model=model, fit=no_refit,
-                             confidence=0.8, jackknife=True, target_s=330.0)
+    later = calibrated_distribution(runs=hist + stale + record, scale_outs=xs,
+                                    predicted_s=pred, upper_s=pred, interval_confidence=0.8,
+                                    overlaps=None, model=model, fit=no_refit, confidence=0.8,
+                                    refit=True)
     joined = model.loo_ratios_ + [1.5] * RECENT_OUTCOMES
     assert later.calibration["source"] == "held-out + outcomes"
     assert later.calibration["runs"] == len(joined)
     assert later.calibration["ratio_quantile"] == ratio_bound(joined, 0.8) == 1.5
-    # P(meet 330 s at 10): ratio <= 1.1, the four held-out ratios of 1.1 and below only.
-    assert later.meet_probability[0] == pytest.approx(4 / (len(joined) + 1))
-
-
-def test_the_point_decision_reports_a_probability_without_widening() -> None:
-    model = LooModel([1.1] * 3 + [1.3] * 3)
-    hist = _runs(model, [(10, {}), (20, {}), (30, {}), (40, {}), (50, {})])
-    bound = calibrated_upper(runs=hist, scale_outs=[10.0], predicted_s=[300.0], upper_s=[310.0],
-                             overlaps=None, model=model, fit=lambda runs: model,
-                             confidence=0.9, jackknife=False, target_s=350.0, widen=False)
-    assert bound.upper_s == [310.0] and bound.calibration["widened"] is False
-    assert bound.meet_probability == [pytest.approx(3 / 7)]  # 350/300 = 1.17: the 1.1s only
+    assert later.predictive.errors == len(joined)
+    # The worse recent record lowers P(meet) at both candidates.
+    for j in range(2):
+        assert (later.predictive.meet_probability(j, 330.0)
+                < found.predictive.meet_probability(j, 330.0))
 
 
 def test_leave_one_out_ratios_of_a_real_fit_track_ten_fold_refits() -> None:

@@ -92,7 +92,10 @@ def test_predict_shows_the_starts_and_why_one_won(db: Path, rm: StandinRM) -> No
     out = result.stdout
     assert "deadline " in out and "start " in out and "after" in out
     assert "etl (application_1699990000000_0042)" in out
-    assert "start: at " in out and "waiting for etl" in out  # cheaper to wait: see module doc
+    assert "decision: start at " in out and "waits for etl" in out  # cheaper: module doc
+    why = cobell("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--verbose",
+                 *_yarn(rm)).stdout
+    assert "  why: " in why and "waiting for etl" in why
     js = cobell("--db", db, "predict", "-j", "report", "--deadline", "+15min", "--json",
                 *_yarn(rm))
     plan = json.loads(js.stdout)
@@ -117,18 +120,19 @@ def test_start_now_and_a_short_max_wait_start_at_once(db: Path, rm: StandinRM) -
     assert 0 < plan["start_in_s"] <= 5 and plan["waits_for"] == "submits arriving with it"
 
 
-def test_a_deadline_in_the_past_is_loud_and_strict_exits_3(db: Path, rm: StandinRM) -> None:
+def test_a_deadline_in_the_past_is_loud_and_strict_exits_2(db: Path, rm: StandinRM) -> None:
+    """Issue 35: it says the deadline has passed (no 0 s target), and under --strict it is a
+    usage error before anything is planned (was exit 3, advising --max-scale-out)."""
     result = cobell("--db", db, "predict", "-j", "report", "--deadline", "-", *_yarn(rm))
     assert result.exit_code == 2 and "is not a time" in result.stderr
     past = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 3600))
     loud = cobell("--db", db, "predict", "-j", "report", "--deadline", past, *_yarn(rm))
     assert loud.exit_code == 0
-    assert "the deadline has already passed" in loud.stderr
-    assert "no start meets the deadline" in loud.stderr
+    assert " passed 60 min " in loud.stderr and "planning the fastest start" in loud.stderr
     strict = cobell("--db", db, "predict", "-j", "report", "--deadline", past, "--strict",
                     *_yarn(rm))
-    assert strict.exit_code == 3 and "nothing was started" in strict.stderr
-    assert "Traceback" not in strict.stderr
+    assert strict.exit_code == 2 and "nothing was started" in strict.stderr
+    assert "Traceback" not in strict.stderr and "--max-scale-out" not in strict.stderr
 
 
 def _submit(db: Path, rm: StandinRM, *extra: str, command: list[str] | None = None,
@@ -309,13 +313,22 @@ def test_a_deadline_minimizes_memory_mb_seconds(tmp_path: Path) -> None:
 
 
 def test_memory_mb_seconds_without_a_container_size_is_one_line(db: Path) -> None:
-    """No measured peak (or not a Spark command): nothing sizes a container to price with."""
+    """No measured peak (or not a Spark command): nothing sizes a container to price with,
+    so the starts are priced by executor-seconds and a warning says why; --strict: exit 2,
+    one line, nothing started (tests/test_planning_paths.py has every combination)."""
+    why = {"predict": "no run with a measured executor memory peak or a memory failure yet",
+           "submit": "memory is not sized for this command (not a Spark command)"}
     for command in ("predict", "submit"):
-        tail = ["--", "echo", "{scale_out}"] if command == "submit" else []
-        out = cobell("--db", db, command, "-j", "report", "--deadline", "+1h", "--cluster",
-                     "none", "--minimize", "memory-mb-seconds", *tail)
-        assert out.exit_code == 2, out.stderr
-        assert out.stderr.strip().count("\n") == 0 and "container size" in out.stderr
+        tail = ["--dry-run", "--", "echo", "{scale_out}"] if command == "submit" else []
+        args = ("--db", db, command, "-j", "report", "--deadline", "+1h", "--cluster", "none",
+                "--minimize", "memory-mb-seconds", "--json", *tail)
+        out = cobell(*args)
+        assert out.exit_code == 0, out.stderr
+        assert json.loads(out.stdout)["minimize"] == "executor-seconds"
+        assert f"--minimize memory-mb-seconds cannot act: {why[command]}" in out.stderr
+        strict = cobell(*args[:-len(tail) or None], "--strict", *tail)
+        assert strict.exit_code == 2, strict.stderr
+        assert strict.stderr.strip().count("\n") == 0 and why[command] in strict.stderr
 
 
 def test_a_deadline_without_confidence_plans_at_the_deadline_default(db: Path) -> None:

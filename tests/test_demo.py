@@ -48,7 +48,7 @@ def test_the_summary_says_what_happened_at_a_glance(tmp_path: Path, monkeypatch)
         ], keep_ids=False)
     lines = demo.summary(db, 60)
     assert len(lines) == 5 and all(len(line) <= 100 for line in lines)
-    assert lines[0] == (f"demo: run 2 of {demo.DEMO_JOB} succeeded in 48.2 s at scale-out 3 "
+    assert lines[0] == (f"demo: run 2 of {demo.DEMO_JOB} succeeded in 48 s at scale-out 3 "
                         "(prediction 53 s, target 60 s: met)")
     assert f"{demo.CO_RUNNER_JOB} 85% of the run" in lines[1]
     assert str(db) in lines[2] and f"--db {db} history show 2" in lines[3]
@@ -140,4 +140,4 @@ def test_the_summary_of_a_killed_or_failed_run_says_so(tmp_path: Path, monkeypat
              "target_s": 60, "exit_code": 1},
         ], keep_ids=False)
     assert demo.summary(db, 60)[0] == (f"demo: run 2 of {demo.DEMO_JOB} failed (exit 1) after "
-                                       "2.2 s at scale-out 3 (target 60 s)")
+                                       "2.25 s at scale-out 3 (target 60 s)")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cobell_cli.core.job_name import job_name_problem, normal
 from cobell_cli.errors import ImportFileError
 from cobell_cli.store import interchange
 from cobell_cli.store.history import STATUSES, History
@@ -17,10 +18,11 @@ from cobell_cli.store.history import STATUSES, History
 finite = st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False)
 text = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20)
 opt = st.none() | text
-job_names = st.text(  # core/job_name.py: printable ASCII without spaces or commas
-    st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters=","),
+job_names = st.text(  # core/job_name.py: printable, any script, no white space or commas
+    st.characters(blacklist_categories=("Cs", "Cc", "Cf", "Co", "Cn", "Zs", "Zl", "Zp"),
+                  blacklist_characters=","),
     min_size=1, max_size=20,
-)
+).map(normal).filter(lambda name: job_name_problem(name) is None)
 
 colocation = st.fixed_dictionaries(
     {

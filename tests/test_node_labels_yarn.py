@@ -37,7 +37,8 @@ class LabelledRM(StandinRM):
         {"id": "n4:1", "state": "LOST", "nodeLabels": ["gpu"],
          "totalResource": {"memory": 4096, "vCores": 4}}])
 
-    def _answer(self, method: str, path: str, query: dict[str, list[str]]) -> Reply:
+    def _answer(self, method: str, path: str, query: dict[str, list[str]],
+                body: bytes = b"") -> Reply:
         path = path.rstrip("/")
         if path == "/ws/v1/cluster/get-node-labels":
             return _json(200, {"nodeLabelInfo": self.labels})
@@ -49,7 +50,7 @@ class LabelledRM(StandinRM):
             return _json(200, {"scheduler": {"schedulerInfo": {
                 "type": "capacityScheduler", "queueName": "root",
                 "queues": {"queue": queues}}}})
-        return super()._answer(method, path, query)
+        return super()._answer(method, path, query, body)
 
 
 @pytest.fixture

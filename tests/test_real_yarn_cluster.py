@@ -211,5 +211,36 @@ def test_local_cluster_status_and_start_see_the_running_yarn(
     assert json.loads(again.stdout)["pid"] == doc["pid"]  # the same JVM, not a second one
     other = cobell("local-cluster", "start", "--yarn", "--node-managers", "3")
     assert other.exit_code == 2
-    assert "already runs with 2 NodeManager(s)" in other.stderr
+    assert "already runs with 2 NodeManagers in" in other.stderr
     assert "cobell local-cluster stop --yarn" in other.stderr
+
+
+def test_a_running_local_yarn_is_found_without_hadoop_conf_dir(
+    real_yarn: RealYarn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """After `cobell local-cluster start --yarn` (the session's cluster lives where the CLI
+    keeps its own), `cluster check` and `predict --cluster yarn` find it with nothing
+    configured (issue 35), and `cluster check` says where its address came from."""
+    assert real_yarn.xdg_data_home is not None
+    monkeypatch.setenv("XDG_DATA_HOME", str(real_yarn.xdg_data_home))
+    site = real_yarn.conf_dir / "yarn-site.xml"
+    for kind in ("yarn", "auto"):
+        checked = cobell("cluster", "check", "--cluster", kind, "--json")
+        assert checked.exit_code == 0, checked.stderr
+        report = json.loads(checked.stdout)
+        assert report["backend"] == "yarn" and report["url"] == real_yarn.rm_url
+        assert report["source"] == (
+            f"the local YARN of `cobell local-cluster start --yarn` ({site})")
+    text = cobell("cluster", "check", "--cluster", "yarn").stdout
+    assert f"from:     the local YARN of `cobell local-cluster start --yarn` ({site})" in text
+    db = tmp_path / "h.db"
+    example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
+    assert cobell("--db", db, "history", "import", example).exit_code == 0
+    planned = cobell("--db", db, "predict", "-j", "sgd", "-t", "300", "--cluster", "yarn",
+                     "--json")
+    assert planned.exit_code == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert plan["cluster_ok"] and real_yarn.rm_url in plan["cluster"]
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "elsewhere"))
+    missing = cobell("cluster", "check", "--cluster", "yarn")
+    assert missing.exit_code == 2 and "cobell local-cluster start --yarn" in missing.stderr

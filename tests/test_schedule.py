@@ -252,7 +252,7 @@ def test_a_queue_with_apps_waiting_holds_the_new_app_until_enough_running_ones_e
                _app("r3", "other", "RUNNING", NOW - 400)]
     ends = {"r1": NOW + 100, "r2": NOW + 250, "r3": NOW + 10}
     wait, note = queue_wait_s("etl", accepted, running, ends, NOW)  # type: ignore[arg-type]
-    assert wait == pytest.approx(250.0) and "1 app(s) already wait" in (note or "")
+    assert wait == pytest.approx(250.0) and "1 app already waits" in (note or "")
     assert queue_wait_s("other", accepted, running, ends, NOW)[0] == 0.0  # type: ignore[arg-type]
     # nothing predicts the running apps' ends: the longest wait so far
     wait, _ = queue_wait_s("etl", accepted, running, {}, NOW)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -150,7 +151,7 @@ def test_a_feasible_plans_warnings_are_printed_in_text_mode_too(
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.splitlines()
                 if "not considered during the bootstrap" in line]
-        assert said == ["cobell: warning: 1 running co-runner(s) not considered during the "
+        assert said == ["cobell: warning: 1 running co-runner not considered during the "
                         "bootstrap (as in CoBell)"], proc.stderr
     assert said[0].removeprefix("cobell: warning: ") in json.loads(
         proc.stdout.strip().splitlines()[-1])["warnings"]
@@ -426,6 +427,7 @@ def test_yarn_submission_records_app_id_tags_and_co_runner_overlap(
     )
     assert learned["status"] == "succeeded" and learned["target_s"] is None
     assert learned["mean_scale_out"] == pytest.approx(6, abs=1.5)
+    assert colocation["co_runner_scale_out"] == learned["scale_out"]  # was blank on YARN
     (back,) = learned["colocations"]
     assert back["co_runner_app_id"] == run["app_id"] and back["co_runner_job"] == "sgd"
 
@@ -496,13 +498,35 @@ def test_command_without_double_dash_gets_a_hint(tmp_path: Path) -> None:
     assert "No such option: --master" in result.stderr and "goes after `--`" in result.stderr
 
 
+def fast_sgd(tmp_path: Path) -> Path:
+    """history/example.csv's sgd runs, 200x faster (seconds, not minutes), so that a command
+    that sleeps the plan's prediction stands in for a run cobell uses (one of a few
+    milliseconds of a job that takes minutes it keeps out: tests/test_implausible.py)."""
+    example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
+    fast = tmp_path / "sgd.csv"
+    with example.open() as src, fast.open("w", newline="") as dst:
+        writer = csv.writer(dst)
+        writer.writerow(["job", "status", "scale_out", "started_at", "runtime_s"])
+        for row in csv.DictReader(src):
+            if row["job"] == "sgd" and row["status"] == "succeeded":
+                writer.writerow(["sgd", "succeeded", row["scale_out"], row["started_at"],
+                                 float(row["runtime_s"]) / 200])
+    return fast
+
+
+def sleeps_as_predicted(db: Path, *plan_args: str, env: dict[str, str] | None = None
+                        ) -> list[str]:
+    """A command that takes as long as `cobell predict` says the run will."""
+    plan = json.loads(cobell("--db", db, "predict", "--json", *plan_args, env=env).stdout)
+    return [PY, "-c", f"import time; time.sleep({plan['predicted_s']})", "{scale_out}"]
+
+
 def test_a_successful_run_leaves_the_next_runs_model_in_the_cache(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
-    example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
-    assert cobell("--db", db, "history", "import", example).exit_code == 0
-    plan_args = ("-j", "sgd", "-t", "300", "--max-scale-out", "24", "--cluster", "none")
+    assert cobell("--db", db, "history", "import", fast_sgd(tmp_path)).exit_code == 0
+    plan_args = ("-j", "sgd", "-t", "1.5", "--max-scale-out", "24", "--cluster", "none")
     before = json.loads(cobell("--db", db, "predict", "--json", *plan_args).stdout)
-    done = submit(db, *plan_args, "--json", command=[PY, "-c", "pass", "{scale_out}"])
+    done = submit(db, *plan_args, "--json", command=sleeps_as_predicted(db, *plan_args))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "succeeded"
     nxt = cobell("--db", db, "predict", "--json", *plan_args)
@@ -514,11 +538,11 @@ def test_each_run_records_its_probability_and_feeds_the_next_calibration(tmp_pat
     from cobell_cli.core.calibration import DEFAULT_CONFIDENCE, outcome_ratios
 
     db = tmp_path / "h.db"
-    example = Path(__file__).resolve().parents[1] / "history" / "example.csv"
-    assert cobell("--db", db, "history", "import", example).exit_code == 0
-    plan_args = ("-j", "sgd", "-t", "300", "--max-scale-out", "40", "--cluster", "none")
+    assert cobell("--db", db, "history", "import", fast_sgd(tmp_path)).exit_code == 0
+    plan_args = ("-j", "sgd", "-t", "1.5", "--max-scale-out", "40", "--cluster", "none")
     env = {"COBELL_MODEL_CACHE": "off"}
-    done = submit(db, *plan_args, "--json", command=[PY, "-c", "pass", "{scale_out}"], env=env)
+    done = submit(db, *plan_args, "--json", command=sleeps_as_predicted(db, *plan_args, env=env),
+                  env=env)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["confidence"] == DEFAULT_CONFIDENCE
@@ -530,8 +554,9 @@ def test_each_run_records_its_probability_and_feeds_the_next_calibration(tmp_pat
     with History.open(db) as history:
         training = history.training_runs("sgd")
     assert outcome_ratios(training)[-1] == pytest.approx(last["runtime_s"] / last["predicted_s"])
-    point = submit(db, *plan_args, "--confidence", "point", "--json",
-                   command=[PY, "-c", "pass", "{scale_out}"], env=env)
+    point_args = (*plan_args, "--confidence", "point")
+    point = submit(db, *point_args, "--json", command=sleeps_as_predicted(db, *point_args,
+                                                                           env=env), env=env)
     assert point.returncode == 0, point.stderr
     assert json.loads(point.stdout)["confidence"] is None
     assert runs(db)[-1]["confidence"] is None

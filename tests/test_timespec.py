@@ -116,9 +116,11 @@ def test_a_clock_time_is_never_past_and_within_a_day_and_an_hour(
 def test_local_times_and_spans_for_people() -> None:
     from datetime import timedelta, timezone
 
-    from cobell_cli.timespec import local_iso, span_text
+    from cobell_cli.core.words import duration_text
+    from cobell_cli.timespec import local_iso
 
     plus_one = timezone(timedelta(hours=1))
     assert local_iso(1_800_000_000.0, plus_one) == "2027-01-15T09:00:00+01:00"
     assert local_iso(1_800_000_000.0).startswith("2027-01-15T")
-    assert [span_text(s) for s in (-3, 45, 720, 9000)] == ["0 s", "45 s", "12 min", "2.5 h"]
+    assert [duration_text(s) for s in (-3, 45, 720, 9000)] == ["0 s", "45 s", "720 s",
+                                                              "2 h 30 min"]

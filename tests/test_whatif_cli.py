@@ -51,7 +51,7 @@ def test_default_range_and_the_table(tmp_path: Path) -> None:
     assert lines[0].split() == ["scale_out", "runtime_s", "vs_observed"]
     counts = [int(line.split()[0]) for line in lines[2:]]
     assert counts == [1, 2, 4, 8]  # observed 2: powers of two up to max(8, 4 x 2)
-    assert "executor(s)" in r.stderr
+    assert " executors x " in r.stderr
 
 
 def test_the_replay_at_the_observed_count_is_the_observed_runtime(tmp_path: Path) -> None:

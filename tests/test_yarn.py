@@ -59,7 +59,9 @@ def test_documented_apps_fixture_parses(yarn_fixtures: Path) -> None:
     assert first.started_at == pytest.approx(1476913457.320)
     assert first.finished_at == pytest.approx(1476913761.898)
     assert first.progress == pytest.approx(1.0)
-    assert first.scale_out is None  # finished apps hold no containers
+    # finished apps hold no containers: their executors are counted from vcore-seconds, as
+    # `history import --from-yarn` counts them (201 vcore-s in 305 s: less than the AM, so 1)
+    assert first.scale_out == 1
     assert first.job is None and first.tags == ()
     assert first.user == "user2" and first.queue == "default" and first.backend == "yarn"
 
@@ -212,6 +214,24 @@ def test_apps_start_and_finish_over_time(yarn_rm: StandinRM) -> None:
     assert finished[0].state == "FINISHED" and not finished[0].running
     assert yarn_rm.requests[-1]["query"]["finishedTimeBegin"] == [str(int((t0 + 100) * 1000))]
     assert cluster.apps_finished_since(t0 + 151) == []
+
+
+def test_a_finished_app_s_executors_are_counted_from_its_vcore_seconds(
+    yarn_rm: StandinRM,
+) -> None:
+    """`cobell submit` records the co-runners that finished during its run with their
+    scale-out (the colocations' co_runner_scale_out was blank on YARN, filled on standalone)."""
+    from cobell_cli.core.colocation import measured_overlaps
+
+    t0 = yarn_rm.now_s
+    wide = yarn_rm.add_app("wide", start_s=t0, duration_s=100, executors=6)
+    cluster = yarn([yarn_rm.url])
+    assert [a.scale_out for a in cluster.running_apps()] == [6]
+    yarn_rm.advance(200)
+    (finished,) = cluster.apps_finished_since(t0)
+    assert (finished.app_id, finished.scale_out) == (wide, 6)
+    (row,) = measured_overlaps(t0 + 50, t0 + 150, [finished])
+    assert row["co_runner_scale_out"] == 6
 
 
 def test_killed_and_failed_apps_count_as_finished(yarn_rm: StandinRM) -> None:

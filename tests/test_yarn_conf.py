@@ -117,7 +117,7 @@ def test_auto_picks_yarn_from_yarn_site_and_rm_url_beats_it(tmp_path: Path) -> N
     flagged = connect(
         config.load({"rm_url": ["flag-rm:8088"]}, env={}), env=env, yarn_conf_default=tmp_path
     )
-    assert flagged.rm_urls == ["http://flag-rm:8088"] and flagged.source == "flag"
+    assert flagged.rm_urls == ["http://flag-rm:8088"] and flagged.source == "--rm-url"
     from_env = connect(config.load({}, env={"COBELL_RM_URL": "a:1,b:2"}), env=env)
     assert from_env.rm_urls == ["http://a:1", "http://b:2"]
     assert from_env.source == "env COBELL_RM_URL"

@@ -63,9 +63,9 @@ from bench.colocation import (
 )
 from bench.simulator import Curve, SimJob, load_curves
 from cobell_cli.api import measured_overlaps
-from cobell_cli.core.calibration import calibrated_upper
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.plan import plan
+from cobell_cli.core.predictive import calibrated_distribution
 from cobell_cli.core.profile_effects import (
     choose,
     job_profile,
@@ -269,10 +269,11 @@ def _above_bound(model: Any, train: Sequence[Mapping[str, Any]], run: Mapping[st
     x = [run["scale_out"]]
     pred = [float(v) for v in model.predict(x, [run["overlaps"]])]
     _, upper = model.predict_interval(x, [run["overlaps"]], confidence=level)
-    bound = calibrated_upper(runs=train, scale_outs=x, predicted_s=pred,
-                             upper_s=[float(upper[0])], overlaps=[run["overlaps"]],
-                             model=model, fit=_fit, confidence=level, jackknife=True)
-    return run["runtime_s"] > bound.upper_s[0]
+    found = calibrated_distribution(runs=train, scale_outs=x, predicted_s=pred,
+                                    upper_s=[float(upper[0])], interval_confidence=level,
+                                    overlaps=[run["overlaps"]], model=model, fit=_fit,
+                                    confidence=level, refit=True)
+    return run["runtime_s"] > found.predictive.quantile_s(0, level)
 
 
 # --- allocation in a simulated world ----------------------------------------------------------

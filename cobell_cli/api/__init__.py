@@ -40,6 +40,7 @@ from cobell_cli.api.planning import (
     JOB_PROFILES,
     Prediction,
     check_minimize,
+    check_minimized,
     check_request,
     job_profiles,
     live_progress,
@@ -53,6 +54,7 @@ from cobell_cli.api.runs import (
     CheckedFile,
     check_file,
     check_statuses,
+    count_duplicates,
     export_runs,
     get_run,
     history_jobs,
@@ -77,6 +79,7 @@ from cobell_cli.api.settings import load_settings, settings_rows
 from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.job_name import check_job_name
 from cobell_cli.core.memory.records import feature_value as memory_feature_value
+from cobell_cli.core.words import count, duration_text
 
 # Loaded on first use: the deadline scheduler (core/schedule) costs ~80 ms to import, and only
 # a --deadline needs it; predict, submit and the history commands import this package. The
@@ -158,12 +161,16 @@ __all__ = [
     "check_file",
     "check_job_name",
     "check_minimize",
+    "check_minimized",
     "check_request",
     "check_statuses",
     "cluster_profiles",
     "connect_cluster",
+    "count",
+    "count_duplicates",
     "default_scale_outs",
     "describe_model",
+    "duration_text",
     "evaluate_model",
     "example_path",
     "export_runs",

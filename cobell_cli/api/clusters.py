@@ -22,7 +22,20 @@ def connect_cluster(settings: Settings, known_jobs: Iterable[str] = (), **option
     job; `options` are the adapter's test seams (env, backoff_s, sleep, ...)."""
     from cobell_cli.cluster import connect
 
-    return connect(settings, known_jobs, **options)
+    return connect(settings, known_jobs, **{"local": local_cluster, **options})
+
+
+def local_cluster(kind: str) -> str | None:
+    """Where this machine's `cobell local-cluster start` cluster of `kind` answers while it
+    runs: the yarn-site.xml of the local YARN (`yarn`), the standalone master's web UI
+    (`standalone`); None when none runs. The fallback when nothing is configured."""
+    from cobell_cli.config import data_dir
+    from cobell_cli.run import local_found
+
+    if kind == "yarn":
+        site = local_found.running_yarn_site(data_dir())
+        return None if site is None else str(site)
+    return local_found.running_master_webui(data_dir())
 
 
 def running_apps(cluster: Any) -> list[RunningApp]:

@@ -59,9 +59,11 @@ class DeadlineRequest:
 def check_deadline(request: DeadlineRequest, now: float, option: str = "--deadline") -> None:
     """A deadline more than a week ahead is a usage error unless --max-wait allows it."""
     if request.deadline_at - now > WEEK_S and request.max_wait_s is None:
+        from cobell_cli.core.words import duration_text
+
         raise UsageError(
-            f"{option} is more than a week ahead ({(request.deadline_at - now) / 86400:.1f} "
-            "days)", hint="check the date, or give --max-wait to allow a wait that long")
+            f"{option} is more than a week ahead (in {duration_text(request.deadline_at - now)})",
+            hint="check the date, or give --max-wait to allow a wait that long")
 
 
 @dataclass
@@ -115,7 +117,8 @@ def plan_for_deadline(
     request = _with_container(request, prediction)
     warnings = [note] if note else []
     if request.deadline_at <= now:
-        warnings.append("the deadline has already passed: planning the fastest start")
+        prediction.plan = _without_stand_in_target(prediction.plan)
+        warnings.append(passed_text(request.deadline_at, now) + ": planning the fastest start")
     pending = _pending(history, settings, prediction, captured, request, target_s, now,
                        wait_s, input_bytes)
     busy = _busy(history, settings, prediction)
@@ -123,18 +126,33 @@ def plan_for_deadline(
     return Planned(prediction, pending, busy, ids, request, target_s, now, warnings)
 
 
+def passed_text(deadline_at: float, now: float) -> str:
+    """`the deadline 2026-01-01T06:00:00+01:00 passed 3 h 10 min ago`, for a person."""
+    from cobell_cli.core.words import duration_text
+    from cobell_cli.timespec import local_iso
+
+    return f"the deadline {local_iso(deadline_at)} passed {duration_text(now - deadline_at)} ago"
+
+
+def _without_stand_in_target(plan: Any) -> Any:
+    """A plan for a deadline that has passed, without the warnings about the stand-in target
+    it was planned for (PAST_TARGET_S, "the 0 s target"): the deadline's own line says it."""
+    stand_in = f"the {PAST_TARGET_S:.0f} s target"
+    return replace(plan, warnings=tuple(w for w in plan.warnings if stand_in not in w))
+
+
 def _with_container(request: DeadlineRequest, prediction: Prediction) -> DeadlineRequest:
-    """The request with the container the plan sized (memory-MB-seconds prices with it); a
-    usage error when memory-MB-seconds is asked and nothing sized one."""
+    """The request with the container the plan sized (memory-MB-seconds prices with it), or,
+    where the plan could not minimise memory-MB-seconds (api.predict warned why), with the
+    executor-seconds the plan minimised: the starts are priced as the plan chose."""
+    plan = prediction.plan
+    if plan.minimize != request.minimize:
+        return replace(request, minimize=plan.minimize)  # type: ignore[arg-type]
     if request.minimize != "memory-mb-seconds" or request.container_mb is not None:
         return request
-    container = (prediction.plan.memory or {}).get("container_mb")
-    if container is None:
-        raise UsageError(
-            "--minimize memory-mb-seconds needs the executor's container size, and it is"
-            " unknown (no run of the job with a measured memory peak, or not a Spark command)",
-            hint="run the job once with cobell submit (it measures the peak), or minimize"
-                 " executor-seconds")
+    container = (plan.memory or {}).get("container_mb")
+    if container is None:  # the plan priced every candidate's container: never without one
+        return replace(request, minimize=DEFAULT_MINIMIZE)
     return replace(request, container_mb=float(container))
 
 
@@ -340,14 +358,7 @@ def run_prediction(planned: Planned, decision: StartDecision, started_at: float,
         fields.update(scale_out=chosen.scale_out, predicted_s=chosen.predicted_s,
                       lower_s=chosen.lower_s, upper_s=chosen.upper_s,
                       meet_probability=chosen.meet_probability)
-        if plan.memory is not None and chosen.executor_memory_mb is not None:
-            # the memory sized for the scale-out the schedule chose, not the plan's choice
-            # (core/memory/sizing.reserve: the heap is the container less the overhead)
-            fields["memory"] = {**plan.memory, "scale_out": chosen.scale_out,
-                                "executor_memory_mb": chosen.executor_memory_mb,
-                                "container_mb": chosen.container_mb,
-                                "executor_overhead_mb": chosen.executor_overhead_mb,
-                                "rounding_mb": _rounding(chosen)}
+        fields.update(_memory_at(plan, chosen))
     fields["reason"] = f"{plan.reason} | {decision.start_reason}"
     return replace(prediction, plan=replace(plan, **fields), start=decision, run_fields={
         "waited_s": round(max(waited_s, 0.0), 3),
@@ -361,6 +372,28 @@ def _rounding(chosen: Any) -> int | None:
     if chosen.container_mb is None or chosen.executor_overhead_mb is None:
         return None
     return chosen.container_mb - chosen.executor_memory_mb - chosen.executor_overhead_mb
+
+
+def start_prediction(planned: Planned, decision: StartDecision) -> Prediction:
+    """What `cobell predict --deadline` shows: the plan at once with the start decided, and
+    its memory sized for the scale-out that start runs at."""
+    plan = planned.prediction.plan
+    chosen = next((c for c in plan.candidates if c.scale_out == decision.scale_out), None)
+    fields = _memory_at(plan, chosen) if chosen is not None else {}
+    return replace(planned.prediction, plan=replace(plan, **fields), start=decision)
+
+
+def _memory_at(plan: Any, chosen: Any) -> dict[str, Any]:
+    """The plan's `memory` object at the candidate the schedule chose, not the plan's choice
+    (core/memory/sizing.reserve: the heap is the container less the overhead); {} unsized."""
+    if plan.memory is None or chosen.executor_memory_mb is None:
+        return {}
+    memory = {**plan.memory, "scale_out": chosen.scale_out,
+              "executor_memory_mb": chosen.executor_memory_mb,
+              "container_mb": chosen.container_mb,
+              "executor_overhead_mb": chosen.executor_overhead_mb,
+              "rounding_mb": _rounding(chosen)}
+    return {"memory": memory}
 
 
 def mark_run(history_path: Path, own_row: int, run_id: int) -> None:
@@ -397,12 +430,13 @@ def policy_text(confidence: float | None, phase: str) -> str:
 
 def check_start(prediction: Prediction, strict: bool) -> str | None:
     """No start meets the deadline: under `strict` a NoFeasibleScaleOut (exit 3: nothing is
-    started), else the warning to show; None when a start meets it (or there is no deadline)."""
+    started), else the warning to show; None when a start meets it (or there is no deadline,
+    or it has passed: that is refused before planning under --strict, and warned of without)."""
     from cobell_cli.errors import NoFeasibleScaleOut
     from cobell_cli.timespec import local_iso
 
     start = prediction.start
-    if start is None or start.feasible:
+    if start is None or start.feasible or start.deadline_at <= start.now:
         return None
     shortfall = (f"no start meets the deadline {local_iso(start.deadline_at)} at "
                  f"{policy_text(prediction.policy, prediction.plan.phase)}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cobell_cli.core.words import count
 from cobell_cli.errors import HistoryError, UsageError
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ def evaluate_model(
     rows = evaluation_rows(prepare_runs(data.runs), protocol, seed)
     if not any(r["method"] == "cobell" for r in rows):
         n = len({r["scale_out"] for r in data.runs})
-        what = f"{len(data.runs)} runs" if protocol == "nested" else f"{n} distinct scale-outs"
+        what = (count(len(data.runs), "run") if protocol == "nested"
+                else count(n, "distinct scale-out"))
         raise UsageError(f"job {data.job!r} has {what}: too few for the {protocol} protocol",
                          hint="nested needs 3 runs; loso 3, extrap 2 and sparse3 4 distinct "
                          "scale-outs")

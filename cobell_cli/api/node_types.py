@@ -91,5 +91,5 @@ def plan_on_labels(history: History, cluster: Any, *, job: str, runs: Sequence[A
                 "job with a resource profile ran there and elsewhere" for t in unknown]
     if not options:
         raise UsageError("no node label to plan on: " + "; ".join(warnings))
-    best = cheapest_label(options)
+    best = cheapest_label(options, target_s)
     return LabelDecision(best.node_label, in_label_seconds(best, target_s), options, warnings)

@@ -104,6 +104,32 @@ def check_minimize(minimize: str) -> str:
     return minimize
 
 
+def minimize_note(plan: Plan, asked: str, memory: MemoryAsk | None) -> str | None:
+    """Why the plan minimised executor-seconds where memory-MB-seconds was asked (the
+    plan's `minimize` says what it did); None when it did what was asked."""
+    if plan.minimize == asked:
+        return None
+    if plan.phase == "bootstrap-search":
+        why = "the binary search decides the first runs, by executor-seconds"
+    elif memory is None:
+        why = "memory is not sized for this command (not a Spark command)"
+    else:
+        why = ((plan.memory or {}).get("note")
+               or "no memory model yet (no run of the job with a measured executor memory peak)")
+    return f"--minimize {asked} cannot act: {why}; minimised executor-seconds instead"
+
+
+def check_minimized(prediction: Prediction, asked: str) -> None:
+    """--strict: a --minimize the plan could not act on is a usage error (exit 2), before
+    anything starts."""
+    if prediction.plan.minimize == asked:
+        return
+    note = next((w for w in prediction.warnings if w.startswith(f"--minimize {asked} ")),
+                f"--minimize {asked} cannot act on this plan")
+    raise UsageError(note.split("; minimised")[0] + "; nothing was started",
+                     hint="drop --strict, or --minimize executor-seconds")
+
+
 def running_co_runners(
     cluster: Any, settings: Settings, exclude_app_ids: Iterable[str] = ()
 ) -> tuple[list[RunningApp], str, bool, list[str]]:
@@ -153,6 +179,7 @@ def predict(
         )
     labels = _node_labels(cluster, settings, queue)
     world = _read_world(history, cluster, settings, job, runs, exclude_app_ids, memory)
+    world.warnings += kept_out_warnings(history, job, runs)
     cache = model_cache(settings)
     replays = _replay_cache(cache, world.profiles)
     fit, priors = _fit_with_priors(history, job, world.co_jobs, cache, settings.history_window)
@@ -172,6 +199,9 @@ def predict(
         warnings += decision.warnings
     else:
         chosen = plan_fn(history=runs, target_s=target_s, co_runners=world.apps)
+    note = minimize_note(chosen, minimize, memory)
+    if note is not None:
+        warnings.append(note)
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
@@ -227,6 +257,38 @@ def _read_world(
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
     return _World(apps, description, ok, warnings, co_histories, progress, memory_runs,
                   request, sizing, profiles, cluster_profiles)
+
+
+KEPT_OUT_NAMED = 2  # implausible runs a plan's warning names with their reasons
+CHANGED_AFTER = 3  # this many newest runs all implausible: perhaps the job itself changed
+
+
+def kept_out_warnings(
+    history: History, job: str, runs: Sequence[dict[str, Any]]
+) -> list[str]:
+    """One warning naming the job's runs cobell kept out of fitting as implausible
+    (store/implausible.py) since the oldest run the plan learns from, and why."""
+    import shlex
+
+    times = [t for r in runs if (t := r.get("started_at") or r.get("submitted_at")) is not None]
+    named, count = history.implausible_runs(job, since=min(times) if times else None,
+                                            limit=KEPT_OUT_NAMED)
+    if not count:
+        return []
+    if count == 1:
+        (run_id, why), = named
+        text = (f"run {run_id} kept out of fitting: {why} (`cobell history include {run_id}` "
+                "uses it)")
+    else:
+        listed = "; ".join(f"run {run_id}: {why}" for run_id, why in named)
+        more = f"; and {count - len(named)} more" if count > len(named) else ""
+        text = (f"{count} runs kept out of fitting as implausible, newest first: {listed}"
+                f"{more} (`cobell history list --job {shlex.quote(job)}` marks them; "
+                "`cobell history include ID` uses one)")
+    if history.newest_kept_out(job, CHANGED_AFTER):
+        text += (f"; the job's {CHANGED_AFTER} newest runs were all kept out: if the job "
+                 "itself changed, include them")
+    return [text]
 
 
 def _replay_cache(cache: ModelCache | None, profiles: Sequence[Any]) -> Any:

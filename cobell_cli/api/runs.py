@@ -137,7 +137,9 @@ def remove_runs(
 
 def set_excluded(history: History, run_ids: Sequence[int], excluded: bool) -> list[int]:
     """Keep runs out of fitting and planning (or let them back in) without deleting them;
-    returns the ids whose flag changed. An unknown id is a UsageError and changes nothing."""
+    returns the ids whose flag changed. Letting a run in undoes either kind of exclusion, by
+    hand or by cobell (an implausible runtime), for good. An unknown id is a UsageError and
+    changes nothing."""
     bad = [i for i in run_ids if not storable(i)]
     if bad:
         raise UsageError(
@@ -172,7 +174,8 @@ def export_runs(
     history: History, out: str | Path | IO[str], *, fmt: str = "csv", job: str | None = None
 ) -> int:
     """Write every run (of `job`) with its co-runners as CSV or JSON to a text stream, or
-    atomically to a file (a reader never sees half of it). Returns how many runs."""
+    atomically to a file (a reader never sees half of it). Returns how many runs. (A damaged
+    history was refused when it was opened: nothing is written.)"""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", hint="use csv or json")
     if not isinstance(out, str | Path):
@@ -213,7 +216,8 @@ def _write_runs(history: History, out: IO[str], fmt: str, job: str | None) -> in
 @dataclass
 class CheckedFile:
     """A history file after the first, validating pass: how many runs are valid, the first
-    SHOWN_PROBLEMS invalid ones and how many there are. `import_checked` writes it."""
+    SHOWN_PROBLEMS invalid ones and how many there are. `import_checked` writes it, and counts
+    the runs it skipped because the history holds them already (`duplicates`)."""
 
     name: str
     source: HistoryFile
@@ -221,11 +225,22 @@ class CheckedFile:
     invalid: int = 0
     problems: list[Problem] = field(default_factory=list)
     run_ids: list[int] = field(default_factory=list)  # once imported
+    kept_out: dict[int, str] = field(default_factory=dict)  # implausible runs: id -> why
+    jobs: set[str] = field(default_factory=set)  # of the valid runs
+    duplicates: int = 0  # valid runs the history held already: not imported again
 
     @property
     def kind(self) -> str | None:
         """cobell-csv, cobell-json or bell-csv."""
         return self.source.kind
+
+    def kept_out_line(self) -> str | None:
+        """The runs the import kept out of fitting as implausible, in a few words."""
+        if not self.kept_out:
+            return None
+        from cobell_cli.sources.record import kept_out_line
+
+        return kept_out_line(self.kept_out)
 
     def skipped(self) -> list[str]:
         """One line per invalid row shown, and one for the rest."""
@@ -234,6 +249,37 @@ class CheckedFile:
             lines.append(f"skipped {self.name}: {self.invalid - len(self.problems)} more "
                          "invalid rows")
         return lines
+
+    def to_dict(self, into: str | Path | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+        """The import's summary as `history import --json` prints it (the keys of the record
+        imports' summary where they mean the same: under `dry_run`, `imported` counts what
+        would be)."""
+        return {
+            "source": "file", "from": self.name, "format": self.kind,
+            "into": None if into is None else str(into), "dry_run": dry_run,
+            "seen": self.valid + self.invalid,
+            "imported": self.valid - self.duplicates if dry_run else len(self.run_ids),
+            "run_ids": list(self.run_ids),
+            "skipped": self.invalid + self.duplicates,
+            "skipped_by_reason": {"invalid": self.invalid, "duplicate": self.duplicates},
+            "problems": [str(p) for p in self.problems],
+            "kept_out": {str(k): v for k, v in sorted(self.kept_out.items())},
+        }
+
+    def line(self, into: str | Path | None = None, *, dry_run: bool = False) -> str:
+        """The summary for a person: what was imported, and what was skipped and why."""
+        from cobell_cli.core.words import count
+
+        skipped = [f"{self.invalid} invalid" if self.invalid else "",
+                   f"{self.duplicates} already in the history" if self.duplicates else ""]
+        skip = "; would skip " if dry_run else "; skipped "
+        tail = skip + ", ".join(filter(None, skipped)) if any(skipped) else ""
+        if dry_run:
+            return (f"{self.name}: {count(self.valid, 'valid run')} ({self.kind}); would "
+                    f"import {self.valid - self.duplicates}{tail}; nothing written (--dry-run)")
+        kept_out = self.kept_out_line()
+        return (f"imported {count(len(self.run_ids), 'run')} from {self.name} into {into}{tail}"
+                + (f"; {kept_out}" if kept_out else ""))
 
 
 def check_file(
@@ -263,6 +309,7 @@ def check_file(
                     checked.problems.append(item)
             else:
                 checked.valid += 1
+                checked.jobs.add(item["job"])
     if checked.invalid and not skip_invalid:
         more = checked.invalid - 1
         raise _import_error(
@@ -278,10 +325,43 @@ def import_checked(
 ) -> list[int]:
     """Write a checked file's valid runs in one transaction (all or nothing); their ids.
     The file is read again: a run no longer valid then (it changed meanwhile) rolls back.
-    `new_ids` gives the runs fresh ids instead of the file's."""
-    checked.run_ids = history.insert_runs(_valid_runs(checked, skip_invalid),
-                                          keep_ids=not new_ids)
+    Runs the history holds already (the same job, start, runtime and scale-out: a file
+    imported again) are skipped and counted in `checked.duplicates`. `new_ids` gives the runs
+    fresh ids instead of the file's. Runs whose runtime cannot be right for their job are
+    kept out of fitting (`.kept_out`; a file with an `excluded_reason` column was judged when
+    it was written and is kept as it is)."""
+    checked.run_ids = history.insert_runs(
+        _new_runs(history, checked, _valid_runs(checked, skip_invalid)), keep_ids=not new_ids,
+        judge=True)
+    checked.kept_out = history.kept_out(checked.run_ids)
     return checked.run_ids
+
+
+def count_duplicates(history: History, checked: CheckedFile) -> int:
+    """How many of a checked file's valid runs the history holds already (`--dry-run`)."""
+    for _ in _new_runs(history, checked, _valid_runs(checked, skip_invalid=True)):
+        pass
+    return checked.duplicates
+
+
+def _new_runs(history: History, checked: CheckedFile,
+              runs: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The runs beyond those the history holds already, counted as store/queries.py RUN_KEY
+    says; read inside the import's transaction (its first run is asked for there), so a
+    concurrent import of the same file cannot slip in between."""
+    from cobell_cli.store.queries import RUN_KEY
+
+    stored = None
+    checked.duplicates = 0
+    for run in runs:
+        if stored is None:
+            stored = history.run_keys(sorted(checked.jobs))
+        key = tuple(run.get(c) for c in RUN_KEY)
+        if stored[key] > 0:
+            stored[key] -= 1
+            checked.duplicates += 1
+            continue
+        yield run
 
 
 def import_file(

@@ -234,7 +234,7 @@ class Submit:
 
     def _predict(self, now: float) -> tuple[Prediction, Any]:
         from cobell_cli.api.deadline_start import target_now
-        from cobell_cli.api.planning import predict
+        from cobell_cli.api.planning import check_minimized, predict
 
         target = target_now(self.target_s, self.deadline)
         with self._world(target) as (history, cluster):
@@ -242,6 +242,8 @@ class Submit:
                                  target_s=target, now=now, input_bytes=self.input_bytes,
                                  require_history=False, memory=self.memory,
                                  minimize=self.minimize, queue=self.queue)
+        if self.strict:
+            check_minimized(prediction, self.minimize)
         for message in prediction.warnings:
             self._tell("warning", message)
         return prediction, cluster
@@ -271,16 +273,19 @@ class Submit:
             self._tell("warning", shortfall)
 
     def _plan_for_deadline(self, now: float, request: DeadlineRequest) -> tuple[Any, Any]:
-        """api.deadlines.plan_for_deadline on the history and the cluster now; with
-        memory-MB-seconds, each candidate's memory sized (the starts are priced with it)."""
+        """api.deadlines.plan_for_deadline on the history and the cluster now, each
+        candidate's memory sized as without a deadline (api.predict); under `strict`, a
+        --minimize the plan cannot act on stops it before anything is decided."""
         from cobell_cli.api.deadlines import plan_for_deadline
+        from cobell_cli.api.planning import check_minimized
 
-        memory = self.memory if request.minimize == "memory-mb-seconds" else None
         with self._world(self.target_s) as (history, cluster):
             planned = plan_for_deadline(
                 history, cluster, self.settings, job=self.job, target_s=self.target_s,
                 request=request, now=now, input_bytes=self.input_bytes,
-                require_history=False, memory=memory)
+                require_history=False, memory=self.memory)
+        if self.strict:
+            check_minimized(planned.prediction, request.minimize)
         for message in [*planned.prediction.warnings, *planned.warnings]:
             self._tell("warning", message)
         return planned, cluster

@@ -30,6 +30,14 @@ def warn(message: str) -> None:
     typer.echo(f"cobell: warning: {message}", err=True)
 
 
+def warn_plan(plan: Any) -> None:
+    """The plan's own warnings (runs left out by --input-size, a --executor-memory below the
+    memory model's bound, ...) on stderr, feasible or not: predict and submit print them after
+    the plan, in text and with --json (which carries them in `warnings` too)."""
+    for message in plan.warnings:
+        warn(message)
+
+
 def info(message: str) -> None:
     typer.echo(message, err=True)
 
@@ -152,8 +160,17 @@ def parse_size(text: str) -> int:
 
 # -- options shared by predict and submit ---------------------------------------------------
 
+def job_name(text: str) -> str:
+    """--job as a job name in its composed form, or the usage error saying what one is (names
+    of any script: core/job_name.py)."""
+    from cobell_cli import api
+
+    return api.check_job_name(str(text))
+
+
 JobOpt = Annotated[
-    str, typer.Option("--job", "-j", metavar="NAME", help="The recurring job's name.")
+    str, typer.Option("--job", "-j", metavar="NAME", parser=job_name,
+                      help="The recurring job's name.")
 ]
 def target_runtime(text: str) -> float:
     """--target-runtime as people write it: 600, 90s, 5min, 1h30m (cobell_cli/timespec.py)."""
@@ -276,8 +293,32 @@ def label_flags(node_label: str | None, label_price: str | None) -> dict[str, An
 
 StrictOpt = Annotated[
     bool, typer.Option("--strict", help="Exit 3 when no scale-out in the range meets the target "
-                       "(with --deadline: when no start meets the deadline); nothing runs.")
+                       "(with --deadline: when no start meets the deadline); exit 2 for a "
+                       "deadline that has passed or an option that changes nothing (without "
+                       "--strict: a warning); nothing runs.")
 ]
+
+
+def unused_options(ctx: typer.Context, flags: dict[str, Any], input_size: str | None,
+                   strict: bool) -> None:
+    """Options given that change nothing: a warning each, or with `strict` a usage error
+    (exit 2). --label-price without node labels to choose among, --input-tolerance without
+    --input-size (every run counts as similar then). Settings from the environment or the
+    config file are defaults for every command, not asked of this one: never said."""
+    from cobell_cli.errors import UsageError
+
+    resolved = settings(ctx, **flags)
+    unused = []
+    if flags.get("label_prices") is not None and not resolved.node_labels:
+        unused.append(("--label-price changes nothing without --node-label (no labels to "
+                       "choose among)", "add --node-label LABEL,... or drop --label-price"))
+    if flags.get("input_tolerance") is not None and input_size is None:
+        unused.append(("--input-tolerance changes nothing without --input-size (every run "
+                       "counts as similar)", "add --input-size or drop --input-tolerance"))
+    for message, hint in unused:
+        if strict:
+            raise UsageError(message, hint=hint)
+        warn(f"{message}; {hint}")
 MinimizeOpt = Annotated[
     str,
     typer.Option(
@@ -305,9 +346,11 @@ MemoryConfidenceOpt = Annotated[
 def deadline_request(
     deadline: str | None, max_wait: str | None, start_now: bool, target_s: float | None,
     now: float, queue: str | None = None, minimize: str = "executor-seconds",
+    strict: bool = False,
 ) -> Any:
     """The deadline options as a `deadlines.DeadlineRequest` (None without --deadline); a
-    usage error names the accepted forms, or what is missing."""
+    usage error names the accepted forms, or what is missing; with `strict`, a deadline that
+    has passed (without it, the plan is the fastest start, and says why)."""
     from cobell_cli.errors import UsageError
 
     if deadline is None:
@@ -327,6 +370,12 @@ def deadline_request(
                               start_now=start_now, minimize=minimize,  # type: ignore[arg-type]
                               **({"queue": queue} if queue else {}))
     check_deadline(request, now)
+    if strict and at <= now:
+        from cobell_cli.api.deadlines import passed_text
+
+        raise UsageError(passed_text(at, now) + "; nothing was started",
+                         hint="give a later --deadline (06:00 is the next 06:00), or drop "
+                         "--strict to start at once at the fastest scale-out")
     return request
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from cobell_cli.cli.common import CaBundleOpt, RmUrlOpt, info, open_history, warn
+from cobell_cli.cli.common import CaBundleOpt, RmUrlOpt, info, job_name, open_history, warn
 
 app = typer.Typer(
     help="Inspect, import, export and edit the run history.",
@@ -51,7 +51,8 @@ def parse_since(text: str, now: float) -> float:
 @app.command("list")
 def list_runs(
     ctx: typer.Context,
-    job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
+    job: str | None = typer.Option(None, "--job", "-j", parser=job_name,
+                                   help="Only runs of this job."),
     status: list[str] | None = typer.Option(
         None,
         "--status",
@@ -78,7 +79,8 @@ def list_runs(
 
     A run whose completion could not be written (history locked, disk full) is listed as
     `pending` until the next cobell that writes the history applies it from the journal.
-    A run kept out of fitting by `history exclude` shows `(excl.)` after its status.
+    A run kept out of fitting by `history exclude` shows `(excl.)` after its status, one
+    cobell kept out because its runtime cannot be right for its job `(implausible)`.
 
     Example: cobell history list --job sgd --since 7d --format csv
 
@@ -236,7 +238,7 @@ def import_file(
         rich_help_panel="Record",
     ),
     as_json: bool = typer.Option(
-        False, "--json", help="Print the import summary as JSON.", rich_help_panel="Record"
+        False, "--json", help="Print the import summary as JSON (on standard output)."
     ),
     download_logs: bool = typer.Option(
         True,
@@ -257,6 +259,9 @@ def import_file(
 ) -> None:
     """Import runs from cobell's CSV/JSON or Bell's Nodes,Runtime CSV, all or nothing;
     or from the cluster's record: YARN's finished apps, a Spark History Server, event logs.
+
+    Importing a file again adds only the runs the history does not hold yet (the same job,
+    start, runtime and scale-out), and says how many it skipped.
 
     Example: cobell history import ../shared/data/bell/sgd.spark.csv --job sgd --runtime-unit ms
 
@@ -289,8 +294,8 @@ def import_file(
             ),
         )
         return
-    _import_history_file(ctx, _one_file(files), job, runtime_unit, dry_run, skip_invalid,
-                         new_ids)
+    _import_history_file(ctx, _one_file(files), job, runtime_unit,
+                         FileImport(dry_run, skip_invalid, new_ids, as_json))
 
 
 def _import_history_file(
@@ -298,31 +303,42 @@ def _import_history_file(
     file: Path,
     job: str | None,
     runtime_unit: RuntimeUnit | None,
-    dry_run: bool,
-    skip_invalid: bool,
-    new_ids: bool,
+    opts: FileImport,
 ) -> None:
     """cobell's CSV/JSON or Bell's CSV: validated in a first streaming pass, then written in
-    one transaction (all or nothing)."""
-    from cobell_cli import api
+    one transaction (all or nothing); runs the history holds already are skipped and counted.
+    The summary goes to stderr, or with --json to stdout."""
+    from cobell_cli import api, output
 
     checked = api.check_file(
         file,
         job=job,
         runtime_unit=runtime_unit.value if runtime_unit else None,
-        skip_invalid=skip_invalid,
+        skip_invalid=opts.skip_invalid,
         open_text=_stdin_copy() if str(file) == "-" else None,
     )
     for line in checked.skipped():
         warn(line)
-    if dry_run:
-        info(f"{checked.name}: {checked.valid} valid runs ({checked.kind}); nothing written "
-             "(--dry-run)")
-        return
-    with open_history(ctx) as history:
-        ids = api.import_checked(history, checked, skip_invalid=skip_invalid, new_ids=new_ids)
-    skipped = f", skipped {checked.invalid} invalid" if checked.invalid else ""
-    info(f"imported {len(ids)} runs from {checked.name} into {history.path}{skipped}")
+    with open_history(ctx, read_only=opts.dry_run) as history:
+        if opts.dry_run:
+            api.count_duplicates(history, checked)
+        else:
+            api.import_checked(history, checked, skip_invalid=opts.skip_invalid,
+                               new_ids=opts.new_ids)
+    if opts.as_json:
+        typer.echo(output.to_json(checked.to_dict(history.path, dry_run=opts.dry_run)))
+    else:
+        info(checked.line(history.path, dry_run=opts.dry_run))
+
+
+@dataclass
+class FileImport:
+    """The options of `history import FILE` besides the file's own (job, unit)."""
+
+    dry_run: bool
+    skip_invalid: bool
+    new_ids: bool
+    as_json: bool
 
 
 def _stdin_copy() -> Callable[[], Any]:
@@ -354,7 +370,8 @@ def export(
         "-o",
         help="Write to this file (atomically) instead of standard output (also: -).",
     ),
-    job: str | None = typer.Option(None, "--job", "-j", help="Only runs of this job."),
+    job: str | None = typer.Option(None, "--job", "-j", parser=job_name,
+                                   help="Only runs of this job."),
 ) -> None:
     """Export runs and their co-runners; `cobell history import` reads it back exactly.
 
@@ -368,7 +385,13 @@ def export(
             sys.stdout.flush()
             return
         count = api.export_runs(history, output_file, fmt=fmt.value, job=job)
-    info(f"exported {count} runs to {output_file}")
+    info(f"exported {_runs_text(count)} to {output_file}")
+
+
+def _runs_text(n: int) -> str:
+    from cobell_cli.api import count
+
+    return count(n, "run")
 
 
 @app.command("rm")
@@ -386,7 +409,7 @@ def remove(
     with open_history(ctx, create=False) as history:
         removed = api.remove_runs(history, run_ids,
                                   confirm=None if yes else _confirm_removal(history.path))
-    info(f"removed {removed} run(s)")
+    info(f"removed {_runs_text(removed)}")
 
 
 def _confirm_removal(path: Path) -> Callable[[int], None]:
@@ -398,7 +421,7 @@ def _confirm_removal(path: Path) -> Callable[[int], None]:
             raise UsageError(
                 "refusing to remove runs without confirmation", hint="pass --yes in scripts"
             )
-        typer.confirm(f"Remove {count} run(s) from {path}?", abort=True)
+        typer.confirm(f"Remove {_runs_text(count)} from {path}?", abort=True)
 
     return confirm
 
@@ -423,7 +446,8 @@ def include(
     run_ids: list[int] = typer.Argument(..., help="Ids of excluded runs to use again."),
     as_json: bool = typer.Option(False, "--json", help="Print what changed as JSON."),
 ) -> None:
-    """Use runs that `history exclude` kept out of fitting and planning again.
+    """Use runs kept out of fitting and planning again: by `history exclude`, or by cobell
+    for an implausible runtime (`history show` says which and why); for good.
 
     Example: cobell history include 17
     """
@@ -441,7 +465,7 @@ def _set_excluded(ctx: typer.Context, run_ids: list[int], excluded: bool, as_jso
             i for i in dict.fromkeys(run_ids) if i not in changed]}))
         return
     already = len(dict.fromkeys(run_ids)) - len(changed)
-    info(f"{verb} {len(changed)} run(s)" + (f"; {already} already {verb}" if already else "")
+    info(f"{verb} {_runs_text(len(changed))}" + (f"; {already} already {verb}" if already else "")
          + ("; planning and fitting leave them out" if excluded and changed else ""))
 
 

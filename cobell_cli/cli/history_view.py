@@ -45,11 +45,27 @@ def _field(name: str) -> Callable[[Run], Any]:
     return lambda run: run.get(name)
 
 
+def excluded_by(run: Run) -> str | None:
+    """Who kept the run out of fitting: "cobell" (an implausible runtime, its reason in
+    `excluded_reason`), "hand" (`history exclude`), or None (it is used)."""
+    if not run.get("excluded"):
+        return None
+    return "cobell" if run.get("excluded_reason") else "hand"
+
+
+def _status(run: Run) -> str:
+    """The status, marked when the run is kept out: `(excl.)` by hand, `(implausible)` by
+    cobell."""
+    mark = {"hand": " (excl.)", "cobell": " (implausible)"}.get(excluded_by(run) or "", "")
+    return run.get("status", "") + mark
+
+
 COLUMNS: dict[str, Callable[[Run], Any]] = {
     "id": _field("id"),
     "job": _field("job"),
-    "status": lambda run: run.get("status", "") + (" (excl.)" if run.get("excluded") else ""),
-    "excluded": lambda run: "yes" if run.get("excluded") else "",
+    "status": _status,
+    "excluded": lambda run: {"hand": "by hand", "cobell": "implausible"}.get(
+        excluded_by(run) or "", ""),
     "scale_out": _field("scale_out"),
     "runtime_s": lambda run: seconds(run.get("runtime_s")),
     "target_s": lambda run: seconds(run.get("target_s")),
@@ -92,7 +108,8 @@ def list_table(runs: Sequence[Run], columns: Sequence[str] = DEFAULT_COLUMNS) ->
     from cobell_cli.output import table
 
     cut = tuple(columns) == DEFAULT_COLUMNS  # what --columns asks for is shown whole
-    rows = [{c: _cell(COLUMNS.get(c, _field(c))(run), cut) for c in columns} for run in runs]
+    rows = [{c: _cell(COLUMNS.get(c, _field(c))(run), cut and c != "status") for c in columns}
+            for run in runs]
     return table(rows, list(columns))
 
 
@@ -104,6 +121,8 @@ def show_record(run: Run) -> dict[str, Any]:
     out = dict(run)
     if isinstance(out.get("command"), str):
         out["command"] = api.run_command(out)
+    if "excluded" in out:
+        out["excluded_by"] = excluded_by(run)
     return out
 
 
@@ -126,8 +145,9 @@ def show_lines(run: Run) -> list[str]:
         elif key == "command" and isinstance(value, list):
             shown = shlex.join(str(a) for a in value)
         elif key == "excluded":
-            shown = ("yes: kept out of fitting and planning (`cobell history include "
-                     f"{run.get('id')}` lets it back in)") if value else "no"
+            shown = _excluded_line(run)
+        elif key == "excluded_by":
+            continue  # the `excluded` line says it
         elif isinstance(value, float):
             shown = f"{value:.4g}" if abs(value) < 1 else f"{value:.1f}"
         else:
@@ -150,6 +170,17 @@ def show_lines(run: Run) -> list[str]:
         lines.append(table(rows, ["co_runner_app_id", "co_runner_job", "co_runner_scale_out",
                                   "started", "finished", "overlap_s", "overlap_ratio"]))
     return lines
+
+
+def _excluded_line(run: Run) -> str:
+    """Whether the run is kept out of fitting and planning, by whom, and how to undo it."""
+    who = excluded_by(run)
+    if who is None:
+        return "no"
+    why = "by cobell: its runtime is implausible (see excluded_reason)" if who == "cobell" \
+        else "by hand"
+    return (f"yes, {why}: kept out of fitting and planning (`cobell history include "
+            f"{run.get('id')}` lets it back in)")
 
 
 def memory_summary(run: Run) -> str | None:

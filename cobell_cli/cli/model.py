@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cobell_cli.cli.common import info, open_history, settings
+from cobell_cli.cli.common import info, job_name, open_history, settings
 
 if TYPE_CHECKING:
     from cobell_cli.api import ModelInput
@@ -94,7 +94,9 @@ def _num(v: float) -> str:
 
 def _pair_text(pair: dict[str, Any]) -> str:
     """The pair, what it rests on, and a caveat when its own runs say little."""
-    text = f"a={_num(pair['a'])} b={_num(pair['b'])} ({pair['runs']} runs"
+    from cobell_cli.api import count
+
+    text = f"a={_num(pair['a'])} b={_num(pair['b'])} ({count(pair['runs'], 'run')}"
     if "overlap_s" in pair:
         text += f", {pair['overlap_s']:.0f} s overlapped"
     if "own_weight" in pair:
@@ -136,7 +138,7 @@ def _correction_text(c0: float, c1: float) -> str:
 @app.command("show")
 def show(
     ctx: typer.Context,
-    job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
+    job: str = typer.Option(..., "--job", "-j", parser=job_name, help=JOB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the model description as JSON."),
 ) -> None:
     """The chosen model, its parameters, per co-runner interference, CV errors, runs used.
@@ -161,16 +163,20 @@ def show(
 
 def memory_text(memory: dict[str, Any] | None) -> str:
     """The memory function, what it rests on and how well it extrapolated."""
+    from cobell_cli.api import count
+
     if memory is None:
         return ("none yet (no run with a measured executor memory peak: Spark runs of "
                 "`cobell submit` record it from the event log)")
     if memory.get("input_free"):
         text = (f"{memory['function']}: {memory['formula']} MB per executor, from the peaks "
-                f"of {memory['runs']} runs without an input size")
+                f"of {count(memory['runs'], 'run')} without an input size")
     else:
-        text = (f"{memory['function']}: {memory['formula']} MB, z = input "
-                + ("per executor" if "per_executor" in memory["function"] else "")
-                + f" in MB ({memory['runs']} runs")
+        of = ("" if memory["function"] == "constant" else ", z = input "
+              + ("per executor " if "per_executor" in memory["function"] else "") + "in MB")
+        text = (f"{memory['function']}: {memory['formula']} MB{of} "
+                f"({count(memory['runs'], 'run')}"
+                + (f", chosen by {memory['chosen_by']}" if memory.get("chosen_by") else ""))
         if memory.get("runs_without_input"):
             text += f"; {memory['runs_without_input']} without an input size not used"
     if memory["failures"]:
@@ -184,7 +190,7 @@ def memory_text(memory: dict[str, Any] | None) -> str:
 @app.command("eval")
 def eval_cmd(
     ctx: typer.Context,
-    job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
+    job: str = typer.Option(..., "--job", "-j", parser=job_name, help=JOB_HELP),
     protocol: Protocol = typer.Option(
         Protocol.nested, "--protocol", "-p",
         help="nested: ten folds of runs, each model fitted (all its choices included) on the "
@@ -219,7 +225,7 @@ def eval_cmd(
 @app.command("plot")
 def plot(
     ctx: typer.Context,
-    job: str = typer.Option(..., "--job", "-j", help=JOB_HELP),
+    job: str = typer.Option(..., "--job", "-j", parser=job_name, help=JOB_HELP),
     out: str = typer.Option(
         ..., "--output", "-o", metavar="PATH",
         help="Image file to write (png, svg, pdf); an existing directory, or a path ending in "
@@ -232,8 +238,9 @@ def plot(
              "executor (or input), memory failures at the memory that failed, and the chosen "
              "memory function."),
 ) -> None:
-    """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1 (needs the
-    `plot` extra).
+    """Runs coloured by overlap ratio and the fitted curves at ov = 0, 0.5 and 1, as predict
+    predicts them (needs the `plot` extra). Beyond the largest scale-out run (the dotted
+    line) the extrapolation curve takes over, which may not continue the interpolation's.
 
     Example: cobell model plot --job sgd -o sgd.png   (or -o plots/ for plots/sgd.png)
 
@@ -251,17 +258,28 @@ def plot(
     matplotlib.use("Agg")
 
     import matplotlib.pyplot as plt
-    import numpy as np
 
     from cobell_cli import api
-    from cobell_cli.output import printable
 
     data = model_input(ctx, job)
     if memory:
         _save(_memory_figure(data, plt), path, plt)
         return
+    model = api.fit_model(data)  # as planning fits it: with the what-if, when there is one
+    _save(runtime_figure(data, model, co_runner, plt), path, plt)
+
+
+def runtime_figure(data: ModelInput, model: Any, co_runner: str | None, plt: Any) -> Any:
+    """The runs, coloured by overlap, and the model's curves at ov = 0, 0.5, 1 with
+    `co_runner` (default: the most frequent one): what `predict` predicts at each scale-out,
+    a dotted line where the runs end and the extrapolation takes over; the legend below the
+    axes, where it hides no curve."""
+    import numpy as np
+
+    from cobell_cli.api import count
+    from cobell_cli.output import printable
+
     runs = data.runs
-    model = api.fit_model(data, whatif=False)
     if co_runner is None:
         counts: dict[str, int] = {}
         for run in runs:
@@ -272,8 +290,9 @@ def plot(
     y = np.array([r["runtime_s"] for r in runs], float)
     ov = np.array([sum((r.get("overlaps") or {}).values()) for r in runs], float)
     lo, hi = model.scale_out_range_
-    grid = np.linspace(max(1.0, lo * 0.8), hi * 1.25, 200)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    grid = np.union1d(np.linspace(max(1.0, lo * 0.8), hi * 1.25, 200),
+                      np.arange(max(1.0, np.ceil(lo * 0.8)), np.floor(hi * 1.25) + 1))
+    fig, ax = plt.subplots(figsize=(7, 5))
     points = ax.scatter(x, y, c=ov, cmap="viridis", vmin=0, vmax=max(1.0, float(ov.max())),
                         s=18, edgecolors="none")
     fig.colorbar(points, ax=ax, label="overlap ratio (sum over co-runners)")
@@ -282,11 +301,14 @@ def plot(
         overlaps = {co_runner: ratio} if ratio else None
         ax.plot(grid, model.predict(grid, overlaps), style, color="black",
                 label=f"ov = {ratio:g}" + (f" ({label})" if ratio else ""))
+    ax.axvline(hi, color="grey", linestyle=(0, (1, 3)), linewidth=1,
+               label=f"largest scale-out run ({hi:g}): extrapolation beyond")
     ax.set_xlabel("scale-out")
     ax.set_ylabel("runtime (s)")
-    ax.set_title(f"{printable(job)}: {model.n_runs_} runs")  # control characters as \xNN
-    ax.legend()
-    _save(fig, path, plt)
+    ax.set_title(f"{printable(data.job)}: {count(model.n_runs_, 'run')}")  # \xNN escapes
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize="small",
+              frameon=False)
+    return fig
 
 
 def _save(fig: Any, path: Path, plt: Any) -> None:
@@ -310,6 +332,7 @@ def _memory_figure(data: ModelInput, plt: Any) -> Any:
     """Peak memory per run against the chosen function's feature, with the function; for a
     job without input sizes, against the run's order."""
     from cobell_cli import api
+    from cobell_cli.api import count
     from cobell_cli.errors import UsageError
     from cobell_cli.output import printable
 
@@ -323,7 +346,7 @@ def _memory_figure(data: ModelInput, plt: Any) -> Any:
     else:
         _peaks_by_input(ax, model, obs, api.memory_feature_value)
     ax.set_ylabel("executor memory (MB)")
-    ax.set_title(f"{printable(job)}: {model.runs_} runs")
+    ax.set_title(f"{printable(job)}: {count(model.runs_, 'run')}")
     ax.legend()
     return fig
 
@@ -402,6 +425,7 @@ def whatif_cmd(
     Example: cobell model whatif --event-log /tmp/spark-events/app-20250101-0001.zstd -x 2 -x 8
     """
     from cobell_cli import api, output
+    from cobell_cli.api import count
 
     result = api.whatif(event_log, sorted(set(scale_outs or [])) or None,
                         api.cluster_profiles(settings(ctx).db_path))
@@ -410,7 +434,8 @@ def whatif_cmd(
             "app_id", "observed_scale_out", "observed_runtime_s", "predictions")}))
         return
     info(f"{result['app_id']} ({result['app_name']}): {result['observed_runtime_s']:.1f} s at "
-         f"{result['observed_scale_out']} executor(s) x {result['cores_per_executor']} core(s)"
+         f"{count(result['observed_scale_out'], 'executor')} x "
+         f"{count(result['cores_per_executor'], 'core')}"
          + ("; start-up as the log shows it, scaled by the executors per host"
             if result["startup_source"] == "log" else ""))
     rows = [{"scale_out": p["scale_out"], "runtime_s": f"{p['runtime_s']:.1f}",

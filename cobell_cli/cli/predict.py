@@ -34,7 +34,9 @@ from cobell_cli.cli.common import (
     open_history,
     planning_flags,
     settings,
+    unused_options,
     warn,
+    warn_plan,
 )
 
 if TYPE_CHECKING:
@@ -45,34 +47,83 @@ if TYPE_CHECKING:
 AROUND = 3  # candidate rows shown on each side of the decision without --all
 
 
-def render(prediction: Prediction, show_all: bool = False) -> str:
-    """The human view of a plan: co-runners, candidates around the decision, the decision."""
+DECISION_WIDTH = 160  # a decision line read at 6 am: details under --verbose and --json
+
+
+def render(prediction: Prediction, show_all: bool = False, verbose: bool = False) -> str:
+    """The human view of a plan: co-runners, candidates around the decision, the decision in
+    one short line (with `verbose`, the planner's whole reason under it)."""
     p = prediction.plan
     lines = [_header(prediction), *_co_runner_lines(p)]
     if p.candidates:
         lines.extend(_candidates(prediction, show_all))
-    facts = [p.phase]
-    if p.predicted_s is not None:
-        facts.append(f"prediction {p.predicted_s:.0f} s")
-    if p.confidence is not None and p.upper_s is not None:
-        facts.append(f"upper bound {p.upper_s:.0f} s")
-    if p.executor_seconds is not None:
-        facts.append(f"{p.executor_seconds:.0f} executor-s")
     lines += _label_lines(prediction)
-    lines.append(f"decision: scale-out {p.scale_out} ({', '.join(facts)}): {p.reason}")
+    # with a deadline the start is the answer (as in --json): the plan at once leads to it
+    lines.append(decision_line(prediction, "decision:" if prediction.start is None
+                               else "if started now:"))
+    if verbose:
+        lines.append(f"  why: {p.reason}")
     lines.append(f"{_policy(prediction.policy, p.phase)}; P(meet) at {p.scale_out}: "
                  + _percent(p.meet_probability, unknown=_unknown_why(p.phase)))
     if p.memory is not None:
         lines.append(memory_line(p.memory))
     if prediction.start is not None:
-        lines.extend(render_start(prediction.start))
+        lines.extend(render_start(prediction.start, verbose))
     return "\n".join(lines)
 
 
+def decision_line(prediction: Prediction, label: str = "decision:") -> str:
+    """`decision: scale-out 7 meets the 600 s target: prediction 559 s, upper bound 597 s,
+    P(meet) 95% (model, 3915 executor-s)`, composed from the plan's fields, at most
+    DECISION_WIDTH characters (the planner's reason is under --verbose, in --json `reason`)."""
+    from cobell_cli.api import duration_text
+
+    p = prediction.plan
+    target = f"the {duration_text(p.target_s)} target"
+    if prediction.start is not None and _passed(prediction.start):
+        verdict = ", the deadline has passed"
+    elif p.predicted_s is None:
+        verdict = f" for {target}"
+    elif p.feasible:
+        verdict = f" meets {target}"
+    else:
+        verdict = f", though none meets {target}"
+    figures = [f"prediction {p.predicted_s:.0f} s" if p.predicted_s is not None else "",
+               f"upper bound {p.upper_s:.0f} s"
+               if p.confidence is not None and p.upper_s is not None else "",
+               "P(meet) " + _percent(p.meet_probability) if p.meet_probability is not None
+               else ""]
+    facts = [p.phase if not p.phase.startswith("bootstrap") else f"{p.phase}, run {p.run_number}",
+             f"{p.executor_seconds:.0f} executor-s" if p.executor_seconds is not None else ""]
+    line = f"{label} scale-out {p.scale_out}{verdict}"
+    shown = ", ".join(filter(None, figures))
+    for part in (f": {shown}" if shown else "", f" ({', '.join(filter(None, facts))})"):
+        if len(line + part) <= DECISION_WIDTH:
+            line += part
+    return line
+
+
 def _header(prediction: Prediction) -> str:
+    from cobell_cli.output import printable
+
     p = prediction.plan
     cluster = prediction.cluster if prediction.cluster_ok else _no_cluster(prediction.cluster)
-    return f"job {p.job} · target {p.target_s:g} s · cluster: {cluster}"
+    return f"job {printable(p.job)} · {_target(prediction)} · cluster: {cluster}"
+
+
+def _target(prediction: Prediction) -> str:
+    """`target 9 min 46 s`; with a deadline that has passed, that it has (the plan then stands
+    in a target of a millisecond: the fastest start)."""
+    from cobell_cli.api import duration_text
+
+    start = prediction.start
+    if start is not None and _passed(start):
+        return f"deadline passed {duration_text(start.now - start.deadline_at)} ago"
+    return f"target {duration_text(prediction.plan.target_s)}"
+
+
+def _passed(start: StartDecision) -> bool:
+    return start.deadline_at <= start.now
 
 
 def _no_cluster(description: str) -> str:
@@ -119,7 +170,7 @@ def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
     lines.extend(f"  ov{i + 1} = predicted overlap ratio with {app_id}"
                  for i, app_id in enumerate(app_ids))
     rule = ("prediction <= target" if p.confidence is None
-            else "upper bound <= target (P(meet) alone is not enough)")
+            else "upper bound <= target, the same as P(meet) >= the policy's level")
     lines.append(f"  meets: {rule}")
     return lines
 
@@ -167,8 +218,10 @@ def memory_line(memory: Any) -> str:
     else:
         how = (f"covers the predicted need {memory.get('predicted_peak_mb'):.0f} MB up to "
                f"{memory.get('upper_peak_mb'):.0f} MB (P >= {memory.get('memory_confidence'):g})")
-    model = (f"; model {memory.get('model')} on {memory.get('runs')} runs, chosen by "
-             f"{memory.get('chosen_by')}" if memory.get("model") else "")
+    from cobell_cli.api import count
+
+    model = (f"; model {memory.get('model')} on {count(memory.get('runs') or 0, 'run')}, "
+             f"chosen by {memory.get('chosen_by')}" if memory.get("model") else "")
     note = f"; {memory['note']}" if memory.get("note") else ""
     return f"memory: {container_sum(memory)} per executor, {how}{model}{note}"
 
@@ -185,21 +238,24 @@ def container_sum(memory: Any) -> str:
     return f"{' + '.join(terms)} = {memory['container_mb']} MB container"
 
 
-def render_start(start: StartDecision) -> list[str]:
-    """The starts weighed against the deadline, their cost, and which won and why."""
+def render_start(start: StartDecision, verbose: bool = False) -> list[str]:
+    """The starts weighed against the deadline, their cost, and which won (with `verbose`,
+    why: the scheduler's reason)."""
+    from cobell_cli.api import count, duration_text
     from cobell_cli.output import table
-    from cobell_cli.timespec import local_iso, span_text
+    from cobell_cli.timespec import local_iso
 
-    left = span_text(start.deadline_at - start.now)
-    lines = [f"deadline {local_iso(start.deadline_at)} (in {left})"
+    left = (f"passed {duration_text(start.now - start.deadline_at)} ago" if _passed(start)
+            else f"in {duration_text(start.deadline_at - start.now)}")
+    lines = [f"deadline {local_iso(start.deadline_at)} ({left})"
              + (f"; {start.queue_wait_s:.0f} s of YARN queueing counted against it"
                 if start.queue_wait_s else "")
-             + (f"; {start.others_waiting} other waiting submit(s) weighed"
+             + (f"; {count(start.others_waiting, 'other waiting submit')} weighed"
                 if start.others_waiting else "")]
     if start.options:
         rows = [{
             "start": "now" if o.start_at <= start.now + 1 else
-            f"{local_iso(o.start_at)} (in {span_text(o.start_at - start.now)})",
+            f"{local_iso(o.start_at)} (in {duration_text(o.start_at - start.now)})",
             "after": o.waits_for or "",
             "scale-out": o.scale_out,
             "prediction s": f"{o.predicted_s:.0f}",
@@ -211,9 +267,12 @@ def render_start(start: StartDecision) -> list[str]:
         lines.append(table(rows, ["start", "after", "scale-out", "prediction s", "P(meet)",
                                   start.minimize, "meets", "chosen"]))
     when = "now" if start.start_now else (
-        f"at {local_iso(start.start_at)} (in {span_text(start.start_in_s)})")
-    lines.append(f"start: {when} at scale-out {start.scale_out}; P(meet the deadline) "
-                 + _percent(start.meet_probability, unknown="unknown") + f": {start.start_reason}")
+        f"at {local_iso(start.start_at)} (in {duration_text(start.start_in_s)})")
+    lines.append(f"decision: start {when} at scale-out {start.scale_out}; P(meet the deadline) "
+                 + _percent(start.meet_probability, unknown="unknown")
+                 + ("" if start.waits_for is None else f"; waits for {start.waits_for}"))
+    if verbose:
+        lines.append(f"  why: {start.start_reason}")
     return lines
 
 
@@ -266,9 +325,11 @@ def run_prediction(
     memory: Any = None,
     minimize: str = "executor-seconds",
     queue: str | None = None,
+    strict: bool = False,
 ) -> tuple[Prediction, Any]:
     """Shared by predict and submit: resolve settings, open the history, ask the cluster, plan.
-    `memory` (an api.MemoryAsk) sizes each candidate's executor memory too.
+    `memory` (an api.MemoryAsk) sizes each candidate's executor memory too; `strict`: a
+    --minimize the plan cannot act on is a usage error.
 
     Returns the prediction and the cluster adapter (submit asks it again after the run).
     """
@@ -293,6 +354,8 @@ def run_prediction(
             minimize=minimize,
             queue=queue,
         )
+    if strict:
+        api.check_minimized(prediction, minimize)
     for message in prediction.warnings:
         warn(message)
     return prediction, cluster
@@ -309,10 +372,12 @@ def run_deadline_prediction(
     require_history: bool,
     now: float,
     memory: Any = None,
+    strict: bool = False,
 ) -> tuple[Planned, Any]:
     """`run_prediction` for a deadline: the plan at once within what the deadline leaves, and
     what the scheduler weighs later starts with (deadlines.plan_for_deadline); `memory` (an
-    api.MemoryAsk) sizes each candidate's executor memory too."""
+    api.MemoryAsk) sizes each candidate's executor memory too; `strict`: a --minimize the
+    plan cannot act on is a usage error before anything is decided."""
     from cobell_cli import api
     from cobell_cli.api import deadlines
 
@@ -324,9 +389,11 @@ def run_deadline_prediction(
         planned = deadlines.plan_for_deadline(
             history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
             input_bytes=input_bytes, require_history=require_history, memory=memory)
+        if strict:
+            api.check_minimized(planned.prediction, request.minimize)
         if require_history:  # predict: the other waiting submits, read only
             decision = deadlines.read_decision(history, planned, now)
-            planned.prediction.start = decision
+            planned.prediction = deadlines.start_prediction(planned, decision)
     for message in [*planned.prediction.warnings, *planned.warnings]:
         warn(message)
     return planned, cluster
@@ -353,6 +420,10 @@ def predict(
     start_now: StartNowOpt = False,
     node_label: NodeLabelOpt = None,
     label_price: LabelPriceOpt = None,
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Under the decision, the planner's whole reason (--json: "
+        "`reason`, `start_reason`)."
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="Print the plan as JSON (always with every scale-out)."
     ),
@@ -364,20 +435,22 @@ def predict(
 ) -> None:
     """Predict the runtime at every scale-out and pick the smallest that meets the target.
 
-    By default the smallest scale-out whose upper bound is within the target, so that its
-    P(meet) is at least 0.9; --confidence sets another level, --confidence point the paper's
-    point decision. The table shows the scale-outs around the decision (--all: every one).
+    By default the smallest scale-out whose P(meet) is at least 0.9; --confidence sets
+    another level, --confidence point the paper's point decision. The table shows the
+    scale-outs around the decision (--all: every one).
 
     The words, the same in the table, the reasons, docs/planning.md and --json (its keys in
     brackets): prediction [predicted_s] is the runtime the model expects at a scale-out, with
-    the co-runners' predicted overlap. Upper bound [upper_s] is the runtime the job stays
-    below with probability P, the policy's level: the wider of the model's calibrated
-    interval and the prediction times the P-quantile of the job's past actual/predicted
-    ratios. P(meet) [meet_probability] is the estimated probability that the runtime is
-    within the target, from the same ratios. A scale-out meets [meets_target] the target when
-    its upper bound is within it (--confidence point: its prediction; below the smallest
-    scale-out ever run, always the upper bound), so a P(meet) above P alone is not enough.
-    executor-s [executor_seconds] is scale-out x prediction, what the reservation costs.
+    the co-runners' predicted overlap. Each scale-out has its own predictive distribution
+    around it, as wide as the job's held-out errors near that scale-out say, and wider where
+    the job ran rarely or never. Upper bound [upper_s] is the runtime the job stays below
+    with probability P, the policy's level, under that distribution; P(meet)
+    [meet_probability] the probability that the runtime is within the target. A scale-out
+    meets [meets_target] the target when its upper bound is within it, that is when its
+    P(meet) is at least P (--confidence point: its prediction; below the smallest scale-out
+    ever run, its upper bound). When none meets it, the plan weighs P(meet) against cost and
+    says why (docs/model.md). executor-s [executor_seconds] is scale-out x prediction, what
+    the reservation costs.
 
     Example: cobell predict --job sgd --target-runtime 300 --max-scale-out 24 --cluster none
 
@@ -413,17 +486,19 @@ def predict(
     }
     now = time.time()
     request = deadline_request(deadline, max_wait, start_now, target_runtime, now,
-                               minimize=minimize)
+                               minimize=minimize, strict=strict)
+    unused_options(ctx, flags, input_size, strict)
     if request is not None:
         planned, _ = run_deadline_prediction(
             ctx, job=job, target_s=target_runtime, request=request,
             input_bytes=parse_size(input_size) if input_size is not None else None, flags=flags,
-            require_history=True, now=now,
-            memory=MemoryAsk(confidence=memory_confidence)
-            if request.minimize == "memory-mb-seconds" else None)
+            require_history=True, now=now, memory=MemoryAsk(confidence=memory_confidence),
+            strict=strict)
         prediction = planned.prediction
         prediction.warnings.extend(planned.warnings)
-        typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
+        typer.echo(to_json(prediction.to_dict()) if as_json
+                   else render(prediction, show_all, verbose))
+        warn_plan(prediction.plan)
         _strict_deadline(prediction, strict)
         return
     assert target_runtime is not None
@@ -437,17 +512,17 @@ def predict(
         now=now,
         memory=MemoryAsk(confidence=memory_confidence),
         minimize=check_minimize(minimize),
+        strict=strict,
     )
-    typer.echo(to_json(prediction.to_dict()) if as_json else render(prediction, show_all))
-    if not prediction.plan.feasible:
-        for message in prediction.plan.warnings:
-            warn(message)
-        if strict:
-            raise NoFeasibleScaleOut(
-                f"no scale-out in [{prediction.plan.min_scale_out}, "
-                f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
-                hint="raise --max-scale-out or the target",
-            )
+    typer.echo(to_json(prediction.to_dict()) if as_json
+               else render(prediction, show_all, verbose))
+    warn_plan(prediction.plan)
+    if not prediction.plan.feasible and strict:
+        raise NoFeasibleScaleOut(
+            f"no scale-out in [{prediction.plan.min_scale_out}, "
+            f"{prediction.plan.max_scale_out}] meets the {target_runtime:g} s target",
+            hint="raise --max-scale-out or the target",
+        )
 
 
 def _strict_deadline(prediction: Prediction, strict: bool) -> None:

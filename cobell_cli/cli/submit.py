@@ -38,6 +38,7 @@ from cobell_cli.cli.common import (
     label_flags,
     planning_flags,
     settings,
+    unused_options,
     warn,
 )
 from cobell_cli.cli.run_words import against_target, ending
@@ -177,9 +178,9 @@ def submit(
     it. Before the job starts they end cobell (128+N); after it ended they only cut cobell's
     own work short. Under `nohup`, SIGHUP stays ignored by cobell and the job.
 
-    Risk-aware by default: the smallest scale-out whose upper bound is within the target, so
-    that its P(meet) is at least 0.9; every finished run's actual/predicted ratio is recorded
-    and calibrates the next decision. --confidence point reproduces the paper's point
+    Risk-aware by default: the smallest scale-out whose P(meet) is at least 0.9 (its upper
+    bound is within the target); every finished run's actual/predicted ratio is recorded and
+    calibrates the next decision. --confidence point reproduces the paper's point
     decision. The plan it prints is predict's: its words (prediction, upper bound, P(meet),
     meets, executor-s) are explained in `cobell predict --help`.
 
@@ -215,8 +216,9 @@ def submit(
         "event_log_dir": event_log_dir,
         **label_flags(node_label, label_price),
     }
+    unused_options(ctx, flags, None if size is None else str(size), strict)
     request = deadline_request(deadline, max_wait, start_now, target_runtime, time.time(),
-                               minimize=minimize)
+                               minimize=minimize, strict=strict)
     live = LiveLine(sys.stderr.buffer) if sys.stderr.isatty() and not dry_run else None
     view = _View(as_json, dry_run, live)
     job_run = api.Submit(
@@ -285,6 +287,7 @@ def _input_bytes(input_path: str | None, input_size: str | None) -> int | None:
 def _report(result: SubmitResult, as_json: bool) -> None:
     """The summary: one JSON line (with the plan's warnings, printed before the job, as
     `predict --json` carries them: a script reads only it), or one line for a person."""
+    from cobell_cli.api import count, duration_text
     from cobell_cli.output import to_json
 
     if as_json:
@@ -294,7 +297,8 @@ def _report(result: SubmitResult, as_json: bool) -> None:
     how = ending(o.status, o.runtime_s, o.exit_code, o.failure_reason)
     against = against_target(o.status, o.runtime_s, o.predicted_s, o.target_s)
     info(f"cobell: run {o.run_id} {how} at scale-out {o.scale_out} ({against}); "
-         f"{len(o.co_runners)} co-runner(s) recorded" + (f"; app {o.app_id}" if o.app_id else ""))
+         f"{count(len(o.co_runners), 'co-runner')} recorded"
+         + (f"; app {o.app_id}" if o.app_id else ""))
     if len(result.attempts) > 1:
-        info(f"cobell: {len(result.attempts)} attempts, {result.total_s:.1f} s in all "
-             f"(target {o.target_s:g} s)")
+        info(f"cobell: {len(result.attempts)} attempts, {duration_text(result.total_s)} in "
+             f"all (target {duration_text(o.target_s)})")

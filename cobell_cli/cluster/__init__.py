@@ -3,11 +3,18 @@
 `connect(settings, known_jobs)` picks the backend (`cluster` setting):
 
 - `yarn`: the RM URL(s) from `rm_url` (flag > COBELL_RM_URL > config file), else from
-  yarn-site.xml (`$YARN_CONF_DIR`, `$HADOOP_CONF_DIR`, `/etc/hadoop/conf`);
-- `standalone`: the master web UI at `standalone_url`;
+  yarn-site.xml (`$YARN_CONF_DIR`, `$HADOOP_CONF_DIR`, `/etc/hadoop/conf`), else the local
+  YARN `cobell local-cluster start --yarn` runs;
+- `standalone`: the master web UI at `standalone_url`, else the local master `cobell
+  local-cluster start` runs;
 - `none`: no cluster information (said loudly by `describe()`);
 - `auto`: yarn if an RM URL is configured or a yarn-site.xml is found, else standalone if a
-  master URL is set, else none.
+  master URL is set, else a running local YARN, else a running local standalone master, else
+  none.
+
+The local clusters are asked for through `local(kind)` (api/clusters.py), and only when
+nothing is configured: what a person configured always wins. `check()` says where the
+address came from (`source`).
 
 Creating the adapter does no network I/O; the first request does. Each query an adapter
 answers (running apps, finished apps, check) ends within `cluster_budget_s` however the
@@ -61,6 +68,30 @@ def query(cluster: Any) -> AbstractContextManager[Deadline]:
     return opener() if opener is not None else nullcontext(UNBOUNDED)
 
 
+class _LocalClusters:
+    """`local(kind)`, asked at most once per kind (it reads pid files and /proc)."""
+
+    def __init__(self, local: Callable[[str], str | None] | None) -> None:
+        self.local = local
+        self.answers: dict[str, str | None] = {}
+
+    def __call__(self, kind: str) -> str | None:
+        if self.local is None:
+            return None
+        if kind not in self.answers:
+            self.answers[kind] = self.local(kind)
+        return self.answers[kind]
+
+
+def _source(settings: Settings, name: str) -> str:
+    """Where a setting came from, as `cluster check` says it: `--rm-url`, `env COBELL_RM_URL`,
+    `file PATH`."""
+    from cobell_cli.config import BY_NAME
+
+    origin = settings.sources.get(name, "settings")
+    return BY_NAME[name].option if origin == "flag" else origin
+
+
 def connect(
     settings: Settings,
     known_jobs: Iterable[str] = (),
@@ -70,8 +101,9 @@ def connect(
     backoff_s: float | None = None,
     sleep: Callable[[float], None] | None = None,
     yarn_fix: str = YARN_FIX,
+    local: Callable[[str], str | None] | None = None,
 ) -> Any:
-    """The Cluster the settings point at; see the module docstring for `auto`."""
+    """The Cluster the settings point at; see the module docstring for `auto` and `local`."""
     from cobell_cli.cluster import yarnconf
     from cobell_cli.cluster.jobs import compile_patterns
     from cobell_cli.cluster.none import NoCluster
@@ -83,17 +115,23 @@ def connect(
     known = list(known_jobs)
 
     rm_urls: list[str] = list(settings.rm_url or [])
-    source = settings.sources.get("rm_url", "settings")
+    source = _source(settings, "rm_url")
     if kind in {"auto", "yarn"} and not rm_urls:
         rm_urls, site = yarnconf.discover_rm_urls(env, conf_default)
         source = f"yarn-site.xml {site}" if site else source
+    masters, master_source = settings.standalone_url, _source(settings, "standalone_url")
+    found = _LocalClusters(local)
     if kind == "auto":
-        if rm_urls:
-            kind = "yarn"
-        elif settings.standalone_url:
-            kind = "standalone"
-        else:
-            return NoCluster("cluster = auto found no RM URL, yarn-site.xml or standalone_url")
+        kind = ("yarn" if rm_urls else "standalone" if masters else "yarn" if found("yarn")
+                else "standalone" if found("standalone") else "none")
+        if kind == "none":
+            return NoCluster("cluster = auto found no RM URL, yarn-site.xml, standalone_url or "
+                             "running local cluster")
+    if kind == "yarn" and not rm_urls and (site := found("yarn")):
+        rm_urls = yarnconf.rm_web_urls(yarnconf.read_properties(Path(site)), env)
+        source = f"the local YARN of `cobell local-cluster start --yarn` ({site})"
+    if kind == "standalone" and not masters and (masters := found("standalone")):
+        master_source = "the local master of `cobell local-cluster start`"
     if kind == "none":
         return NoCluster()
 
@@ -119,9 +157,11 @@ def connect(
 
         if not rm_urls:
             raise ConfigError(
-                "cluster = yarn but no ResourceManager URL is configured and no yarn-site.xml "
-                "was found in $YARN_CONF_DIR, $HADOOP_CONF_DIR or /etc/hadoop/conf",
-                hint="pass --rm-url http://rm:8088 or set COBELL_RM_URL",
+                "cluster = yarn but no ResourceManager URL is configured, no yarn-site.xml "
+                "was found in $YARN_CONF_DIR, $HADOOP_CONF_DIR or /etc/hadoop/conf, and no "
+                "local YARN runs",
+                hint="pass --rm-url http://rm:8088, set COBELL_RM_URL, or start one with "
+                "`cobell local-cluster start --yarn`",
             )
         return YarnCluster(
             rm_urls,
@@ -133,15 +173,17 @@ def connect(
     if kind == "standalone":
         from cobell_cli.cluster.standalone import StandaloneCluster
 
-        if not settings.standalone_url:
+        if not masters:
             raise ConfigError(
-                "cluster = standalone but no master URL is configured",
-                hint="pass --standalone-url http://master:8080 or set COBELL_STANDALONE_URL",
+                "cluster = standalone but no master URL is configured and no local cluster runs",
+                hint="pass --standalone-url http://master:8080, set COBELL_STANDALONE_URL, or "
+                "start one with `cobell local-cluster start`",
             )
-        urls = [u for u in str(settings.standalone_url).split(",") if u.strip()]
+        urls = [u for u in str(masters).split(",") if u.strip()]
         # The master UI knows no user.name; Kerberos applies when the UI has a SPNEGO filter.
         auth = "none" if settings.auth == "simple" else settings.auth
         return StandaloneCluster(
-            urls, client("Spark master", STANDALONE_FIX, auth), known_jobs=known, patterns=patterns
+            urls, client("Spark master", STANDALONE_FIX, auth), known_jobs=known,
+            patterns=patterns, source=master_source,
         )
     raise ConfigError(f"unknown cluster kind {kind!r}", hint="use auto, yarn, standalone or none")

@@ -40,6 +40,7 @@ from urllib.parse import urljoin, urlsplit
 
 from cobell_cli.cluster.deadline import Deadline, cut_at, deadline_session
 from cobell_cli.config import CLUSTER_BUDGET_S as DEFAULT_BUDGET_S
+from cobell_cli.core.words import count
 from cobell_cli.errors import ClusterError, ConfigError
 
 __all__ = ["DEFAULT_BUDGET_S", "Answer", "Deadline", "JsonClient", "base_of", "normalize_url"]
@@ -265,7 +266,7 @@ class JsonClient:
         spent = rounds < self.attempts or deadline.expired
         within = f" within the {deadline.budget_s:g} s budget (cluster_budget_s)" if spent else ""
         return ClusterError(
-            f"cannot get an answer from the {self.what} after {rounds} attempt(s){within} "
+            f"cannot get an answer from the {self.what} after {count(rounds, 'attempt')}{within} "
             f"({tried})",
             hint=self.fix or None,
         )

@@ -2,7 +2,8 @@
 
 Order, first hit wins:
 
-1. a YARN application tag ``cobell-job:<job>`` (what ``cobell submit`` adds);
+1. a YARN application tag ``cobell-job:<job>`` (what ``cobell submit`` adds; a name beyond
+   ASCII in Punycode or hashed: core/job_name.py);
 2. an app name ``cobell:<job>`` (what ``cobell submit`` uses on Spark standalone, which has
    no tags);
 3. the configured patterns (``job_patterns``: job -> regex, searched in the app name, in the
@@ -19,16 +20,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem, valid_job_name
+from cobell_cli.core.job_name import (
+    JOB_NAME_RULE,
+    job_from_tag,
+    job_name_problem,
+    job_tag,
+    valid_job_name,
+)
 from cobell_cli.errors import ConfigError
 
-JOB_TAG_PREFIX = "cobell-job:"
+__all__ = ["JOB_NAME_PREFIX", "compile_patterns", "job_app_name", "job_tag", "map_job",
+           "split_tags"]
 JOB_NAME_PREFIX = "cobell:"
-
-
-def job_tag(job: str) -> str:
-    """The YARN application tag cobell puts on what it submits."""
-    return f"{JOB_TAG_PREFIX}{job}"
 
 
 def job_app_name(job: str) -> str:
@@ -64,13 +67,6 @@ def compile_patterns(patterns: Mapping[str, str]) -> dict[str, re.Pattern[str]]:
     return compiled
 
 
-def _known_spelling(value: str, known_jobs: Iterable[str]) -> str:
-    for job in known_jobs:
-        if job.lower() == value.lower():
-            return job
-    return value
-
-
 def map_job(
     name: str,
     tags: Iterable[str],
@@ -80,10 +76,9 @@ def map_job(
     """The job an app belongs to, or None for an unknown co-runner (see module docstring)."""
     known = list(known_jobs)
     for tag in tags:
-        if tag.lower().startswith(JOB_TAG_PREFIX):
-            value = tag[len(JOB_TAG_PREFIX) :].strip()
-            if value:
-                return _known_spelling(valid_job_name(value), known)
+        job = job_from_tag(tag, known)
+        if job is not None:
+            return job
     if name.startswith(JOB_NAME_PREFIX):
         value = name[len(JOB_NAME_PREFIX) :].strip()
         if value:

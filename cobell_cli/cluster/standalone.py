@@ -94,8 +94,10 @@ class StandaloneCluster:
         known_jobs: Iterable[str] = (),
         patterns: Mapping[str, Any] | None = None,
         cores_per_executor: int = 1,
+        source: str = "standalone_url",
     ) -> None:
         self.master_urls = [normalize_url(u) for u in master_urls]
+        self.source = source
         self.client = client
         self.known_jobs = list(known_jobs)
         self.patterns = dict(patterns or {})
@@ -173,7 +175,7 @@ class StandaloneCluster:
             "asked": answer.asked_url,
             "redirected": answer.redirected,
             "configured": list(self.master_urls),
-            "source": "standalone_url",
+            "source": self.source,
             "ha_state": self.status,
             "skipped": [{"url": u, "why": why} for u, why in answer.skipped],
             "auth": self.client.auth,

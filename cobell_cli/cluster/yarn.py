@@ -75,6 +75,49 @@ def scale_out_from_containers(running_containers: Any, state: str) -> int | None
     return max(int(count) - 1, 0)
 
 
+AM_CONTAINERS = 1
+
+
+def vcore_seconds(raw: Mapping[str, Any]) -> float | None:
+    """`vcoreSeconds`, else the `vcores` entry of `resourceSecondsMap`; None when hidden."""
+    value = _number(raw.get("vcoreSeconds"))
+    if value is not None and value >= 0:
+        return float(value)
+    entries = raw.get("resourceSecondsMap")
+    if isinstance(entries, Mapping):
+        entries = entries.get("entry", entries)
+    if isinstance(entries, Mapping):
+        entries = (
+            [entries] if "key" in entries else [{"key": k, "value": v} for k, v in entries.items()]
+        )
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, Mapping) and entry.get("key") == "vcores":
+            number = _number(entry.get("value"))
+            if number is not None and number >= 0:
+                return float(number)
+    return None
+
+
+def mean_executors(vcore_s: float, elapsed_s: float, vcores_per_container: float) -> float:
+    """Time-averaged executors: containers from vcore-seconds, less the ApplicationMaster."""
+    containers = vcore_s / (elapsed_s * vcores_per_container)
+    return max(containers - AM_CONTAINERS, 0.0)
+
+
+def finished_scale_out(raw: Mapping[str, Any], state: str) -> int | None:
+    """Executors of a finished app, as `history import --from-yarn` counts them: the mean
+    from its vcore-seconds at one vcore per container (sources/yarn_apps.py); None while it
+    runs, or where the RM hides its usage."""
+    started, finished = _epoch_s(raw.get("startedTime")), _epoch_s(raw.get("finishedTime"))
+    vcore_s = vcore_seconds(raw)
+    if state not in FINISHED_STATES or None in (started, finished, vcore_s):
+        return None
+    assert started is not None and finished is not None and vcore_s is not None
+    if finished <= started:
+        return None
+    return max(1, round(mean_executors(vcore_s, finished - started, 1.0)))
+
+
 def progress_fraction(value: Any) -> float | None:
     percent = _number(value)
     if percent is None or not 0 <= percent <= 100:
@@ -102,7 +145,8 @@ def parse_app(
         state=state,
         started_at=_epoch_s(raw.get("startedTime")),
         finished_at=_epoch_s(raw.get("finishedTime")),
-        scale_out=scale_out_from_containers(raw.get("runningContainers"), state),
+        scale_out=scale_out_from_containers(raw.get("runningContainers"), state)
+        or finished_scale_out(raw, state),
         progress=progress_fraction(raw.get("progress")),
         tags=tags,
         backend="yarn",

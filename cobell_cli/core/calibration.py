@@ -1,27 +1,27 @@
-"""How far above the point prediction a confident plan must look: the upper runtime bound.
+"""The model's real errors, the pooled shape the planner's distributions take, and the
+co-runners the model does not know (predictive.py builds each candidate's distribution).
 
-The runtime model's own interval comes from cross-validating the scale-out curve; it knows
-nothing about how wrong the interference term can be. Two corrections, both pure:
-
-* Calibration on real errors. The whole interference model's leave-one-out errors on its
-  training runs (`loo_ratios_`, from one fit: model/loo.py): each run predicted, at its
-  measured overlaps, by the model without it, so the error of the (a, b) pairs and of the
-  alone curve they were separated from counts, not only the scale-out curve's. Joined by
-  what `cobell submit` recorded of its last RECENT_OUTCOMES plans (runtime / predicted_s),
-  which carries the error of the overlaps predicted before each run. A bound on the next
-  runtime / predicted from those ratios (conformal; Student t while they are few) bounds
-  the next run. Older records are left out: they judge the model as it was when the
-  history was shorter (measured: an immature model's errors of 1.3-1.6x kept a job at the
-  largest scale-out for 30 runs). A model without its own ratios is calibrated on the
-  record alone (`outcome_calibration`), else on CV+ refits (`jackknife_calibration`).
-* The probability of meeting the target. The same ratios, read the other way round, say how
-  likely the next runtime / predicted stays below target / predicted (`meet_probability`):
-  the conformal rank while the threshold lies among the ratios, the Student t tail beyond
-  the largest. `ratio_bound(r, p) <= t` implies `meet_probability(r, t) >= p`, so a plan at
-  confidence p reports at least p at its choice.
+* Real errors. The whole interference model's held-out errors on its training runs
+  (`held_out_ratios`: K-fold refits, else `loo_ratios_` from one fit, model/loo.py): each run
+  predicted, at its measured overlaps, by the model without it, so the error of the (a, b)
+  pairs and of the alone curve they were separated from counts, not only the scale-out
+  curve's. Joined by what `cobell submit` recorded of its last RECENT_OUTCOMES plans
+  (runtime / predicted_s), which carries the error of the overlaps predicted before each
+  run. Older records are left out: they judge the model as it was when the history was
+  shorter (measured: an immature model's errors of 1.3-1.6x kept a job at the largest
+  scale-out for 30 runs). A model without its own ratios is calibrated on the record alone
+  (`outcome_calibration`), else on CV+ refits (`jackknife_calibration`). Each error keeps the
+  scale-out of its run (`held_out_errors`), so that a candidate's distribution can follow
+  the errors near it.
+* The pooled shape. A bound on the next runtime / predicted from n ratios (`ratio_bound`:
+  conformal; Student t while they are few) and, read the other way round, how likely the
+  next ratio stays below a threshold (`meet_probability`: the conformal rank while the
+  threshold lies among the ratios, the Student t tail beyond the largest).
+  `ratio_bound(r, p) <= t` implies `meet_probability(r, t) >= p`, so a plan at confidence p
+  reports at least p at its choice.
 * Strangers. A co-runner job met too rarely to have its own (a, b) gets the pooled pair,
   which averages jobs the target happened to meet and can be far below what this one does.
-  Until it is known, the upper bound charges it the most harmful pair the model has.
+  Until it is known, the distribution charges it the most harmful pair the model has.
 
 Pure: no I/O, no clock; plain Python, so the planner need not carry numpy for it.
 """
@@ -55,6 +55,15 @@ DEFAULT_CONFIDENCE = 0.9
 POOLED_KEY = "*"  # the pooled co-runner class in the model's description (model/data.py)
 
 Overlaps = Mapping[Any, float]
+
+
+@dataclass(frozen=True)
+class Error:
+    """One held-out error of the model: runtime / predicted, and the scale-out of its run
+    (None: not known)."""
+
+    scale_out: float | None
+    ratio: float
 
 
 class InterferenceModel(Protocol):
@@ -171,8 +180,13 @@ def outcome_ratios(runs: Sequence[Mapping[str, Any]]) -> list[float]:
     prediction included: every finished run adds one, and the recent window follows the
     model as the history grows.
     """
+    return [e.ratio for e in outcome_errors(runs)]
+
+
+def outcome_errors(runs: Sequence[Mapping[str, Any]]) -> list[Error]:
+    """`outcome_ratios` with the scale-out each run had."""
     return [
-        float(r["runtime_s"]) / float(r["predicted_s"])
+        Error(scale_out_of(r), float(r["runtime_s"]) / float(r["predicted_s"]))
         for r in runs
         if r.get("model") == "model"
         and (r.get("predicted_s") or 0) > 0
@@ -180,7 +194,13 @@ def outcome_ratios(runs: Sequence[Mapping[str, Any]]) -> list[float]:
     ][-CALIBRATION_RECENT_RUNS:]
 
 
-def _record(source: str, ratios: Sequence[float], confidence: float) -> dict[str, Any]:
+def scale_out_of(run: Mapping[str, Any]) -> float | None:
+    """The run's scale-out, None where it has none (a recorded outcome without one)."""
+    x = run.get("scale_out")
+    return float(x) if isinstance(x, int | float) and x > 0 else None
+
+
+def error_record(source: str, ratios: Sequence[float], confidence: float) -> dict[str, Any]:
     return {
         "source": source,
         "runs": len(ratios),
@@ -197,7 +217,7 @@ def outcome_calibration(
     ratios = outcome_ratios(runs)
     if len(ratios) < CALIBRATION_MIN_RUNS:
         return None
-    return _record("outcomes", ratios, confidence)
+    return error_record("outcomes", ratios, confidence)
 
 
 def jackknife_ratios(
@@ -239,7 +259,7 @@ def jackknife_calibration(
     ratios = jackknife_ratios(runs, fit)
     if len(ratios) < JACKKNIFE_MIN_RUNS:
         return None
-    return _record("jackknife", ratios, confidence)
+    return error_record("jackknife", ratios, confidence)
 
 
 def held_out_ratios(model: Any) -> list[float] | None:
@@ -251,34 +271,38 @@ def held_out_ratios(model: Any) -> list[float] | None:
     return None if ratios is None else [float(r) for r in ratios]
 
 
-def _error_ratios(
+def held_out_errors(
     runs: Sequence[Mapping[str, Any]],
     model: InterferenceModel,
     fit: Callable[[Sequence[Mapping[str, Any]]], InterferenceModel],
     refit: bool,
-) -> tuple[str, list[float]] | None:
-    """The job's out-of-sample runtime / predicted ratios and where they come from.
+) -> tuple[str, list[Error]] | None:
+    """The job's out-of-sample runtime / predicted ratios, where each was measured, and where
+    they come from.
 
-    The model's own leave-one-out ratios when it carries them (one fit, no refits), joined
-    by the recorded outcomes of the last RECENT_OUTCOMES plans: the held-out errors are the
-    current model's, at the overlaps the runs really had; the recorded ones carry what they
-    cannot, the error of the overlaps predicted before each run, but also the error of the
-    model as it was then, which a growing history leaves behind. Without the model's own
-    ratios, the recorded outcomes of the last CALIBRATION_RECENT_RUNS plans once there are
-    enough; else, when `refit` allows, CV+ refits.
+    The model's own held-out ratios when it carries them (one per training run, in the runs'
+    order: each at its run's scale-out), joined by the recorded outcomes of the last
+    RECENT_OUTCOMES plans: the held-out errors are the current model's, at the overlaps the
+    runs really had; the recorded ones carry what they cannot, the error of the overlaps
+    predicted before each run, but also the error of the model as it was then, which a
+    growing history leaves behind. Without the model's own ratios, the recorded outcomes of
+    the last CALIBRATION_RECENT_RUNS plans once there are enough; else, when `refit` allows,
+    CV+ refits (their scale-outs not kept: they count in the pooled errors only).
     """
-    recorded = outcome_ratios(runs)
+    recorded = outcome_errors(runs)
     own = held_out_ratios(model)
     if own is not None and len(own) >= JACKKNIFE_MIN_RUNS and len(runs) >= JACKKNIFE_MIN_RUNS:
         recent = recorded[-RECENT_OUTCOMES:]
         source = "held-out + outcomes" if recent else "held-out"
-        return source, own + recent
+        where = ([scale_out_of(r) for r in runs] if len(own) == len(runs)
+                 else [None] * len(own))
+        return source, [Error(x, r) for x, r in zip(where, own, strict=True)] + recent
     if len(recorded) >= CALIBRATION_MIN_RUNS:
         return "outcomes", recorded
     if refit and len(runs) >= JACKKNIFE_MIN_RUNS:
         ratios = jackknife_ratios(runs, fit)
         if len(ratios) >= JACKKNIFE_MIN_RUNS:
-            return "jackknife", ratios
+            return "jackknife", [Error(None, r) for r in ratios]
     return None
 
 
@@ -324,80 +348,25 @@ def stranger_factors(
     return factors, sorted(strangers)
 
 
-@dataclass(frozen=True)
-class UpperBound:
-    """The calibrated upper bound per candidate, the record behind it (None: none used), and
-    the estimated probability of meeting the target per candidate (None: no error record)."""
-
-    upper_s: list[float]
-    calibration: dict[str, Any] | None
-    meet_probability: list[float] | None
-
-
-def calibrated_upper(
-    *,
-    runs: Sequence[Mapping[str, Any]],
-    scale_outs: Sequence[float],
-    predicted_s: Sequence[float],
-    upper_s: Sequence[float],
-    overlaps: Sequence[Overlaps] | None,
-    model: InterferenceModel,
-    fit: Callable[[Sequence[Mapping[str, Any]]], InterferenceModel],
-    confidence: float,
-    jackknife: bool,
-    target_s: float | None = None,
-    widen: bool = True,
-) -> UpperBound:
-    """The upper bound per candidate, the record behind it and P(runtime <= target_s).
-
-    upper = max(the model's interval, predicted · calibrated ratio) · stranger factor: the
-    stranger factor swaps an (a, b) guess for a worse plausible one, the ratio is the error
-    of the model on top of whatever (a, b) it uses. `jackknife` allows CV+ refits (up to
-    JACKKNIFE_MAX_FITS fits) when neither an outcome record nor the model's own leave-one-out
-    ratios exist. `widen` False (the point decision) widens by recorded outcomes only, as the
-    point decision always has, yet still reports the probability from whatever ratios exist.
-    P(meet) at a candidate is `meet_probability` of the ratios at target / (predicted ·
-    stranger factor).
-    """
-    found = _error_ratios(runs, model, fit, jackknife and widen)
-    calibration = _record(found[0], found[1], confidence) if found is not None else None
-    use = calibration is not None and (widen or "outcomes" in calibration["source"])
-    ratio = calibration["ratio_quantile"] if use and calibration is not None else 0.0
-    factors, strangers = stranger_factors(scale_outs, overlaps, model)
-    upper = [
-        max(float(u), float(p) * ratio) * f
-        for u, p, f in zip(upper_s, predicted_s, factors, strict=True)
-    ]
-    probability = None
-    if found is not None and target_s is not None:
-        dist = RatioDistribution(found[1])
-        probability = [
-            dist.meet_probability(target_s / (float(p) * f)) if p > 0 else 0.0
-            for p, f in zip(predicted_s, factors, strict=True)
-        ]
-    if calibration is not None and not use:
-        calibration = {**calibration, "widened": False}
-    if strangers:
-        calibration = {**(calibration or {}), "strangers": strangers}
-    return UpperBound(upper, calibration, probability)
-
-
 __all__ = [
     "CALIBRATION_MIN_RUNS",
     "CALIBRATION_RECENT_RUNS",
     "DEFAULT_CONFIDENCE",
     "JACKKNIFE_MAX_FITS",
     "RECENT_OUTCOMES",
+    "Error",
     "RatioDistribution",
-    "UpperBound",
-    "calibrated_upper",
+    "error_record",
+    "held_out_errors",
     "held_out_ratios",
     "jackknife_calibration",
     "jackknife_ratios",
     "meet_probability",
     "outcome_calibration",
+    "outcome_errors",
     "outcome_ratios",
     "ratio_bound",
+    "scale_out_of",
     "stranger_factors",
     "student_t_cdf",
     "student_t_quantile",

@@ -48,7 +48,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cobell_cli.core.job_name import check_job_name
+from cobell_cli.core.job_name import check_job_name, job_tag
 from cobell_cli.errors import UsageError
 from cobell_cli.redact import REDACTED, is_secret_key, redact
 
@@ -246,7 +246,7 @@ def _set_conf(ed: _Editor, opts: list[_Opt], key: str, value: str, names: frozen
 def _merge_tags(existing: str, job: str) -> str:
     tags = [t.strip() for t in existing.split(",") if t.strip()]
     lower = {t.lower() for t in tags}
-    for tag in (COBELL_TAG, f"cobell-job:{job}"):
+    for tag in (COBELL_TAG, job_tag(job)):
         if tag.lower() not in lower:
             tags.append(tag)
     return ",".join(tags)

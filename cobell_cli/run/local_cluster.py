@@ -44,16 +44,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cobell_cli.core.words import count
 from cobell_cli.errors import ClusterError, CobellError, UsageError
+from cobell_cli.run.local_found import HOST, MASTER_CLASS, STANDALONE_DIR
 from cobell_cli.threads import user_environ
 
-HOST = "127.0.0.1"
 DEFAULT_WORKERS = 2
 DEFAULT_CORES_PER_WORKER = 4
 DEFAULT_MEMORY_PER_WORKER = "4g"
 DEFAULT_PORT = 7077
 DEFAULT_WEBUI_PORT = 8080
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 # Popen objects of daemons this process started: lets `stop` reap them (no zombies that look
@@ -200,7 +200,7 @@ class LocalCluster:
         if base_dir is None:
             from cobell_cli.config import data_dir
 
-            base_dir = data_dir() / "local-cluster"
+            base_dir = data_dir() / STANDALONE_DIR
         self.base_dir = Path(base_dir)
 
     # --- where things are -----------------------------------------------------------------
@@ -395,7 +395,7 @@ class LocalCluster:
 
         self._wait(
             lambda doc: doc is not None and _alive_workers(doc) >= shape.workers,
-            f"{shape.workers} worker(s)",
+            count(shape.workers, "worker"),
             deadline,
         )
         return self.status()

@@ -51,6 +51,7 @@ from typing import Any
 
 from cobell_cli.errors import ClusterError, UsageError
 from cobell_cli.run.local_cluster import find_java, find_spark_home, group_exists
+from cobell_cli.run.local_found import YARN_DIR, YARN_LAUNCHER
 from cobell_cli.run.local_yarn_conf import (
     HOST,
     SPARK_LOG4J2,
@@ -68,7 +69,7 @@ from cobell_cli.run.yarn_jars import hadoop_version, is_complete, jar_dir
 from cobell_cli.threads import user_environ
 
 LAUNCHER = Path(__file__).with_name("yarn_launcher") / "LocalYarn.java"
-LAUNCHER_MARK = "LocalYarn.java"  # in the JVM's command line: how a pid is recognised
+LAUNCHER_MARK = YARN_LAUNCHER  # in the JVM's command line: how a pid is recognised
 JVM_OPTIONS = ("-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
@@ -132,7 +133,7 @@ class LocalYarn:
         if base_dir is None:
             from cobell_cli.config import data_dir
 
-            base_dir = data_dir() / "local-yarn"
+            base_dir = data_dir() / YARN_DIR
         self.base_dir = Path(base_dir).absolute()
         self._proc: subprocess.Popen[bytes] | None = None
 

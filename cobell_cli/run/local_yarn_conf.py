@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from cobell_cli.core.words import count
 from cobell_cli.errors import UsageError
 
 HOST = "127.0.0.1"
@@ -198,7 +199,7 @@ def check_shape(shape: YarnShape) -> None:
 
 def describe_shape(shape: YarnShape) -> str:
     return (
-        f"{shape.node_managers} NodeManager(s) in the default partition and "
+        f"{count(shape.node_managers, 'NodeManager')} in the default partition and "
         f"{shape.labeled_node_managers} labelled {shape.node_label}, "
         f"{shape.memory_mb_per_node} MB and {shape.vcores_per_node} vcores each"
     )

@@ -43,6 +43,8 @@ class RunRecorder:
         self.run_id = run_id
         self.row = dict(row)
         self.journalled: Path | None = None  # where the completion went, if not the history
+        # why the completion's runtime was kept out of fitting (store/implausible.py), if it was
+        self.excluded_reason: str | None = None
         # room for the completion's journal line on a disk that fills up while the job runs
         self._reservation = journal.reserve(history_path, row["host"], row["pid"])
         self._unwritten: dict[str, Any] = {}
@@ -107,18 +109,20 @@ class RunRecorder:
     # -- once it has ended ----------------------------------------------------------------------
 
     def finish(self, give_up: Callable[[], bool], **fields: Any) -> str | None:
-        """Write the whole row with the completion; journal it if that fails. Returns a
+        """Write the whole row with the completion, its runtime judged in the same write
+        (`excluded_reason` says if it was kept out); journal it if that fails. Returns a
         one-line warning when the completion did not reach the history, else None."""
         self._stop_background()
         self.row.update(fields)
         try:
-            write_retrying(
+            flagged = write_retrying(
                 self.history_path,
-                lambda h: h.finish_run(self.run_id, **self.row),
+                lambda h: h.complete_run(self.run_id, **self.row),
                 give_up=give_up,
             )
         except WRITE_ERRORS as exc:
             return self._journal(why_not_written(exc))
+        self.excluded_reason = flagged.get(self.run_id)
         return None
 
     def amend(self, **fields: Any) -> str | None:

@@ -68,6 +68,7 @@ class Outcome:
     failure_reason: str | None = None  # "memory": the reservation was too small
     executor_memory_mb: int | None = None  # the heap the run had, where cobell knows it
     deadline: dict[str, Any] | None = None  # deadline_at, waited_s, start_reason (--deadline)
+    excluded_reason: str | None = None  # why cobell kept the run out of fitting, if it did
     app_state: str | None = None  # what the RM last said of the run's app (killed: KILLED)
     notes: list[str] = field(default_factory=list)  # lines to tell (the app was killed)
 
@@ -90,6 +91,7 @@ class Outcome:
             "confidence": self.confidence,
             "exit_code": self.exit_code,
             "failure_reason": self.failure_reason,
+            "excluded_reason": self.excluded_reason,
             "executor_memory_mb": self.executor_memory_mb,
             "app_state": self.app_state,
             "co_runners": len(self.co_runners),
@@ -298,10 +300,19 @@ def _record_completion(recorder: RunRecorder, plan: Any, result: ChildResult) ->
         meet_probability=plan.meet_probability,
         confidence=plan.confidence,
         recorded_in=str(recorder.journalled) if recorder.journalled else "history",
-        warnings=[w for w in (warning, _log_warning(result)) if w],
+        warnings=[w for w in (warning, _log_warning(result), _kept_out(recorder)) if w],
         failure_reason=failure,
         executor_memory_mb=recorder.row.get("executor_memory_mb"),
+        excluded_reason=recorder.excluded_reason,
     )
+
+
+def _kept_out(recorder: RunRecorder) -> str | None:
+    """The warning for a run recorded but kept out of fitting as implausible."""
+    if recorder.excluded_reason is None:
+        return None
+    return (f"run {recorder.run_id} kept out of fitting: {recorder.excluded_reason} "
+            f"(`cobell history include {recorder.run_id}` uses it)")
 
 
 def _end_the_app(

@@ -110,9 +110,10 @@ def wait_for_start(
 
 
 def _until(start_at: float, now: float) -> str:
-    from cobell_cli.timespec import local_iso, span_text
+    from cobell_cli.core.words import duration_text
+    from cobell_cli.timespec import local_iso
 
-    return f"waiting until {local_iso(start_at)} (in {span_text(start_at - now)})"
+    return f"waiting until {local_iso(start_at)} (in {duration_text(start_at - now)})"
 
 
 

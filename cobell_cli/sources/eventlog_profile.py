@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from cobell_cli.core.job_name import job_from_tag
 from cobell_cli.core.memory.failures import memory_failure
 from cobell_cli.core.memory.units import memory_mb
 from cobell_cli.core.profile import (
@@ -24,8 +25,6 @@ from cobell_cli.core.profile import (
     StageProfile,
 )
 from cobell_cli.sources.eventlog import EventLogError, iter_events
-
-JOB_TAG_PREFIX = "cobell-job:"
 
 
 class _Fold:
@@ -134,9 +133,7 @@ class _Fold:
             )
         start = self.app["start_ms"]
         tags = [t.strip() for t in self.props.get("spark.yarn.tags", "").split(",") if t.strip()]
-        job_tag = next(
-            (t[len(JOB_TAG_PREFIX) :] for t in tags if t.startswith(JOB_TAG_PREFIX)), None
-        )
+        job_tag = next((job for t in tags if (job := job_from_tag(t)) is not None), None)
         executors, local = self._executor_spans(start)
         return AppProfile(
             app_id=self.app["app_id"] or self.props.get("spark.app.id", ""),

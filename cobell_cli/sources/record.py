@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from cobell_cli.cluster.jobs import map_job
 from cobell_cli.core.colocation import measured_overlaps
-from cobell_cli.core.job_name import JOB_NAME_RULE, valid_job_name
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_from_tag, valid_job_name
 from cobell_cli.core.running import RunningApp
+from cobell_cli.core.words import count
 from cobell_cli.output import printable
+from cobell_cli.store.implausible import flag_implausible
 
 if TYPE_CHECKING:
     from cobell_cli.store.history import History
@@ -100,6 +102,7 @@ class ImportSummary:
     run_ids: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)  # app name -> the valid job name
+    kept_out: dict[int, str] = field(default_factory=dict)  # implausible runs: id -> why
 
     def skip(self, reason: str, app_id: str | None = None) -> None:
         self.skipped[reason] += 1
@@ -128,13 +131,14 @@ class ImportSummary:
             "oldest_finished_at": self.oldest_finished_at,
             "warnings": list(self.warnings),
             "renamed_jobs": dict(sorted(self.renamed.items())),
+            "kept_out": {str(k): v for k, v in sorted(self.kept_out.items())},
         }
 
     def line(self) -> str:
         verb = "would import" if self.dry_run else "imported"
         text = (
-            f"{verb} {self.imported} of {self.seen} apps from {self.where} "
-            f"({self.colocations} co-locations"
+            f"{verb} {self.imported} of {count(self.seen, 'app')} from {self.where} "
+            f"({count(self.colocations, 'co-location')}"
             + (f", {self.profiles} event-log profiles" if self.profiles else "")
             + ")"
         )
@@ -144,6 +148,8 @@ class ImportSummary:
         if self.unprofiled:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.unprofiled.items()))
             text += f"; no event-log profile for {sum(self.unprofiled.values())}: {reasons}"
+        if self.kept_out:
+            text += "; " + kept_out_line(self.kept_out)
         if self.renamed:
             shown = ", ".join(f"{printable(name[:40])!r} -> {job}"
                               for name, job in sorted(self.renamed.items())[:3])
@@ -151,6 +157,14 @@ class ImportSummary:
             text += (f"; app names that are not job names ({JOB_NAME_RULE}) became: "
                      f"{shown}{more} (--job or job_patterns name them yourself)")
         return text
+
+
+def kept_out_line(kept_out: Mapping[int, str]) -> str:
+    """What an import kept out of fitting as implausible, in a few words."""
+    ids = sorted(kept_out)
+    named = ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return (f"{len(ids)} kept out of fitting as implausible (run {named}: `cobell history "
+            "show ID` says why, `cobell history include ID` uses one)")
 
 
 def first_line(exc: BaseException, limit: int = 120) -> str:
@@ -166,13 +180,16 @@ def job_of(
     patterns: Mapping[str, Any] | None,
     default_job: str | None,
 ) -> str:
-    """The `cobell-job:` tag, `job_patterns`, `--job`, else the app name (module doc)."""
-    mapped = map_job(name, tags, (), patterns)
+    """The `cobell-job:` tag (as the known job it names, whose spelling YARN lower-cased),
+    `job_patterns`, `--job`, else the app name (module doc)."""
+    known_list = list(known_jobs)
+    tagged = next((j for t in tags if (j := job_from_tag(t, known_list)) is not None), None)
+    mapped = tagged or map_job(name, (), (), patterns)
     if mapped is not None:
         return mapped
     if default_job:
         return default_job
-    known = {j.lower(): j for j in known_jobs}
+    known = {j.lower(): j for j in known_list}
     return known.get(name.lower()) or (valid_job_name(name) if name else "unnamed")
 
 
@@ -281,6 +298,7 @@ def store_imported(
         summary.imported = len(fresh)
         if not dry_run:
             _insert_colocations(history, backfill)
+            summary.kept_out = flag_implausible(history.conn, summary.run_ids)
 
 
 def _fresh(

@@ -31,41 +31,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from cobell_cli.cluster.fields import epoch_ms_to_s, number_or_none, text_or_none
+from cobell_cli.cluster.fields import epoch_ms_to_s, text_or_none
 from cobell_cli.cluster.jobs import split_tags
-from cobell_cli.cluster.yarn import API, FINISHED_STATES, ShapeError, node_label_of
+from cobell_cli.cluster.yarn import (
+    API,
+    FINISHED_STATES,
+    ShapeError,
+    mean_executors,
+    node_label_of,
+    vcore_seconds,
+)
 from cobell_cli.errors import ClusterError
 from cobell_cli.sources.record import ImportedApp, ImportSummary, job_of, status_of
 
 PAGE_SIZE = 1000
 RM_DEFAULT_RETENTION = 1000  # yarn.resourcemanager.max-completed-applications, Hadoop 3
-AM_CONTAINERS = 1
-
-
-def vcore_seconds(raw: Mapping[str, Any]) -> float | None:
-    """`vcoreSeconds`, else the `vcores` entry of `resourceSecondsMap`; None when hidden."""
-    value = number_or_none(raw.get("vcoreSeconds"))
-    if value is not None and value >= 0:
-        return float(value)
-    entries = raw.get("resourceSecondsMap")
-    if isinstance(entries, Mapping):
-        entries = entries.get("entry", entries)
-    if isinstance(entries, Mapping):
-        entries = (
-            [entries] if "key" in entries else [{"key": k, "value": v} for k, v in entries.items()]
-        )
-    for entry in entries if isinstance(entries, list) else ():
-        if isinstance(entry, Mapping) and entry.get("key") == "vcores":
-            number = number_or_none(entry.get("value"))
-            if number is not None and number >= 0:
-                return float(number)
-    return None
-
-
-def mean_executors(vcore_s: float, elapsed_s: float, vcores_per_container: float) -> float:
-    """Time-averaged executors: containers from vcore-seconds, less the ApplicationMaster."""
-    containers = vcore_s / (elapsed_s * vcores_per_container)
-    return max(containers - AM_CONTAINERS, 0.0)
 
 
 def parse_finished(

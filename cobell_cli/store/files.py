@@ -98,6 +98,38 @@ def snapshot(conn: sqlite3.Connection) -> tuple[int, int, bool]:
     return int(version), int(app_id), has_tables
 
 
+def damaged_error(path: Path) -> HistoryError:
+    """A file SQLite finds malformed (a page overwritten, cut short): like a truncated one, it
+    is refused whole and never written to, so what is still in it can be recovered."""
+    return HistoryError(
+        f"history {path} is damaged (database disk image is malformed); cobell did not "
+        "change it",
+        hint=f"recover its runs with `sqlite3 {path} .recover | sqlite3 recovered.db` and pass "
+        "--db recovered.db (docs/reliability.md)",
+    )
+
+
+def damaged(exc: sqlite3.Error) -> bool:
+    """SQLite's answers for a file whose pages do not hold together."""
+    text = str(exc)
+    return "malformed" in text or "corrupt" in text
+
+
+def check_intact(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged file on every open, before anything is read from or written to it:
+    SQLite's quick_check reads every page (about 2 ms for 100 runs, 0.17 s for 100 000) and
+    finds what a write would spread further, and what a read would meet only on some pages
+    (`history list` printed runs from a file `predict` refused)."""
+    try:
+        answer = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if damaged(exc):
+            raise damaged_error(path) from None
+        raise
+    if answer != [("ok",)]:
+        raise damaged_error(path)
+
+
 def check_known(path: Path, version: int, app_id: int, has_tables: bool) -> None:
     if version > SCHEMA_VERSION:
         raise HistoryError(
@@ -193,6 +225,7 @@ def _open_known(path: Path, timeout_s: float, *, immutable: bool) -> tuple[sqlit
     try:
         version, app_id, has_tables = snapshot(conn)
         check_known(path, version, app_id, has_tables)
+        check_intact(conn, path)  # a reader refuses a damaged file as a writer does
     except BaseException:
         conn.close()
         raise

@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem
+from cobell_cli.core.job_name import JOB_NAME_RULE, job_name_problem, normal
 from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
+from cobell_cli.store.implausible import flag_implausible
 from cobell_cli.store.processes import pid_alive, this_host
 from cobell_cli.store.queries import RunQueries
 from cobell_cli.store.schema import (
@@ -166,12 +167,17 @@ class History(RunQueries):
     def __enter__(self) -> History:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        """Close; an SQLite error met while reading (a damaged page, a lock) leaves as the
+        HistoryError naming the file, as one met while opening does."""
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(exc, self.path, self.busy_timeout_s) from None
 
     def _prepare(self) -> None:
         version, app_id, has_tables = files.snapshot(self.conn)
         files.check_known(self.path, version, app_id, has_tables)
+        files.check_intact(self.conn, self.path)  # never write to a damaged file
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._set_journal_mode(files.journal_mode_for(files.filesystem_type(self.path)))
         if version < SCHEMA_VERSION:
@@ -268,6 +274,8 @@ class History(RunQueries):
             self.conn.execute("DELETE FROM colocations WHERE run_id = ?", (run_id,))
             for colocation in colocations:
                 self._insert("colocations", {"run_id": run_id, **colocation})
+        if "status" in row:  # a completion: judged as `complete_run` judges it
+            flag_implausible(self.conn, [run_id])
         return True
 
     # -- writes ----------------------------------------------------------------------------
@@ -287,13 +295,26 @@ class History(RunQueries):
         row = _clean_run(fields, partial=True)
         if not row:
             return
-        assignments = ", ".join(f"[{k}] = ?" for k in row)
         with self._write():
-            cur = self.conn.execute(
-                f"UPDATE runs SET {assignments} WHERE id = ?", [*row.values(), run_id]
-            )
-            if cur.rowcount != 1:
-                raise HistoryError(f"run {run_id} is not in the history {self.path}")
+            self._update_run(run_id, row)
+
+    def complete_run(self, run_id: int, **fields: Any) -> dict[int, str]:
+        """`finish_run` with the run's completion, and its runtime judged in the same
+        transaction (store/implausible.py): {run_id: reason} if it was kept out as
+        implausible, else {}."""
+        row = _clean_run(fields, partial=True)
+        with self._write():
+            if row:
+                self._update_run(run_id, row)
+            return flag_implausible(self.conn, [run_id])
+
+    def _update_run(self, run_id: int, row: Mapping[str, Any]) -> None:
+        assignments = ", ".join(f"[{k}] = ?" for k in row)
+        cur = self.conn.execute(
+            f"UPDATE runs SET {assignments} WHERE id = ?", [*row.values(), run_id]
+        )
+        if cur.rowcount != 1:
+            raise HistoryError(f"run {run_id} is not in the history {self.path}")
 
     def add_colocations(self, run_id: int, rows: Iterable[Mapping[str, Any]]) -> int:
         cleaned = [_clean_colocation(r) for r in rows]
@@ -303,10 +324,15 @@ class History(RunQueries):
         return len(cleaned)
 
     def insert_runs(
-        self, records: Sequence[Mapping[str, Any]], *, keep_ids: bool = True
+        self, records: Iterable[Mapping[str, Any]], *, keep_ids: bool = True,
+        judge: bool = False,
     ) -> list[int]:
-        """Insert whole runs (with optional `colocations` lists) atomically: all or none."""
+        """Insert whole runs (with optional `colocations` lists) atomically: all or none.
+        `judge` (an import) judges their runtimes against the job's runs, theirs included
+        (store/implausible.py), except runs whose record has an `excluded_reason` field, even
+        empty: a cobell export that carries it was judged when its runs arrived."""
         ids: list[int] = []
+        unjudged: list[int] = []
         with self._write():
             for record in records:
                 run = _clean_run({k: v for k, v in record.items() if k != "colocations"})
@@ -319,8 +345,12 @@ class History(RunQueries):
                     )
                 run_id = self._insert("runs", run)
                 ids.append(run_id)
+                if "excluded_reason" not in record:
+                    unjudged.append(run_id)
                 for colocation in record.get("colocations") or ():
                     self._insert("colocations", {"run_id": run_id, **_clean_colocation(colocation)})
+            if judge:
+                flag_implausible(self.conn, unjudged)
         return ids
 
     def save_profile(self, run_id: int, profile: Any, *, event_log: str | None = None) -> None:
@@ -377,7 +407,8 @@ class History(RunQueries):
         with self._write():
             self._require(ids, "nothing was changed")
             changed = [i for i in ids if self.conn.execute(
-                "UPDATE runs SET excluded = ? WHERE id = ? AND excluded != ?",
+                "UPDATE runs SET excluded = ?, excluded_reason = NULL "
+                "WHERE id = ? AND excluded != ?",
                 (int(excluded), i, int(excluded))).rowcount]
         return changed
 
@@ -470,6 +501,8 @@ def _translate(
     exc: sqlite3.Error, path: Path, busy_timeout_s: float = BUSY_TIMEOUT_S
 ) -> HistoryError:
     text = str(exc)
+    if files.damaged(exc):
+        return files.damaged_error(path)
     if "not a database" in text or "file is encrypted" in text:
         return HistoryError(
             f"{path} is not a cobell history (not an SQLite database)",
@@ -559,18 +592,22 @@ def _clean_run(fields: Mapping[str, Any], *, partial: bool = False) -> dict[str,
     row = {k: _coerce(v, RUN_COLUMNS[k], k) for k, v in fields.items()}
     if not partial and not row.get("job"):
         raise ValueError("job: missing")
-    if row.get("job") is not None and (problem := job_name_problem(row["job"])) is not None:
-        raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
-    if "status" in row and row["status"] not in STATUSES:
-        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
+    if row.get("job") is not None:
+        if (problem := job_name_problem(row["job"])) is not None:
+            raise ValueError(f"job: {problem} (a job name is {JOB_NAME_RULE})")
+        row["job"] = normal(row["job"])
     if not partial and row.get("status") is None:
         raise ValueError("status: missing")
+    if row.get("status") is not None and row["status"] not in STATUSES:
+        raise ValueError(f"status: expected one of {', '.join(STATUSES)}, got {row['status']!r}")
     if "source" in row and row["source"] is None:
         del row["source"]  # the column's default: a run cobell launched
     if "excluded" in row and row["excluded"] is None:
         del row["excluded"]  # the column's default: used for fitting
     if row.get("excluded") not in (None, 0, 1):
         raise ValueError(f"excluded: expected 0 or 1, got {row['excluded']}")
+    if row.get("excluded_reason") is not None and row.get("excluded") != 1:
+        raise ValueError("excluded_reason: only a run with excluded = 1 has one")
     if row.get("source") is not None and row["source"] not in SOURCES:
         raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {row['source']!r}")
     for column in ("meet_probability", "confidence"):

@@ -258,7 +258,9 @@ def _cobell_rows(reader: Any, header: list[str], job: str | None) -> Iterator[Ra
         if len(row) > len(header):
             yield Problem(where, "more fields than the header has")
             continue
-        row += [""] * (len(header) - len(row))  # a short row: the rest is unknown
+        if len(row) < len(header):  # a short row: the rest is unknown (or cut off)
+            where += f" ({len(row)} of {len(header)} fields)"
+            row += [""] * (len(header) - len(row))
         record: dict[str, Any] = {
             k: (v if v != "" else None) for k, v in zip(header, row, strict=True)
         }

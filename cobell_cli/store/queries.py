@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
 
     from cobell_cli.core.profile import AppProfile
 
+# What makes a run the same run when a file is imported again (a file without app ids says
+# no more about a run): its job, start, runtime and scale-out. Bell's files have no start, and
+# repeat a runtime at one scale-out (sgd: 48 executors, 161 882 ms twice), so an import
+# compares counts: a file's runs beyond those already stored are new.
+RUN_KEY = ("job", "started_at", "runtime_s", "scale_out")
 PROFILE_LIMIT = 20  # profiles read per plan: the newest say most, and each costs a parse
 
 
@@ -236,6 +242,47 @@ class RunQueries:
                 run["co_runner_scale_outs"] = sizes
         return runs
 
+    def kept_out(self, run_ids: Sequence[int]) -> dict[int, str]:
+        """Which of `run_ids` cobell kept out of fitting by itself, with why (an import's
+        summary names them)."""
+        ids = [int(i) for i in run_ids]
+        out: dict[int, str] = {}
+        for k in range(0, len(ids), 500):
+            chunk = ids[k : k + 500]
+            out.update(self.conn.execute(
+                f"SELECT id, excluded_reason FROM runs WHERE id IN "
+                f"({', '.join('?' for _ in chunk)}) AND excluded AND excluded_reason IS NOT NULL",
+                chunk,
+            ).fetchall())
+        return out
+
+    def implausible_runs(
+        self, job: str, *, since: float | None = None, limit: int = 3
+    ) -> tuple[list[tuple[int, str]], int]:
+        """The job's runs cobell kept out of fitting as implausible (`since`: started or
+        submitted then or later), newest first: at most `limit` (id, reason), and how many
+        there are. What a plan's warning names."""
+        where = "job = ? AND excluded AND excluded_reason IS NOT NULL"
+        params: list[Any] = [job]
+        if since is not None:
+            where += f" AND ({RECENCY} >= ? OR {RECENCY} IS NULL)"
+            params.append(since)
+        rows = self.conn.execute(
+            f"SELECT id, excluded_reason, count(*) OVER () FROM runs WHERE {where} "
+            f"ORDER BY {RECENCY} DESC, id DESC LIMIT ?",
+            [*params, int(limit)],
+        ).fetchall()
+        return [(int(i), str(why)) for i, why, _ in rows], int(rows[0][2]) if rows else 0
+
+    def newest_kept_out(self, job: str, runs: int) -> bool:
+        """Whether the job's `runs` newest succeeded runs were all kept out as implausible
+        (the job itself may have changed)."""
+        rows = self.conn.execute(
+            "SELECT excluded_reason IS NOT NULL FROM runs WHERE job = ? AND status = "
+            f"'succeeded' ORDER BY {RECENCY} DESC, id DESC LIMIT ?", [job, int(runs)],
+        ).fetchall()
+        return len(rows) == runs and all(flag for (flag,) in rows)
+
     def memory_runs(self, job: str, *, window: int | None = None) -> list[dict[str, Any]]:
         """The job's runs the memory models read (core/memory/demand.py), oldest first: the
         succeeded ones with a measured peak and those that failed for memory, the most recent
@@ -401,6 +448,15 @@ class RunQueries:
                 }
             )
         return out
+
+    def run_keys(self, jobs: Iterable[str]) -> Counter[tuple[Any, ...]]:
+        """How many stored runs of `jobs` have each RUN_KEY: what an import compares its runs
+        with to skip those already here (one query per job, along the job index)."""
+        keys: Counter[tuple[Any, ...]] = Counter()
+        columns = ", ".join(f"[{c}]" for c in RUN_KEY)
+        for job in jobs:
+            keys.update(self.conn.execute(f"SELECT {columns} FROM runs WHERE job = ?", (job,)))
+        return keys
 
     def job_names(self) -> list[str]:
         """Sorted distinct jobs by hopping along the job index, one lookup per job: every

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 APPLICATION_ID = 0x436F426C  # "CoBl": marks a file as a cobell history
 STATUSES = ("running", "succeeded", "failed", "killed", "lost")
 # Where a run's record came from: launched by `cobell submit`, a CSV/JSON import, or the
@@ -48,7 +48,7 @@ RUN_COLUMNS: dict[str, type] = {
     "meet_probability": float,
     "confidence": float,
     "event_log": str,
-    "excluded": int,  # 1: kept out of fitting and planning by hand (`cobell history exclude`)
+    "excluded": int,  # 1: kept out of fitting and planning, by hand or by cobell (a reason)
     "executor_memory_mb": int,
     "executor_overhead_mb": int,
     "peak_memory_mb": float,
@@ -58,6 +58,9 @@ RUN_COLUMNS: dict[str, type] = {
     "start_reason": str,
     "node_label": str,
     "app_state": str,
+    # why cobell kept the run out of fitting by itself (core/plausibility.py); NULL on a run
+    # excluded by hand or not at all
+    "excluded_reason": str,
 }
 # The order of a job's runs in time: when it started, else when it was submitted.
 RECENCY = "coalesce(started_at, submitted_at)"
@@ -294,6 +297,22 @@ def _migration_9(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migration_10(conn: sqlite3.Connection) -> None:
+    """Runs that cannot be right (issue 34): a run cobell keeps out of fitting by itself, an
+    implausible runtime, uses the `excluded` flag as `history exclude` does, with its reason
+    here (NULL: excluded by hand, or not excluded); the check keeps a reason off a run that
+    is used, so `history include` clears both at once. The index holds only those runs:
+    every plan names the job's (api/planning.py) without reading the job's other runs."""
+    conn.execute(
+        "ALTER TABLE runs ADD COLUMN excluded_reason TEXT "
+        "CHECK (excluded_reason IS NULL OR excluded = 1)"
+    )
+    conn.execute(
+        f"CREATE INDEX runs_kept_out ON runs (job, {RECENCY}, id) "
+        "WHERE excluded_reason IS NOT NULL"
+    )
+
+
 # Forward migrations: MIGRATIONS[i] takes a file from version i to i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_1,
@@ -305,5 +324,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migration_7,
     _migration_8,
     _migration_9,
+    _migration_10,
 )
 assert len(MIGRATIONS) == SCHEMA_VERSION

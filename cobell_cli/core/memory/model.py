@@ -177,7 +177,7 @@ class MemoryModel:
         return failure_bound(self.failures_, input_bytes, scale_out, self.candidate_.feature)
 
     def _chosen_by(self) -> str:
-        return _chosen_by_text(self.source_, self.neighbour)
+        return _chosen_by_text(self.source_, self.neighbour, self.candidate_.label)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -209,14 +209,20 @@ def memory_ratio_bound(ratios: Sequence[float], confidence: float) -> float:
     return max(ordered[-1] * TAIL_MARGIN, 1.0)
 
 
-def _chosen_by_text(source: str, neighbour: Neighbour | None) -> str:
+def _chosen_by_text(source: str, neighbour: Neighbour | None, label: str) -> str:
+    """What chose the function, read after "chosen by", in words that agree with `label`:
+    the default function is linear in the input per executor, and where the runs' inputs are
+    too alike to fit a slope to, a constant stands in for it."""
     if source == "peaks":
         return "its own peaks"
     if source == "own":
         return "its own runs (nested forward CV)"
     if source == "selector" and neighbour is not None:
         return f"the nearest job by event-log profile, {neighbour.job} (KNN)"
-    return "the default: linear in the input per executor (too few input sizes to choose)"
+    if label == "constant":
+        return ("default: a constant, since the runs' inputs are too alike to fit how memory "
+                "grows with them")
+    return "default: too few input sizes to choose a function, so linear in the input per executor"
 
 
 def failure_bound(

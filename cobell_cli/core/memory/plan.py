@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.core.memory.sizing import (
@@ -81,7 +82,13 @@ class MemoryPlan:
     description: Mapping[str, Any] | None = None
 
     def at(self, scale_out: int) -> CandidateMemory | None:
-        return next((c for c in self.candidates if c.scale_out == scale_out), None)
+        return self._by_scale_out.get(scale_out)
+
+    @cached_property
+    def _by_scale_out(self) -> dict[int, CandidateMemory]:
+        """The candidates by scale-out: the planner asks `at` once per candidate, and a scan
+        each time made `--max-scale-out 100000` quadratic (issue 35, bug 4)."""
+        return {c.scale_out: c for c in reversed(self.candidates)}  # the first wins
 
     def to_dict(self, scale_out: int) -> dict[str, Any]:
         """predict --json's `memory` object at the chosen scale-out."""

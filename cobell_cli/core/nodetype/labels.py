@@ -20,7 +20,7 @@ from typing import Any
 
 from cobell_cli.core.cost import executor_seconds
 from cobell_cli.core.nodetype.factors import NodeTypeModel, node_type
-from cobell_cli.core.plan.infeasible import near_fastest
+from cobell_cli.core.plan.infeasible import by_probability
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,13 @@ def plan_labels(plan_fn: Callable[..., Any], *, runs: Sequence[Mapping[str, Any]
     return options, unknown
 
 
-def cheapest_label(options: Sequence[LabelOption]) -> LabelOption:
+def cheapest_label(options: Sequence[LabelOption], target_s: float) -> LabelOption:
     """The feasible option with the least predicted cost (ties: fewer executors, then the
     label listed first); if none is feasible, the planner's own rule for an unreachable
-    target across labels (core/plan/infeasible.py): the cheapest option whose judged runtime
-    is within its tolerance of the fastest one's; before any model (the bootstrap search
-    predicts nothing), the first label."""
+    target (core/plan/infeasible.py) across labels: aim at the lowest upper bound, and take
+    the cheapest option whose probability of staying within it is within one standard error
+    of the best's; before any model (the bootstrap search predicts nothing), the first
+    label."""
     if not options:
         raise ValueError("no node label to plan on")
     order = {o.node_label: i for i, o in enumerate(options)}
@@ -114,15 +115,40 @@ def cheapest_label(options: Sequence[LabelOption]) -> LabelOption:
     feasible = [o for o in by_cost if o.feasible]
     if feasible:
         return feasible[0]
-    return by_cost[near_fastest([judged_s(o) for o in by_cost])]
+    aim = max(target_s, min(judged_s(o) for o in by_cost))
+    chances = [meet_probability(o, aim) for o in by_cost]
+    n = min(_errors(o) for o in by_cost)
+    costs = [float(o.cost or 0.0) for o in by_cost]
+    return by_cost[by_probability(chances, costs, n)]
+
+
+def meet_probability(option: LabelOption, threshold_s: float) -> float:
+    """P(the option's runtime <= threshold_s), in the label's seconds: its plan's distribution
+    at the chosen scale-out read as log-normal through its prediction and its upper bound at
+    the plan's level (both times the factor and the prior's margin, as the plan was judged)."""
+    p = option.plan
+    median = float(p.predicted_s) * option.factor * option.margin
+    level = p.confidence if p.confidence is not None else p.interval_confidence
+    if p.upper_s is None or level is None or median <= 0:
+        return 1.0 if threshold_s >= median else 0.0
+    spread = math.log(judged_s(option) / median) / NormalDist().inv_cdf(level)
+    if spread <= 0:
+        return 1.0 if threshold_s >= median else 0.0
+    return NormalDist().cdf(math.log(threshold_s / median) / spread)
+
+
+def _errors(option: LabelOption) -> int:
+    """How many held-out errors the option's plan read its P(meet) from (else its runs)."""
+    record = option.plan.calibration or {}
+    return int(record.get("runs") or option.plan.usable_runs or 0)
 
 
 def judged_s(option: LabelOption) -> float:
-    """The runtime the option's plan was judged on, in the label's seconds: the upper bound
-    under a P(meet) policy (else the prediction) times the factor and the prior's margin, so
-    it meets the caller's target exactly when the plan met target / (factor · margin)."""
+    """The option's upper bound at its plan's level in the label's seconds: times the factor
+    and the prior's margin, so it is within the caller's target exactly when the plan's was
+    within target / (factor · margin)."""
     p = option.plan
-    base = p.upper_s if p.confidence is not None and p.upper_s is not None else p.predicted_s
+    base = p.upper_s if p.upper_s is not None else p.predicted_s
     return float(base) * option.factor * option.margin
 
 

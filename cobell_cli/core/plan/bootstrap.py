@@ -56,6 +56,7 @@ from cobell_cli.core.plan.records import (
     _floats,
 )
 from cobell_cli.core.running import RunningApp
+from cobell_cli.core.words import count
 
 if TYPE_CHECKING:
     from cobell_cli.core.profile import AppProfile
@@ -171,7 +172,8 @@ def _search_plan(
         )
     if apps:
         warnings.append(
-            f"{len(apps)} running co-runner(s) not considered during the bootstrap (as in CoBell)"
+            f"{count(len(apps), 'running co-runner')} not considered during the bootstrap "
+            "(as in CoBell)"
         )
     return Plan(
         scale_out=state.probe_scale_out,
@@ -330,7 +332,7 @@ def _whatif_or_model(
         return model, None
     return whatif, (
         f"The what-if replaced the runtime model's scale-out curve: its leave-one-out error"
-        f" on the {len(runs)} runs is {100 * mine:.0f} % (mean |log ratio|), the model's"
+        f" on the {count(len(runs), 'run')} is {100 * mine:.0f} % (mean |log ratio|), the model's"
         f" {100 * own:.0f} %."
     )
 

@@ -28,6 +28,7 @@ from cobell_cli.core.plan.records import (
 )
 from cobell_cli.core.remaining import stage_plan
 from cobell_cli.core.running import RunningApp
+from cobell_cli.core.words import count
 
 
 def _co_runner_inputs(
@@ -204,7 +205,7 @@ def _co_runner_views(
             else "ignored by the 'none' (Bell) strategy"
         )
         if apps:
-            warnings.append(f"{len(apps)} running co-runner(s) {why}")
+            warnings.append(f"{count(len(apps), 'running co-runner')} {why}")
         return _ignored_views(apps, why)
     by_app = {c.app_id: c for c in pred.co_runners}
     views = tuple(
@@ -254,7 +255,7 @@ def _overlap_warnings(
     if not all(pred.converged):
         out.append(
             f"the overlap fix-point did not converge within {max_iter} iterations for "
-            f"{pred.converged.count(False)} candidate(s); the last iterate is used"
+            f"{count(pred.converged.count(False), 'candidate')}; the last iterate is used"
         )
     return out
 

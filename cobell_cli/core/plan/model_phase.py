@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cobell_cli.core.calibration import calibrated_upper
 from cobell_cli.core.jsonable import jsonable
 from cobell_cli.core.plan.co_runners import (
     _co_runner_views,
@@ -15,8 +14,9 @@ from cobell_cli.core.plan.co_runners import (
     _predict_overlaps,
     considers_co_runners,
 )
-from cobell_cli.core.plan.infeasible import near_fastest, tolerance_text
-from cobell_cli.core.plan.reasons import _model_reason
+from cobell_cli.core.plan.curve_effects import slowdown
+from cobell_cli.core.plan.infeasible import Choice, unreachable
+from cobell_cli.core.plan.reasons import _model_reason, probability_text, unreachable_words
 from cobell_cli.core.plan.records import (
     CandidatePrediction,
     CoRunnerView,
@@ -26,6 +26,7 @@ from cobell_cli.core.plan.records import (
     RuntimeModel,
     _floats,
 )
+from cobell_cli.core.predictive import Predictive, calibrated_distribution
 from cobell_cli.core.running import RunningApp
 
 DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence decides
@@ -33,7 +34,7 @@ DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence dec
 
 @dataclass(frozen=True)
 class _Bounds:
-    """Point prediction, interval and calibrated upper bound per candidate."""
+    """Point prediction, the distribution's bounds and P(meet) per candidate."""
 
     predicted: tuple[float, ...]
     lower: tuple[float, ...]
@@ -41,16 +42,19 @@ class _Bounds:
     interval_confidence: float
     calibration: Mapping[str, Any] | None
     meet_probability: tuple[float, ...] | None
+    predictive: Predictive
 
 
 @dataclass(frozen=True)
 class _Decision:
-    """The runtime each candidate is judged on, which meet the target, and the chosen index."""
+    """The runtime each candidate is judged on, which meet the target, and the chosen index;
+    `choice`: infeasible.py's, when none meets it."""
 
     decide: tuple[float, ...]
     meets: tuple[bool, ...]
     feasible: bool
     index: int
+    choice: Choice | None = None
 
 
 def _runtime_bounds(
@@ -64,37 +68,47 @@ def _runtime_bounds(
     confidence: float | None,
     target_s: float,
 ) -> _Bounds:
-    """The point prediction and the interval, its upper end calibrated on real errors, and
-    the probability of meeting the target read from the same errors."""
+    """The point prediction and each candidate's predictive distribution (predictive.py):
+    its bounds at the plan's level (the confidence, else DEFAULT_INTERVAL_CONFIDENCE) and
+    P(runtime <= target)."""
     predicted = _floats(model.predict(xs, overlaps))
-    interval_conf = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
-    lower, upper = (
-        _floats(b) for b in model.predict_interval(xs, overlaps, confidence=interval_conf)
-    )
-    # The interval knows only the scale-out curve's errors; widen it by the model's recorded
-    # (else leave-one-out) errors and for co-runners it has no (a, b) of their own.
-    bound = calibrated_upper(
+    level = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
+    _, upper = (_floats(b) for b in model.predict_interval(xs, overlaps, confidence=level))
+    found = calibrated_distribution(
         runs=runs,
         scale_outs=candidates,
         predicted_s=predicted,
         upper_s=upper,
+        interval_confidence=level,
         overlaps=overlaps,
         model=model,
         fit=fit_fn,
-        confidence=interval_conf,
-        jackknife=phase == "model",
-        target_s=target_s,
-        widen=confidence is not None,
+        confidence=level,
+        refit=phase == "model" and confidence is not None,
+        pair_log_sd=_pair_log_sd(model, xs, overlaps),
     )
-    probability = bound.meet_probability
+    dist = found.predictive
+    js = range(len(candidates))
+    probability = (tuple(dist.meet_probability(j, target_s) for j in js)
+                   if found.has_errors else None)
     return _Bounds(
         predicted,
-        lower,
-        tuple(bound.upper_s),
-        interval_conf,
-        bound.calibration,
-        tuple(probability) if probability is not None else None,
+        tuple(dist.quantile_s(j, 1 - level) for j in js),
+        tuple(dist.quantile_s(j, level) for j in js),
+        level,
+        found.calibration,
+        probability,
+        dist,
     )
+
+
+def _pair_log_sd(model: RuntimeModel, xs: Sequence[float],
+                 overlaps: list[dict[str | None, float]] | None) -> list[float] | None:
+    """Per candidate, the sd of the log slow-down of its predicted co-runners from the pairs'
+    uncertainty (co_runner_effects.factor_and_sd); None without co-runners."""
+    if not overlaps or not any(overlaps):
+        return None
+    return [slowdown(model, x, row or {})[1] for x, row in zip(xs, overlaps, strict=True)]
 
 
 def _decide(
@@ -105,23 +119,17 @@ def _decide(
     target_s: float,
     prices: Sequence[float] | None = None,
 ) -> _Decision:
-    """The smallest candidate meeting the target, else the smallest near the fastest.
+    """The smallest candidate meeting the target; none meets it: infeasible.py's rule.
 
-    With a confidence p the upper bound decides: the largest of the model's own interval
-    (the curve's leave-one-scale-out errors, which cover scale-outs never run) and predicted
-    times the p-quantile of the job's past runtime / predicted ratios, so a candidate that
-    meets the target has an estimated probability of at least p of doing so (calibration.py)
-    and one between observed scale-outs must also pass the curve's own interval. Without a
-    confidence (the point decision) the point prediction decides. Below the smallest
-    observed scale-out the model can only bound the runtime (between no and linear
-    speed-up); judge those candidates on the cautious bound, or a flat history would make
-    every smaller scale-out "meet" the target. Infeasible: the smallest candidate within
-    INFEASIBLE_TOLERANCE of the fastest judged runtime (infeasible.py): the maximum when
-    runtime keeps falling, never past a job's sweet spot (overheads, co-runners), and no
-    executors that buy no speed on a flat curve. `prices` (per executor-second, e.g.
-    container MB for `--minimize memory-mb-seconds`): among the candidates meeting the
-    target, the one whose price x scale-out x predicted runtime is least, instead of the
-    smallest.
+    With a confidence p a candidate meets the target when its upper bound, the p-quantile of
+    its predictive distribution, is within it: P(meet) >= p. Without one (the point
+    decision) the point prediction decides, but below the smallest observed scale-out, where
+    the model can only bound the runtime (between no and linear speed-up), the upper bound
+    does, or a flat history would make every smaller scale-out "meet" the target. `prices`
+    (per executor-second, e.g. container MB for `--minimize memory-mb-seconds`): among the
+    candidates meeting the target, the one whose price x scale-out x predicted runtime is
+    least, instead of the smallest. None meeting it: the choice by P(meet) and cost, or the
+    exploration rule (infeasible.py).
     """
     lo = observed[0]
     decide = tuple(
@@ -129,12 +137,16 @@ def _decide(
         for x, p, u in zip(xs, bounds.predicted, bounds.upper, strict=True)
     )
     meets = tuple(d <= target_s for d in decide)
-    feasible = any(meets)
-    i = meets.index(True) if feasible else near_fastest(decide)
-    if feasible and prices is not None:
-        i = min((j for j, m in enumerate(meets) if m),
-                key=lambda j: (prices[j] * xs[j] * bounds.predicted[j], j))
-    return _Decision(decide, meets, feasible, i)
+    costs = [x * p * (prices[j] if prices is not None else 1.0)
+             for j, (x, p) in enumerate(zip(xs, bounds.predicted, strict=True))]
+    if any(meets):
+        i = meets.index(True)
+        if prices is not None:
+            i = min((j for j, m in enumerate(meets) if m), key=lambda j: (costs[j], j))
+        return _Decision(decide, meets, True, i)
+    level = confidence if confidence is not None else bounds.interval_confidence
+    choice = unreachable(bounds.predictive, costs, target_s, level)
+    return _Decision(decide, meets, False, choice.index, choice)
 
 
 def _candidate_rows(
@@ -199,7 +211,7 @@ def _model_plan(
     n_overlapping = len(apps) if ov.prediction is not None else 0
     reason = _reason(phase, candidates, bounds, decision, confidence, common, n_overlapping)
     if not decision.feasible:
-        warnings.append(_infeasible_warning(candidates, target_s, decision, confidence))
+        warnings.append(_infeasible_warning(candidates, target_s, decision, bounds, confidence))
     return _model_plan_record(model, phase, reason, candidates, bounds, decision, ov, views,
                               confidence, warnings, common)
 
@@ -228,6 +240,7 @@ def _reason(
         n_overlapping,
         common["usable_runs"],
         _meet_probability(bounds, i),
+        decision.choice,
     )
 
 
@@ -236,20 +249,22 @@ def _meet_probability(bounds: _Bounds, i: int) -> float | None:
 
 
 def _infeasible_warning(
-    candidates: Sequence[int], target_s: float, decision: _Decision, confidence: float | None
+    candidates: Sequence[int], target_s: float, decision: _Decision, bounds: _Bounds,
+    confidence: float | None,
 ) -> str:
     """What a plan that meets no target reserves instead, in the words of the table: the
-    runtime it was judged on is the upper bound under a P(meet) policy (else the prediction,
-    but for the cautious bound below the smallest scale-out ever run)."""
+    runtime each candidate was judged on (the upper bound under a P(meet) policy, else the
+    prediction, but for the upper bound below the smallest scale-out ever run) and the rule
+    that chose (infeasible.py)."""
     i, chosen = decision.index, candidates[decision.index]
     judged = "upper bound" if confidence is not None else "judged runtime"
-    fastest = min(range(len(candidates)), key=lambda j: (decision.decide[j], j))
-    lowest = (f" ({decision.decide[fastest]:.0f} s at {candidates[fastest]})"
-              if fastest != i else "")
+    probability = _meet_probability(bounds, i)
+    chance = f", P(meet) {probability_text(probability)}" if probability is not None else ""
+    assert decision.choice is not None
     return (
         f"no scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target ({judged} {decision.decide[i]:.0f} s at {chosen}); reserving {chosen}, the "
-        f"smallest scale-out within {tolerance_text()} of the lowest {judged}{lowest}"
+        f"target ({judged} {decision.decide[i]:.0f} s at {chosen}{chance}); reserving "
+        f"{unreachable_words(decision.choice, candidates, target_s)}"
     )
 
 

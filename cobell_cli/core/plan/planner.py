@@ -142,7 +142,9 @@ def plan(
     `memory_runs`, the job's runs with memory columns (any status; `memory_model` a fitted
     model of them, if the caller keeps one); `minimize`: what the smallest-reservation rule
     minimises (core/cost.py): executor-seconds takes the smallest scale-out that meets the
-    target, memory-MB-seconds the one whose containers cost least over the predicted runtime.
+    target, memory-MB-seconds the one whose containers cost least over the predicted runtime;
+    the plan's `minimize` is what its choice minimised: executor-seconds where no container
+    was sized for every candidate, or while the binary search decides (runs 1-3).
     `on_model` is called with the job's own model and the phase it plans in, when there is
     one (the deadline scheduler weighs later starts with the very model this plan used).
     """
@@ -170,10 +172,9 @@ def plan(
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
     if model is not None and on_model is not None:
         on_model(model, phase)
-    if model is None:
-        return _with_memory(
-            _search_plan(runs, candidates, apps, warnings, common, search_policy), sized, minimize
-        )
+    if model is None:  # the binary search prices nothing: it minimises executor-seconds
+        return _with_memory(_search_plan(runs, candidates, apps, warnings, common,
+                                         search_policy), sized, DEFAULT_MINIMIZE)
     chosen = _model_plan(
         model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn, warnings,
         common, confidence, tol_s, max_iter, own_fit, prices
@@ -182,7 +183,7 @@ def plan(
         chosen = replace(chosen, reason=f"{chosen.reason} {choice}")
     if whatif is not None and phase != "bootstrap-whatif":
         chosen = _note_whatif(chosen)
-    return _with_memory(chosen, sized, minimize)
+    return _with_memory(chosen, sized, minimize if prices is not None else DEFAULT_MINIMIZE)
 
 
 def _memory_plan(
@@ -214,7 +215,8 @@ def _prices(sized: MemoryPlan | None, minimize: Minimize) -> list[float] | None:
 
 def _with_memory(chosen: Plan, sized: MemoryPlan | None, minimize: Minimize) -> Plan:
     """The plan with each candidate's memory, the `memory` object at the choice, and what the
-    memory model says of a memory the user set."""
+    memory model says of a memory the user set; `minimize`: what the choice minimised (not
+    always what was asked: api/planning.py says why)."""
     if sized is None:
         return replace(chosen, minimize=minimize)
     from cobell_cli.core.memory.plan import user_memory_warnings

@@ -6,8 +6,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from cobell_cli.core.plan.infeasible import tolerance_text
+from cobell_cli.core.plan.infeasible import Choice
 from cobell_cli.core.plan.records import Phase, Plan, Strategy
+from cobell_cli.core.words import count
 
 
 def probability_text(probability: float) -> str:
@@ -29,6 +30,7 @@ def _model_reason(
     n_co: int,
     n_runs: int,
     probability: float | None = None,
+    choice: Choice | None = None,
 ) -> str:
     # The words of cli/predict.py's WORDS: prediction, upper bound, P(meet).
     bound = f", upper bound {upper_s:.0f} s" if confidence is not None else ""
@@ -38,19 +40,20 @@ def _model_reason(
             bound += f" >= {confidence:.0%}"
     kind = "joint fix-point" if strategy == "joint" else "Algorithm 1, runtime assumed = target"
     slowed = (
-        f" times the slow-down of {n_co} running co-runner(s) the job's co-located runs"
+        f" times the slow-down of {count(n_co, 'running co-runner')} the job's co-located runs"
         f" taught the model ({kind})"
         if n_co
         else ""
     )
     if phase == "bootstrap-whatif":
         how = (
-            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the what-if replay of the"
-            f" job's event-log profile, corrected by its runs" + (f",{slowed}" if slowed else "")
+            f"bootstrap run {n_runs + 1} ({count(n_runs, 'similar run')}): the what-if replay of"
+            f" the job's event-log profile, corrected by its runs"
+            + (f",{slowed}" if slowed else "")
         )
     elif phase == "bootstrap-parametric":
         how = (
-            f"bootstrap run {n_runs + 1} ({n_runs} similar runs): the model"
+            f"bootstrap run {n_runs + 1} ({count(n_runs, 'similar run')}): the model"
             + (slowed if n_co else " without interference")
         )
     elif n_co == 0:
@@ -58,18 +61,30 @@ def _model_reason(
             " ignoring co-runners (Bell)" if strategy == "none" else " with no co-runner running"
         )
     else:
-        how = f"the runtime model with the overlap of {n_co} co-runner(s) ({kind})"
+        how = f"the runtime model with the overlap of {count(n_co, 'co-runner')} ({kind})"
     if feasible:
         return (
             f"{chosen} is the smallest scale-out in [{candidates[0]}, {candidates[-1]}] meeting "
             f"the {target_s:.0f} s target: {how}: prediction {predicted_s:.0f} s{bound}."
         )
-    judged = "upper bound" if confidence is not None else "judged runtime"
+    level = f" with P(meet) >= {confidence:.0%}" if confidence is not None else ""
+    why = unreachable_words(choice, candidates, target_s) if choice is not None else str(chosen)
     return (
         f"No scale-out in [{candidates[0]}, {candidates[-1]}] meets the {target_s:.0f} s "
-        f"target, so the smallest within {tolerance_text()} of the lowest {judged}"
-        f", {chosen}: {how}: prediction {predicted_s:.0f} s{bound} there."
+        f"target{level}, so {why}: {how}: prediction {predicted_s:.0f} s{bound} there."
     )
+
+
+def unreachable_words(choice: Choice, candidates: Sequence[int], target_s: float) -> str:
+    """Why infeasible.py's rule chose its candidate, after "so": the choice by P(meet) and
+    cost at the lowest upper bound, or the exploration rule's move."""
+    chosen = candidates[choice.index]
+    if choice.explored_from is not None:
+        return (f"{chosen}, the cheapest scale-out as likely to meet it whose next run could"
+                f" bring it there (exploration: one more run at"
+                f" {candidates[choice.explored_from]} could not)")
+    return (f"{chosen}, the cheapest about as likely as any to finish within"
+            f" {choice.aim_s:.0f} s, the lowest upper bound")
 
 
 def _note_whatif(chosen: Plan) -> Plan:

@@ -13,6 +13,7 @@ from cobell_cli.core.cost import DEFAULT_MINIMIZE, Minimize
 from cobell_cli.core.jsonable import jsonable
 from cobell_cli.core.schedule.joint import schedule
 from cobell_cli.core.schedule.records import Busy, PendingJob, Schedule, StartOption
+from cobell_cli.core.words import count
 
 START_SLACK_S = 1.0  # a start this close to now is now
 NEW = "new"  # the deciding submit's key before it has a row
@@ -100,7 +101,8 @@ def _reason(new: PendingJob, start_at: float, waits_for: str | None,
     chosen = next((o for o in options if abs(o.start_at - start_at) < 1e-6), None)
     level = (f"P(meet) >= {new.confidence:g}" if new.confidence is not None
              else "the point prediction")
-    jointly = f", decided with {others} other submit(s) that have deadlines" if others else ""
+    jointly = (f", decided with {count(others, 'other submit')} that have deadlines"
+               if others else "")
     if chosen is None or not chosen.feasible:
         return (f"no start meets the deadline at {level}: starting at once at the fastest "
                 f"scale-out{jointly}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from cobell_cli.core.words import count
+
 if TYPE_CHECKING:
     from cobell_cli.core.running import RunningApp
 
@@ -38,7 +40,8 @@ def queue_wait_s(
     k = len(ahead)
     drain = known[k] - now if len(known) > k else (known[-1] - now if known else 0.0)
     wait = max(drain, waited, 0.0)
-    return wait, (f"{k} app(s) already wait in YARN queue {queue!r} (the longest for "
+    return wait, (f"{count(k, 'app')} already wait{'s' if k == 1 else ''} in YARN queue "
+                  f"{queue!r} (the longest for "
                   f"{waited:.0f} s): counting {wait:.0f} s of queueing against the deadline")
 
 

@@ -1,9 +1,11 @@
 """How likely a job is to finish within a budget, and how late an app may end: both read from
 runtime / predicted ratios the way the planner reads them (core/calibration.py).
 
-`Risk.judge` mirrors `calibrated_upper` for one candidate: upper = max(the model's interval,
-predicted x the ratios' bound at the confidence) x the stranger factor, and P(meet) = the
-ratios' probability of staying below budget / (predicted x stranger factor). It reads the
+`Risk.judge` reads one candidate the pooled way: upper = max(the model's interval, predicted x
+the ratios' bound at the confidence) x the stranger factor, and P(meet) = the ratios'
+probability of staying below budget / (predicted x stranger factor). (The planner gives each
+candidate a distribution of its own, core/predictive.py; a schedule weighs jobs it has no
+candidates' runs for.) It reads the
 ratios a job carried into the history (a waiting submit's own), so that any process can weigh
 another's job without its runs.
 """
@@ -47,7 +49,8 @@ UNKNOWN_END_LOG_SD = 0.25
 
 def error_ratios(model: Any, runs: Sequence[Mapping[str, Any]]) -> tuple[float, ...]:
     """The model's held-out runtime / predicted ratios joined by the recorded outcomes of the
-    job's last plans: what `calibrated_upper` calibrates on when the model carries its own."""
+    job's last plans: the pooled errors `calibration.held_out_errors` gives the planner
+    when the model carries its own."""
     own = held_out_ratios(model) or []
     if len(own) < 4 or len(runs) < 4:
         return ()

@@ -1,0 +1,72 @@
+"""No single run moves the decision of a history of >= 10 runs by more than one candidate step
+(issue 34's goal), for runs a job could produce: with the real runtime model, on histories
+made as cobell's own loop makes them (three spread bootstrap runs, then runs at the one to
+three scale-outs near the decision), one more run at any candidate whose runtime lies within
+three standard deviations of the job's true runtime there.
+
+NOT MET YET (issue 34): the per-candidate distribution (core/predictive.py) does not hold it.
+Hypothesis's derandomized search finds seed=4, x=4, k=2.0: one run at 4 executors, 2 sd slow,
+moves the decision from 14 to 17 executors (the fit's curve and the pooled errors both move).
+The test stays, strict: it fails the day the goal is met, so the marker goes then."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
+from cobell_cli.core.model import fit_runtime_model
+from cobell_cli.core.plan import plan
+
+MIN_X, MAX_X = 4, 60
+
+
+def _truth(serial: float, at_24_s: float, x: float) -> float:
+    """Amdahl's law through at_24_s at 24 executors with a serial share `serial`."""
+    return at_24_s * (serial + (1 - serial) * 24 / x)
+
+
+def _history(seed: int) -> tuple[list[dict[str, Any]], float, Any]:
+    """A job's runs as the planner's loop leaves them, its target, and its true runtime."""
+    rng = np.random.default_rng(seed)
+    serial, at_24, sd = rng.uniform(0.03, 0.3), rng.uniform(100, 1000), rng.uniform(0.01, 0.06)
+
+    def truth(x: float) -> float:
+        return _truth(serial, at_24, x)
+
+    needed = rng.uniform(8, 48)
+    boot = [32, int(rng.integers(6, 31)), int(rng.integers(33, 60))]
+    near = sorted({max(MIN_X, min(MAX_X, round(needed * m)))
+                   for m in rng.uniform(0.95, 1.25, size=int(rng.integers(1, 4)))})
+    xs = boot + [int(rng.choice(near)) for _ in range(int(rng.integers(7, 28)))]
+    runs = [_run(i, x, truth(x) * math.exp(rng.normal(0, sd))) for i, x in enumerate(xs)]
+    return runs, truth(needed), (truth, sd)
+
+
+def _run(i: int, x: int, runtime_s: float) -> dict[str, Any]:
+    return {"id": i, "job": "j", "scale_out": x, "runtime_s": runtime_s,
+            "status": "succeeded", "started_at": float(i), "overlaps": {}}
+
+
+def _decide(runs: list[dict[str, Any]], target_s: float) -> int:
+    return plan(job="j", history=runs, now=1e9, target_s=target_s, min_scale_out=MIN_X,
+                max_scale_out=MAX_X, fit=fit_runtime_model,
+                confidence=DEFAULT_CONFIDENCE).scale_out
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34's one-step goal is not met yet: seed=4, x=4, "
+                   "k=2.0 moves 14 -> 17 (see the module doc)")
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), x=st.integers(MIN_X, MAX_X), k=st.floats(-3.0, 3.0))
+def test_one_run_a_job_could_produce_moves_the_decision_at_most_one_step(
+        seed: int, x: int, k: float) -> None:
+    runs, target_s, (truth, sd) = _history(seed)
+    before = _decide(runs, target_s)
+    after = _decide([*runs, _run(len(runs), x, truth(x) * math.exp(k * sd))], target_s)
+    assert abs(after - before) <= 1, (before, after)
