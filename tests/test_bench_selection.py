@@ -79,3 +79,20 @@ def test_prior_width_notes_a_real_set_without_a_sparse3_draw(tmp_path):
                                            "absent": tmp_path / "absent.csv"}, [0])
     assert list(sets) == ["four sparse3, seeds 0-0"]
     assert no_draw == ["three (6 runs at scale-outs [1, 3, 4])"]
+
+
+def test_a_cached_history_is_read_back_not_scored_again(tmp_path, monkeypatch):
+    tasks = [selection.Task("made-up", f"seed {s}", _runs(12, s), _runs(4, s + 10))
+             for s in (0, 1)]
+    calls: list[str] = []
+
+    def fake_score(task):
+        calls.append(task.label)
+        return {v: np.full(len(task.test), float(len(calls))) for v in selection.VARIANTS}
+
+    monkeypatch.setattr(selection, "score", fake_score)
+    first = selection.evaluate(tasks[:1], 1, tmp_path)
+    both = selection.evaluate(tasks, 1, tmp_path)
+    assert calls == ["seed 0", "seed 1"]  # seed 0 came from the cache the second time
+    assert np.array_equal(both[0]["cobell"], first[0]["cobell"])
+    assert both[1]["cobell"][0] == 2.0 and len(list(tmp_path.iterdir())) == 2

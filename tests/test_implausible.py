@@ -58,21 +58,23 @@ def predicted(db: Path, job: str, target: str) -> dict:
                                      ["sh", "-c", "sleep 0.2", "{scale_out}"]])
 def test_trying_cobell_with_a_stand_in_command_does_not_wreck_the_plan(
         tmp_path: Path, bell_dir: Path, command: list[str]) -> None:
-    """105 runs of Bell's sgd reserve 41 for 200 s. A submit of `echo` (0.0 s) or of a 0.2 s
+    """105 runs of Bell's sgd reserve about 40 for 200 s (41 when the issue was filed). A submit of `echo` (0.0 s) or of a 0.2 s
     command recorded a success that made the next predict reserve 63-64 of 64 executors,
     "no scale-out meets the 200 s target": now it is kept out, said so, and named by the
-    plan, and the plan stays within one step of 41 (until `history include` lets it in)."""
+    plan, and the plan stays within one step of the plan before it (until `history include`
+    lets it in)."""
     db = tmp_path / "h.db"
     imported = cobell("--db", db, "history", "import", bell_dir / "sgd.spark.csv", "--job",
                       "sgd", "--runtime-unit", "ms")
     assert imported.exit_code == 0, imported.stderr
-    assert predicted(db, "sgd", "200")["scale_out"] == 41
+    before = predicted(db, "sgd", "200")["scale_out"]
+    assert 36 <= before <= 44 and before < 60  # the premise: a plan far from the wrecked one
     submitted = cobell("--db", db, "submit", "-j", "sgd", "-t", "200", "--cluster", "none",
                        "--", *command)
     assert submitted.exit_code == 0, submitted.stderr
     assert "run 106 kept out of fitting: implausible runtime" in submitted.stderr
     plan = predicted(db, "sgd", "200")
-    assert abs(plan["scale_out"] - 41) <= 1 and plan["feasible"]
+    assert abs(plan["scale_out"] - before) <= 1 and plan["feasible"]
     assert any(w.startswith("run 106 kept out of fitting: implausible runtime")
                for w in plan["warnings"])
     text = cobell("--db", db, "predict", "-j", "sgd", "-t", "200", "--cluster", "none")
@@ -87,7 +89,9 @@ def test_trying_cobell_with_a_stand_in_command_does_not_wreck_the_plan(
     included = cobell("--db", db, "history", "include", "106")
     assert included.exit_code == 0 and "included 1 run" in included.stderr
     assert run_json(db, 106)["excluded_by"] is None
-    assert predicted(db, "sgd", "200")["scale_out"] >= 60  # the run steers again
+    # the run steers again: by more than one step (to 63-64 before issue 34's decision rule,
+    # which reads a sub-second run's pull as faster runs: fewer executors now)
+    assert abs(predicted(db, "sgd", "200")["scale_out"] - before) > 1
 
 
 # -- imports ---------------------------------------------------------------------------

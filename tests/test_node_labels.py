@@ -98,6 +98,65 @@ def test_speeds_without_jobs_on_two_types_say_nothing() -> None:
     assert speeds.held_out_log_sd_ == 0.0
 
 
+@pytest.mark.parametrize("runs_there", [1, 3])
+def test_the_prior_is_worth_one_run_on_a_type(runs_there: int) -> None:
+    """A type the job ran on a little: its factor is the runs' shrunk toward the profile
+    prior as if the prior were one more run (factors.PRIOR_RUNS; measured against 0-10 runs'
+    worth on bench.hetero's seeds, bench/results/nodetype_constants.md): one run there and
+    the prior weigh about the same, three runs outweigh it about three to one. Here the
+    prior says "no difference" (a type as fast as the base for every resource), the runs say
+    fast-disk."""
+    base = _runs("disk-job", ("",)) * 3
+    there = [r for r in _runs("disk-job", ("fast-disk",)) if r["scale_out"] == 8] * runs_there
+    runs = [{**r, "id": i} for i, r in enumerate(base + there, 1)]
+    same = TypeSpeeds(reference="", slowness_={"": np.ones(4), "fast-disk": np.ones(4)})
+    own, _ = NodeTypeModel().fit(runs).factor("fast-disk")  # no prior: the runs alone
+    shrunk, source = NodeTypeModel().fit(runs, SHARES["disk-job"], same).factor("fast-disk")
+    assert source == "runs" and own == pytest.approx(_factor("disk-job", "fast-disk"), rel=0.02)
+    weight = runs_there / (runs_there + 1.0)  # of the runs against the prior, in log
+    assert math.log(shrunk) / math.log(own) == pytest.approx(weight, abs=0.06)
+
+
+def test_a_types_factor_is_the_geometric_mean_of_its_runs_ratios() -> None:
+    """Each run on a type says runtime / curve; the factor is their geometric mean (the mean
+    log residual), so one run 30 % slower than the others moves it by 1.3^(1/3), not 0."""
+    base = _runs("disk-job", ("",)) * 3
+    there = _runs("disk-job", ("fast-disk",))
+    there[-1] = {**there[-1], "runtime_s": 1.3 * there[-1]["runtime_s"]}
+    runs = [{**r, "id": i} for i, r in enumerate(base + there, 1)]
+    phi, _ = NodeTypeModel().fit(runs).factor("fast-disk")
+    assert phi == pytest.approx(_factor("disk-job", "fast-disk") * 1.3 ** (1 / 3), rel=0.015)
+
+
+def _speeds(jobs: tuple[str, ...]) -> TypeSpeeds:
+    factors = [f for job in jobs
+               for f in NodeTypeModel().fit(_runs(job, ("", "fast-cpu", "fast-disk")))
+               .type_factors(job)]
+    return TypeSpeeds().fit(factors, SHARES)
+
+
+def test_the_types_speeds_shrink_toward_no_difference_and_chain_through_the_reference() -> None:
+    """speeds.RIDGE: one job's factor on a type moves that type's learned speed only part of
+    the way from "no difference" (1), so the prior for a job of the same profile lies between
+    1 and what the job measured. The reference is the type most jobs ran on, and a ratio
+    between two other types is the ratio of their ratios to it."""
+    one = TypeSpeeds().fit([TypeFactor("disk-job", "", 1.0, 10),
+                            TypeFactor("disk-job", "fast-disk", 0.5, 3),
+                            TypeFactor("cpu-job", "", 1.0, 10)], SHARES)
+    assert one.reference == ""
+    assert 0.51 < one.ratio(SHARES["disk-job"], "fast-disk", "") < 0.95
+    speeds = _speeds(("cpu-job", "mixed"))
+    p = SHARES["disk-job"]
+    assert speeds.ratio(p, "fast-cpu", "fast-disk") == pytest.approx(
+        speeds.ratio(p, "fast-cpu", "") / speeds.ratio(p, "fast-disk", ""))
+    assert speeds.ratio(p, "fast-cpu", "fast-disk") > 1.5  # the disk-bound job: fast-disk
+
+
+def test_memory_time_counts_with_waiting_as_other() -> None:
+    shares = time_shares({"cpu": 0.2, "disk": 0.1, "network": 0.1, "memory": 0.3, "wait": 0.1})
+    assert shares.tolist() == pytest.approx([0.25, 0.125, 0.125, 0.5])
+
+
 def test_the_cheapest_label_that_meets_the_target_wins() -> None:
     """A faster label at a higher price can cost less: fewer executors for less time."""
     factors = [f for job in ("cpu-job", "mixed")

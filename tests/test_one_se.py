@@ -90,18 +90,36 @@ def test_one_se_keeps_the_simpler_curve_where_the_runs_cannot_tell(seed: int):
     assert picked["kind"] == "parametric" and picked["features"] == ["const", "inv"]
 
 
-def test_the_paper_form_stays_where_the_real_runs_cannot_tell_its_extensions_apart():
-    # The recorded real runs with at most one co-runner: the broken line's CV error is lower
-    # than Ernest's separation, but by less than a standard error, and a + b/x is no better
-    # than a: the lowest CV error takes the broken line, the one-SE rule keeps Ernest's
-    # curve and the single parameter per co-runner.
+def test_the_broken_line_is_kept_on_the_real_runs_only_where_it_wins_by_a_standard_error():
+    # The recorded real runs with at most one co-runner, the broken line offered to the CV
+    # (it is not by default, docs/model.md). Its first stage compares the two curves the
+    # pairs are separated from under the paper's a + b/x; whichever way the recording falls
+    # (on the quiet re-recording of Nov 28 the broken line wins by more than a SE; on the
+    # loaded one it won by less), the model must take what the one-SE rule says given the
+    # computed errors, and the default must separate from Ernest's curve regardless.
     from bench.real_colocation import HISTORY, load_runs
+    from cobell_cli.core.model.co_runner_runs import pool_rare
+    from cobell_cli.core.model.curve_select import MIN_SCALE_OUTS_FOR_CV
+    from cobell_cli.core.model.data import prepare_runs
+    from cobell_cli.core.model.interference import knots
+    from cobell_cli.core.model.interference_form import interference_cv
+    from cobell_cli.core.model.parametric import AMDAHL, FEATURES
 
     if not HISTORY.is_file():
         pytest.skip("history/colocation-local.csv not in this checkout")
     runs = [r for r in load_runs(HISTORY) if sum(v > 0 for v in r["overlaps"].values()) <= 1]
-    lucky = fit_runtime_model(runs, selection="best").describe()["combination"]
-    assert lucky["separated_from"] == "broken line"  # the premise
-    kept = fit_runtime_model(runs).describe()["combination"]
-    assert kept["separated_from"] == "ernest" and kept["scaled"] is False
-    assert kept["rule"] == "additive"
+    plain = pool_rare(prepare_runs(runs))
+    assert knots(plain.scale_out) is not None  # the premise: the broken line is a candidate
+    many = len(set(plain.scale_out)) > MIN_SCALE_OUTS_FOR_CV  # the curve's terms, as fit() has
+    base = FEATURES if many else AMDAHL
+    cv = {broken: interference_cv(plain.scale_out, plain.runtime_s, plain.overlap, base,
+                                  ("additive", True), True, broken) for broken in (False, True)}
+    best = min(cv.values(), key=lambda c: c.mean)
+    broken_wins = cv[False].mean > best.mean + best.se
+    offered = fit_runtime_model(runs, alone_curve="auto").describe()["combination"]
+    assert offered["separated_from"] == ("broken line" if broken_wins else "ernest")
+    names = offered["cv_mean_abs_log_error"]
+    assert names["additive, a + b/x"] == pytest.approx(cv[False].mean)
+    assert names["additive, a + b/x, broken line"] == pytest.approx(cv[True].mean)
+    default = fit_runtime_model(runs).describe()["combination"]
+    assert default["separated_from"] == "ernest" and default["rule"] == "additive"

@@ -528,12 +528,15 @@ def test_choice_is_smallest_and_monotone_in_interference(
     assert p.overlap_converged in (True, None)
     # More interference never lowers the scale-out that meets the target (out of reach, the
     # plan weighs P(meet) against cost: no order there).
+    # (When nothing meets it for the weaker model, the joint fix-point may still let the
+    # stronger one meet it at 63 of 64: a longer run overlaps its co-runners for a smaller
+    # share of its runtime. Hypothesis found 64 vs 63 there; the order holds where p meets.)
     stronger = plan_with(strong, **kw)
-    assert not stronger.feasible or stronger.scale_out >= p.scale_out
+    assert not (stronger.feasible and p.feasible) or stronger.scale_out >= p.scale_out
     # Another co-runner never lowers it either.
     more = [*apps, app("extra", None, NOW - 5)]
     crowded = plan_with(weak, **{**kw, "co_runners": more})
-    assert not crowded.feasible or crowded.scale_out >= p.scale_out
+    assert not (crowded.feasible and p.feasible) or crowded.scale_out >= p.scale_out
     # Without co-runners: the no-interference model.
     if not apps:
         assert p.predicted_s == pytest.approx(float(weak.predict([p.scale_out])[0]))

@@ -15,7 +15,14 @@ from cobell_cli.core.calibration import RatioDistribution, ratio_bound
 from cobell_cli.core.model_table import ModelTable
 from cobell_cli.core.schedule import Busy, PendingJob, schedule
 from cobell_cli.core.schedule.decision import busy_from_row, decide, pending_from_row
-from cobell_cli.core.schedule.options import cheapest
+from cobell_cli.core.schedule.options import (
+    Moment,
+    Sizer,
+    WaitFor,
+    cheapest,
+    moments,
+    start_option,
+)
 from cobell_cli.core.schedule.queue import queue_wait_s
 from cobell_cli.core.schedule.records import StartOption
 from cobell_cli.core.schedule.risk import Risk, end_at_level, ended_by
@@ -34,11 +41,12 @@ XS = tuple(range(2, 41))
 
 
 def table(pairs: dict[str, tuple[float, float]] | None = None, combination: str = "additive",
-          alone: float = 1000.0) -> ModelTable:
-    """A job whose alone runtime is alone/x + 40 s, slowed by (a + b/x)·ov per co-runner."""
+          alone: float = 1000.0, rise: float = 0.0) -> ModelTable:
+    """A job whose alone runtime is alone/x + 40 s (+ rise·x), slowed by (a + b/x)·ov per
+    co-runner."""
     grid = range(1, 65)
     pairs = pairs if pairs is not None else {"etl": (1.0, 0.0), "light": (0.05, 0.0)}
-    runtime = [alone / x + 40.0 for x in grid]
+    runtime = [alone / x + 40.0 + rise * x for x in grid]
     return ModelTable(
         alone_s=runtime, lower_s=[0.97 * r for r in runtime],
         upper_s=[1.03 * r for r in runtime], confidence=0.9, pairs=pairs,
@@ -168,6 +176,89 @@ def test_a_wait_is_offered_only_where_its_own_probability_reaches_the_confidence
     for option in found.options:
         if option.feasible:
             assert option.meet_probability is not None and option.meet_probability >= 0.9
+
+
+def test_a_waits_probability_mixes_whether_what_it_waits_for_has_ended() -> None:
+    """A start after etl's predicted end meets the deadline for sure if etl has ended, and
+    never if etl still runs (beside it, at a = 5, even the largest candidate misses): with no
+    error record for etl its end is a coin toss at its predicted end (ended_by: the
+    log-normal's median), so the wait's P(meet) is about one half, and it is not offered."""
+    start = NOW + 100.0
+    pending = job(deadline_in_s=400.0, model=table({"etl": (5.0, 0.0)}))
+
+    def option(moment: Moment, others: list[Interval]) -> StartOption:
+        return start_option(Sizer(pending, Risk(RATIOS, 0.9), "executor-seconds"), moment,
+                            others, NOW)
+
+    ended = option(Moment(start), [])
+    running = option(Moment(start), [Interval("etl", NOW - 300.0, math.inf, 16)])
+    assert ended.feasible and ended.meet_probability >= 0.9  # the premise: etl gone, met
+    assert running.meet_probability <= 0.01  # etl beside it all along: missed
+    coin = WaitFor("etl", "etl", NOW - 300.0, start, 16, ())
+    assert coin.ended_by(start) == pytest.approx(0.5)
+    wait = option(Moment(start, coin), [])
+    assert wait.waits_for == "etl" and not wait.feasible
+    assert 0.4 <= wait.meet_probability <= 0.6
+    assert "P(meet)" in (wait.note or "")
+
+
+def test_a_feasible_waits_cost_mixes_the_reservation_it_keeps_and_the_one_it_rescues_with() -> None:
+    """A wait for an app that may still run at the start (no error record: ended with P 1/2 at
+    its predicted end) is re-planned at the start if the app runs late: with probability 1/2
+    the reservation that meets the deadline alone, else the larger one that meets it beside
+    the app. Both meet it, so the wait does too, at the mixture of the two costs."""
+    start = NOW + 100.0
+    pending = job(deadline_in_s=900.0, model=table({"etl": (0.5, 0.0)}))
+
+    def option(moment: Moment, others: list[Interval]) -> StartOption:
+        return start_option(Sizer(pending, Risk(RATIOS, 0.9), "executor-seconds"), moment,
+                            others, NOW)
+
+    ended = option(Moment(start), [])
+    running = option(Moment(start), [Interval("etl", NOW - 300.0, math.inf, 16)])
+    assert ended.feasible and running.feasible and running.scale_out > ended.scale_out
+    wait = option(Moment(start, WaitFor("etl", "etl", NOW - 300.0, start, 16, ())), [])
+    assert wait.feasible and wait.scale_out == ended.scale_out
+    assert wait.cost == pytest.approx(0.5 * ended.cost + 0.5 * running.cost, rel=1e-6)
+    assert wait.meet_probability >= 0.9
+
+
+def test_with_no_candidate_meeting_the_deadline_the_likeliest_is_taken_not_the_largest() -> None:
+    """A curve that rises again at the top (a collect-like term, 2.5·x s): the fastest
+    candidate, the likeliest to make a deadline out of reach, lies inside the range."""
+    found = schedule([job(deadline_in_s=90.0, model=table(rise=2.5))], [], NOW, focus="new")
+    mine = found.of("new")
+    fastest = min(XS, key=lambda x: 1000.0 / x + 2.5 * x)  # 20
+    assert not mine.feasible and mine.scale_out < XS[-1]
+    assert abs(mine.scale_out - fastest) <= len(XS) // 12 + 1  # the coarse pass's step
+
+
+def test_the_starts_offered_are_now_and_the_next_distinct_ends_that_leave_time() -> None:
+    """Ends closer than MOMENT_MERGE_S to a start already offered are that start; an end
+    that leaves less than the job's fastest run is no start; at most MAX_MOMENTS in all."""
+    pending = job(deadline_in_s=900.0)  # fastest alone: 1000/40 + 40 = 65 s
+
+    def at(offset: float, name: str) -> tuple[float, WaitFor]:
+        return NOW + offset, WaitFor(name, "etl", NOW - 10.0, NOW + offset, 16, ())
+
+    waits = [at(100.0, "a"), at(100.4, "b"), at(200.0, "c"), at(860.0, "too late"),
+             at(300.0, "d"), at(400.0, "e")]
+    chosen = moments(pending, NOW, waits)
+    assert [m.start_at - NOW for m in chosen] == [0.0, 100.0, 200.0, 300.0]
+    assert [m.waits_for.name for m in chosen[1:]] == ["a", "c", "d"]
+    assert [m.start_at - NOW for m in moments(pending, NOW, [at(860.0, "x")])] == [0.0]
+
+
+def test_a_candidate_that_misses_alone_is_judged_without_solving_its_overlaps() -> None:
+    """What runs beside a job only slows it: a candidate whose run alone already misses the
+    budget at the confidence is judged on its alone runtime (no fix-point solved)."""
+    sizer = Sizer(job(deadline_in_s=100.0), Risk(RATIOS, 0.9), "executor-seconds")
+    busy = [Interval("etl", NOW - 50.0, NOW + 500.0, 16)]
+    hopeless = sizer.at(2, NOW, busy)  # alone 540 s against 100 s
+    assert not hopeless.judgement.feasible and sizer.evaluations == 0
+    assert hopeless.runtime_s == pytest.approx(540.0) and hopeless.row == {}
+    sizer.at(40, NOW, busy)  # 65 s alone: within reach, its overlaps solved
+    assert sizer.evaluations == 1
 
 
 # --- several jobs: the joint schedule ------------------------------------------------------

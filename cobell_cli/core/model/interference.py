@@ -127,7 +127,7 @@ def _fit_curve(x: np.ndarray, y: np.ndarray, features: Sequence[str], w: np.ndar
 
 
 def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.ndarray,
-                     features: Sequence[str] = FEATURES, *, robust: bool = True,
+                     features: Sequence[str] = FEATURES, *, robust: bool = False,
                      rule: str = "additive", scaled: bool = True,
                      rounds: int = ALTERNATIONS, at: np.ndarray | None = None,
                      ) -> tuple[AloneCurve, np.ndarray, np.ndarray, np.ndarray]:
@@ -135,13 +135,13 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
     `at` a broken line through them (see `knots`).
 
     Start: θ from the runs without co-runners (when there are enough), then alternating
-    exact NNLS steps for (a, b) and θ; bisquare reweighting on log residuals drops runs
-    that no (θ, a, b) explains. No joint nonlinear polish follows (scipy's curve_fit did
-    until Nov 2026): it changed none of the default model's numbers in bench.coverage,
-    colocation and real_colocation, moved the paper-form baseline's a little either way,
-    and importing it cost ~0.33 s of every predict that fits. So the final model is fitted
-    as the cross-validation refits that chose its form are
-    (interference_form.interference_cv).
+    exact NNLS steps for (a, b) and θ; with `robust`, bisquare reweighting on log residuals
+    drops runs that no (θ, a, b) explains (a candidate, not the default: docs/model.md).
+    No joint nonlinear polish follows (scipy's curve_fit did until Nov 2026): it changed
+    none of the default model's numbers in bench.coverage, colocation and real_colocation,
+    moved the paper-form baseline's a little either way, and importing it cost ~0.33 s of
+    every predict that fits. So the final model is fitted as the cross-validation refits
+    that chose its form are (interference_form.interference_cv).
     """
     x = np.asarray(scale_out, float)
     y = np.asarray(runtime_s, float)

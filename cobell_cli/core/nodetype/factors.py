@@ -23,7 +23,11 @@ from cobell_cli.core.nodetype.speeds import TypeFactor, TypeSpeeds
 
 DEFAULT_TYPE = ""  # runs with no node label: the cluster's default partition
 ROUNDS = 3
-PRIOR_RUNS = 1.0  # how many runs on a type the prior is worth
+# How many runs on a type the prior is worth. Set by hand at 942641d; measured since by
+# bench.studies.nodetype_constants (bench/results/nodetype_constants.md: a job's other runs on a
+# type predicted from 1-2 of them): on bench.hetero's seed 2018 the grid's best was 10, with 1
+# within one SE; on seed 7, which chose nothing, 1 was the best (7.73 vs 8.21 at 10), so 1 stays.
+PRIOR_RUNS = 1.0
 
 
 def node_type(run: Mapping[str, Any]) -> str:

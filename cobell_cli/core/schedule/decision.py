@@ -21,7 +21,8 @@ NEW = "new"  # the deciding submit's key before it has a row
 # decide cannot know the others are coming. A submit whose plan says "now" within this long
 # of its arrival waits until then (never past its --max-wait; not with --start-now) and plans
 # again with whoever arrived meanwhile (decided together). Deadlines are minutes to hours
-# away; this costs seconds of them.
+# away; this costs seconds of them. Not fitted on any data (set by hand at c09d566): a
+# latency budget, the longest a submit may wait before deciding, not a statistic of the runs.
 GATHER_S = 10.0
 GATHERING = "submits arriving with it"
 

@@ -1,0 +1,131 @@
+"""Do the tests of core/schedule and core/nodetype notice when the code is wrong? (issue 34, item 7)
+
+    python -m bench.studies.mutations [--only NAME ...] [--list] [--output FILE]
+
+Each mutation replaces one exact piece of source text (it must occur once) with a plausible
+mistake, runs the test files that cover that module (`pytest -q -x -n 0`, no network, the
+mutated file restored afterwards whatever happens), and counts the mutant as killed when a
+test fails (the same tests pass unmutated first, else nothing is counted). A mutant that
+survives names a behaviour no test pins down. The list holds the two mutants issue 34 found
+surviving (the wait's P(meet) -> p1, PRIOR_RUNS 1 -> 10) and the others tried while writing
+the tests that kill them; every one was killed at the commit that added this file. Run it
+from the repository root with its virtualenv's Python (one test run per mutant, ~5-10 s
+each; --only to pick some).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEDULE_TESTS = ("tests/test_schedule.py", "tests/test_wait.py")
+NODETYPE_TESTS = ("tests/test_node_labels.py",)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str  # relative to the repository root
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+OPTIONS = "cobell_cli/core/schedule/options.py"
+FACTORS = "cobell_cli/core/nodetype/factors.py"
+SPEEDS = "cobell_cli/core/nodetype/speeds.py"
+
+MUTATIONS = (
+    Mutation("wait P(meet) -> p1 (issue 34)", OPTIONS,
+             "p = q * p1 + (1 - q) * p2", "p = p1", SCHEDULE_TESTS),
+    Mutation("wait cost -> on-time cost only", OPTIONS,
+             "cost = q * on_time.cost + (1 - q) * rescued.cost", "cost = on_time.cost",
+             SCHEDULE_TESTS),
+    Mutation("rescue at the on-time scale-out", OPTIONS,
+             "rescued = sizer.at(xs[max(i, rescue_index)], start, late)",
+             "rescued = sizer.at(xs[i], start, late)", SCHEDULE_TESTS),
+    Mutation("moments not merged", OPTIONS,
+             "or at - out[-1].start_at < MOMENT_MERGE_S:", "or False:", SCHEDULE_TESTS),
+    Mutation("moments not capped", OPTIONS,
+             "if len(out) >= MAX_MOMENTS:", "if False:", SCHEDULE_TESTS),
+    Mutation("a wait that leaves no time kept", OPTIONS,
+             "if job.budget_s(at) < fastest:", "if False:", SCHEDULE_TESTS),
+    Mutation("infeasible fallback: the slowest", OPTIONS,
+             "at(i).runtime_s, -i))", "-at(i).runtime_s, -i))", SCHEDULE_TESTS),
+    Mutation("no hopeless shortcut when alone misses", OPTIONS,
+             "if bound is None or bound <= budget:", "if True:", SCHEDULE_TESTS),
+    Mutation("PRIOR_RUNS 1 -> 10 (issue 34)", FACTORS,
+             "PRIOR_RUNS = 1.0", "PRIOR_RUNS = 10.0", NODETYPE_TESTS),
+    Mutation("PRIOR_RUNS 1 -> 0", FACTORS,
+             "PRIOR_RUNS = 1.0", "PRIOR_RUNS = 0.0", NODETYPE_TESTS),
+    Mutation("type factor: median of log residuals", FACTORS,
+             "own = float(np.mean(values)) - base", "own = float(np.median(values)) - base",
+             NODETYPE_TESTS),
+    Mutation("RIDGE 0.2 -> 0", SPEEDS, "RIDGE = 0.2", "RIDGE = 0.0", NODETYPE_TESTS),
+    Mutation("memory time not in 'other'", SPEEDS,
+             'other = float(profile.get("memory", 0.0)) + float(profile.get("wait", 0.0))',
+             'other = float(profile.get("wait", 0.0))', NODETYPE_TESTS),
+)
+
+
+def passes(tests: Sequence[str], python: str) -> bool:
+    done = subprocess.run([python, "-m", "pytest", "-q", "-x", "-n", "0", "-p",
+                           "no:cacheprovider", *tests], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    return done.returncode == 0
+
+
+def run(m: Mutation, python: str) -> tuple[bool, float]:
+    """(killed, seconds): the mutant applied, its tests run, the file restored."""
+    path = ROOT / m.path
+    source = path.read_text()
+    if source.count(m.old) != 1:
+        raise SystemExit(f"mutation {m.name!r}: {m.old!r} occurs {source.count(m.old)} times "
+                         f"in {m.path}, not once: update the mutation to today's code")
+    t0 = time.perf_counter()
+    try:
+        path.write_text(source.replace(m.old, m.new))
+        killed = not passes(m.tests, python)
+    finally:
+        path.write_text(source)
+    return killed, time.perf_counter() - t0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.studies.mutations",
+                                     description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                        help="run the mutations whose name starts so")
+    parser.add_argument("--list", action="store_true", help="list the mutations and stop")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.only or m.name.startswith(tuple(args.only))]
+    if args.list:
+        print("\n".join(f"{m.name}: {m.path}" for m in chosen))
+        return 0
+    for tests in dict.fromkeys(m.tests for m in chosen):  # a mutant only counts if they pass
+        if not passes(tests, sys.executable):
+            raise SystemExit(f"{' '.join(tests)} fail without any mutation: fix them first")
+    lines = ["| mutation | file | tests | killed | s |", "|---|---|---|---|---:|"]
+    survivors = 0
+    for m in chosen:
+        killed, seconds = run(m, sys.executable)
+        survivors += not killed
+        lines.append(f"| {m.name} | {m.path} | {' '.join(m.tests)} | "
+                     f"{'yes' if killed else '**no**'} | {seconds:.0f} |")
+        print(lines[-1], flush=True)
+    text = "\n".join(lines) + f"\n\n{len(chosen) - survivors} of {len(chosen)} killed.\n"
+    if args.output:
+        args.output.write_text(text)
+    print(text)
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
