@@ -94,15 +94,24 @@ def granted(heap_mb: float) -> int:
     return max(FLOOR_MB, math.ceil(heap_mb / STEP_MB - 1e-9) * STEP_MB)
 
 
-def load(set_name: str) -> tuple[list[Run], list[Case]]:
+def load(set_name: str, history: str = "profile") -> tuple[list[Run], list[Case]]:
+    """The set's runs and cases. `history` "profile": each size's profile run (at the user's
+    default heap: a job's first runs); "all": every run of every application, the search
+    applications' at smaller heaps too (their successes with peaks, their memory failures:
+    a job whose history also holds runs near its need, as cobell's own sizing and
+    --retry-on-oom leave it)."""
     base = DATA / set_name
     profiles: dict[tuple, dict] = {}  # the last profile run of a case (a chunk cut short
-    for line in (base / "runs.jsonl").read_text().splitlines():  # may have left an earlier)
+    searched = []  # may have left an earlier)
+    for line in (base / "runs.jsonl").read_text().splitlines():
         r = json.loads(line)
         if r["purpose"] == "profile":
             profiles[(r["job"], r["rows"], r["scale_out"])] = r
+        elif history == "all" and r["outcome"] in ("succeeded", "memory") \
+                and not r.get("ignored"):
+            searched.append(r)
     runs = []
-    for r in profiles.values():  # the size's own heap peak (its Spark jobs', from the fold)
+    for r in [*profiles.values(), *searched]:  # the size's own heap peak (the fold's)
         runs.append(Run(r["job"], r["input_bytes"], r["scale_out"], r["executor_memory_mb"],
                         r["outcome"], r.get("heap_mb") or None, r))
     cases = []  # every searched case: settled to 64 MB, or only bounded (a search cut short)
@@ -151,31 +160,60 @@ def size_linear(train: Sequence[Run], case: Case, **_: Any) -> float | None:
     return my + slope * (case.input_bytes / MB - mx)
 
 
-def size_cobell(train: Sequence[Run], case: Case, confidence: float, **_: Any) -> float | None:
+STANDALONE = {"backend": "standalone"}  # the recordings' cluster: a container is the heap
+
+
+def cobell_method(name: str) -> tuple[Any, Any]:
+    """(demand rule, ratio prior) of a cobell method by name; None: the code's default.
+    "default": demand.DEMAND with model.py's conformal bound (what cobell ships); "peak-nix":
+    the candidate frozen on tune-quiet, demand.PEAK_RULE with bound.DEFAULT_PRIOR."""
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
+    from cobell_cli.core.memory.demand import PEAK_RULE
+
+    return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR)}[name]
+
+
+COBELL_METHODS = ("default", "peak-nix")
+
+
+def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
+                  prior: Any = None, rule: Any = None) -> Any:
+    """cobell's memory at the case, as `cobell predict` sizes it (core/memory/plan.py on the
+    runs' memory columns): None when it sizes nothing. `prior` (bound.py) and `rule`
+    (demand.py): a candidate's, None for the default."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
+    from cobell_cli.core.memory.sizing import ContainerRules
 
-    obs = observations(history_rows(train))
+    rows = history_rows(train)
+    obs = observations(rows, rule) if rule is not None else observations(rows)
     if not any(o.demand_mb for o in obs):
         return None
-    model = MemoryModel().fit(obs)
-    return model.estimate(case.input_bytes, case.scale_out, confidence).upper_mb
+    model = MemoryModel(**({"prior": prior} if prior is not None else {})).fit(obs)
+    request = MemoryRequest(ContainerRules(**STANDALONE), confidence,
+                            input_bytes=case.input_bytes)
+    return plan_memory(rows, [case.scale_out], request, model).at(case.scale_out)
 
 
-def decompose(runs: Sequence[Run], case: Case, confidence: float) -> tuple[float, float, float]:
-    """Where cobell's container / need comes from, as factors whose product it is: the point
-    prediction / the need (the demand: what the heap peaks say), the bound's factor on it (the
-    held-out ratios' spread), and the grant / the bound (64 MB steps, Spark's 512 MB floor) over
-    the grant / the need."""
-    from cobell_cli.core.memory.demand import observations
-    from cobell_cli.core.memory.model import MemoryModel
+def size_cobell(train: Sequence[Run], case: Case, confidence: float, prior: Any = None,
+                rule: Any = None, **_: Any) -> float | None:
+    at = cobell_memory(train, case, confidence, prior, rule)
+    return at.upper_peak_mb if at is not None else None
 
-    train = [r for r in training(runs, case) if r.outcome == "succeeded"]
-    model = MemoryModel().fit(observations(history_rows(train)))
-    est = model.estimate(case.input_bytes, case.scale_out, confidence)
+
+def decompose(runs: Sequence[Run], case: Case, confidence: float
+              ) -> tuple[float, float, float, float]:
+    """cobell's container / the need's container as four factors whose product it is: the
+    point prediction / the need (what the runs' peaks say, demand.py), the bound's factor
+    (upper / point, bound.py), the grant's rounding (the grant / the upper bound: 64 MB steps,
+    Spark's 512 MB floor) and the need / its own grant (below 1 where the floor lifts it)."""
+    train = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
+    at = cobell_memory(train, case, confidence)
     need = float(case.at_most_mb)  # type: ignore[arg-type]
-    point, upper = est.predicted_mb / need, est.upper_mb / est.predicted_mb
-    return point, upper, granted(est.upper_mb) / granted(need) / (point * upper)
+    point, upper = at.predicted_peak_mb, at.upper_peak_mb
+    return (point / need, upper / point, at.executor_memory_mb / upper,
+            need / granted(need))
 
 
 def explain(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> str:
@@ -184,12 +222,13 @@ def explain(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> st
              and any(r.peak_mb for r in training(runs, c) if r.outcome == "succeeded")]
     if not parts:
         return ""
-    point, bound, rounding = (statistics.median(p[i] for p in parts) for i in range(3))
+    point, bound, rounding, floor = (statistics.median(p[i] for p in parts) for i in range(4))
     return (f"cobell's container / need as factors (medians over its {len(parts)} settled "
-            f"cases): point prediction / need {point:.2f} (the demand from the heap peaks), "
-            f"bound factor {bound:.2f} (the held-out ratios' largest x "
-            "model.TAIL_MARGIN, or model.MIN_MARGIN), grant rounding and floor "
-            f"{rounding:.2f}.")
+            f"cases; each case's factors multiply to its ratio, the medians need not): point "
+            f"prediction / need {point:.2f} (the demand from the runs' peaks, demand.py), "
+            f"bound factor {bound:.2f} (the next held-out ratio's {confidence:g}-quantile, "
+            f"bound.py), grant rounding {rounding:.2f} (64 MB steps, Spark's 512 MB floor), "
+            f"need / its grant {floor:.2f}.")
 
 
 def size_paper(train: Sequence[Run], case: Case, all_runs: Sequence[Run],
@@ -288,12 +327,19 @@ class Score:
         return self.reserved_mb / granted(self.case.above_mb + STEP_MB)
 
 
-def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float) -> list[Score]:
+def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
+          prior: Any = None, rule: Any = None) -> list[Score]:
+    """Every method's reservation for every case; `prior`, `rule`: cobell's ratio prior
+    (bound.py) and demand rule (demand.py) of a candidate (cobell_method), None for the
+    default."""
     out = []
     for case in cases:
-        train = [r for r in training(runs, case) if r.outcome == "succeeded"]
-        for method in METHODS:
-            heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs)
+        history = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
+        succeeded = [r for r in history if r.outcome == "succeeded"]
+        for method in METHODS:  # cobell reads memory failures too; the peers' rules do not
+            train = history if method == "cobell" else succeeded
+            heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs,
+                                  prior=prior, rule=rule)
             out.append(Score(method, case, granted(heap) if heap is not None else None))
     return out
 
@@ -341,41 +387,129 @@ def loads(set_name: str) -> tuple[float, float] | None:
     return (min(values), max(values)) if values else None
 
 
+# How and when each set was recorded, and what was chosen on it (data, not code: the constants
+# themselves are read from the code, method_text)
+RECORDED = {
+    "tune-v2": "the set session 3's demand constants were fitted on (6 bounded cases of one "
+               "job, older job parameters).",
+    "tune": "recorded with `test` in one run of bench/memory_record.py before session 4's "
+            "method was frozen, on the shared machine without the lock, under nice 19, two "
+            "applications at a time, one profile application for every job (a heap peak may "
+            "carry an earlier job's garbage); four first-size timeouts (JVM warm-up) carry "
+            "`ignored` and were searched again. Nothing of the current method was fitted on it.",
+    "test": "recorded with `tune` (other value widths, row counts and `distinct` domains); "
+            "nothing was fitted on it.",
+    "fresh": "recorded in session 4 after that method was frozen, one profile application "
+             "per job, at loads of 23-43; nothing was fitted on it.",
+    "tune-quiet": "recorded quietly (one application at a time, each under the machine-wide "
+                  "lock at a 1-minute load below 1.5), one profile application per job, "
+                  "every executor metric kept: the set the candidate `peak-nix` (demand.PEAK_RULE, "
+                  "bound.DEFAULT_PRIOR) was fitted on (bench.memory_measure).",
+    "test-quiet": "recorded as `tune-quiet` after the method was frozen on it (wider values, "
+                  "other row counts and `distinct` domain, another seed): nothing was fitted "
+                  "or chosen on it. One executor only (`--executors 1`: the x2 half did not fit "
+                  "the session's time, the lock shared with the co-location recordings), so "
+                  "its like-for-like tune figures are tune-quiet's x1 rows.",
+}
+
+
+def method_text() -> str:
+    """cobell's constants as the code has them, and where each was fitted."""
+    from cobell_cli.core.memory import model
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
+    from cobell_cli.core.memory.demand import DEMAND, PEAK_RULE
+
+    rule, prior, peak = DEMAND, DEFAULT_PRIOR, PEAK_RULE
+    return (f"cobell's default demand from a run's heap peak P at reservation R "
+            f"(core/memory/demand.py DEMAND): the live heap P less {rule.garbage_share:g} / (1 - "
+            f"{rule.garbage_share:g}) of the slack R - P, at least {rule.live_floor:g} P, times "
+            f"{rule.headroom:g}, at most R; its default bound (core/memory/model.py "
+            f"memory_ratio_bound): the held-out ratios' conformal bound, else the largest times "
+            f"{model.TAIL_MARGIN:g}, at least {model.MIN_MARGIN:g} below {model.MIN_RATIOS} "
+            f"ratios. The candidate `peak-nix` (--method peak-nix; not the default, "
+            f"see below): the peak times {peak.headroom:g} (demand.PEAK_RULE) and the next "
+            f"held-out ratio's quantile under a prior (bound.DEFAULT_PRIOR) of bias "
+            f"{prior.mean:g}, spread {prior.scale2 ** 0.5:.3g} (log), worth {prior.kappa:g} and "
+            f"{prior.dof:g} ratios, both fitted on tune-quiet only.")
+
+
+def default_text(results: Mapping[str, list[Score]],
+                 candidate: Mapping[str, list[Score]]) -> list[str]:
+    """Which method is the default and why: the default beside the candidate on the quiet
+    sets (the candidate was frozen on tune-quiet; test-quiet is held out)."""
+    lines = ["## Which method is the default", "",
+             "The project keeps a component in the default only if it wins out of sample by a "
+             "standard error; otherwise the simpler, earlier form stays. The candidate "
+             "`peak-nix` was chosen and fitted on tune-quiet (bench.memory_measure); on the "
+             "held-out test-quiet it does not win (nor did the gate's memory figures, "
+             "`python -m bench gate --only memory_accuracy --only memory_e2e`: six worse than "
+             "bench/baseline.json, docs/memory.md), so the default is demand.DEMAND with the "
+             "conformal bound. Both rows of a set are scored on the same cases by this command "
+             "(`python -m bench.memory_accuracy`); the candidate alone: `python -m "
+             "bench.memory_accuracy --method peak-nix --output FILE`. One case in 18 is no "
+             "difference a standard error separates either way: the candidate had to win, and "
+             "did not:", "",
+             "| set | method | certainly succeeds | median container / need |",
+             "|---|---|---|---|"]
+    for set_name, scores in candidate.items():
+        for name, subset in (("default", results.get(set_name, [])), ("peak-nix", scores)):
+            s = summary(subset, "cobell")
+            lines.append(f"| {set_name} | {name} | {s['ok']}/{s['cases']} "
+                         f"({s['success_pct']:.0f} %) | {s['median_ratio']:.2f} |")
+    return [*lines, ""]
+
+
+HISTORIES = {
+    "profile": "each case sized from the smaller sizes' profile runs, at the user's default "
+               "heap (memory_record.PROFILE_MEMORY_MB): a job's first runs, whose peaks hold "
+               "the most garbage",
+    "all": "each case sized from every run of the smaller sizes: the profile runs and the "
+           "search applications' at smaller heaps (successes with their peaks, memory "
+           "failures as lower bounds), as a job's history holds them once cobell has sized "
+           "it and --retry-on-oom has run; the peers read the successes' peaks",
+}
+
+
+def side_by_side(results: Mapping[str, list[Score]], method: str = "cobell") -> list[str]:
+    """One method on every set, and on each executor count of it: a tune set's figures beside
+    a test set's (where a test set holds fewer executor counts, the like-for-like row is the
+    tune set's at the same count)."""
+    lines = [f"## {LABELS[method]} on each set", "",
+             "| set | executors | sized | certainly succeeds | certainly too small "
+             "| median container / need (upper .. lower) | goals met |",
+             "|---|---|---|---|---|---|---|"]
+    for set_name, scores in results.items():
+        counts = sorted({s.case.scale_out for s in scores})
+        for label, subset in [("all", scores)] + [
+                (str(x), [s for s in scores if s.case.scale_out == x]) for x in counts]:
+            s = summary(subset, method)
+            if not s["cases"]:
+                continue
+            lines.append(f"| {set_name} | {label} | {s['sized']}/{s['cases']} | {s['ok']} "
+                         f"({s['success_pct']:.0f} %) | {s['failed']} | "
+                         f"{s['median_ratio']:.2f} .. {s['median_high']:.2f} | {goals(s)} |")
+    return [*lines, ""]
+
+
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
-           elapsed_s: float, notes: Mapping[str, str] | None = None) -> str:
+           elapsed_s: float, notes: Mapping[str, str] | None = None,
+           history: str = "profile", candidate: Mapping[str, list[Score]] | None = None,
+           method: str = "default") -> str:
     lines = [
         "# Memory accuracy: extrapolating in input size (real Spark runs)",
+        "",
+        f"History: {HISTORIES[history]}.",
         "",
         f"Command: `{command}` ({elapsed_s:.1f} s). Cases and runs: bench/data/memory/<set>/ "
         "(bench/memory_record.py). A case succeeds when the reservation is at least its "
         f"measured need; container ratio = reserved / the smallest grant covering the need. "
-        f"cobell at memory confidence {confidence:g}. The method (cobell's core/memory "
-        "and every peer) was frozen before sets `tune` and `test` were recorded (together, "
-        "in one run of bench/memory_record.py): no constant was chosen on either. Constants "
-        "decided on data: demand.py's mapping (the heap peak less 0.351 of its slack, times "
-        "the GC's headroom 1.06, never below 0.96 x the peak) on set `tune-v2` (the previous "
-        "recording: 6 bounded cases of one job, older job parameters) and a simulated "
-        "development world (bench.memory_e2e, seed 2020); the bound's rule (the largest "
-        "held-out ratio x 1.05 below the conformal rank) before any set was recorded. Both "
-        "changed while sets `tune` and `test` were being recorded, on another branch that "
-        "never read them; the confidence default was set before any set was recorded; the "
-        "peers' constants (1.2, the paper's 10 %) are their "
-        "sources'. Set `tune` (memory_record.JOBS['tune']) is where a later change may be "
-        "tuned; set `test` (JOBS['test']: other value widths, row counts and `distinct` "
-        "domains) is for scoring only. "
-        "Recorded on the shared 2-core machine, without the machine-wide lock, under nice "
-        "19, two applications at a time (needs are pass/fail; a size slower than 4x its "
-        "profile run + 60 s counts as failed); the load average each set's applications "
-        "started at is given per set. Sets `tune` and `test` were recorded with one profile "
-        "application for every job (a heap peak may carry an earlier job's garbage or blocks); "
-        "the recorder then gave an application's first size no allowance for the JVM's "
-        "warm-up, and four timeouts were such first sizes (tune collect x1 at 512 and 1280 MB, "
-        "x2 at 512 MB; test collect x1 at 896 MB): they carry `ignored` in runs.jsonl (slowness, "
-        "not memory) and those needs were searched again with the fixed recorder (session 4). "
-        "Set `fresh` (JOBS['fresh']: other value widths, row counts, domain) was recorded "
-        "after the method was frozen (session 4), with one profile application per job "
-        "(`--profile-apps job`): nothing was chosen on it.",
+        f"cobell ({method}) at memory confidence {confidence:g}. {method_text()} The peers' "
+        "constants (1.2, the paper's 10 %) are their sources'.",
         "",
+        *(default_text(results, candidate) if candidate else []),
+        *[line for name in results for line in (f"Set `{name}`: {RECORDED[name]}", "")
+          if name in RECORDED],
+        *(side_by_side(results) if len([r for r in results.values() if r]) > 1 else []),
     ]
     for set_name, scores in results.items():
         if not scores:
@@ -445,9 +579,18 @@ def _cell(score: Score) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+", default=["tune-v2", "tune", "test", "fresh"])
+    parser.add_argument("--sets", nargs="+",
+                        default=["tune-quiet", "test-quiet", "tune", "test", "fresh", "tune-v2"])
+    parser.add_argument("--history", choices=["profile", "all"], default="profile",
+                        help="what each case is sized from: the smaller sizes' profile runs "
+                        "at the user's default heap (a job's first runs), or all their runs, "
+                        "the search applications' near the need too")
     parser.add_argument("--confidence", type=float, default=None,
                         help="cobell's memory confidence (default: the CLI's)")
+    parser.add_argument("--method", choices=COBELL_METHODS, default="default",
+                        help="cobell's demand rule and bound: the default, or the candidate "
+                        "frozen on tune-quiet (then also scored beside the default on the quiet "
+                        "sets when the default is run)")
     parser.add_argument("--output", type=Path, default=RESULTS / "memory_accuracy.md")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -455,16 +598,21 @@ def main(argv: list[str] | None = None) -> int:
 
     confidence = args.confidence or DEFAULT_MEMORY_CONFIDENCE
     started = time.perf_counter()
-    results, notes = {}, {}
+    results, notes, candidate = {}, {}, {}
+    method_rule, method_prior = cobell_method(args.method)
     for set_name in args.sets:
         if not (DATA / set_name / "needs.json").exists():
             results[set_name] = []  # not recorded: said so, not skipped silently
             continue
-        runs, cases = load(set_name)
-        results[set_name] = score(runs, cases, confidence)
+        runs, cases = load(set_name, args.history)
+        results[set_name] = score(runs, cases, confidence, method_prior, method_rule)
         notes[set_name] = explain(runs, cases, confidence)
+        if args.method == "default" and set_name in ("tune-quiet", "test-quiet"):
+            rule, prior = cobell_method("peak-nix")
+            candidate[set_name] = score(runs, cases, confidence, prior, rule)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
-    text = render(results, confidence, command.strip(), time.perf_counter() - started, notes)
+    text = render(results, confidence, command.strip(), time.perf_counter() - started, notes,
+                  args.history, candidate, args.method)
     publish(text + "\n", args.output)
     return 0
 

@@ -1,26 +1,34 @@
 """Record real Spark runs and each case's memory **need** for the memory benchmark.
 
-    nice -n 19 .venv/bin/python -m bench.memory_record --sets tune test \\
-        [--jobs collect distinct ...] [--executors 1 2] [--budget-min 80]
+    COBELL_QUIET_LOCK=/tmp/cobell-quiet.lock .venv/bin/python -m bench.memory_record \\
+        --sets tune-quiet [--jobs collect distinct ...] [--executors 1 2] \\
+        [--profile-apps job] [--budget-min 150]
 
 Starts `cobell local-cluster`'s code on free loopback ports (2 workers; they offer
 WORKER_MEMORY each, so that every executor count and probe fits: a standalone worker's memory
 is fixed when it starts), runs PySpark jobs whose executor memory behaves differently as their
 input grows, and stops the cluster. A case is (set, job, input size, executor count); each job
 is recorded at five input sizes (each 1.5x the one before) and each executor count given.
-The need is pass/fail, not a time: record without the machine-wide lock, under nice.
 
-An application costs a minute or more of JVM start-up and first-job warm-up on this crowded
-2-core machine, far more than one size of a job (seconds), so **one application runs every
-job of every set** at one executor memory (each size a Spark job group, cancelled after its
-time limit; a job's sizes smallest first, its first failure ends them, and the next job goes
-on: an executor that died of memory is replaced), and each executor count is recorded in its
-own thread (two applications at a time):
+**One application at a time**, each inside bench.quiet.quiet_run: it waits for the
+machine-wide lock (COBELL_QUIET_LOCK) and a 1-minute load below 1.5, and the load it started
+at and how long it waited are written beside its runs (`loadavg`, `waited_s`). (Sets `tune`,
+`test` and `fresh` were recorded before: two applications at a time, under nice, at loads of
+6-46.) Do not start the recorder under /work/bin/quiet: that holds the lock shared, and the
+recorder's exclusive hold would wait for itself.
+
+An application costs JVM start-up and first-job warm-up, far more than one size of a job
+(seconds), so an application runs several jobs at one executor memory (each size a Spark job
+group, cancelled after its time limit; a job's sizes smallest first, its first failure ends
+them, and the next job goes on: an executor that died of memory is replaced):
 
 * a **profile application** at PROFILE_MEMORY_MB (the "user's default" reservation), all five
-  sizes of every job, event logging with stage executor metrics polled every 250 ms: each
-  size's heap peak is what cobell's history would hold (the per-size "runs" of the benchmark),
-  and its own Spark jobs' task totals the selector's features;
+  sizes of every job (`--profile-apps job`: one per job, so no peak holds another job's
+  garbage), event logging with stage executor metrics polled every 250 ms and the process
+  tree's: each size's heap peak is what cobell's history would hold (the per-size "runs" of the
+  benchmark), beside every other executor metric of its own Spark jobs (`measures`: unified,
+  execution and storage memory, RSS of the JVM and the Python workers, minor and major GC
+  counts and seconds) and their task totals (the selector's features);
 * from the third size on, each case's **need**: the smallest executor memory, in 64 MB steps,
   at which the size succeeds, found by **search applications** at memory M running the sizes
   whose need is still open around M (a success bounds that size and every smaller one of the
@@ -33,9 +41,10 @@ own thread (two applications at a time):
   nothing (after MAX_ERRORS the case keeps the bounds it has).
 
 Everything lands in bench/data/memory/<set>/: runs.jsonl (one line per size of every
-application: job, input, executors, memory, purpose, outcome, seconds, load, the size's heap
-peak and its own Spark jobs' task totals and peaks) and needs.json; the script resumes from
-runs.jsonl (`--budget-min`; `--summarize` rebuilds needs.json without a cluster).
+application, search applications' included: job, input, executors, memory, purpose, outcome,
+seconds, load, the size's heap peak, its measures and task totals) and needs.json; the
+script resumes from runs.jsonl (`--budget-min`; `--summarize` rebuilds needs.json without a
+cluster).
 
 Input sizes are the bytes of the rows the job generates (`rows x row bytes`, JOBS): the data
 is generated inside the job (spark.range), so no input files are needed.
@@ -52,10 +61,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from bench.quiet import quiet_run
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "memory"
@@ -98,7 +109,7 @@ def per_partition(df, agg):
     return df.groupBy(F.spark_partition_id().alias("p")).agg(agg.alias("l"))
 
 
-def run(job, rows, chars, domain):
+def run(job, rows, chars, domain, seed):
     if job == "broadcast":  # a broadcast join: every executor holds the whole small side
         big = spark.range(0, 200000, 1, x).withColumn("k", F.col("id") * 7 % rows)
         small = spark.range(0, rows, 1, 2).withColumn("payload", payload("id", chars))
@@ -109,7 +120,7 @@ def run(job, rows, chars, domain):
         out = per_partition(df, F.collect_list("payload"))
         return out.select(F.sum(F.size("l"))).collect()
     if job == "distinct":  # a set of values from a bounded domain: memory saturates
-        df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(1) * domain).cast("long"))
+        df = spark.range(0, rows, 1, x).withColumn("v", (F.rand(seed or 1) * domain).cast("long"))
         df = df.withColumn("payload", payload("v", chars)).repartition(x)
         out = per_partition(df, F.collect_set("payload"))
         return out.select(F.sum(F.size("l"))).collect()
@@ -126,14 +137,14 @@ def run(job, rows, chars, domain):
         return out.select(F.sum(F.crc32("payload"))).collect()
     if job == "zipf":  # big values per distinct key of a heavy-tailed draw: sqrt-like growth
         keys = spark.range(0, rows, 1, x).select(
-            (F.lit(1.0) / (F.rand(2) + F.lit(1e-9))).cast("long").alias("v")).distinct()
+            (F.lit(1.0) / (F.rand(seed or 2) + F.lit(1e-9))).cast("long").alias("v")).distinct()
         big = keys.withColumn("payload", payload("v", chars)).repartition(x)
         out = per_partition(big, F.collect_list("payload"))
         return out.select(F.sum(F.size("l"))).collect()
     raise SystemExit(f"unknown job {job}")
 
 
-def case(key, job, rows, chars, domain, limit_s):
+def case(key, job, rows, chars, domain, seed, limit_s):
     """One size as a Spark job group; cancelled after limit_s (too slow counts as too small)."""
     group = f"{key}-{rows}"
     sc.setJobGroup(group, group)
@@ -148,7 +159,7 @@ def case(key, job, rows, chars, domain, limit_s):
         timer.start()
     started = time.time()
     try:
-        run(job, rows, chars, domain)
+        run(job, rows, chars, domain, seed)
         outcome, text = "succeeded", ""
     except Exception as exc:
         outcome = "timeout" if late.is_set() else "failed"
@@ -164,7 +175,7 @@ def case(key, job, rows, chars, domain, limit_s):
 
 for g in spec:  # per job: smallest first; the first failure ends it (more input needs more)
     for rows, limit_s in zip(g["sizes"], g["limits"]):
-        if not case(g["key"], g["job"], rows, g["chars"], g["domain"], limit_s):
+        if not case(g["key"], g["job"], rows, g["chars"], g["domain"], g["seed"], limit_s):
             break
     spark.catalog.clearCache()  # what one job left behind must not weigh on the next
     sc._jvm.System.gc()  # the driver's GC lets its ContextCleaner drop old broadcasts
@@ -205,6 +216,27 @@ JOBS: dict[str, dict[str, Params]] = {
         "sort": (45_000, 1288, 1280, 0),
         "broadcast": (25_000, 1288, 1280, 0),
     },
+    # Recorded quietly (one application at a time, each under bench.quiet.quiet_run: the
+    # machine-wide lock and a 1-minute load below 1.5), every executor metric per size, one
+    # profile application per job, another seed (SEEDS): the tune set of issue 36's measure
+    # and bound, then, once they were frozen, the test set (wider values, other row counts;
+    # recorded at one executor only, `--executors 1`, within the session's time).
+    "tune-quiet": {
+        "collect": (60_000, 1032, 1024, 0),
+        "distinct": (60_000, 1032, 1024, 150_000),
+        "zipf": (120_000, 8, 131072, 0),
+        "cache": (60_000, 1032, 1024, 0),
+        "sort": (60_000, 1032, 1024, 0),
+        "broadcast": (40_000, 1032, 1024, 0),
+    },
+    "test-quiet": {
+        "collect": (35_000, 1800, 1792, 0),
+        "distinct": (40_000, 1800, 1792, 90_000),
+        "zipf": (100_000, 8, 163840, 0),
+        "cache": (40_000, 1800, 1792, 0),
+        "sort": (40_000, 1800, 1792, 0),
+        "broadcast": (25_000, 1800, 1792, 0),
+    },
     "tune-v2": {
         "broadcast": (500_000, 104, 96, 3_000_000),
         "collect": (1_000_000, 104, 96, 3_000_000),
@@ -214,6 +246,11 @@ JOBS: dict[str, dict[str, Params]] = {
         "zipf": (300_000, 8, 131072, 3_000_000),
     },
 }
+
+
+# The seed of the random draws (`distinct`'s values, `zipf`'s keys) per set; None: the first
+# sets' (1 and 2).
+SEEDS: dict[str, int] = {"tune-quiet": 3, "test-quiet": 5}
 
 
 def params(set_name: str) -> dict[str, Params]:
@@ -246,7 +283,6 @@ class Recorder:
         self.data, self.tmp, self.master, self.sets = data, tmp, master, sets
         self.script = tmp / "app.py"
         self.script.write_text(APP)
-        self.lock = threading.Lock()  # runs.jsonl and needs.json, written by several threads
         self.needs: dict[str, dict[str, dict]] = {}
         for set_name in sets:
             path = self.needs_path(set_name)
@@ -259,8 +295,8 @@ class Recorder:
         return self.data / set_name / "needs.json"
 
     def events(self) -> Path:
-        """This thread's own event-log directory, emptied."""
-        path = self.tmp / f"events-{threading.get_ident()}"
+        """The application's event-log directory, emptied."""
+        path = self.tmp / "events"
         path.mkdir(exist_ok=True)
         for old in path.iterdir():
             shutil.rmtree(old) if old.is_dir() else old.unlink()
@@ -278,7 +314,8 @@ class Recorder:
         for (set_name, job), rows in todo.items():
             _, _, chars, domain = params(set_name)[job]
             spec.append({"key": f"{set_name}:{job}", "job": job, "chars": chars,
-                         "domain": domain, "sizes": [r for r, _ in rows],
+                         "domain": domain, "seed": SEEDS.get(set_name),
+                         "sizes": [r for r, _ in rows],
                          "limits": [limit for _, limit in rows]})
         limits = [lim or 0.0 for rows in todo.values() for _, lim in rows]
         timeout_s = sum(limits) + 300 if all(limits) else 3600
@@ -299,15 +336,16 @@ class Recorder:
                 str(self.script), str(x), json.dumps(spec)]  # fmt: skip
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_CONF_DIR", None)
-        load, started = loadavg(), time.time()
-        try:
-            proc = subprocess.run(argv, env=env, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False)
-            code, output = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            code, output = None, _text(exc.stdout) + _text(exc.stderr)
-        wall = time.time() - started
-        app, per_job = self._peaks(events)
+        with quiet_run() as quiet:  # the machine to itself, or a wait until it is quiet
+            load, started = quiet["load_before"], time.time()
+            try:
+                proc = subprocess.run(argv, env=env, capture_output=True, text=True,
+                                      timeout=timeout_s, check=False)
+                code, output = proc.returncode, proc.stdout + proc.stderr
+            except subprocess.TimeoutExpired as exc:
+                code, output = None, _text(exc.stdout) + _text(exc.stderr)
+            wall = time.time() - started
+        profile = self._profile(events)
         cases = _cases(output)
         out: dict[Group, dict[int, dict]] = {}
         for (set_name, job), rows in todo.items():
@@ -329,15 +367,13 @@ class Recorder:
                     "input_bytes": size * params(set_name)[job][1], "scale_out": x,
                     "executor_memory_mb": memory_mb, "purpose": purpose, "outcome": outcome,
                     "seconds": seconds, "app_wall_s": round(wall, 2), "loadavg": load,
-                    "at": round(started, 1),
-                    "heap_mb": max((app.get(str(j), 0.0) for j in jobs), default=None)
-                    if app else None,
+                    "waited_s": round(quiet["waited_s"], 1), "at": round(started, 1),
                     **({"why": why} if outcome != "succeeded" else {}),
-                    **_case_profile(per_job, jobs),
+                    **case_measures(profile, jobs),
                     **({"own_app": True} if own_app else {}),
                 }  # fmt: skip
                 mine[size] = record
-                with self.lock, self.runs_path(set_name).open("a") as fh:
+                with self.runs_path(set_name).open("a") as fh:
                     fh.write(json.dumps(record) + "\n")
                 print(f"  {purpose:7s} {set_name}:{job} x={x} mem={memory_mb} rows={size} -> "
                       f"{outcome} ({seconds or 0:.0f} s of an app of {wall:.0f} s, "
@@ -346,21 +382,18 @@ class Recorder:
                     break
         return out
 
-    def _peaks(self, events: Path) -> tuple[dict[str, float], dict[int, dict]]:
-        """Each Spark job's executor heap peak as cobell's fold reads it, and each job's own
-        task totals and storage peak (one application runs several benchmark jobs: the
-        selector's features must be each one's, not the application's)."""
+    def _profile(self, events: Path) -> Any:
+        """The application's event log as cobell's fold reads it (None: no log, or a torn
+        log of a killed application)."""
         from cobell_cli.sources.eventlog_profile import summarize
 
         logs = [p for p in events.iterdir() if not p.name.endswith(".crc")]
         if len(logs) != 1:
-            return {}, {}
+            return None
         try:
-            memory = summarize(logs[0]).memory
-            per_job = _per_job(logs[0])
-        except Exception:  # a torn log of a killed application
-            return {}, {}
-        return (memory.job_heap_mb if memory else {}), per_job
+            return summarize(logs[0])
+        except Exception:
+            return None
 
     def earlier(self, set_name: str, job: str, x: int) -> tuple[dict[int, dict], list[dict]]:
         """What the set's runs.jsonl holds for (job, x): the last profile application's
@@ -379,54 +412,44 @@ class Recorder:
         return profile, [r for r in mine if r["purpose"] == "search"]
 
     def save_need(self, set_name: str, key: str, need: dict) -> None:
-        with self.lock:
-            self.needs[set_name][key] = need
-            self.needs_path(set_name).write_text(
-                json.dumps(self.needs[set_name], indent=1, sort_keys=True) + "\n")
+        self.needs[set_name][key] = need
+        self.needs_path(set_name).write_text(
+            json.dumps(self.needs[set_name], indent=1, sort_keys=True) + "\n")
 
 
-def _per_job(log: Path) -> dict[int, dict]:
-    """Per Spark job of an event log: tasks, run and GC seconds, shuffle bytes written, and
-    its executors' heap and storage peaks (Task Executor Metrics)."""
-    from cobell_cli.sources.eventlog import iter_events
-
-    stage_job: dict[int, int] = {}
-    out: dict[int, dict] = {}
-    for e in iter_events(log):  # a file or a rolling log's directory, compressed or not
-        if e.get("Event") == "SparkListenerJobStart":
-            for info in e.get("Stage Infos") or []:
-                stage_job.setdefault(info["Stage ID"], e["Job ID"])
-        elif e.get("Event") == "SparkListenerTaskEnd":
-            job = stage_job.get(e.get("Stage ID"))
-            if job is None:
-                continue
-            j = out.setdefault(job, {"tasks": 0, "run_ms": 0, "gc_ms": 0, "shuffle": 0,
-                                     "heap_mb": 0.0, "storage_mb": 0.0})
-            m = e.get("Task Metrics") or {}
-            em = e.get("Task Executor Metrics") or {}
-            j["tasks"] += 1
-            j["run_ms"] += int(m.get("Executor Run Time") or 0)
-            j["gc_ms"] += int(m.get("JVM GC Time") or 0)
-            j["shuffle"] += int((m.get("Shuffle Write Metrics") or {})
-                                .get("Shuffle Bytes Written") or 0)
-            j["heap_mb"] = max(j["heap_mb"], float(em.get("JVMHeapMemory") or 0) / 2**20)
-            j["storage_mb"] = max(j["storage_mb"],
-                                  float(em.get("OnHeapStorageMemory") or 0) / 2**20)
-    return out
+# A size's own memory measures (its Spark jobs' executor metrics: memory peaks, the largest
+# over its jobs; GC counts and seconds, their sum)
+PEAK_MEASURES = ("heap_mb", "unified_mb", "execution_mb", "storage_mb", "offheap_mb",
+                 "direct_mb", "jvm_rss_mb", "python_rss_mb")
+GC_MEASURES = ("minor_gc", "major_gc", "gc_s", "major_gc_s")
 
 
-def _case_profile(per_job: dict[int, dict], jobs: list[int]) -> dict:
-    """A size's own profile, in the keys the accuracy benchmark's selector features read."""
-    mine = [per_job[j] for j in jobs if j in per_job]
+def case_measures(profile: Any, jobs: list[int]) -> dict:
+    """A size's record from the application's profile (cobell's own fold): its Spark jobs'
+    heap peak (`heap_mb`, what the history's peak_memory_mb would be), every other memory
+    measure and the GC they did (`measures`), and their task totals in the keys the accuracy
+    benchmark's selector features read (`executors`, `task_run_s`, ...)."""
+    memory = profile.memory if profile is not None else None
+    mine = [memory.job_metrics[str(j)] for j in jobs
+            if memory is not None and str(j) in memory.job_metrics]
     if not mine:
-        return {"executors": None}
+        return {"heap_mb": None, "executors": None}
+    measures = {k: round(max(m.get(k, 0.0) for m in mine), 1) for k in PEAK_MEASURES}
+    measures.update({k: round(sum(m.get(k, 0.0) for m in mine), 3) for k in GC_MEASURES})
+    totals: dict[str, float] = {}
+    tasks = 0
+    for stage in (s for s in profile.stages if s.job_id in jobs):
+        tasks += len(stage.task_s)
+        for key in ("run_s", "gc_s", "shuffle_write_bytes"):
+            totals[key] = totals.get(key, 0.0) + stage.resources.get(key, 0.0)
     return {
-        "executors": [{"heap_mb": max(j["heap_mb"] for j in mine),
-                       "storage_mb": max(j["storage_mb"] for j in mine)}],
-        "task_run_s": sum(j["run_ms"] for j in mine) / 1000.0,
-        "task_gc_s": sum(j["gc_ms"] for j in mine) / 1000.0,
-        "shuffle_write_bytes": sum(j["shuffle"] for j in mine),
-        "tasks": sum(j["tasks"] for j in mine),
+        "heap_mb": measures["heap_mb"],
+        "measures": measures,
+        "executors": [{"heap_mb": measures["heap_mb"], "storage_mb": measures["storage_mb"]}],
+        "task_run_s": round(totals.get("run_s", 0.0), 3),
+        "task_gc_s": round(totals.get("gc_s", 0.0), 3),
+        "shuffle_write_bytes": int(totals.get("shuffle_write_bytes", 0)),
+        "tasks": tasks,
     }
 
 
@@ -625,22 +648,16 @@ def record_batch(rec: Recorder, x: int, groups: list[Group], deadline: float,
 
 def record(rec: Recorder, groups: list[Group], executors: list[int], deadline: float,
            profile_apps: str = "shared") -> bool:
-    """Every executor count's batch, each in its own thread (at most len(executors)
-    applications at a time); False when the budget ran out first."""
+    """Every executor count's batch, one after the other (one application at a time: a
+    recording shares the machine with nothing, bench.quiet); False when the budget ran out
+    first."""
     finished = []
-
-    def work(x: int) -> None:
+    for x in executors:
         try:
             finished.append(record_batch(rec, x, groups, deadline, profile_apps))
         except Exception as exc:  # one batch's trouble must not end the others
             print(f"x{x}: {type(exc).__name__}: {exc}", flush=True)
             finished.append(False)
-
-    threads = [threading.Thread(target=work, args=(x,), daemon=True) for x in executors]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
     return all(finished)
 
 
@@ -667,13 +684,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="tune (the set a method's constants may be chosen on) and test")
     parser.add_argument("--jobs", nargs="+", choices=list(ORDER), default=list(ORDER))
     parser.add_argument("--executors", type=int, nargs="+", default=[1, 2],
-                        help="executor counts; each is recorded in its own thread")
+                        help="executor counts, recorded one after the other")
     parser.add_argument("--budget-min", type=float, default=28.0,
                         help="stop starting applications after this long")
     parser.add_argument("--profile-apps", choices=["shared", "job", "size"], default="shared",
                         help="profile applications: one for every job (shared), one per job "
                         "(no peak holds another job's garbage), or one per size (as production "
                         "runs them; slowest); searches share applications either way")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="where each set's directory is (a trial run: somewhere else)")
     parser.add_argument("--summarize", action="store_true",
                         help="rebuild needs.json from runs.jsonl (a run killed mid-search), "
                         "no cluster")
@@ -683,10 +702,10 @@ def main(argv: list[str] | None = None) -> int:
 
     groups = [(s, j) for j in args.jobs for s in args.sets]  # broadcast last
     for set_name in args.sets:
-        (DATA / set_name).mkdir(parents=True, exist_ok=True)
+        (args.data / set_name).mkdir(parents=True, exist_ok=True)
     if args.summarize:
         with tempfile.TemporaryDirectory() as tmp:
-            rec = Recorder(DATA, Path(tmp), "", args.sets)
+            rec = Recorder(args.data, Path(tmp), "", args.sets)
             for x in args.executors:
                 batch = Batch(rec, x, groups)
                 batch.load()
@@ -704,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.start(workers=2, cores_per_worker=4, memory_per_worker=WORKER_MEMORY,
                       port=free_port(), webui_port=free_port(), timeout_s=300)
         try:
-            rec = Recorder(DATA, Path(tmp), cluster.master_url, args.sets)
+            rec = Recorder(args.data, Path(tmp), cluster.master_url, args.sets)
             finished = record(rec, groups, args.executors, deadline, args.profile_apps)
         finally:
             cluster.stop()

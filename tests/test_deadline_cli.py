@@ -316,7 +316,7 @@ def test_memory_mb_seconds_without_a_container_size_is_one_line(db: Path) -> Non
     """No measured peak (or not a Spark command): nothing sizes a container to price with,
     so the starts are priced by executor-seconds and a warning says why; --strict: exit 2,
     one line, nothing started (tests/test_planning_paths.py has every combination)."""
-    why = {"predict": "no run of the job with a measured memory peak",
+    why = {"predict": "no run with a measured executor memory peak or a memory failure yet",
            "submit": "memory is not sized for this command (not a Spark command)"}
     for command in ("predict", "submit"):
         tail = ["--dry-run", "--", "echo", "{scale_out}"] if command == "submit" else []

@@ -45,6 +45,30 @@ def test_a_bounded_need_scores_only_what_is_certain() -> None:
     assert settled.need_mb == 1408 and Score("m", settled, 1408).ratio == 1.0
 
 
+def test_the_sets_side_by_side_count_each_executor_count_on_its_own() -> None:
+    """A tune set with x1 and x2 cases beside a test set with x1 only: each set's row for all
+    its cases and one per executor count, the counts and medians worked out by hand."""
+    from bench.memory_accuracy import side_by_side
+
+    def settled(job: str, x: int, need: int) -> Case:
+        return Case(job, 100, x, above_mb=need - 64, at_most_mb=need)
+
+    tune = [Score("cobell", settled("a", 1, 1024), 1024),  # covers, ratio 1.0
+            Score("cobell", settled("b", 1, 1024), 2048),  # covers, ratio 2.0
+            Score("cobell", settled("a", 2, 1024), 960)]  # short: at most what failed
+    test = [Score("cobell", settled("a", 1, 1024), 1536),  # covers, ratio 1.5
+            Score("other", settled("a", 1, 1024), 512)]  # another method: not counted
+    rows = [line for line in side_by_side({"tune": tune, "test": test})
+            if line.startswith("| t")]
+    assert rows == [
+        "| tune | all | 3/3 | 2 (67 %) | 1 | 1.00 .. 1.00 | no / yes |",
+        "| tune | 1 | 2/2 | 2 (100 %) | 0 | 1.50 .. 1.50 | yes / no |",
+        "| tune | 2 | 1/1 | 0 (0 %) | 1 | 0.94 .. 0.94 | no / yes |",
+        "| test | all | 1/1 | 1 (100 %) | 0 | 1.50 .. 1.50 | yes / no |",
+        "| test | 1 | 1/1 | 1 (100 %) | 0 | 1.50 .. 1.50 | yes / no |",
+    ]
+
+
 class _Cluster(mr.Recorder):
     """Stands in for the Spark applications: a size succeeds when the memory covers a hidden
     need (growing with the input), and fails for memory otherwise."""
@@ -146,17 +170,25 @@ def test_an_ignored_record_bounds_nothing(tmp_path) -> None:
 
 
 def test_the_accuracy_decomposition_multiplies_to_the_container_ratio() -> None:
-    """bench.memory_accuracy's diagnosis: point / need x bound x rounding is cobell's grant /
-    the need's grant, and the point factor is the model's own prediction over the need."""
+    """bench.memory_accuracy's diagnosis: four factors, each defined on its own, whose product
+    is the reservation score() gives cobell over the need's grant. The need (448 MB) is below
+    Spark's 512 MB floor, so its own factor is 448 / 512; the rounding is the reservation over
+    the bound, the reservation 64 MB steps above it (worked out here, not read from the code)."""
+    import math
+
     from bench import memory_accuracy as ma
 
     runs = [ma.Run("j", r * ma.MB, 1, 2048, "succeeded", peak, {})
             for r, peak in ((100, 400.0), (150, 520.0), (225, 610.0), (340, 800.0))]
-    case = ma.Case("j", 500 * ma.MB, 1, above_mb=896, at_most_mb=960)
-    point, bound, rounding = ma.decompose(runs, case, 0.95)
-    upper = ma.size_cobell([r for r in runs], case, confidence=0.95)
-    assert point * bound * rounding == pytest.approx(ma.granted(upper) / ma.granted(960))
-    assert point * 960 * bound == pytest.approx(upper)
+    case = ma.Case("j", 500 * ma.MB, 1, above_mb=384, at_most_mb=448)
+    point, bound, rounding, floor = ma.decompose(runs, case, 0.95)
+    (scored,) = [s for s in ma.score(runs, [case], 0.95) if s.method == "cobell"]
+    upper = ma.size_cobell(runs, case, confidence=0.95)
+    assert upper is not None and scored.reserved_mb == max(512, math.ceil(upper / 64) * 64)
+    assert floor == pytest.approx(448 / 512)
+    assert rounding == pytest.approx(scored.reserved_mb / upper)
+    assert point * 448 * bound == pytest.approx(upper, rel=1e-3)
+    assert point * bound * rounding * floor == pytest.approx(scored.reserved_mb / 512, rel=1e-3)
     assert "bound factor" in ma.explain(runs, [case], 0.95)
 
 
@@ -190,3 +222,81 @@ def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> 
     assert low["sized"] == high["sized"] > 0
     # a wider floor never reserves less: the grid really moved the constant
     assert high["mean_ratio"] > low["mean_ratio"]
+
+
+def test_the_recorder_runs_one_application_at_a_time(tmp_path) -> None:
+    """Executor counts one after the other: a quiet recording never has two applications."""
+    for s in ("tune", "test"):
+        (tmp_path / s).mkdir()
+
+    class _Timed(_Cluster):
+        active = most = 0
+
+        def run(self, *args, **kwargs):
+            _Timed.active += 1
+            _Timed.most = max(_Timed.most, _Timed.active)
+            time.sleep(0.02)
+            try:
+                return super().run(*args, **kwargs)
+            finally:
+                _Timed.active -= 1
+
+    hidden = {**_hidden(), **{(s, j, r, 2): n for (s, j, r, _), n in _hidden().items()}}
+    rec = _Timed(tmp_path, hidden)
+    assert mr.record(rec, [("tune", "collect"), ("tune", "cache")], [1, 2], time.time() + 600)
+    assert _Timed.most == 1 and rec.apps > 2
+
+
+def test_a_sizes_measures_are_its_own_spark_jobs(tmp_path) -> None:
+    """case_measures reads cobell's fold: the size's jobs' peaks (the largest over them), their
+    GC (summed) and task totals; another job's peaks are not the size's."""
+    from cobell_cli.sources.eventlog_profile import summarize
+
+    mb, t0 = 1024 * 1024, 1_700_000_000_000
+
+    def task(stage, heap, unified, minor):
+        return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+                "Task Info": {"Executor ID": "1", "Launch Time": t0 + 100, "Finish Time": t0 + 900},
+                "Task Metrics": {"Executor Run Time": 800, "JVM GC Time": 50,
+                                 "Shuffle Write Metrics": {"Shuffle Bytes Written": 1000}},
+                "Task Executor Metrics": {"JVMHeapMemory": heap * mb,
+                                          "OnHeapUnifiedMemory": unified * mb,
+                                          "MinorGCCount": minor, "MinorGCTime": 7 * minor}}
+
+    events = [{"Event": "SparkListenerApplicationStart", "App Name": "m", "App ID": "a",
+               "Timestamp": t0},
+              {"Event": "SparkListenerExecutorAdded", "Executor ID": "1", "Timestamp": t0,
+               "Executor Info": {"Total Cores": 1}},
+              *[{"Event": "SparkListenerJobStart", "Job ID": j, "Submission Time": t0,
+                 "Stage Infos": [{"Stage ID": j, "Parent IDs": []}]} for j in range(3)],
+              task(0, 1500, 10, 3), task(1, 600, 200, 5), task(2, 700, 20, 8),
+              task(2, 650, 30, 9),
+              {"Event": "SparkListenerApplicationEnd", "Timestamp": t0 + 1000}]
+    log = tmp_path / "a"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = mr.case_measures(summarize(log), [1, 2])
+    assert out["heap_mb"] == 700.0  # not job 0's 1500
+    assert out["measures"]["unified_mb"] == 200.0
+    assert out["measures"]["minor_gc"] == (5 - 3) + (9 - 5)
+    assert out["tasks"] == 3 and out["task_run_s"] == pytest.approx(2.4)
+    assert out["shuffle_write_bytes"] == 3000
+    assert mr.case_measures(None, [1]) == {"heap_mb": None, "executors": None}
+
+
+def test_the_accuracy_report_states_the_constants_the_code_uses(monkeypatch) -> None:
+    """bench.memory_accuracy wrote "the heap peak less 0.351 of its slack" while the code used
+    0.26: its text is now made from the code's constants themselves (the default's demand.DEMAND
+    and model.py's margins, the candidate's demand.PEAK_RULE and bound.DEFAULT_PRIOR)."""
+    from bench import memory_accuracy as ma
+    from cobell_cli.core.memory import bound, demand, model
+
+    monkeypatch.setattr(demand, "DEMAND", demand.DemandRule(0.417, 1.123, 0.789))
+    monkeypatch.setattr(demand, "PEAK_RULE", demand.DemandRule(0.0, 0.913, 1.0))
+    monkeypatch.setattr(bound, "DEFAULT_PRIOR", bound.RatioPrior(0.031, 2.5, 7.0, 0.0169))
+    monkeypatch.setattr(model, "TAIL_MARGIN", 1.077)
+    monkeypatch.setattr(model, "MIN_MARGIN", 1.333)
+    text = ma.method_text()
+    for figure in ("0.417", "1.123", "0.789", "0.913", "0.031", "spread 0.13", "2.5",
+                   "7 ratios", "1.077", "1.333"):
+        assert figure in text, figure
+    assert "0.351" not in text

@@ -62,7 +62,7 @@ def test_predict_sizes_each_candidates_memory(db: Path) -> None:
     assert per[1] > per[8]  # more executors, less input each
     table = cobell(*args)
     assert "memory MB" in table.stdout and "container MB" in table.stdout
-    assert "memory: " in table.stdout and "heap per executor" in table.stdout
+    assert "memory: " in table.stdout and "MB overhead = " in table.stdout
 
 
 def test_a_job_without_measured_peaks_is_not_sized_and_says_so(tmp_path: Path) -> None:
@@ -186,3 +186,66 @@ def test_flink_says_its_memory_is_not_sized(tmp_path: Path) -> None:
 
 if os.name != "posix":  # the stand-in is a shell script
     pytestmark = pytest.mark.skip(reason="needs /bin/sh")
+
+
+def test_the_memory_line_adds_up_the_terms_yarn_grants(db: Path) -> None:
+    """Issue 36 item 5: a kept 512m on YARN (the default 1024 MB step) is 512 MB heap + 384 MB
+    overhead + 128 MB rounding = 1024 MB container, in text and --json; a heap cobell sizes
+    takes the rounding itself, and the terms still add up."""
+    args = ("--db", db, "submit", "-j", "etl", "-t", "200", "--cluster", "none",
+            "--input-size", "300M", "--dry-run")
+    kept = ("--", "spark-submit", "--master", "yarn", "--executor-memory", "512m", "app.py")
+    text = cobell(*args, *kept)
+    assert text.exit_code == 0, text.stderr
+    assert ("memory: 512 MB heap + 384 MB overhead + 128 MB rounding = 1024 MB container"
+            in text.stdout)
+    memory = json.loads(cobell(*args, "--json", *kept).stdout)["memory"]
+    assert (memory["executor_memory_mb"], memory["executor_overhead_mb"],
+            memory["rounding_mb"], memory["container_mb"]) == (512, 384, 128, 1024)
+    sized = json.loads(cobell(*args, "--json", "--", "spark-submit", "--master", "yarn",
+                              "app.py").stdout)["memory"]
+    assert sized["executor_overhead_mb"] >= 384 and sized["rounding_mb"] == 0
+    assert (sized["executor_memory_mb"] + sized["executor_overhead_mb"]
+            == sized["container_mb"])
+
+
+def test_a_job_that_never_gives_an_input_size_is_sized_from_its_peaks(tmp_path: Path) -> None:
+    """Issue 36 item 3: runs with a measured peak and no --input-size are not invisible:
+    `model show` names the constant of their peaks, predict sizes from it (and says so), and
+    `model plot --memory` draws the peaks in run order."""
+    path = tmp_path / "h.db"
+    runs = [{k: v for k, v in r.items() if k != "input_bytes"} for r in _runs()]
+    with History.open(path) as history:
+        history.insert_runs(runs)
+    shown = cobell("--db", path, "model", "show", "-j", "etl")
+    assert shown.exit_code == 0, shown.stderr
+    assert "constant:" in shown.stdout and "16 runs without an input size" in shown.stdout
+    described = json.loads(cobell("--db", path, "model", "show", "-j", "etl", "--json").stdout)
+    assert described["memory"]["input_free"] and described["memory"]["runs"] == 16
+    predicted = cobell("--db", path, "predict", "-j", "etl", "-t", "200", "--cluster", "none",
+                       "--json")
+    memory = json.loads(predicted.stdout)["memory"]
+    peaks = sorted(r["peak_memory_mb"] for r in runs)
+    assert memory["source"] == "model" and memory["model"] == "constant"
+    assert "no input size" in memory["note"]
+    assert peaks[0] < memory["predicted_peak_mb"] < peaks[-1]
+    assert memory["executor_memory_mb"] >= memory["upper_peak_mb"] > memory["predicted_peak_mb"]
+    plot = cobell("--db", path, "model", "plot", "-j", "etl", "--memory", "-o",
+                  tmp_path / "m.png")
+    assert plot.exit_code == 0, plot.stderr
+    assert (tmp_path / "m.png").stat().st_size > 1000
+
+
+def test_the_reason_memory_is_not_sized_names_what_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    runs = [{k: v for k, v in r.items() if k != "peak_memory_mb"} for r in _runs()]
+    with History.open(path) as history:
+        history.insert_runs(runs)
+    result = cobell("--db", path, "predict", "-j", "etl", "-t", "200", "--cluster", "none")
+    assert "memory: not sized (no run with a measured executor memory peak" in result.stdout
+    shown = cobell("--db", path, "model", "show", "-j", "etl")
+    assert "no run with a measured executor memory peak" in shown.stdout
+    plot = cobell("--db", path, "model", "plot", "-j", "etl", "--memory", "-o",
+                  tmp_path / "m.png")
+    assert plot.exit_code == 2 and "measured executor memory peak" in plot.stderr
+    assert "Traceback" not in plot.stderr

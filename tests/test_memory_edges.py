@@ -83,6 +83,59 @@ def test_the_fold_keeps_each_executors_peaks_from_every_metrics_event(tmp_path: 
     assert memory_columns(summarize(log)) == {"executor_memory_mb": 2048, "peak_memory_mb": 700.0}
 
 
+def _gc(heap_mb: float, unified_mb: float, minor: int, major: int, major_ms: int) -> dict:
+    return {"JVMHeapMemory": int(heap_mb * MB), "OnHeapUnifiedMemory": int(unified_mb * MB),
+            "OnHeapExecutionMemory": int(unified_mb * MB), "MinorGCCount": minor,
+            "MinorGCTime": 10 * minor, "MajorGCCount": major, "MajorGCTime": major_ms,
+            "TotalGCTime": 10 * minor + major_ms}
+
+
+def test_the_fold_keeps_each_spark_jobs_own_peaks_and_the_gc_it_did(tmp_path: Path) -> None:
+    """Two actions of one application on two executors: each job's memory peaks are its own
+    (the largest over its executors), its GC the counters' growth while it ran, summed over
+    the executors; the application's peaks are the largest of all, its counters the last."""
+    second = [
+        {"Event": "SparkListenerJobStart", "Job ID": 1, "Submission Time": T0 + 5000,
+         "Stage Infos": [{"Stage ID": 1, "Parent IDs": []}]},
+        {**_task("1", _gc(400, 30, minor=9, major=1, major_ms=200)), "Stage ID": 1},
+        {**_task("2", _gc(350, 60, minor=4, major=0, major_ms=0)), "Stage ID": 1},
+    ]
+    log = _log(tmp_path, [
+        _task("1", _gc(900, 120, minor=5, major=0, major_ms=0)),
+        _task("2", _gc(300, 10, minor=2, major=0, major_ms=0)),
+        {"Event": "SparkListenerStageExecutorMetrics", "Executor ID": "1", "Stage ID": 0,
+         "Stage Attempt ID": 0, "Executor Metrics": _gc(950, 150, minor=6, major=0,
+                                                         major_ms=0)},
+        *second,
+    ])
+    memory = summarize(log).memory
+    assert memory is not None
+    first, later = memory.job_metrics["0"], memory.job_metrics["1"]
+    assert first["heap_mb"] == pytest.approx(950) and first["unified_mb"] == pytest.approx(150)
+    assert later["heap_mb"] == pytest.approx(400) and later["unified_mb"] == pytest.approx(60)
+    assert first["minor_gc"] == 6 + 2 and first["major_gc"] == 0  # from executor start
+    assert later["minor_gc"] == (9 - 6) + (4 - 2)
+    assert later["major_gc"] == 1 and later["major_gc_s"] == pytest.approx(0.2)
+    assert later["gc_s"] == pytest.approx((90 + 200 - 60 + 40 - 20) / 1000)
+    peaks = {e.executor_id: e for e in memory.executors}
+    assert peaks["1"].major_gc == 1 and peaks["1"].minor_gc == 9
+    assert peaks["1"].unified_mb == pytest.approx(150)
+
+
+def test_a_stored_profile_with_the_old_heap_only_job_peaks_still_loads() -> None:
+    """Profiles stored before job_metrics (`job_heap_mb`) load; the old key is dropped."""
+    from cobell_cli.core.profile import AppProfile
+
+    raw = {"app_id": "a", "app_name": "n", "start_ms": 0, "end_ms": 1000, "last_event_s": 1.0,
+           "tags": [], "job_tag": None, "cores_per_executor": 1, "executors": [], "jobs": [],
+           "stages": [], "local_mode": False,
+           "memory": {"executors": [{"executor_id": "1", "heap_mb": 10.0}],
+                      "job_heap_mb": {"0": 10.0}}}
+    memory = AppProfile.from_dict(raw).memory
+    assert memory is not None and memory.job_metrics == {}
+    assert memory.executors[0].heap_mb == 10.0
+
+
 def test_a_log_without_executor_metrics_has_no_peak_not_a_zero(tmp_path: Path) -> None:
     log = _log(tmp_path, [_task("1", None), _task("1", {"JVMHeapMemory": 0})], props={})
     profile = summarize(log)

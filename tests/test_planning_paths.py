@@ -135,7 +135,7 @@ def test_minimize_memory_without_a_memory_model_says_so(
     plan = _plan(_doc(result))
     assert plan["minimize"] == "executor-seconds"  # what it did, not what was asked
     assert plan["memory"]["executor_memory_mb"] is None
-    assert "--minimize memory-mb-seconds cannot act: no run of the job with a measured" \
+    assert "--minimize memory-mb-seconds cannot act: no run with a measured executor memory" \
         in result.stderr
     if deadline:
         assert plan["start_reason"] and "memory-mb-seconds" not in json.dumps(
@@ -155,5 +155,6 @@ def test_an_unsized_job_says_why_in_every_path(unsized_db: Path, deadline: bool)
     result = cobell("--db", unsized_db, "predict", "-j", "etl", *timing, *COMMON,
                     "--cluster", "none", env=ENV)
     assert result.exit_code == 0, result.stderr
-    assert "memory: not sized (no run of the job with a measured memory peak" in result.stdout
+    assert ("memory: not sized (no run with a measured executor memory peak or a memory "
+            "failure yet") in result.stdout
     assert "cannot act" not in result.stderr

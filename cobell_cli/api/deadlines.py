@@ -367,6 +367,13 @@ def run_prediction(planned: Planned, decision: StartDecision, started_at: float,
     })
 
 
+def _rounding(chosen: Any) -> int | None:
+    """The scheduler's step above heap + overhead in the chosen candidate's container."""
+    if chosen.container_mb is None or chosen.executor_overhead_mb is None:
+        return None
+    return chosen.container_mb - chosen.executor_memory_mb - chosen.executor_overhead_mb
+
+
 def start_prediction(planned: Planned, decision: StartDecision) -> Prediction:
     """What `cobell predict --deadline` shows: the plan at once with the start decided, and
     its memory sized for the scale-out that start runs at."""
@@ -383,9 +390,9 @@ def _memory_at(plan: Any, chosen: Any) -> dict[str, Any]:
         return {}
     memory = {**plan.memory, "scale_out": chosen.scale_out,
               "executor_memory_mb": chosen.executor_memory_mb,
-              "container_mb": chosen.container_mb}
-    if chosen.container_mb is not None:
-        memory["executor_overhead_mb"] = chosen.container_mb - chosen.executor_memory_mb
+              "container_mb": chosen.container_mb,
+              "executor_overhead_mb": chosen.executor_overhead_mb,
+              "rounding_mb": _rounding(chosen)}
     return {"memory": memory}
 
 

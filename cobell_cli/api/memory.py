@@ -67,16 +67,18 @@ def memory_model(
     """The job's memory model (core/memory/model.py) on its runs with memory columns (`runs`,
     else read), and those observations; (None, observations) when no run has a measured
     peak. With too few input sizes to choose its own function, the nearest known job's by
-    event-log profile (core/memory/selector.py) guides it."""
+    event-log profile (core/memory/selector.py) guides it; a job whose runs never gave an
+    input size is modelled by its peaks alone."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
     from cobell_cli.core.memory.select import MIN_SIZES
 
     obs = observations(runs if runs is not None else history.memory_runs(job, window=window))
-    sizes = {o.input_bytes for o in obs if o.demand_mb}
-    if not sizes:
+    if not any(o.demand_mb for o in obs):
         return None, obs
-    neighbour = nearest_memory_job(history, job, window) if len(sizes) <= MIN_SIZES else None
+    sizes = {o.input_bytes for o in obs if o.demand_mb and o.input_bytes}
+    few = 0 < len(sizes) <= MIN_SIZES
+    neighbour = nearest_memory_job(history, job, window) if few else None
     return MemoryModel(neighbour=neighbour).fit(obs), obs
 
 
@@ -94,7 +96,7 @@ def nearest_memory_job(history: History, job: str, window: int | None) -> Any:
     known = []
     for other in [j for j in history.job_names() if j != job][:MEMORY_NEIGHBOURS]:
         obs = observations(history.memory_runs(other, window=window))
-        if len({o.input_bytes for o in obs if o.demand_mb}) <= MIN_SIZES:
+        if len({o.input_bytes for o in obs if o.demand_mb and o.input_bytes}) <= MIN_SIZES:
             continue
         features = job_features(history.profiles(other, limit=FEATURE_PROFILES))
         if features is not None:

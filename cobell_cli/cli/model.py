@@ -166,17 +166,25 @@ def memory_text(memory: dict[str, Any] | None) -> str:
     from cobell_cli.api import count
 
     if memory is None:
-        return "none yet (no run with a measured executor memory peak)"
-    of = ("" if memory["function"] == "constant" else ", z = input "
-          + ("per executor " if "per_executor" in memory["function"] else "") + "in MB")
-    text = (f"{memory['function']}: {memory['formula']} MB{of} ({count(memory['runs'], 'run')}"
-            + (f", chosen by {memory['chosen_by']}" if memory.get("chosen_by") else ""))
+        return ("none yet (no run with a measured executor memory peak: Spark runs of "
+                "`cobell submit` record it from the event log)")
+    if memory.get("input_free"):
+        text = (f"{memory['function']}: {memory['formula']} MB per executor, from the peaks "
+                f"of {count(memory['runs'], 'run')} without an input size")
+    else:
+        of = ("" if memory["function"] == "constant" else ", z = input "
+              + ("per executor " if "per_executor" in memory["function"] else "") + "in MB")
+        text = (f"{memory['function']}: {memory['formula']} MB{of} "
+                f"({count(memory['runs'], 'run')}"
+                + (f", chosen by {memory['chosen_by']}" if memory.get("chosen_by") else ""))
+        if memory.get("runs_without_input"):
+            text += f"; {memory['runs_without_input']} without an input size not used"
     if memory["failures"]:
         text += f", {memory['failures']} memory failures as lower bounds"
     chosen = memory["cv_rmsle"].get(memory["function"])
     if chosen is not None:
         text += f"; forward-CV error {100 * chosen:.0f} % (RMS log)"
-    return text + ")"
+    return text + ("" if memory.get("input_free") else ")")
 
 
 @app.command("eval")
@@ -321,7 +329,8 @@ def _save(fig: Any, path: Path, plt: Any) -> None:
 
 
 def _memory_figure(data: ModelInput, plt: Any) -> Any:
-    """Peak memory per run against the chosen function's feature, with the function."""
+    """Peak memory per run against the chosen function's feature, with the function; for a
+    job without input sizes, against the run's order."""
     from cobell_cli import api
     from cobell_cli.api import count
     from cobell_cli.errors import UsageError
@@ -331,25 +340,48 @@ def _memory_figure(data: ModelInput, plt: Any) -> Any:
     if model is None:
         raise UsageError(f"job {job!r} has no run with a measured executor memory peak",
                          hint="runs of `cobell submit` on Spark record it from the event log")
-    feature = model.candidate_.feature
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    seen = [o for o in obs if o.demand_mb]
-    failed = [o for o in obs if o.failed]
-    at = api.memory_feature_value
+    if model.input_free_:
+        _peaks_by_run(ax, model, obs)
+    else:
+        _peaks_by_input(ax, model, obs, api.memory_feature_value)
+    ax.set_ylabel("executor memory (MB)")
+    ax.set_title(f"{printable(job)}: {count(model.runs_, 'run')}")
+    ax.legend()
+    return fig
+
+
+def _peaks_by_input(ax: Any, model: Any, obs: list, at: Any) -> None:
+    feature = model.candidate_.feature
+    seen = [o for o in obs if o.demand_mb and o.input_bytes]
+    failed = [o for o in obs if o.failed and o.input_bytes]
     ax.scatter([at(o, feature) for o in seen], [o.demand_mb for o in seen], s=18,
                label="runs (peak)")
     if failed:
         ax.scatter([at(o, feature) for o in failed], [o.reserved_mb for o in failed],
                    marker="x", color="red", label="failed for memory at")
-    top = max(at(o, feature) for o in obs) * 1.25
+    top = max(at(o, feature) for o in [*seen, *failed]) * 1.25
     grid = [top * i / 200 for i in range(1, 201)]
     ax.plot(grid, [model.fitted_.predict(z) for z in grid], color="black",
             label=model.candidate_.label)
     ax.set_xlabel("input per executor (MB)" if feature == "per_executor" else "input (MB)")
-    ax.set_ylabel("executor memory (MB)")
-    ax.set_title(f"{printable(job)}: {count(model.runs_, 'run')}")
-    ax.legend()
-    return fig
+
+
+def _peaks_by_run(ax: Any, model: Any, obs: list) -> None:
+    """No input size: each run's peak (and memory failure) in the order they ran, the
+    constant and its bound."""
+    order = list(range(1, len(obs) + 1))
+    seen = [(i, o) for i, o in zip(order, obs, strict=True) if o.demand_mb]
+    failed = [(i, o) for i, o in zip(order, obs, strict=True) if o.failed]
+    ax.scatter([i for i, _ in seen], [o.demand_mb for _, o in seen], s=18, label="runs (peak)")
+    if failed:
+        ax.scatter([i for i, _ in failed], [o.reserved_mb for _, o in failed], marker="x",
+                   color="red", label="failed for memory at")
+    point = model.predict(0, 1)
+    ax.axhline(point, color="black", label=f"constant {point:.0f} MB")
+    ax.axhline(point * model.ratio(0.95), color="black", linestyle="--",
+               label="bound (P >= 0.95)")
+    ax.set_xlabel("run (no input size recorded)")
 
 
 def plot_file(out: str, job: str) -> Path:

@@ -212,13 +212,11 @@ def _memory_cells(c: Any, minimize: str) -> dict[str, Any]:
 
 
 def memory_line(memory: Any) -> str:
-    """What the executor memory is and why: the reservation, the model, its confidence."""
+    """What the executor memory is and why: the reservation as the terms YARN adds up (heap +
+    overhead + the scheduler's rounding = container), the model, its confidence."""
     heap = memory.get("executor_memory_mb")
     if memory.get("source") == "none" or heap is None:
         return f"memory: not sized ({memory.get('note') or 'no memory model'})"
-    overhead = memory.get("executor_overhead_mb")
-    grant = (f" + {overhead} MB overhead = {memory.get('container_mb')} MB container"
-             if overhead is not None else "")
     if memory.get("source") == "user":
         how = "yours (the command sets it; cobell keeps it)"
     else:
@@ -229,7 +227,19 @@ def memory_line(memory: Any) -> str:
     model = (f"; model {memory.get('model')} on {count(memory.get('runs') or 0, 'run')}, "
              f"chosen by {memory.get('chosen_by')}" if memory.get("model") else "")
     note = f"; {memory['note']}" if memory.get("note") else ""
-    return f"memory: {heap} MB heap per executor{grant}, {how}{model}{note}"
+    return f"memory: {container_sum(memory)} per executor, {how}{model}{note}"
+
+
+def container_sum(memory: Any) -> str:
+    """"512 MB heap + 384 MB overhead + 128 MB rounding = 1024 MB container" on YARN (the
+    rounding only where the scheduler's step adds some); the heap alone elsewhere."""
+    heap, overhead = memory.get("executor_memory_mb"), memory.get("executor_overhead_mb")
+    if overhead is None or memory.get("container_mb") is None:
+        return f"{heap} MB heap"
+    rounding = memory.get("rounding_mb") or 0
+    terms = [f"{heap} MB heap", f"{overhead} MB overhead",
+             *([f"{rounding} MB rounding"] if rounding else [])]
+    return f"{' + '.join(terms)} = {memory['container_mb']} MB container"
 
 
 def render_start(start: StartDecision, verbose: bool = False) -> list[str]:

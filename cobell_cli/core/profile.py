@@ -92,6 +92,9 @@ class ExecutorMemory:
     jvm_rss_mb: float = 0.0  # ProcessTreeJVMRSSMemory (0 unless process-tree metrics are on)
     python_rss_mb: float = 0.0  # ProcessTreePythonRSSMemory (PySpark workers)
     gc_s: float = 0.0  # TotalGCTime
+    minor_gc: int = 0  # MinorGCCount (G1: young and mixed collections)
+    major_gc: int = 0  # MajorGCCount (G1: full collections, a heap at its limit)
+    major_gc_s: float = 0.0  # MajorGCTime
 
 
 @dataclass
@@ -110,7 +113,10 @@ class MemoryProfile:
     shuffle_write_bytes: int = 0
     tasks: int = 0
     memory_failures: list[str] = field(default_factory=list)  # why tasks/executors died of it
-    job_heap_mb: dict[str, float] = field(default_factory=dict)  # Spark job id -> heap peak
+    # Spark job id -> its executors' metric peaks (ExecutorMemory's field names, the largest
+    # over the executors) and the GC its executors did while it ran (counts and seconds,
+    # summed over them): what one action of a long application used
+    job_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def peak(self, metric: str) -> float | None:
         """The largest value of one metric over the executors; None without metrics."""
@@ -207,6 +213,7 @@ class AppProfile:
         raw["stages"] = [StageProfile(**s) for s in raw.get("stages", [])]
         if raw.get("memory") is not None:
             memory = dict(raw["memory"])
+            memory.pop("job_heap_mb", None)  # kept before job_metrics (the heap peak alone)
             memory["executors"] = [ExecutorMemory(**e) for e in memory.get("executors", [])]
             raw["memory"] = MemoryProfile(**memory)
         return cls(**raw)

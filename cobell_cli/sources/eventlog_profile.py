@@ -188,7 +188,7 @@ class _Fold:
         return next((j for j, v in self.jobs.items() if stage_id in v[2]), -1)
 
 
-# Executor metrics (Spark >= 3.0) -> ExecutorMemory fields, in bytes (GC time in ms)
+# Executor metrics (Spark >= 3.0) -> ExecutorMemory fields, in bytes
 _METRICS = {
     "JVMHeapMemory": "heap_mb",
     "JVMOffHeapMemory": "offheap_mb",
@@ -199,49 +199,72 @@ _METRICS = {
     "ProcessTreeJVMRSSMemory": "jvm_rss_mb",
     "ProcessTreePythonRSSMemory": "python_rss_mb",
 }
+# The GC's counters (cumulative per executor; times in ms) -> ExecutorMemory fields
+_GC = {
+    "TotalGCTime": ("gc_s", 1e-3),
+    "MinorGCCount": ("minor_gc", 1.0),
+    "MajorGCCount": ("major_gc", 1.0),
+    "MajorGCTime": ("major_gc_s", 1e-3),
+}
 _MB = 1024 * 1024
+
+
+def _readings(metrics: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """One executor-metrics record as (memory in MB, GC counters)."""
+    memory = {name: _number(metrics, key) / _MB for key, name in _METRICS.items()}
+    gc = {name: _number(metrics, key) * scale for key, (name, scale) in _GC.items()}
+    return memory, gc
+
+
 class _MemoryFold:
-    """Executors' memory peaks (from every event that carries executor metrics), task GC and
-    shuffle totals, and the failures that say memory."""
+    """Executors' memory peaks (from every event that carries executor metrics), each Spark
+    job's own peaks and GC, task GC and shuffle totals, and the failures that say memory."""
 
     def __init__(self) -> None:
         self.peaks: dict[str, dict[str, float]] = {}
         self.stage_job: dict[int, int] = {}
-        self.job_heap: dict[int, float] = {}  # a Spark job's (action's) executor heap peak
+        self.job_peaks: dict[int, dict[str, float]] = {}
+        # the GC counters per executor: the latest seen, and per (job, executor) the value
+        # before the job's first reading and the largest within it
+        self.gc_seen: dict[str, dict[str, float]] = {}
+        self.gc_job: dict[tuple[int, str], list[dict[str, float]]] = {}
         self.task_run_ms = 0
         self.task_gc_ms = 0
         self.shuffle_write = 0
         self.tasks = 0
         self.failures: list[str] = []
 
-    def _metrics(self, executor: Any, metrics: Any) -> None:
+    def _metrics(self, executor: Any, metrics: Any, stage: Any = None) -> None:
         if executor in (None, "driver") or not isinstance(metrics, dict):
             return
-        if not float(metrics.get("JVMHeapMemory") or 0):  # not polled yet: no measurement
+        if not _number(metrics, "JVMHeapMemory"):  # not polled yet: no measurement
             return
-        peak = self.peaks.setdefault(str(executor), {})
-        for key, field_name in _METRICS.items():
-            value = float(metrics.get(key) or 0) / _MB
-            peak[field_name] = max(peak.get(field_name, 0.0), value)
-        gc_s = float(metrics.get("TotalGCTime") or 0) / 1000.0
-        peak["gc_s"] = max(peak.get("gc_s", 0.0), gc_s)
+        executor = str(executor)
+        memory, gc = _readings(metrics)
+        peak = self.peaks.setdefault(executor, {})
+        for name, value in (*memory.items(), *gc.items()):
+            peak[name] = max(peak.get(name, 0.0), value)
+        before = dict(self.gc_seen.get(executor, {}))
+        seen = self.gc_seen.setdefault(executor, {})
+        for name, value in gc.items():
+            seen[name] = max(seen.get(name, 0.0), value)
+        job = self.stage_job.get(stage) if stage is not None else None
+        if job is None:
+            return
+        mine = self.job_peaks.setdefault(job, {})
+        for name, value in memory.items():
+            mine[name] = max(mine.get(name, 0.0), value)
+        top = self.gc_job.setdefault((job, executor), [before, {}])[1]
+        for name, value in gc.items():
+            top[name] = max(top.get(name, 0.0), value)
 
     def _JobStart(self, e: dict[str, Any]) -> None:
         for info in e.get("Stage Infos") or []:
             self.stage_job.setdefault(info["Stage ID"], e["Job ID"])
 
-    def _stage_peak(self, stage: Any, executor: Any, metrics: Any) -> None:
-        job = self.stage_job.get(stage)
-        if job is None or executor in (None, "driver") or not isinstance(metrics, dict):
-            return
-        heap = float(metrics.get("JVMHeapMemory") or 0) / _MB
-        if heap > 0:
-            self.job_heap[job] = max(self.job_heap.get(job, 0.0), heap)
-
     def _TaskEnd(self, e: dict[str, Any]) -> None:
         info = e.get("Task Info") or {}
-        self._metrics(info.get("Executor ID"), e.get("Task Executor Metrics"))
-        self._stage_peak(e.get("Stage ID"), info.get("Executor ID"), e.get("Task Executor Metrics"))
+        self._metrics(info.get("Executor ID"), e.get("Task Executor Metrics"), e.get("Stage ID"))
         metrics = e.get("Task Metrics") or {}
         self.tasks += 1
         self.task_run_ms += int(metrics.get("Executor Run Time") or 0)
@@ -253,13 +276,13 @@ class _MemoryFold:
             self._failure(" ".join(str(v) for v in reason.values()))
 
     def _StageExecutorMetrics(self, e: dict[str, Any]) -> None:
-        self._metrics(e.get("Executor ID"), e.get("Executor Metrics"))
-        self._stage_peak(e.get("Stage ID"), e.get("Executor ID"), e.get("Executor Metrics"))
+        self._metrics(e.get("Executor ID"), e.get("Executor Metrics"), e.get("Stage ID"))
 
     def _ExecutorMetricsUpdate(self, e: dict[str, Any]) -> None:
         for update in e.get("Executor Metrics Updated") or []:
             if isinstance(update, dict):
-                self._metrics(e.get("Executor ID"), update.get("Executor Metrics"))
+                self._metrics(e.get("Executor ID"), update.get("Executor Metrics"),
+                              update.get("Stage ID"))
 
     def _ExecutorRemoved(self, e: dict[str, Any]) -> None:
         self._failure(str(e.get("Removed Reason") or ""))
@@ -268,17 +291,33 @@ class _MemoryFold:
         if memory_failure(text) and len(self.failures) < 5:
             self.failures.append(text.strip()[:300])
 
+    def _job_metrics(self) -> dict[str, dict[str, float]]:
+        """Each job's memory peaks, and the GC its executors did while it ran (the counters'
+        growth from before its first reading to its last, summed over the executors)."""
+        out = {}
+        for job, peaks in sorted(self.job_peaks.items()):
+            row = {k: round(v, 1) for k, v in peaks.items()}
+            for name, _ in _GC.values():
+                row[name] = round(sum(max(top.get(name, 0.0) - base.get(name, 0.0), 0.0)
+                                      for (j, _e), (base, top) in self.gc_job.items()
+                                      if j == job), 3)
+            out[str(job)] = row
+        return out
+
     def profile(self, props: dict[str, str]) -> MemoryProfile:
+        executors = [ExecutorMemory(i, **{k: (int(v) if k in ("minor_gc", "major_gc") else v)
+                                          for k, v in p.items()})
+                     for i, p in sorted(self.peaks.items())]
         return MemoryProfile(
             executor_memory_mb=_memory_setting(props, "spark.executor.memory"),
             executor_overhead_mb=_memory_setting(props, "spark.executor.memoryOverhead"),
-            executors=[ExecutorMemory(i, **p) for i, p in sorted(self.peaks.items())],
+            executors=executors,
             task_run_s=self.task_run_ms / 1000.0,
             task_gc_s=self.task_gc_ms / 1000.0,
             shuffle_write_bytes=self.shuffle_write,
             tasks=self.tasks,
             memory_failures=self.failures,
-            job_heap_mb={str(j): round(v, 1) for j, v in sorted(self.job_heap.items())},
+            job_metrics=self._job_metrics(),
         )
 
 

@@ -286,13 +286,14 @@ class RunQueries:
     def memory_runs(self, job: str, *, window: int | None = None) -> list[dict[str, Any]]:
         """The job's runs the memory models read (core/memory/demand.py), oldest first: the
         succeeded ones with a measured peak and those that failed for memory, the most recent
-        `window` of them (None or 0: all). Every input size counts: memory must extrapolate."""
+        `window` of them (None or 0: all). Every input size counts: memory must extrapolate;
+        so do runs without one (a job that never gives one is sized by its peaks alone)."""
         columns = ("input_bytes", "scale_out", "executor_memory_mb", "executor_overhead_mb",
                    "peak_memory_mb", "status", "failure_reason", "backend")  # fmt: skip
         limit = f" LIMIT {int(window)}" if window else ""
         rows = self.conn.execute(
             f"SELECT {', '.join(columns)} FROM runs "
-            f"WHERE job = ? AND ({MEMORY_RUN}) AND input_bytes > 0 AND scale_out >= 1 "
+            f"WHERE job = ? AND ({MEMORY_RUN}) AND scale_out >= 1 "
             f"ORDER BY {RECENCY} DESC, id DESC{limit}",
             [job],
         ).fetchall()

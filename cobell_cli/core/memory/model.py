@@ -11,6 +11,12 @@ a run that failed at R MB with at least as much input per executor (or input, fo
 of the input) needed more than R. The runtime's normal-theory tail (calibration.ratio_bound's
 Student t) is not used: on 3-6 ratios its spread is noise, and t on 2-5 degrees of freedom
 turned three ratios [0.42, 1.40, 1.63] into a factor of 11.85 (bench/results/memory_e2e.md).
+A `prior` (bound.py: the spread of ratios across jobs borrowed where a job's own are few,
+its ratios on the reserved scale, select.grant_ratio) is a candidate, not the default: held
+out it did not win (docs/memory.md, "Which method is the default").
+
+A job whose runs never gave an input size is modelled by its peaks alone: a constant per
+executor, its held-out ratios each run's over the runs before it (`input_free_`).
 """
 
 from __future__ import annotations
@@ -20,9 +26,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cobell_cli.core.memory.bound import RatioPrior, ratio_upper
 from cobell_cli.core.memory.experts import Fitted
 from cobell_cli.core.memory.records import MemoryObservation, feature_value
-from cobell_cli.core.memory.select import CANDIDATES, Candidate, candidate, nested_ratios, select
+from cobell_cli.core.memory.select import (
+    CANDIDATES,
+    FLOOR_MB,
+    MAX_FOLDS,
+    Candidate,
+    candidate,
+    grant_ratio,
+    nested_ratios,
+    select,
+)
 from cobell_cli.core.memory.selector import Neighbour, borrow
 
 STEP_MB = 64  # reservations move in 64 MB steps: what the need is measured in
@@ -61,11 +77,13 @@ class MemoryModel:
         pool: Sequence[str] | None = None,
         nested: bool = True,
         neighbour: Neighbour | None = None,
+        prior: RatioPrior | None = None,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
         self.nested = nested
         self.neighbour = neighbour
+        self.prior = prior
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
@@ -73,10 +91,26 @@ class MemoryModel:
         return tuple(candidate(label) for label in self.pool)
 
     def fit(self, runs: Sequence[MemoryObservation]) -> MemoryModel:
-        """Fit on the job's runs: those with a demand are fitted, memory failures bound."""
+        """Fit on the job's runs: those with a demand are fitted, memory failures bound. Runs
+        without an input size are fitted only when no run has one (`input_free_`)."""
         measured = [r for r in runs if r.demand_mb is not None and r.demand_mb > 0]
         if not measured:
             raise ValueError("no run with a measured memory demand")
+        sized = [r for r in measured if r.input_bytes > 0]
+        self.input_free_: bool = not sized
+        self.unsized_runs_: int = len(measured) - len(sized)
+        if sized:
+            self._fit_input(sized)
+        else:
+            self._fit_peaks(measured)
+        self.failures_: list[MemoryObservation] = [
+            r for r in runs if r.failed and r.reserved_mb is not None
+        ]
+        self.runs_: int = len(sized or measured)
+        return self
+
+    def _fit_input(self, measured: Sequence[MemoryObservation]) -> None:
+        """A memory function of the input, chosen on the runs (select.py)."""
         guide = self.neighbour
         fallback = candidate(guide.label if guide is not None else self.fallback)
         selection = select(measured, fallback, self._pool())
@@ -95,13 +129,29 @@ class MemoryModel:
         self.scores_: dict[str, float] = selection.scores
         self.folds_: int = selection.folds
         self.ratios_: list[float] = (
-            nested_ratios(measured, fallback, self._pool()) if self.nested else []
+            nested_ratios(measured, fallback, self._pool(),
+                          0.0 if self.prior is None else FLOOR_MB) if self.nested else []
         )
-        self.failures_: list[MemoryObservation] = [
-            r for r in runs if r.failed and r.reserved_mb is not None
-        ]
-        self.runs_: int = len(measured)
-        return self
+
+    def _fit_peaks(self, measured: Sequence[MemoryObservation]) -> None:
+        """No input size: the constant of the peaks, each run's ratio over the runs before
+        it (the MAX_FOLDS latest) its held-out error."""
+        const = CANDIDATES[0]
+        fitted = const.fit(measured)
+        assert fitted is not None
+        ratios = []
+        for i in range(max(1, len(measured) - MAX_FOLDS), len(measured)):
+            before = const.fit(measured[:i])
+            if before is not None and before.predict(0.0) > 0:
+                ratios.append(grant_ratio(measured[i].demand_mb,  # type: ignore[arg-type]
+                                          before.predict(0.0),
+                                          0.0 if self.prior is None else FLOOR_MB))
+        self.source_ = "peaks"
+        self.candidate_ = const
+        self.fitted_ = fitted
+        self.scores_ = {}
+        self.folds_ = len(ratios)
+        self.ratios_ = ratios if self.nested else []
 
     def predict(self, input_bytes: int, scale_out: int) -> float:
         """The point prediction of the need per executor, MB."""
@@ -110,7 +160,9 @@ class MemoryModel:
 
     def ratio(self, confidence: float) -> float:
         """The factor on the prediction that bounds the need with probability >= confidence."""
-        return memory_ratio_bound(self.ratios_, confidence)
+        if self.prior is None:
+            return memory_ratio_bound(self.ratios_, confidence)
+        return ratio_upper(self.ratios_, confidence, self.prior)
 
     def estimate(self, input_bytes: int, scale_out: int, confidence: float) -> MemoryEstimate:
         predicted = self.predict(input_bytes, scale_out)
@@ -133,6 +185,8 @@ class MemoryModel:
             "chosen_by": self._chosen_by(),
             "formula": self.fitted_.describe(),
             "runs": self.runs_,
+            "runs_without_input": self.unsized_runs_,
+            "input_free": self.input_free_,
             "failures": len(self.failures_),
             "cv_folds": self.folds_,
             "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
@@ -159,6 +213,8 @@ def _chosen_by_text(source: str, neighbour: Neighbour | None, label: str) -> str
     """What chose the function, read after "chosen by", in words that agree with `label`:
     the default function is linear in the input per executor, and where the runs' inputs are
     too alike to fit a slope to, a constant stands in for it."""
+    if source == "peaks":
+        return "its own peaks"
     if source == "own":
         return "its own runs (nested forward CV)"
     if source == "selector" and neighbour is not None:

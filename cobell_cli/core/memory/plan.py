@@ -6,7 +6,8 @@ measured demand (`source` "model"); else, when runs failed for memory, RETRY_GRO
 largest reservation that failed at this much input per executor (`source` "failures"); else
 nothing is sized, and the user's or Spark's memory stays, said so (`source` "none"). A memory
 the user set in the command, or --keep-memory, is kept (`source` "user"), with a warning when
-the model finds it too small or more than twice the need.
+the model finds it too small or more than twice the need. A job whose runs never gave an input
+size is sized by its peaks alone (model.py `input_free_`), whatever the next run's input.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cobell_cli.core.memory.sizing import (
     ContainerRules,
     Reservation,
-    container_of,
+    granted,
     largest_grant,
     reserve,
 )
@@ -34,6 +35,10 @@ TOO_GENEROUS = 2.0  # a user's memory above this many times the need is worth a 
 # Only failures known: the next reservation is this many times the largest that failed (the
 # need is above it, by how much nothing says; half as much again bounds a bisection's steps).
 RETRY_GROWTH = 1.5
+# Why nothing is sized, and how a job is sized without an input size
+NO_MEMORY_RUN = ("no run with a measured executor memory peak or a memory failure yet; "
+                 "`cobell submit` records Spark's peaks from the event log")
+PEAKS_ONLY = "the job's runs have no input size: sized from its peaks alone"
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,10 @@ class CandidateMemory:
     predicted_peak_mb: float | None
     upper_peak_mb: float | None
     executor_memory_mb: int | None
-    executor_overhead_mb: int | None
+    executor_overhead_mb: int | None  # what YARN adds to the heap (None elsewhere)
     container_mb: int | None
     fits: bool = True
+    rounding_mb: int | None = None  # the scheduler's step above heap + overhead (YARN)
 
 
 @dataclass(frozen=True)
@@ -116,14 +122,18 @@ def plan_memory(
     from cobell_cli.core.memory.model import MemoryModel
 
     obs = observations(runs)
-    input_bytes, note = _input(request.input_bytes, obs)
     if model is None and any(o.demand_mb for o in obs):
         model = MemoryModel().fit(obs)
-    if input_bytes is not None and model is None and any(o.failed for o in obs):
-        return _after_failures(obs, candidates, request, input_bytes, note)
-    if model is None or input_bytes is None:
-        return _unsized(candidates, request, input_bytes, note)
-    rows = tuple(_candidate(model, x, input_bytes, request) for x in candidates)
+    if model is not None and model.input_free_:
+        input_bytes, note = request.input_bytes, PEAKS_ONLY + (
+            " (--input-size not used for memory)" if request.input_bytes else "")
+    else:
+        input_bytes, note = _input(request.input_bytes, obs)
+    if model is None and any(o.failed for o in obs):
+        return _after_failures(obs, candidates, request, input_bytes or 0, note)
+    if model is None:
+        return _unsized(candidates, request, input_bytes, None)
+    rows = tuple(_candidate(model, x, input_bytes or 0, request) for x in candidates)
     return MemoryPlan(
         source="user" if request.keep else "model",
         model=model.candidate_.label,
@@ -136,14 +146,13 @@ def plan_memory(
     )
 
 
-def _input(
-    given: int | None, obs: Sequence[Any]
-) -> tuple[int | None, str | None]:
+def _input(given: int | None, obs: Sequence[Any]) -> tuple[int | None, str | None]:
+    """The input the memory is sized for: the given one, else the largest the runs had."""
     if given is not None:
         return given, None
     sizes = [o.input_bytes for o in obs if o.input_bytes]
     if not sizes:
-        return None, "no input size: give --input-size to size the memory"
+        return None, None
     return max(sizes), "no --input-size: sized for the largest input seen"
 
 
@@ -163,21 +172,31 @@ def _sized(
     if not reservation.fits:
         reservation = largest_grant(request.rules) or reservation
     if request.keep:
-        user = request.user_memory_mb
-        reservation = Reservation(
-            user, request.user_overhead_mb or 0,
-            container_of(user, request.rules, request.user_overhead_mb), True,
-        ) if user is not None else None  # fmt: skip
+        reservation = _users(request)
+    return _row(scale_out, reservation, request.rules, round(predicted_mb, 1),
+                round(upper_mb, 1))
+
+
+def _users(request: MemoryRequest) -> Reservation | None:
+    """The grant of the memory the command sets (None: it sets none)."""
+    user = request.user_memory_mb
+    return granted(user, request.rules, request.user_overhead_mb) if user is not None else None
+
+
+def _row(scale_out: int, reservation: Reservation | None, rules: ContainerRules,
+         predicted_mb: float | None = None, upper_mb: float | None = None) -> CandidateMemory:
+    """One candidate's memory: the need and the reservation's terms (heap + overhead +
+    rounding = container on YARN; the heap alone elsewhere)."""
+    yarn = reservation is not None and rules.yarn
     return CandidateMemory(
         scale_out=scale_out,
-        predicted_peak_mb=round(predicted_mb, 1),
-        upper_peak_mb=round(upper_mb, 1),
+        predicted_peak_mb=predicted_mb,
+        upper_peak_mb=upper_mb,
         executor_memory_mb=reservation.executor_memory_mb if reservation else None,
-        executor_overhead_mb=(
-            reservation.executor_overhead_mb if reservation and request.rules.yarn else None
-        ),
+        executor_overhead_mb=reservation.executor_overhead_mb if yarn else None,
         container_mb=reservation.container_mb if reservation else None,
         fits=reservation.fits if reservation else True,
+        rounding_mb=reservation.rounding_mb if yarn else None,
     )
 
 
@@ -196,8 +215,7 @@ def _after_failures(
     for x in candidates:
         failed = failure_bound(obs, input_bytes, x)
         if failed is None:
-            rows.append(CandidateMemory(x, None, None, request.user_memory_mb,
-                                        request.user_overhead_mb, None))
+            rows.append(_row(x, _users(request), request.rules))
         else:
             rows.append(_sized(x, failed, RETRY_GROWTH * failed, request))
     return MemoryPlan(
@@ -215,17 +233,11 @@ def _unsized(
     candidates: Sequence[int], request: MemoryRequest, input_bytes: int | None, note: str | None
 ) -> MemoryPlan:
     """No model: the user's memory if given (its container still priced), else nothing."""
-    user = request.user_memory_mb
-    rows = tuple(
-        CandidateMemory(
-            x, None, None, user, request.user_overhead_mb,
-            container_of(user, request.rules, request.user_overhead_mb) if user else None,
-        )
-        for x in candidates
-    )  # fmt: skip
-    why = note or "no run of the job with a measured memory peak yet"
+    reservation = _users(request)
+    rows = tuple(_row(x, reservation, request.rules) for x in candidates)
+    why = note or NO_MEMORY_RUN
     return MemoryPlan(
-        source="user" if user is not None else "none",
+        source="user" if reservation is not None else "none",
         model=None,
         runs=0,
         confidence=request.confidence,

@@ -126,11 +126,25 @@ def select(
     return Selection(chosen, {c.label: mean for c, mean, _ in scored}, len(folds))
 
 
+# No executor is granted less heap than Spark's smallest (sizing.SPARK_MIN_HEAP_MB): a
+# prediction and a demand both below it are the same reservation, whatever their ratio.
+FLOOR_MB = 512.0
+
+
+def grant_ratio(measured_mb: float, predicted_mb: float, floor_mb: float = FLOOR_MB) -> float:
+    """measured / predicted on the scale of what is reserved: both at least the floor (a
+    demand of 150 MB predicted at 300 MB is no error: both get 512 MB)."""
+    return max(measured_mb, floor_mb) / max(predicted_mb, floor_mb)
+
+
 def nested_ratios(
-    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES
+    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
+    floor_mb: float = 0.0,
 ) -> list[float]:
     """measured / predicted for each run the selection procedure can be judged on: the run
-    predicted by the candidate `select` picks on the runs with a smaller input, fitted there."""
+    predicted by the candidate `select` picks on the runs with a smaller input, fitted there;
+    `floor_mb` FLOOR_MB: on the reserved scale (grant_ratio, what bound.py's prior is fitted
+    on), 0 (the default): as they are."""
     ratios = []
     for train, test in forward_folds(runs):
         chosen = select(train, fallback, pool).candidate
@@ -141,5 +155,6 @@ def nested_ratios(
             continue
         predicted = chosen.predict(fitted, test)
         if predicted > 0:
-            ratios.append(test.demand_mb / predicted)  # type: ignore[operator]
+            ratios.append(grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
+                                      floor_mb))
     return ratios

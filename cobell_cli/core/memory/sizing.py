@@ -19,6 +19,7 @@ SPARK_OVERHEAD_MIN_MB = 384
 SPARK_OVERHEAD_FACTOR = 0.10
 YARN_DEFAULT_ALLOCATION_MB = 1024  # yarn.scheduler.minimum-allocation-mb's default
 SPARK_MIN_HEAP_MB = 512  # below 1.5 x 300 MB reserved, Spark refuses to start an executor
+# (select.FLOOR_MB is the same floor, for the held-out ratios)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,12 @@ class Reservation:
     executor_overhead_mb: int  # 0 where the cluster counts none (standalone)
     container_mb: int
     fits: bool  # within the cluster's largest container
+
+    @property
+    def rounding_mb(self) -> int:
+        """What the scheduler's increment adds above heap + overhead: the container is the
+        three terms' sum."""
+        return self.container_mb - self.executor_memory_mb - self.executor_overhead_mb
 
 
 def default_overhead_mb(heap_mb: float) -> int:
@@ -85,12 +92,15 @@ def largest_grant(rules: ContainerRules) -> Reservation | None:
     return Reservation(container - overhead, overhead, container, False)
 
 
-def container_of(heap_mb: float, rules: ContainerRules, overhead_mb: float | None = None) -> int:
-    """The container a given heap (and overhead, else Spark's default) is granted."""
+def granted(heap_mb: int, rules: ContainerRules, overhead_mb: int | None = None) -> Reservation:
+    """What a given heap (a user's --executor-memory) is granted: on YARN, the overhead Spark
+    adds (the configured spark.executor.memoryOverhead, else its default) and the container
+    heap + overhead rounded up to the scheduler's step; elsewhere the heap alone."""
     if not rules.yarn:
-        return _round_up(heap_mb, 1)
+        return Reservation(heap_mb, 0, heap_mb, _fits(heap_mb, rules))
     overhead = default_overhead_mb(heap_mb) if overhead_mb is None else overhead_mb
-    return _round_up(heap_mb + overhead, rules.step_mb)
+    container = _round_up(heap_mb + overhead, rules.step_mb)
+    return Reservation(heap_mb, overhead, container, _fits(container, rules))
 
 
 def _fits(container_mb: int, rules: ContainerRules) -> bool:

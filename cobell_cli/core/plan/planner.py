@@ -247,6 +247,7 @@ def _with_memory(chosen: Plan, sized: MemoryPlan | None, minimize: Minimize) -> 
             c,
             executor_memory_mb=mem.executor_memory_mb if mem is not None else None,
             container_mb=container,
+            executor_overhead_mb=mem.executor_overhead_mb if mem is not None else None,
             memory_mb_seconds=(container * c.scale_out * c.predicted_s
                                if container is not None else None),
         ))

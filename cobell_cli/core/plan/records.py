@@ -51,6 +51,7 @@ class CandidatePrediction:
     meet_probability: float | None = None  # estimated P(runtime <= target); None: unknown
     executor_memory_mb: int | None = None  # the heap sized for it (None: memory not sized)
     container_mb: int | None = None  # what the cluster grants per executor for it
+    executor_overhead_mb: int | None = None  # what YARN adds to the heap in that container
     memory_mb_seconds: float | None = None  # container x scale-out x predicted runtime
 
     @property
