@@ -176,18 +176,10 @@ def render(rows: Sequence[dict[str, Any]], commands: Sequence[str]) -> str:
               "| runtime added | runs added | flagged | moved > 1 step: flagged, with the test "
               "| accepted (the planner's part) | all, without the test | most steps without |",
               "|---|---|---|---|---|---|---|"]
-    for runtime_s in RUNTIMES:
-        at = [r for r in moved if r["runtime_s"] == runtime_s]
-        if not at:
-            continue
-        flagged = [r for r in at if r["flagged"]]
-        accepted = [r for r in at if not r["flagged"]]
-        lines.append(
-            f"| {runtime_s:g} s | {len(at)} | {len(flagged)} | "
-            f"{sum(r['moved'] > 1 for r in flagged)} | "
-            f"{sum(r['moved'] > 1 for r in accepted)} of {len(accepted)} | "
-            f"{sum(r['moved_without'] > 1 for r in at)} | "
-            f"{max(r['moved_without'] for r in at):g} |")
+    groups = [(f"{t:g} s", [r for r in moved if r["runtime_s"] == t]) for t in RUNTIMES]
+    for label, at in [*groups, ("**all**", moved)]:
+        if at:
+            lines.append(_moves_row(label, at))
     far = [r for r in moved if not r["flagged"] and r["moved"] > 1]
     lines += ["", "Accepted runs that moved the plan by more than one step (the planner's "
               "part, issue 34 item 1):", ""]
@@ -195,6 +187,17 @@ def render(rows: Sequence[dict[str, Any]], commands: Sequence[str]) -> str:
               f"{r['runtime_s']:g} s at {r['at']}: {r['before']} -> {r['after']}"
               for r in far] or ["- none"]
     return "\n".join(lines) + "\n"
+
+
+def _moves_row(label: str, at: Sequence[dict[str, Any]]) -> str:
+    """One row of the moves table: the runs added at one runtime (or all of them)."""
+    flagged = [r for r in at if r["flagged"]]
+    accepted = [r for r in at if not r["flagged"]]
+    return (f"| {label} | {len(at)} | {len(flagged)} | "
+            f"{sum(r['moved'] > 1 for r in flagged)} | "
+            f"{sum(r['moved'] > 1 for r in accepted)} of {len(accepted)} | "
+            f"{sum(r['moved_without'] > 1 for r in at)} | "
+            f"{max(r['moved_without'] for r in at):g} |")
 
 
 def _plan(scale_out: int, feasible: bool) -> str:

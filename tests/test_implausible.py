@@ -58,8 +58,9 @@ def predicted(db: Path, job: str, target: str) -> dict:
                                      ["sh", "-c", "sleep 0.2", "{scale_out}"]])
 def test_trying_cobell_with_a_stand_in_command_does_not_wreck_the_plan(
         tmp_path: Path, bell_dir: Path, command: list[str]) -> None:
-    """105 runs of Bell's sgd reserve about 40 for 200 s (41 when the issue was filed). A submit of `echo` (0.0 s) or of a 0.2 s
-    command recorded a success that made the next predict reserve 63-64 of 64 executors,
+    """105 runs of Bell's sgd reserve about 40 for 200 s (41 when the issue was filed). A
+    submit of `echo` (0.0 s) or of a 0.2 s command recorded a success that made the next
+    predict reserve 63-64 of 64 executors,
     "no scale-out meets the 200 s target": now it is kept out, said so, and named by the
     plan, and the plan stays within one step of the plan before it (until `history include`
     lets it in)."""
