@@ -220,7 +220,7 @@ complete -c cobell -n '__cobell_at \'cobell predict\'' -l confidence -x -d 'The 
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-size -x -d 'Input size (e.g. 10G); plans on similar runs only'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l input-tolerance -x -d 'Runs count as similar within ± this fraction of the input size. [env: COBELL_INPUT_TOLERANCE]'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l strict -d 'Exit 3 when no scale-out in the range meets the target (with --deadline: when no start meets the deadline); exit 2 for a deadline that has passed or an option that changes nothing (without --strict: a warning); nothing runs'
-complete -c cobell -n '__cobell_at \'cobell predict\'' -l all -d 'Every scale-out in the table, not only those around the decision'
+complete -c cobell -n '__cobell_at \'cobell predict\'' -l all -d 'Every judged scale-out in the table, not only those around the decision'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l minimize -x -a 'executor-seconds memory-mb-seconds' -d 'What the reservation minimises among the scale-outs that meet the target: executor-seconds (the smallest scale-out) or memory-mb-seconds (container MB x executors x predicted runtime, with each scale-out\'s memory sized)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l memory-confidence -x -d 'Spark: size each executor\'s memory to cover the job\'s predicted need with estimated probability P (default 0.95)'
 complete -c cobell -n '__cobell_at \'cobell predict\'' -l deadline -x -d 'Finish by this time: 06:00 (the next 06:00, local time), an ISO date-time with or without zone (2026-11-26T06:00+01:00), or +2h30m'

@@ -813,3 +813,50 @@ def test_a_history_stuck_at_one_scale_out_moves() -> None:
         chosen.append(p.scale_out)
         runs.append(one(100 + k, p.scale_out))
     assert max(chosen) > 24, chosen
+
+
+# -- a huge scale-out range: a sparse grid far from the data, dense around the decision -----
+
+
+def test_the_sparse_grid_is_dense_first_then_about_two_percent_apart() -> None:
+    from itertools import pairwise
+
+    from cobell_cli.core.plan.history import DENSE_CANDIDATES, GRID_RATIO, sparse_scale_outs
+
+    dense = list(range(1, 100_001))
+    assert sparse_scale_outs(dense[:DENSE_CANDIDATES], ()) == dense[:DENSE_CANDIDATES]
+    grid = sparse_scale_outs(dense, (30_000.5,))
+    assert grid[:DENSE_CANDIDATES] == dense[:DENSE_CANDIDATES] and grid[-1] == 100_000
+    assert {30_000, 30_001} <= set(grid) and len(grid) < 1500
+    far = [b / a for a, b in pairwise(grid[DENSE_CANDIDATES - 1:])]
+    assert max(far) <= GRID_RATIO + 1e-3
+
+
+@pytest.mark.parametrize("target_s, confidence", [
+    (437.0, None), (437.0, 0.9), (1000.0, 0.9), (260.0, 0.9), (5.0, 0.9),
+], ids=["point", "p90", "near-dense-edge", "far", "infeasible"])
+def test_a_huge_range_decides_as_the_dense_grid_would(
+    monkeypatch: pytest.MonkeyPatch, target_s: float, confidence: float | None
+) -> None:
+    """Runtime 10 + 1e6/x falls to the last scale-out: the smallest meeting the target lies
+    past the dense candidates (x = 2342 at 437 s), yet the sparse grid finds the very
+    scale-out judging all 5000 would, and judges far fewer."""
+    from cobell_cli.core.plan import history as grid_module
+
+    model = AnalyticModel(theta=(10.0, 1e6, 0.0, 0.0))
+    model.scale_out_range_ = (100.0, 3200.0)
+    runs = [run(i, x, 10 + 1e6 / x, overlaps={}) for i, x in
+            enumerate((100, 200, 400, 800, 1600, 3200, 150, 300))]
+
+    def decide() -> Any:
+        return plan(job="sgd", history=runs, now=NOW, target_s=target_s, min_scale_out=1,
+                    max_scale_out=5000, fit=known(model), confidence=confidence)
+
+    sparse = decide()
+    monkeypatch.setattr(grid_module, "DENSE_CANDIDATES", 10_000)
+    dense = decide()
+    assert len(dense.candidates) == 5000 and len(sparse.candidates) < 1500
+    assert (sparse.scale_out, sparse.feasible) == (dense.scale_out, dense.feasible)
+    assert sparse.predicted_s == dense.predicted_s and sparse.reason == dense.reason
+    by_x = {c.scale_out: c for c in dense.candidates}
+    assert all(by_x[c.scale_out] == c for c in sparse.candidates)

@@ -164,7 +164,11 @@ def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
             for c in p.candidates[first:last]]
     lines = [table(rows, columns)]
     hidden = len(p.candidates) - (last - first)
-    if hidden:
+    sparse = len(p.candidates) < len(range(p.min_scale_out, p.max_scale_out + 1, p.step))
+    if sparse:  # planner: a sparse grid far from the decision (core/plan/history.py)
+        lines.append(f"  ({hidden} of {len(p.candidates)} judged scale-outs not shown, a sparse "
+                     "grid far from the decision: --all and --json have every judged one)")
+    elif hidden:
         lines.append(f"  ({hidden} of {len(p.candidates)} scale-outs not shown: --all shows "
                      "every one; --json always has them all)")
     lines.extend(f"  ov{i + 1} = predicted overlap ratio with {app_id}"
@@ -411,7 +415,8 @@ def predict(
     input_tolerance: InputToleranceOpt = None,
     strict: StrictOpt = False,
     show_all: bool = typer.Option(
-        False, "--all", help="Every scale-out in the table, not only those around the decision."
+        False, "--all",
+        help="Every judged scale-out in the table, not only those around the decision.",
     ),
     minimize: MinimizeOpt = "executor-seconds",
     memory_confidence: MemoryConfidenceOpt = None,

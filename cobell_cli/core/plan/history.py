@@ -8,6 +8,7 @@ their known sizes differ by more than the tolerance).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -56,6 +57,39 @@ def candidate_scale_outs(min_scale_out: int, max_scale_out: int, step: int = 1) 
     if out[-1] != max_scale_out:
         out.append(max_scale_out)
     return out
+
+
+DENSE_CANDIDATES = 1000  # candidates judged one by one; every range used so far is smaller
+GRID_RATIO = 1.02  # past them, each grid point about 2 % above the last (a choice, not fitted)
+
+
+def sparse_scale_outs(dense: Sequence[int], anchors: Iterable[float]) -> list[int]:
+    """The candidates a model judges first: `dense` itself when it has at most
+    DENSE_CANDIDATES, else its first DENSE_CANDIDATES, then points GRID_RATIO apart, and
+    always its last and the dense neighbours of each anchor (the edges of the observed range,
+    where a candidate's distribution depends on its neighbour). Predictions and costs change
+    little between grid points that close; `refined` fills in the bracket of the decision."""
+    if len(dense) <= DENSE_CANDIDATES:
+        return list(dense)
+    kept = set(range(DENSE_CANDIDATES)) | {len(dense) - 1}
+    i = DENSE_CANDIDATES - 1
+    while i < len(dense) - 1:
+        i = max(i + 1, bisect.bisect_left(dense, dense[i] * GRID_RATIO))
+        kept.add(min(i, len(dense) - 1))
+    for x in anchors:
+        at = bisect.bisect_left(dense, x)
+        kept.update(j for j in (at - 1, at, at + 1) if 0 <= j < len(dense))
+    return [dense[j] for j in sorted(kept)]
+
+
+def refined(dense: Sequence[int], judged: Sequence[int], chosen: int) -> list[int]:
+    """`judged` and every `dense` candidate between its neighbours either side of `chosen`:
+    where runtime falls with the scale-out, the smallest candidate meeting the target lies in
+    that bracket, so judging it again gives the decision the dense candidates would."""
+    k = judged.index(chosen)
+    lo, hi = judged[max(k - 1, 0)], judged[min(k + 1, len(judged) - 1)]
+    between = dense[bisect.bisect_left(dense, lo):bisect.bisect_right(dense, hi)]
+    return sorted(set(judged).union(between))
 
 
 def _without_overlaps(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -21,7 +21,9 @@ from cobell_cli.core.plan.history import (
     _input_size_warnings,
     _is_usable,
     candidate_scale_outs,
+    refined,
     similar_runs,
+    sparse_scale_outs,
 )
 from cobell_cli.core.plan.model_phase import _model_plan
 from cobell_cli.core.plan.reasons import _note_whatif
@@ -147,6 +149,9 @@ def plan(
     was sized for every candidate, or while the binary search decides (runs 1-3).
     `on_model` is called with the job's own model and the phase it plans in, when there is
     one (the deadline scheduler weighs later starts with the very model this plan used).
+    A model judges at most history.DENSE_CANDIDATES candidates one by one: past them a sparse
+    grid, then the decision's bracket densely (history.sparse_scale_outs, refined); the plan's
+    `candidates` are the judged ones.
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -167,18 +172,31 @@ def plan(
 
     whatif = _fit_whatif(profiles, runs, cluster_profiles, warnings, whatif_memory)
     own_fit: FitFn = fit_fn if whatif is None else partial(fit_fn, whatif=whatif)
-    sized = _memory_plan(memory, memory_runs, memory_model, candidates, input_bytes)
-    prices = _prices(sized, minimize)
     model, phase, choice = _job_model(runs, whatif, own_fit, interference, warnings)
     if model is not None and on_model is not None:
         on_model(model, phase)
     if model is None:  # the binary search prices nothing: it minimises executor-seconds
+        sized = _memory_plan(memory, memory_runs, memory_model, candidates, input_bytes)
         return _with_memory(_search_plan(runs, candidates, apps, warnings, common,
                                          search_policy), sized, DEFAULT_MINIMIZE)
-    chosen = _model_plan(
-        model, phase, runs, candidates, apps, co_runner_histories or {}, fit_fn, warnings,
-        common, confidence, tol_s, max_iter, own_fit, prices
-    )
+
+    def judge(judged: list[int]) -> tuple[Plan, MemoryPlan | None]:
+        sized = _memory_plan(memory, memory_runs, memory_model, judged, input_bytes)
+        return _model_plan(
+            model, phase, runs, judged, apps, co_runner_histories or {}, fit_fn,
+            list(warnings), common, confidence, tol_s, max_iter, own_fit,
+            _prices(sized, minimize)
+        ), sized
+
+    judged = sparse_scale_outs(candidates, model.scale_out_range_)
+    chosen, sized = judge(judged)
+    while len(judged) < len(candidates):  # a sparse grid: judge the decision's bracket densely
+        finer = refined(candidates, judged, chosen.scale_out)
+        if len(finer) == len(judged):
+            break
+        judged = finer
+        chosen, sized = judge(judged)
+    prices = _prices(sized, minimize)
     if choice is not None:
         chosen = replace(chosen, reason=f"{chosen.reason} {choice}")
     if whatif is not None and phase != "bootstrap-whatif":
