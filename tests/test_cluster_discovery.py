@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,13 @@ def process(tmp_path: Path):
     def start(*marks: str) -> int:
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *marks])
         started.append(proc)
+        # Between fork and exec the child's command line is still pytest's: wait for the exec,
+        # so that the premise (a process whose command line holds the marks) is certain.
+        cmdline = Path(f"/proc/{proc.pid}/cmdline")
+        deadline = time.monotonic() + 30
+        while not all(m.encode() in cmdline.read_bytes() for m in marks):
+            assert time.monotonic() < deadline, f"process {proc.pid} never showed {marks}"
+            time.sleep(0.01)
         return proc.pid
 
     yield start
