@@ -179,10 +179,10 @@ def _planner(job: str, fits: dict[Any, Any]) -> Any:
         return fits[key]
 
     def plan_fn(*, history: Sequence[Mapping[str, Any]], target_s: float,
-                co_runners: Sequence[Any] = (), factor_log_sd: float = 0.0) -> Any:
+                co_runners: Sequence[Any] = ()) -> Any:
         return plan(job=job, history=history, now=0.0, target_s=target_s, min_scale_out=MIN_X,
                     max_scale_out=MAX_X, co_runners=co_runners, confidence=CONFIDENCE,
-                    fit=fit, factor_log_sd=factor_log_sd)
+                    fit=fit)
     return plan_fn
 
 

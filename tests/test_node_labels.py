@@ -166,11 +166,10 @@ def test_the_cheapest_label_that_meets_the_target_wins() -> None:
     runs = _runs("disk-job", ("", "fast-disk"), noise=0.01)
     model = NodeTypeModel().fit(runs, SHARES["disk-job"], speeds)
 
-    def plan_fn(*, history: list, target_s: float, co_runners: tuple = (),
-                factor_log_sd: float = 0.0) -> object:
+    def plan_fn(*, history: list, target_s: float, co_runners: tuple = ()) -> object:
         return plan(job="disk-job", history=history, now=0.0, target_s=target_s,
                     min_scale_out=1, max_scale_out=32, co_runners=co_runners,
-                    confidence=None, factor_log_sd=factor_log_sd)
+                    confidence=None)
 
     prices = {"": 1.0, "fast-disk": 1.5, "fast-cpu": 1.2}
     options, unknown = plan_labels(plan_fn, runs=runs, labels=["", "fast-disk", "fast-cpu"],

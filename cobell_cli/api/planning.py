@@ -308,8 +308,7 @@ def _planner(
     labels call it once per label with that label's runs and co-runners."""
     from cobell_cli.core.plan import plan
 
-    def plan_fn(*, history: Sequence[Any], target_s: float, co_runners: Sequence[Any],
-                factor_log_sd: float = 0.0) -> Plan:
+    def plan_fn(*, history: Sequence[Any], target_s: float, co_runners: Sequence[Any]) -> Plan:
         return plan(
             job=job,
             history=history,
@@ -332,7 +331,6 @@ def _planner(
             memory_model=world.memory_model,
             minimize=minimize,  # type: ignore[arg-type]
             on_model=on_model,
-            factor_log_sd=factor_log_sd,
         )
 
     return plan_fn

@@ -92,7 +92,7 @@ class Shape:
 @dataclass(frozen=True)
 class Candidate:
     """One candidate's distribution: log(runtime) = log(center_s) + location + scale · Z,
-    scale = hypot(spread · sqrt(1 + 1 / (runs_near + 1)), extrapolation, factor_sd)."""
+    scale = hypot(spread · sqrt(1 + 1 / (runs_near + 1)), extrapolation)."""
 
     scale_out: float
     center_s: float
@@ -101,17 +101,16 @@ class Candidate:
     weight: float  # the errors behind `spread`: kernel weights plus PRIOR_ERRORS
     runs_near: float  # N_j: kernel-weighted runs near the scale-out
     extrapolation: float  # the model's own log sd beyond its width at the range's edge
-    factor_sd: float = 0.0  # a factor's log sd that no error holds (predictive's factor_log_sd)
 
     @property
     def scale(self) -> float:
         inflate = math.sqrt(1.0 + 1.0 / (self.runs_near + 1.0))
-        return math.hypot(self.spread * inflate, self.extrapolation, self.factor_sd)
+        return math.hypot(self.spread * inflate, self.extrapolation)
 
     def after_run(self) -> Candidate:
         """The distribution once one more run here lands at its location: one more error of
         no deviation, one more run near, inside the observed range (no errors: the model's
-        interval, unchanged); a factor's sd stays (one run says little of it)."""
+        interval, unchanged)."""
         if math.isinf(self.weight):
             return self
         return replace(self, spread=self.spread * math.sqrt(self.weight / (self.weight + 1)),
@@ -176,7 +175,6 @@ def predictive(
     bandwidth: float = LOCAL_BANDWIDTH,
     prior_errors: float = PRIOR_ERRORS,
     pair_log_sd: Sequence[float] | None = None,
-    factor_log_sd: float = 0.0,
 ) -> Predictive:
     """Each candidate's distribution (see the module doc).
 
@@ -186,9 +184,7 @@ def predictive(
     as the whole spread; `run_scale_outs`: the scale-outs of the runs the model was fitted
     on; `observed`: the smallest and largest of them; `pair_log_sd`: the uncertainty of the
     running co-runners' slow-down at each candidate (the pairs' delta method), which the
-    errors, measured at the overlaps past runs had, do not hold; `factor_log_sd`: the log sd
-    of a factor every candidate's runtime is multiplied by and no error holds (a node
-    label's, core/nodetype), in quadrature with the rest, with or without errors.
+    errors, measured at the overlaps past runs had, do not hold.
     """
     errors = [e for e in errors if e.ratio > 0]
     shape = Shape.of([e.ratio for e in errors])
@@ -203,12 +199,10 @@ def predictive(
         t = math.log(x)
         near = sum(_kernel(t - r, bandwidth) for r in runs)
         if shape is None:  # the model's interval alone: it knows its runs already
-            out.append(Candidate(float(x), float(center), 0.0, sd, math.inf, math.inf, 0.0,
-                                 factor_log_sd))
+            out.append(Candidate(float(x), float(center), 0.0, sd, math.inf, math.inf, 0.0))
             continue
         location, spread, weight = _local(t, placed, shape, bandwidth, prior_errors)
-        out.append(Candidate(float(x), float(center), location, spread, weight, near, ext,
-                             factor_log_sd))
+        out.append(Candidate(float(x), float(center), location, spread, weight, near, ext))
     return Predictive(out, shape)
 
 
@@ -282,13 +276,12 @@ def calibrated_distribution(
     confidence: float,
     refit: bool,
     pair_log_sd: Sequence[float] | None = None,
-    factor_log_sd: float = 0.0,
 ) -> Calibrated:
     """Each candidate's distribution from the model's prediction and interval (`upper_s`, the
     upper end of its two-sided interval at `interval_confidence`), the job's held-out errors
     (`refit` allows CV+ refits where the model has none of its own) and the stranger factor
     (calibration.stranger_factors) on the prediction. `confidence`: the level the record's
-    ratio quantile is given at; `factor_log_sd` see `predictive`."""
+    ratio quantile is given at."""
     found = held_out_errors(runs, model, fit, refit)
     factors, strangers = stranger_factors(scale_outs, overlaps, model)
     z = _normal().inv_cdf((1 + interval_confidence) / 2)
@@ -299,8 +292,7 @@ def calibrated_distribution(
     observed = (getattr(model, "scale_out_range_", None)
                 or ((min(xs), max(xs)) if xs else (min(scale_outs), max(scale_outs))))
     dist = predictive(scale_outs, centers, model_sd, xs, found[1] if found else [],
-                      (float(observed[0]), float(observed[1])), pair_log_sd=pair_log_sd,
-                      factor_log_sd=factor_log_sd)
+                      (float(observed[0]), float(observed[1])), pair_log_sd=pair_log_sd)
     record = (error_record(found[0], [e.ratio for e in found[1]], confidence)
               if found is not None else None)
     if strangers:

@@ -53,7 +53,6 @@ class NodeTypeModel:
         self.runs_per_type_ = counts
         self.profile_, self.speeds_ = profile, speeds
         log_phi = dict.fromkeys(counts, 0.0)
-        self.log_factor_sd_ = dict.fromkeys(counts, 0.0)
         for _ in range(ROUNDS if len(counts) > 1 else 1):
             scaled = [{**r, "runtime_s": float(r["runtime_s"]) / math.exp(log_phi[t])}
                       for r, t in zip(usable, types, strict=True)]
@@ -66,49 +65,26 @@ class NodeTypeModel:
 
     def _factors(self, runs: Sequence[Mapping[str, Any]], types: Sequence[str]) -> dict[str, float]:
         """log φ_t: the mean log residual of the curve on each type, base at 0, shrunk toward
-        the prior by how many runs back it; its standard error into `log_factor_sd_`."""
+        the prior by how many runs back it."""
         resid: dict[str, list[float]] = {}
         for r, t in zip(runs, types, strict=True):
             pred = float(self.curve_.predict([float(r["scale_out"])], r.get("overlaps") or {})[0])
             resid.setdefault(t, []).append(math.log(float(r["runtime_s"]) / pred))
         base = float(np.mean(resid[self.base_]))
-        within = _within_sd(resid)
-        n_base = len(resid[self.base_])
-        out, sd = {}, {}
+        out = {}
         for t, values in resid.items():
             own = float(np.mean(values)) - base
-            own_sd = 0.0 if t == self.base_ else within * math.sqrt(1 / len(values) + 1 / n_base)
-            out[t], sd[t] = self._shrunk(t, own, own_sd, len(values))
-        self.log_factor_sd_ = sd
+            prior = self._prior_log(t)
+            n = len(values)
+            out[t] = own if prior is None or t == self.base_ else (
+                (n * own + self.prior_runs * prior) / (n + self.prior_runs))
         return out
-
-    def _shrunk(self, t: str, own: float, own_sd: float, n: int) -> tuple[float, float]:
-        """(log φ_t, its standard error): the runs' own estimate shrunk toward the prior by
-        PRIOR_RUNS runs' worth, the weights carrying both errors (the prior's is the speeds'
-        held-out sd); the base type's is 0 and exact by definition."""
-        prior = self._prior_log(t)
-        if prior is None or t == self.base_:
-            return own, own_sd
-        w = n / (n + self.prior_runs)
-        return (w * own + (1 - w) * prior,
-                math.hypot(w * own_sd, (1 - w) * self._prior_sd()))
-
-    def _prior_sd(self) -> float:
-        return float(self.speeds_.held_out_log_sd_) if self.speeds_ is not None else 0.0
 
     def _prior_log(self, t: str) -> float | None:
         if self.speeds_ is None or self.profile_ is None:
             return None
         ratio = self.speeds_.ratio(self.profile_, t, self.base_)
         return math.log(ratio) if ratio is not None and ratio > 0 else None
-
-    def factor_log_sd(self, t: str) -> float:
-        """The standard error of log φ_t: the shrunk estimate's for a type the job ran on,
-        the speeds' held-out sd for one only the profile prior speaks of (0 for the base)."""
-        t = DEFAULT_TYPE if t is None else str(t).strip()
-        if t in self.log_factor_sd_:
-            return self.log_factor_sd_[t]
-        return self._prior_sd()
 
     def factor(self, t: str) -> tuple[float, str] | None:
         """(φ_t, where it comes from: "runs" or "profile"), None for a type nothing says about."""
@@ -143,16 +119,6 @@ class NodeTypeModel:
     def describe(self) -> dict[str, Any]:
         return {"base": self.base_, "runs": dict(self.runs_per_type_),
                 "factors": {t: round(math.exp(v), 4) for t, v in self.log_factor_.items()}}
-
-
-def _within_sd(resid: Mapping[str, Sequence[float]]) -> float:
-    """The pooled sd of the log residuals about each type's own mean (0 without the degrees
-    of freedom)."""
-    dof = sum(len(v) for v in resid.values()) - len(resid)
-    if dof <= 0:
-        return 0.0
-    ss = sum(float(np.sum(np.square(np.asarray(v) - np.mean(v)))) for v in resid.values())
-    return math.sqrt(ss / dof)
 
 
 def _default_fit(runs: Sequence[Mapping[str, Any]]) -> Any:

@@ -4,12 +4,9 @@ then the cheapest label that meets the target.
 runtime(x, t) = g(x) · φ_t (factors.py), so meeting a target T on label t is g(x) <= T / φ_t:
 each label is planned by cobell's own planner (`core.plan.plan`: the bootstrap, the
 co-runners, the confidence and its calibration) on the runs divided by their types' factors,
-against T / φ_t. What the runs' errors do not hold is how well φ_t is known: its standard
-error (factors.py: the shrunk estimate's for a type the job ran on, the types' held-out log
-error for one only the profile prior speaks of, 0 on the base type) widens every candidate's
-predictive distribution on that label, in quadrature with the rest (core/predictive.py, the
-planner's `factor_log_sd`): one distribution per candidate, no second margin. Its cost is
-price × scale-out × g · φ_t (core/cost.py).
+against T / φ_t. A label whose factor is only the profile prior (the job never ran there)
+is planned against T / (φ_t · exp(z · sd)), sd the types' held-out log error (speeds.py),
+z the plan's one-sided quantile. Its cost is price × scale-out × g · φ_t (core/cost.py).
 Pure: no I/O.
 """
 
@@ -34,8 +31,8 @@ class LabelOption:
     price: float
     factor: float
     factor_source: str  # "runs": the job ran there; "profile": the prior alone
-    plan: Any  # core.plan.Plan against target_s / factor, widened by factor_log_sd
-    factor_log_sd: float = 0.0
+    plan: Any  # core.plan.Plan against target_s / (factor · margin)
+    margin: float = 1.0
 
     @property
     def scale_out(self) -> int:
@@ -58,7 +55,7 @@ class LabelOption:
 
     def to_dict(self) -> dict[str, Any]:
         return {"node_label": self.node_label, "price": self.price, "factor": self.factor,
-                "factor_source": self.factor_source, "factor_log_sd": self.factor_log_sd,
+                "factor_source": self.factor_source, "margin": self.margin,
                 "scale_out": self.scale_out, "predicted_s": self.predicted_s,
                 "feasible": self.feasible, "cost": self.cost}
 
@@ -82,20 +79,22 @@ def plan_labels(plan_fn: Callable[..., Any], *, runs: Sequence[Mapping[str, Any]
                 co_runners: Mapping[str, Sequence[Any]] | None = None,
                 ) -> tuple[list[LabelOption], list[str]]:
     """One option per label with a factor, and the labels nothing says about. `plan_fn`
-    takes plan()'s keywords history, target_s, co_runners and factor_log_sd; co_runners per
-    label: only the apps that share its nodes."""
+    takes plan()'s keywords history, target_s and co_runners; co_runners per label: only
+    the apps that share its nodes."""
     history = base_history(runs, model)
+    sd = model.speeds_.held_out_log_sd_ if model.speeds_ is not None else 0.0
+    z = NormalDist().inv_cdf(confidence) if confidence is not None else 0.0
     options, unknown = [], []
     for label in labels:
         phi = model.factor(label)
         if phi is None:
             unknown.append(label)
             continue
-        sd = model.factor_log_sd(label)
-        plan = plan_fn(history=history, target_s=target_s / phi[0],
-                       co_runners=(co_runners or {}).get(label, ()), factor_log_sd=sd)
+        margin = math.exp(z * sd) if phi[1] == "profile" else 1.0
+        plan = plan_fn(history=history, target_s=target_s / (phi[0] * margin),
+                       co_runners=(co_runners or {}).get(label, ()))
         options.append(LabelOption(label, float(prices.get(label, 1.0)), phi[0], phi[1], plan,
-                                   sd))
+                                   margin))
     return options, unknown
 
 
@@ -126,9 +125,9 @@ def cheapest_label(options: Sequence[LabelOption], target_s: float) -> LabelOpti
 def meet_probability(option: LabelOption, threshold_s: float) -> float:
     """P(the option's runtime <= threshold_s), in the label's seconds: its plan's distribution
     at the chosen scale-out read as log-normal through its prediction and its upper bound at
-    the plan's level (both times the factor)."""
+    the plan's level (both times the factor and the prior's margin, as the plan was judged)."""
     p = option.plan
-    median = float(p.predicted_s) * option.factor
+    median = float(p.predicted_s) * option.factor * option.margin
     level = p.confidence if p.confidence is not None else p.interval_confidence
     if p.upper_s is None or level is None or median <= 0:
         return 1.0 if threshold_s >= median else 0.0
@@ -145,11 +144,12 @@ def _errors(option: LabelOption) -> int:
 
 
 def judged_s(option: LabelOption) -> float:
-    """The option's upper bound at its plan's level in the label's seconds: times the factor,
-    so it is within the caller's target exactly when the plan's was within target / factor."""
+    """The option's upper bound at its plan's level in the label's seconds: times the factor
+    and the prior's margin, so it is within the caller's target exactly when the plan's was
+    within target / (factor · margin)."""
     p = option.plan
     base = p.upper_s if p.upper_s is not None else p.predicted_s
-    return float(base) * option.factor
+    return float(base) * option.factor * option.margin
 
 
 def in_label_seconds(option: LabelOption, target_s: float) -> Any:

@@ -67,11 +67,10 @@ def _runtime_bounds(
     fit_fn: FitFn,
     confidence: float | None,
     target_s: float,
-    factor_log_sd: float = 0.0,
 ) -> _Bounds:
     """The point prediction and each candidate's predictive distribution (predictive.py):
     its bounds at the plan's level (the confidence, else DEFAULT_INTERVAL_CONFIDENCE) and
-    P(runtime <= target); `factor_log_sd`: plan()'s."""
+    P(runtime <= target)."""
     predicted = _floats(model.predict(xs, overlaps))
     level = confidence if confidence is not None else DEFAULT_INTERVAL_CONFIDENCE
     _, upper = (_floats(b) for b in model.predict_interval(xs, overlaps, confidence=level))
@@ -87,7 +86,6 @@ def _runtime_bounds(
         confidence=level,
         refit=phase == "model" and confidence is not None,
         pair_log_sd=_pair_log_sd(model, xs, overlaps),
-        factor_log_sd=factor_log_sd,
     )
     dist = found.predictive
     js = range(len(candidates))
@@ -190,11 +188,10 @@ def _model_plan(
     max_iter: int,
     own_fit: FitFn | None = None,
     prices: Sequence[float] | None = None,
-    factor_log_sd: float = 0.0,
 ) -> Plan:
     """Plan with a fitted model: overlaps, bounds, the decision, and the record of why.
     `own_fit` refits the job's own model (with its what-if), `fit_fn` the co-runners';
-    `prices` see `_decide`; `factor_log_sd` plan()'s."""
+    `prices` see `_decide`."""
     target_s = common["target_s"]
     xs = [float(c) for c in candidates]
     ov = _Overlaps()
@@ -205,7 +202,7 @@ def _model_plan(
         )
     bounds = _runtime_bounds(
         model, phase, xs, ov.per_candidate(), runs, candidates, own_fit or fit_fn, confidence,
-        target_s, factor_log_sd,
+        target_s,
     )
     if not considered and apps:  # co-runners ignored: the errors do not cover them
         bounds = replace(bounds, meet_probability=None)

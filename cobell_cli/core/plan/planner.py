@@ -123,7 +123,6 @@ def plan(
     memory_model: MemoryModel | None = None,
     minimize: Minimize = DEFAULT_MINIMIZE,
     on_model: Callable[[RuntimeModel, Phase], None] | None = None,
-    factor_log_sd: float = 0.0,
 ) -> Plan:
     """Choose the scale-out for the next run of `job` starting at `now`.
 
@@ -153,9 +152,6 @@ def plan(
     A model judges at most history.DENSE_CANDIDATES candidates one by one: past them a sparse
     grid, then the decision's bracket densely (history.sparse_scale_outs, refined); the plan's
     `candidates` are the judged ones.
-    `factor_log_sd`: the log sd of a factor the runtime is multiplied by that the history's
-    errors do not hold (a node label's factor estimated from a few runs or a profile prior:
-    core/nodetype/labels.py); it widens every candidate's predictive distribution.
     """
     _check_args(
         target_s, min_scale_out, max_scale_out, step, confidence, input_tolerance, interference
@@ -189,7 +185,7 @@ def plan(
         return _model_plan(
             model, phase, runs, judged, apps, co_runner_histories or {}, fit_fn,
             list(warnings), common, confidence, tol_s, max_iter, own_fit,
-            _prices(sized, minimize), factor_log_sd,
+            _prices(sized, minimize)
         ), sized
 
     judged = sparse_scale_outs(candidates, model.scale_out_range_)
