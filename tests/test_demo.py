@@ -186,3 +186,10 @@ def test_a_deadline_decision_to_start_now_and_a_long_reason_stay_short() -> None
                                 "start_in_s": 0.0, "start_reason": "starting now: " + "x" * 300})
     assert head == "deadline decision: start now on 2 executors; P(meet the deadline) 99%"
     assert len(why) == 160 and why.endswith("...")
+    gathering, _ = decision_lines({"scale_out": 1, "waits_for": "submits arriving with it",
+                                   "start_in_s": 10.0, "start_reason": "submits arriving"})
+    assert gathering.startswith("deadline decision: start now on 1 executor")
+    from cobell_cli.cli.demo_deadline import GATHERING
+    from cobell_cli.core.schedule.decision import GATHERING as SPELLED
+
+    assert GATHERING == SPELLED

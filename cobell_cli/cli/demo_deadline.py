@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 # predicted end stretched by its error, ~75 s, then the job's upper bound alone, ~90 s at 1-2
 # executors: docs/demo.md), near enough to read as a deadline.
 DEMO_DEADLINE = "+5min"
+# What a start "waits for" while it gathers the submits cron fires with it (a start now:
+# core/schedule/decision.GATHERING, as predict --json spells it)
+GATHERING = "submits arriving with it"
 
 
 def deadline_step(cli: Sequence[str], job: str, options: Sequence[str],
@@ -41,7 +44,7 @@ def decision_lines(decision: Mapping[str, object]) -> list[str]:
     chance = f"; P(meet the deadline) {p:.0%}" if isinstance(p, float) else ""
     waits_for = decision.get("waits_for")
     wait_s = decision.get("start_in_s") or 0.0
-    if waits_for and isinstance(wait_s, (int, float)) and wait_s > 0:
+    if waits_for and waits_for != GATHERING and isinstance(wait_s, (int, float)) and wait_s > 0:
         head = (f"deadline decision: wait {duration_text(wait_s)} for "
                 f"{_short(str(waits_for))}, then {scale_out}{chance}")
     else:
