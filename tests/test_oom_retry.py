@@ -196,3 +196,27 @@ def test_a_retry_stops_with_one_line_when_no_container_is_larger(tmp_path: Path)
     (line,) = [ln for ln in err.splitlines() if "not retried" in ln]
     assert "largest container YARN grants (2048 MB)" in line
     assert "Traceback" not in err
+
+
+# --- a YARN on this host: cluster-mode drivers write cobell's event log -----------------------
+
+
+def test_a_yarn_on_loopback_gets_the_event_log_in_cluster_mode_too(tmp_path: Path) -> None:
+    from cobell_cli.cluster.http import JsonClient
+    from cobell_cli.cluster.yarn import YarnCluster
+    from cobell_cli.run.event_capture import prepare
+    from cobell_cli.run.launch import inject, spark_confs
+
+    def cluster(url: str) -> YarnCluster:
+        return YarnCluster([url], JsonClient(what="YARN RM", timeout_s=1))
+
+    assert cluster("http://127.0.0.1:8088").on_this_host()
+    assert cluster("http://localhost:8088").on_this_host()
+    assert not cluster("http://rm.example.com:8088").on_this_host()
+    command = ["spark-submit", "--master", "yarn", "--deploy-mode", "cluster", "a.py"]
+    here = prepare(inject(command, 2, "etl"), tmp_path / "logs", cluster_here=True)
+    assert spark_confs(here.argv)["spark.eventLog.dir"] == (tmp_path / "logs").as_uri()
+    assert not here.warnings and (tmp_path / "logs").is_dir()
+    elsewhere = prepare(inject(command, 2, "etl"), tmp_path / "other")
+    assert "spark.eventLog.dir" not in spark_confs(elsewhere.argv)
+    assert "event log not captured" in elsewhere.warnings[0]
