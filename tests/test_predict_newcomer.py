@@ -231,6 +231,9 @@ def test_a_huge_range_plans_in_seconds_on_a_sparse_grid(db: Path) -> None:
     xs = [c["scale_out"] for c in plan["candidates"]]
     assert plan["scale_out"] == small["scale_out"] and xs[:64] == list(range(1, 65))
     assert len(xs) < 2000 and xs[-1] == 100_000 and xs == sorted(set(xs))
+    # --json says the grid was sparse and how much of the range it judged (issue 35)
+    assert plan["grid"] == {"kind": "sparse", "candidates": len(xs), "scale_outs": 100_000}
+    assert small["grid"] == {"kind": "full", "candidates": 64, "scale_outs": 64}
     text = cobell(*args, "100000").stdout
     assert f"of {len(xs)} judged scale-outs not shown, a sparse grid" in text
     every = cobell(*args, "100000", "--all").stdout
