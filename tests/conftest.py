@@ -78,7 +78,8 @@ def yarn_fixtures() -> Path:
 CLUSTER_FILES = frozenset(f"tests/{name}.py" for name in (
     "test_import_spark_history", "test_learn_co_runners_spark", "test_local_cluster",
     "test_memory_spark", "test_progress_reader", "test_real_yarn_cluster",
-    "test_real_yarn_interrupt", "test_real_yarn_labels", "test_real_yarn_spark",
+    "test_real_yarn_interrupt", "test_real_yarn_labels", "test_real_yarn_oom",
+    "test_real_yarn_spark",
     "test_submit_eventlog", "test_submit_spark",
 ))  # fmt: skip
 CLUSTER_FIXTURES = frozenset({"local_spark", "real_yarn"})

@@ -141,3 +141,55 @@ def test_the_summary_of_a_killed_or_failed_run_says_so(tmp_path: Path, monkeypat
         ], keep_ids=False)
     assert demo.summary(db, 60)[0] == (f"demo: run 2 of {demo.DEMO_JOB} failed (exit 1) after "
                                        "2.25 s at scale-out 3 (target 60 s)")
+
+
+def test_the_deadline_step_decides_to_wait_for_the_co_runner_and_says_why(
+    tmp_path: Path, yarn_rm, capsys,
+) -> None:
+    """Issue 35: the demo never showed a decision to wait. Its seed history, the co-runner
+    just started (the stand-in RM: the step's cluster is whatever its options name), and the
+    demo's deadline: waiting for the co-runner and running alone costs fewer
+    executor-seconds than starting now beside it."""
+    import subprocess
+    import sys
+    import time
+
+    from cobell_cli.cli.demo_deadline import DEMO_DEADLINE, deadline_step
+
+    db = tmp_path / "demo.db"
+    cli = [sys.executable, "-m", "cobell_cli", "--db", str(db)]
+    seed = Path(__file__).resolve().parents[1] / demo.DEFAULT_SEED
+    subprocess.run([*cli, "history", "import", str(seed), "--new-ids"], check=True,
+                   capture_output=True)
+    yarn_rm.now_s = time.time()
+    yarn_rm.add_app(f"cobell:{demo.CO_RUNNER_JOB}", executors=2, duration_s=None,
+                    tags=f"cobell,cobell-job:{demo.CO_RUNNER_JOB}", start_s=yarn_rm.now_s - 5,
+                    app_id="application_1699990000000_0007")
+    options = ["--min-scale-out", "1", "--max-scale-out", "6", "--cluster", "yarn",
+               "--rm-url", yarn_rm.url]
+    lines = deadline_step(cli, demo.DEMO_JOB, options, demo._show)
+    shown = capsys.readouterr().err
+    assert f"predict -j {demo.DEMO_JOB} --deadline {DEMO_DEADLINE}" in shown
+    assert "--json" not in shown  # the user's command, not the demo's plumbing
+    head, why = lines
+    assert re.fullmatch(rf"deadline decision: wait \d+ s for {demo.CO_RUNNER_JOB}, then \d+ "
+                        r"executors?; P\(meet the deadline\) \d+%", head), head
+    assert why.startswith(f"  why: waiting for {demo.CO_RUNNER_JOB} ")
+    assert "fewer executor-seconds than starting now" in why
+    assert all(len(line) <= 160 for line in lines)
+
+
+def test_a_deadline_decision_to_start_now_and_a_long_reason_stay_short() -> None:
+    from cobell_cli.cli.demo_deadline import decision_lines
+
+    head, why = decision_lines({"scale_out": 2, "meet_probability": 0.991, "waits_for": None,
+                                "start_in_s": 0.0, "start_reason": "starting now: " + "x" * 300})
+    assert head == "deadline decision: start now on 2 executors; P(meet the deadline) 99%"
+    assert len(why) == 160 and why.endswith("...")
+    gathering, _ = decision_lines({"scale_out": 1, "waits_for": "submits arriving with it",
+                                   "start_in_s": 10.0, "start_reason": "submits arriving"})
+    assert gathering.startswith("deadline decision: start now on 1 executor")
+    from cobell_cli.cli.demo_deadline import GATHERING
+    from cobell_cli.core.schedule.decision import GATHERING as SPELLED
+
+    assert GATHERING == SPELLED

@@ -92,6 +92,7 @@ _LAZY = {
     "Settings": "cobell_cli.config",
     "StartDecision": "cobell_cli.core.schedule.decision",
     "probability_text": "cobell_cli.core.plan.reasons",
+    "meet_probability_note": "cobell_cli.core.plan.meet_steps",
     **{name: "cobell_cli.api.local_clusters"
        for name in ("DEMO_JOB_ARGS", "LocalCluster", "LocalClusterStatus", "LocalYarn",
                     "LocalYarnStatus", "YarnShape", "example_path", "spark_submit_path")},
@@ -126,6 +127,7 @@ if TYPE_CHECKING:
     )
     from cobell_cli.api.submit import Launched, Progress, Submit, SubmitPlan, SubmitResult
     from cobell_cli.config import Settings
+    from cobell_cli.core.plan.meet_steps import meet_probability_note
     from cobell_cli.core.plan.reasons import probability_text
     from cobell_cli.core.schedule.decision import StartDecision
     from cobell_cli.interrupts import Interrupted
@@ -189,6 +191,7 @@ __all__ = [
     "load_settings",
     "measure_input",
     "measured_overlaps",
+    "meet_probability_note",
     "memory_feature_value",
     "memory_model",
     "memory_request",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cobell_cli.api.memory import MemoryAsk
     from cobell_cli.api.planning import Prediction
+    from cobell_cli.core.memory.sizing import Reservation
     from cobell_cli.run.launch import Injection
 
 
@@ -97,9 +98,11 @@ class CommandSpec:
 
 @dataclass(frozen=True)
 class MemoryFailure:
-    """The attempt before this one failed for memory, at this heap (None: not known)."""
+    """The attempts before this one failed for memory: the reservation this one runs at
+    (core/memory/retry.py) and the largest heap that failed."""
 
-    executor_memory_mb: int | None
+    reservation: Reservation
+    failed_mb: int
 
 
 def command_at(
@@ -109,10 +112,12 @@ def command_at(
     failed: MemoryFailure | None = None,
     *,
     create: bool = True,
+    cluster_here: bool = False,
 ) -> JobCommand:
     """The command at the prediction's scale-out (and node label), its executor memory
     sized (`with_memory`), the Spark log level, and the event log turned on (`create`: make
-    its directory; a dry run leaves the file system alone)."""
+    its directory; a dry run leaves the file system alone; `cluster_here`: the cluster runs
+    on this host, so a driver on it writes the log here too)."""
     from cobell_cli.run import event_capture, launch
 
     injected = launch.inject(spec.command, prediction.plan.scale_out, spec.job,
@@ -122,7 +127,8 @@ def command_at(
     injected, memory, notes = with_memory(injected, prediction, ask, failed)
     if spec.spark_log_level is not None:
         injected = launch.with_spark_log_level(injected, spec.spark_log_level)
-    injected = event_capture.prepare(injected, spec.event_log_dir, create=create)
+    injected = event_capture.prepare(injected, spec.event_log_dir, create=create,
+                                     cluster_here=cluster_here)
     return JobCommand(injected.argv, launch.redact(injected.argv), injected.launcher,
                       [*notes, *injected.warnings], memory)
 
@@ -134,35 +140,56 @@ def with_memory(
     failed: MemoryFailure | None = None,
 ) -> tuple[Injection, dict[str, int | None] | None, list[str]]:
     """The command with the planned executor memory, unless the user's is kept; a retry after
-    a memory failure (`failed`) overrides the user's (it just proved too small). Returns the
-    command, what the run is given (to record with it; None: unknown) and notes."""
+    a memory failure (`failed`) runs at its own reservation, whatever the user or the plan
+    said (the last one just proved too small). Returns the command, what the run is given
+    (to record with it; None: unknown) and notes."""
     from cobell_cli.run import launch
 
+    if ask is None:
+        return injected, None, []
+    if failed is not None:
+        return _at_retry(injected, failed)
     memory = prediction.plan.memory
-    if ask is None or memory is None:
+    if memory is None:
         return injected, None, []
     kept = {"executor_memory_mb": ask.user_memory_mb,
             "executor_overhead_mb": ask.user_overhead_mb}
-    retry = failed is not None
-    if memory.get("upper_peak_mb") is None or (ask.keep and not retry):
+    if memory.get("upper_peak_mb") is None or ask.keep:
         return injected, kept, []  # not sized, or the user's memory stays
     heap, overhead = memory.get("executor_memory_mb"), memory.get("executor_overhead_mb")
-    notes = []
-    if failed is not None and ask.keep:
-        heap = retry_heap(memory, failed.executor_memory_mb)
-        notes.append(f"memory: the last attempt failed for memory at "
-                     f"{failed.executor_memory_mb} MB; this one runs at {heap} MB")
     planned = {"executor_memory_mb": heap, "executor_overhead_mb": overhead}
-    return launch.with_memory(injected, int(heap), overhead), planned, notes  # type: ignore[arg-type]
+    return launch.with_memory(injected, int(heap), overhead), planned, []  # type: ignore[arg-type]
 
 
-def retry_heap(memory: dict[str, Any], failed_mb: int | None) -> int:
-    """The heap for a retry of a run whose memory the user set: the model's bound after the
-    failure, and above the memory that failed."""
-    from cobell_cli.core.memory.sizing import STEP_MB
+def _at_retry(
+    injected: Injection, failed: MemoryFailure
+) -> tuple[Injection, dict[str, int | None], list[str]]:
+    from cobell_cli.run import launch
 
-    bound = math.ceil(float(memory.get("upper_peak_mb") or 0) / STEP_MB) * STEP_MB
-    return max(bound, (failed_mb or 0) + STEP_MB)
+    grant = failed.reservation
+    overhead = grant.executor_overhead_mb or None  # 0: a cluster that counts none
+    container = f" (container {grant.container_mb} MB)" if overhead else ""
+    note = (f"memory: the last attempt failed for memory at {failed.failed_mb} MB of heap; "
+            f"this one runs at {grant.executor_memory_mb} MB{container}")
+    memory = {"executor_memory_mb": grant.executor_memory_mb, "executor_overhead_mb": overhead}
+    return launch.with_memory(injected, grant.executor_memory_mb, overhead), memory, [note]
+
+
+def retry_memory(
+    cluster: Any, ask: MemoryAsk | None, failed_heaps_mb: list[int | None],
+    upper_peak_mb: float | None = None,
+) -> Any:
+    """The reservation of the attempt after memory failures at `failed_heaps_mb`
+    (core/memory/retry.py), within the largest container the cluster grants; the memory
+    model's bound `upper_peak_mb` when larger. None for a job cobell sizes no memory of."""
+    from cobell_cli.api.memory import memory_request
+    from cobell_cli.core.memory.retry import retry_memory as ladder
+
+    if ask is None:
+        return None
+    request = memory_request(cluster, ask, [])
+    planned = math.ceil(upper_peak_mb) if upper_peak_mb else None
+    return ladder(failed_heaps_mb, request.rules, planned, ask.user_overhead_mb)
 
 
 def measure_input(path: str) -> int:

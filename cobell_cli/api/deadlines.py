@@ -257,15 +257,22 @@ def decide(
 
 
 def _at_once(planned: Planned, now: float, others: int) -> StartDecision:
-    """No model yet (runs 1-6) or no error record: the plan at once decides, as today."""
+    """No model yet (runs 1-3) or no error estimate: the plan at once decides."""
     plan = planned.prediction.plan
     return StartDecision(
         deadline_at=planned.request.deadline_at, now=now, start_at=now,
         scale_out=plan.scale_out, predicted_s=plan.predicted_s,
         meet_probability=plan.meet_probability, feasible=plan.feasible, waits_for=None,
-        start_reason=(f"starting now: {plan.phase} plans without the errors a later start "
-                      "would be weighed with"),
+        start_reason=_at_once_reason(plan.phase),
         others_waiting=others, minimize=planned.request.minimize)
+
+
+def _at_once_reason(phase: str) -> str:
+    """Why no later start was weighed: the binary search (runs 1-3) has no model, and a
+    model without an interval has no probability to weigh one with."""
+    if phase == "bootstrap-search":
+        return "starting now: runs 1-3 are a binary search, with no model to weigh a wait"
+    return "starting now: the model has no error estimate to weigh a wait with"
 
 
 def read_decision(history: History, planned: Planned, now: float) -> StartDecision:

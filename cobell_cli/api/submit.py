@@ -45,7 +45,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cobell_cli import interrupts
-from cobell_cli.api.command import CommandSpec, JobCommand, MemoryFailure
+from cobell_cli.api.command import (
+    CommandSpec,
+    JobCommand,
+    MemoryFailure,
+    command_at,
+    retry_memory,
+)
 from cobell_cli.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
@@ -191,6 +197,7 @@ class Submit:
         self._last_plan: SubmitPlan | None = None
         self._pid: int | None = None
         self._cancelled = False
+        self._why_not_retried = ""
 
     # -- plan ------------------------------------------------------------------------------
 
@@ -205,9 +212,9 @@ class Submit:
         else:
             now = self.submitted_at if not self._attempts else time.time()
             prediction, cluster = self._predict(now)
-        failed = self._attempts[-1] if self._attempts else None
         starts = not dry_run and (prediction.plan.feasible or not self.strict)
-        command = _command_at(self.spec, prediction, self.memory, failed, create=starts)
+        command = command_at(self.spec, prediction, self.memory, self._after_failure(
+            cluster, prediction), create=starts, cluster_here=_on_this_host(cluster))
         planned = SubmitPlan(prediction, command, cluster,
                              [*command.warnings, *prediction.all_warnings])
         self._last_plan = planned
@@ -240,7 +247,7 @@ class Submit:
         with self._world(target) as (history, cluster):
             prediction = predict(history, cluster, self.settings, job=self.job,
                                  target_s=target, now=now, input_bytes=self.input_bytes,
-                                 require_history=False, memory=self.memory,
+                                 require_history=False, memory=self._memory_to_plan(),
                                  minimize=self.minimize, queue=self.queue)
         if self.strict:
             check_minimized(prediction, self.minimize)
@@ -342,13 +349,46 @@ class Submit:
         return outcome
 
     def _retry(self, outcome: Outcome) -> bool:
-        """Run again? Only after a memory failure, while retries are left."""
+        """Run again? Only after a memory failure, while retries are left and a larger
+        memory than every failed attempt's fits the cluster's containers (else one line)."""
         attempts = len(self._attempts)
         if outcome.failure_reason != "memory" or attempts > self.retry_on_oom:
+            return False
+        assert self._last_plan is not None
+        grown = self._after_failure(self._last_plan.cluster, None)
+        if grown is None:
+            self._tell("warning", f"run {outcome.run_id} failed for memory; "
+                                  f"{self._why_not_retried}")
             return False
         self._tell("note", f"cobell: run {outcome.run_id} failed for memory; retrying "
                            f"({attempts} of {self.retry_on_oom})")
         return True
+
+    def _memory_to_plan(self) -> MemoryAsk | None:
+        """What the planner may size: after a memory failure, the memory the command set no
+        longer binds (the retry overrides it), so the model's bound is planned and priced."""
+        from dataclasses import replace
+
+        failed = any(a.failure_reason == "memory" for a in self._attempts)
+        if self.memory is None or not failed:
+            return self.memory
+        return replace(self.memory, user_memory_mb=None, user_overhead_mb=None, keep=False)
+
+    def _after_failure(self, cluster: Any, prediction: Prediction | None) -> MemoryFailure | None:
+        """The next attempt's memory after memory failures (api/command.py retry_memory: above
+        every failed attempt's heap, at least the memory model's bound), None before any or
+        where it cannot grow (`_why_not_retried` then says why)."""
+        failed = [a.executor_memory_mb for a in self._attempts if a.failure_reason == "memory"]
+        if not failed:
+            return None
+        memory = prediction.plan.memory if prediction is not None else None
+        upper = (memory or {}).get("upper_peak_mb")
+        grown = retry_memory(cluster, self.memory, failed, upper)
+        if grown is None or grown.reservation is None:
+            self._why_not_retried = (grown.why_not if grown is not None else
+                                     "not retried: cobell sizes executor memory for Spark only")
+            return None
+        return MemoryFailure(grown.reservation, grown.failed_mb)
 
     def _forget_deadline_row(self) -> None:
         if self._deadline_row is not None:
@@ -465,13 +505,10 @@ def _with_queue(deadline: DeadlineRequest | None, queue: str | None,
     return replace(deadline, minimize=minimize, **({"queue": queue} if queue else {}))
 
 
-def _command_at(spec: CommandSpec, prediction: Prediction, memory: MemoryAsk | None,
-                failed: Outcome | None, *, create: bool) -> JobCommand:
-    from cobell_cli.api.command import command_at
-
-    after = (MemoryFailure(failed.executor_memory_mb)
-             if failed is not None and failed.failure_reason == "memory" else None)
-    return command_at(spec, prediction, memory, after, create=create)
+def _on_this_host(cluster: Any) -> bool:
+    """Does the cluster run its drivers on this host (a YARN on loopback)?"""
+    here = getattr(cluster, "on_this_host", None)
+    return bool(here()) if callable(here) else False
 
 
 def _refuse_infeasible(prediction: Prediction) -> None:

@@ -1,7 +1,9 @@
 """`cobell demo`: the README's quick start — a real submission on a local Spark cluster.
 
 Every step is an ordinary cobell command, printed before it runs, so the demo doubles as a
-walk-through of what a user would type. The demo keeps a history of its own (demo.db beside
+walk-through of what a user would type. With the co-runner running, a `predict --deadline`
+step shows whether the demo job would start now or wait for the co-runner to end
+(cli/demo_deadline.py). The demo keeps a history of its own (demo.db beside
 the default history, unless --db or COBELL_DB names one), runs its jobs at a quiet Spark log
 level (`submit --spark-log-level`), and ends with a short summary of what happened.
 """
@@ -15,6 +17,7 @@ import typer
 
 from cobell_cli.cli.common import info, settings
 from cobell_cli.cli.common import target_runtime as target_runtime_of
+from cobell_cli.cli.demo_deadline import deadline_step
 from cobell_cli.cli.demo_output import (
     DEMO_JOB,
     SPARK_LOG_LEVEL,
@@ -133,9 +136,13 @@ def demo(
         else:
             raise CobellError("the co-running demo job did not start within 90 s")
         time.sleep(3)  # let it take its executors
+    scale_outs = ["--min-scale-out", "1",
+                  "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0))]
+    if co_runner:  # a deadline: start now beside the co-runner, or wait for it to end?
+        for line in deadline_step(cli, DEMO_JOB, [*scale_outs, *where], _show, env):
+            info(line)
     step = [
-        *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", "--min-scale-out", "1",
-        "--max-scale-out", str(workers * cores_per_worker - (2 if co_runner else 0)),
+        *cli, "submit", "-j", DEMO_JOB, "-t", f"{target_runtime:g}", *scale_outs,
         "--spark-log-level", SPARK_LOG_LEVEL, *where, "--", spark_submit, "--master",
         cluster.master_url, str(jobs_dir / "scaling_job.py"), *api.DEMO_JOB_ARGS,
     ]  # fmt: skip

@@ -150,6 +150,7 @@ def _co_runner_lines(p: Any) -> list[str]:
 def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
     """The candidates' table (the rows around the decision unless `show_all`), what is
     hidden, and what `meets` means under this plan's policy."""
+    from cobell_cli.api import meet_probability_note
     from cobell_cli.output import table
 
     p = prediction.plan
@@ -164,8 +165,7 @@ def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
             for c in p.candidates[first:last]]
     lines = [table(rows, columns)]
     hidden = len(p.candidates) - (last - first)
-    sparse = len(p.candidates) < len(range(p.min_scale_out, p.max_scale_out + 1, p.step))
-    if sparse:  # planner: a sparse grid far from the decision (core/plan/history.py)
+    if p.grid["kind"] == "sparse":  # a sparse grid far from the decision (core/plan/history.py)
         lines.append(f"  ({hidden} of {len(p.candidates)} judged scale-outs not shown, a sparse "
                      "grid far from the decision: --all and --json have every judged one)")
     elif hidden:
@@ -176,7 +176,8 @@ def _candidates(prediction: Prediction, show_all: bool) -> list[str]:
     rule = ("prediction <= target" if p.confidence is None
             else "upper bound <= target, the same as P(meet) >= the policy's level")
     lines.append(f"  meets: {rule}")
-    return lines
+    note = meet_probability_note(p, p.candidates[first:last])
+    return [*lines, note] if note else lines
 
 
 def _row(c: Any, app_ids: list[str], chosen: bool) -> dict[str, Any]:

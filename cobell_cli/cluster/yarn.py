@@ -59,6 +59,7 @@ API = "/ws/v1/cluster"
 REDIRECT_PROBE = f"{API}/metrics"  # a path a standby redirects to the active RM (module doc)
 INFO_KEYS = ("id", "state", "haState", "resourceManagerVersion", "startedOn")
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 KILL_POLL_S = 0.25  # between looks at a killed app's state while the RM ends it
 _APP_ID = re.compile(r"^application_\d+_\d+$")
 
@@ -365,6 +366,31 @@ class YarnCluster:
         _check_app_id(app_id)
         answer = self._get(f"{API}/apps/{app_id}/state", missing_ok=True)
         return None if answer is None else _state_of(answer.data)
+
+    def diagnostics(self, app_id: str) -> list[str]:
+        """What the RM keeps of why the app and each of its attempts ended (YARN's
+        diagnostics: an AM container killed for memory, an exit code); [] if it does not
+        know the app."""
+        _check_app_id(app_id)
+        app = self._document(f"{API}/apps/{app_id}", "app")
+        attempts = self._document(f"{API}/apps/{app_id}/appattempts", "appAttempts")
+        listed = (attempts or {}).get("appAttempt")
+        items = [app, *(listed if isinstance(listed, list) else [])]
+        return [str(item[key]) for item in items if isinstance(item, Mapping)
+                for key in ("diagnostics", "diagnosticsInfo") if item.get(key)]
+
+    def _document(self, path: str, key: str) -> Mapping[str, Any] | None:
+        answer = self._get(path, missing_ok=True)
+        data = answer.data if answer is not None else None
+        doc = data.get(key) if isinstance(data, Mapping) else None
+        return doc if isinstance(doc, Mapping) else None
+
+    def on_this_host(self) -> bool:
+        """Is every configured RM on this host's loopback (the local YARN)? Its containers,
+        a cluster-mode driver's too, then run here and share its file system."""
+        from urllib.parse import urlsplit
+
+        return all(urlsplit(u).hostname in LOOPBACK for u in self.rm_urls)
 
     def partitions(self) -> Any:
         """The node labels, their active nodes and the queues' access (cluster/node_labels.py)."""

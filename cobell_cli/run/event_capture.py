@@ -10,10 +10,12 @@ alone when:
   spark-submit reads (`--properties-file`, else `spark-defaults.conf` in `$SPARK_CONF_DIR` or
   `$SPARK_HOME/conf`): their logs stay where their History Server looks for them, and cobell
   reads them there after the run if the directory is local;
-- the driver runs on the cluster (`--deploy-mode cluster`): it could not write to a directory
-  of this host (a one-line note says so). Where the user's own `spark.eventLog.dir` is a
-  local path, the log is still looked for there after the run: a directory the cluster's
-  nodes share with this host (a network mount, or a YARN on this machine) holds it.
+- the driver runs on the cluster (`--deploy-mode cluster`) of another host: it could not
+  write to a directory of this host (a one-line note says so). Where the user's own
+  `spark.eventLog.dir` is a local path, the log is still looked for there after the run: a
+  directory the cluster's nodes share with this host (a network mount) holds it. A cluster
+  on this host (`cluster_here`: `cobell local-cluster start --yarn`, any RM on loopback) runs
+  its drivers here, so they write into cobell's directory as a client-mode driver does.
 
 After the run (`collect`): the log of the run's application id (single file or rolling
 directory, plain or compressed, `.inprogress` if the driver died) is folded into a profile
@@ -39,16 +41,18 @@ def prepare(
     *,
     create: bool = True,
     env: Mapping[str, str] | None = None,
+    cluster_here: bool = False,
 ) -> Injection:
     """The injected command with event logging into `log_dir` (module doc); None: off.
-    `create=False` (a dry run) leaves the file system alone."""
+    `create=False` (a dry run) leaves the file system alone; `cluster_here`: the cluster's
+    drivers run on this host (module doc)."""
     if log_dir is None or injection.launcher not in launch.SPARK_LAUNCHERS:
         return injection
     argv = injection.argv
     state = launch.event_log_settings(argv, inherited_properties(argv, env))
     if state.user_set:
         return injection
-    if not state.driver_here:
+    if not state.driver_here and not cluster_here:
         note = (
             "event log not captured: with --deploy-mode cluster the driver runs on the cluster, "
             "not here; set spark.eventLog.dir to a shared directory to keep it"

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from cobell_cli import interrupts
 from cobell_cli.cluster import query
 from cobell_cli.core.colocation import measured_overlaps
-from cobell_cli.errors import ClusterError, CobellError
+from cobell_cli.errors import ClusterError, CobellError, UsageError
 from cobell_cli.run.app_kill import end_interrupted_app
 from cobell_cli.run.recorder import WRITE_ERRORS, RunRecorder, why_not_written
 from cobell_cli.store.processes import this_host
@@ -169,6 +169,7 @@ def execute(
             with interrupts.abandonable():
                 outcome.warnings += _collect_event_log(recorder, argv, launcher, result)
                 _memory_from_history(recorder, outcome)
+                _memory_from_cluster(recorder, cluster, outcome)
             if _cluster_failed_before(cluster_ok, cluster):
                 outcome.warnings.append(
                     "co-runners not recorded: the cluster did not answer before the run "
@@ -346,6 +347,26 @@ def _memory_from_history(recorder: RunRecorder, outcome: Outcome) -> None:
         return
     outcome.failure_reason = outcome.failure_reason or run.get("failure_reason")
     outcome.executor_memory_mb = outcome.executor_memory_mb or run.get("executor_memory_mb")
+
+
+def _memory_from_cluster(recorder: RunRecorder, cluster: Any, outcome: Outcome) -> None:
+    """A failed run's memory failure from what YARN kept of its app (the diagnostics of the
+    app and its attempts: an AM container killed for exceeding its memory) when neither the
+    output nor the event log said so; a cluster that does not answer costs only this."""
+    from cobell_cli.core.memory.failures import failure_reason
+
+    ask = getattr(cluster, "diagnostics", None)
+    if outcome.status != "failed" or outcome.failure_reason or not outcome.app_id or not ask:
+        return
+    try:
+        with query(cluster):
+            reason = failure_reason(ask(outcome.app_id))
+    except (ClusterError, UsageError):
+        return
+    if reason is not None:
+        outcome.failure_reason = reason
+        warning = recorder.amend(failure_reason=reason)
+        outcome.warnings += [warning] if warning else []
 
 
 def _log_warning(result: ChildResult) -> str | None:

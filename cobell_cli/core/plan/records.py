@@ -140,9 +140,21 @@ class Plan:
             return None
         return executor_seconds(self.scale_out, self.predicted_s)
 
+    @property
+    def grid(self) -> dict[str, Any]:
+        """Which candidates were judged: "full" (every scale-out in the range), "sparse" (past
+        history.DENSE_CANDIDATES a grid far from the decision) or "none" (the binary search
+        judges none); `candidates`: how many were judged, `scale_outs`: how many the range has."""
+        in_range = len(range(self.min_scale_out, self.max_scale_out + 1, self.step))
+        in_range += (self.max_scale_out - self.min_scale_out) % self.step != 0  # max is one too
+        judged = len(self.candidates)
+        kind = "none" if not judged else "sparse" if judged < in_range else "full"
+        return {"kind": kind, "candidates": judged, "scale_outs": in_range}
+
     def to_dict(self) -> dict[str, Any]:
         out = jsonable(asdict(self))
         out["executor_seconds"] = self.executor_seconds
+        out["grid"] = self.grid
         for candidate, row in zip(self.candidates, out["candidates"], strict=True):
             row["executor_seconds"] = candidate.executor_seconds
         return out

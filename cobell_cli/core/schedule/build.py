@@ -1,10 +1,18 @@
 """The scheduler's records built from a plan made at once (`plan()` with the deadline's
 budget as target): the deciding submit (`pending_job`) and the running apps it may wait for
-(`busy_apps`). The CLI (deadlines.py) and the benchmark build them here alike."""
+(`busy_apps`). The CLI (deadlines.py) and the benchmark build them here alike.
+
+A later start is weighed in every phase with a model (runs 4 on, and the what-if's phase):
+with the model's held-out errors where it has enough (error_ratios), else with the width of
+the plan's own predictive distribution at its choice (`width_ratios`), the error estimate
+the bootstrap decided with. Only the binary search (runs 1-3) has nothing to weigh it with.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 from cobell_cli.core.calibration import held_out_ratios
@@ -42,13 +50,14 @@ def pending_job(
     container_mb: float | None = None,
     key: str = NEW,
 ) -> PendingJob | None:
-    """The submit as the scheduler sees it; None before its model plans (runs 1-6) or
-    without an error record (no probability to weigh a later start with). `runs`: the
-    similar succeeded runs the plan rested on (their recorded outcomes join the errors)."""
-    if plan.phase != "model" or model is None:
+    """The submit as the scheduler sees it; None while the binary search decides (runs 1-3:
+    no model) or where neither an error record nor the plan's interval gives a probability
+    to weigh a later start with. `runs`: the similar succeeded runs the plan rested on
+    (their recorded outcomes join the errors)."""
+    if plan.phase == "bootstrap-search" or model is None:
         return None
     table = job_table(model, plan.confidence, grid_max or plan.max_scale_out)
-    ratios = error_ratios(table, runs)
+    ratios = error_ratios(table, runs) or width_ratios(plan)
     if not ratios:
         return None
     return PendingJob(
@@ -59,6 +68,30 @@ def pending_job(
         confidence=plan.confidence, container_mb=container_mb,
         containers_mb=tuple(c.container_mb for c in plan.candidates)
         if any(c.container_mb is not None for c in plan.candidates) else ())
+
+
+# How many ratios stand for the plan's width (`width_ratios`): evenly spaced quantiles of a
+# log-normal. A representation, not a statistic (fitted on nothing): with 99 the ratios'
+# conformal bound at a level p (rank ceil(100 p), calibration.ratio_bound) is their quantile
+# (ceil(100 p) - 0.5) / 99, within 0.005 of p for p in [0.8, 0.99]: the scheduler reads back
+# the plan's own upper bound.
+WIDTH_RATIOS = 99
+
+
+def width_ratios(plan: Plan) -> tuple[float, ...]:
+    """Runtime / predicted ratios standing in for an error record the model has too few
+    runs for: a log-normal as wide as the plan's predictive distribution at its choice (its
+    upper bound over its prediction at the level the bound is given at), read as evenly
+    spaced quantiles. () where the plan has no bound above its prediction."""
+    level = plan.confidence or plan.interval_confidence
+    if (level is None or not 0.5 < level < 1 or plan.predicted_s is None
+            or plan.upper_s is None or not plan.predicted_s > 0
+            or not plan.upper_s > plan.predicted_s):
+        return ()
+    normal = NormalDist()
+    sd = math.log(plan.upper_s / plan.predicted_s) / normal.inv_cdf(level)
+    n = WIDTH_RATIOS
+    return tuple(math.exp(sd * normal.inv_cdf((i + 0.5) / n)) for i in range(n))
 
 
 def busy_apps(
