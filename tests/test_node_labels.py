@@ -191,7 +191,7 @@ def test_a_label_known_only_from_the_prior_carries_the_priors_error(
     """A label the job never ran on is planned against the target over its prior factor
     times exp(z · the speeds' held-out log sd) (labels.py): a label as fast as the job's own
     by its prior and 5 % cheaper wins while that error is 0, and loses once the prior is
-    known to be off by 20 % (log sd), the target it must then meet being 29 % tighter."""
+    known to be off by 0.2 in log sd, the target it must then meet divided by 1.29."""
     runs = [{**r, "id": i} for i, r in
             enumerate(_runs("disk-job", ("",), noise=0.02, seed=3) * 3, 1)]
     twin = TypeSpeeds(reference="", slowness_={"": np.ones(4), "twin": np.ones(4)},
