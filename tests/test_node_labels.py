@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from statistics import NormalDist
 from types import SimpleNamespace
 
 import numpy as np
@@ -182,6 +183,37 @@ def test_the_cheapest_label_that_meets_the_target_wins() -> None:
     assert best.cost == pytest.approx(1.5 * best.scale_out * best.predicted_s)
     assert all(best.cost <= o.cost for o in options if o.feasible)
     assert math.isclose(best.predicted_s, best.plan.predicted_s * best.factor)
+
+
+@pytest.mark.parametrize("held_out_log_sd", [0.0, 0.2])
+def test_a_label_known_only_from_the_prior_carries_the_priors_error(
+        held_out_log_sd: float) -> None:
+    """A label the job never ran on is planned against the target over its prior factor
+    times exp(z · the speeds' held-out log sd) (labels.py): a label as fast as the job's own
+    by its prior and 5 % cheaper wins while that error is 0, and loses once the prior is
+    known to be off by 0.2 in log sd, the target it must then meet divided by 1.29."""
+    runs = [{**r, "id": i} for i, r in
+            enumerate(_runs("disk-job", ("",), noise=0.02, seed=3) * 3, 1)]
+    twin = TypeSpeeds(reference="", slowness_={"": np.ones(4), "twin": np.ones(4)},
+                      held_out_log_sd_=held_out_log_sd)
+    model = NodeTypeModel().fit(runs, SHARES["disk-job"], twin)
+
+    def plan_fn(*, history: list, target_s: float, co_runners: tuple = ()) -> object:
+        return plan(job="disk-job", history=history, now=0.0, target_s=target_s,
+                    min_scale_out=1, max_scale_out=32, co_runners=co_runners, confidence=0.9)
+
+    options, _ = plan_labels(plan_fn, runs=runs, labels=["", "twin"],
+                             prices={"": 1.0, "twin": 0.95}, target_s=60.0, model=model,
+                             confidence=0.9)
+    by = {o.node_label: o for o in options}
+    assert by["twin"].factor_source == "profile" and by["twin"].factor == pytest.approx(1.0)
+    assert by[""].feasible and by["twin"].feasible
+    tighter = math.exp(NormalDist().inv_cdf(0.9) * held_out_log_sd)
+    assert by["twin"].plan.target_s == pytest.approx(60.0 / tighter)
+    best = cheapest_label(options, 60.0)
+    assert best.node_label == ("twin" if held_out_log_sd == 0.0 else "")
+    if held_out_log_sd:
+        assert by["twin"].scale_out > by[""].scale_out
 
 
 def test_label_settings_parse_and_bad_ones_are_one_line() -> None:
