@@ -364,30 +364,3 @@ def test_nested_evaluation_fits_each_method_without_the_held_out_fold() -> None:
     out = evaluate(data, "nested", {"spy": spy})
     assert len(out["spy"]) == 10
     assert all(m["mape"] == 0.0 for m in out["spy"])  # NaN if a test run had been seen
-
-
-# The YARN demo's seed (history/local-yarn-demo.csv): scaling-demo-yarn alone, 1..6 executors.
-DEMO_ALONE = [(1, 75.9), (2, 51.7), (3, 51.8), (4, 53.2), (6, 60.4), (2, 54.5), (4, 57.1)]
-
-
-def test_the_curve_does_not_jump_where_interpolation_hands_over_to_extrapolation() -> None:
-    """Issue 35: on the demo's runs the interpolating curve (inv + log) ends at 59 s at 6
-    and the extrapolating one (a constant, its own level) went on at 56 s from just past 6:
-    a step down larger than the curve's own step from 5 to 6. The extrapolation now
-    continues from the interpolation's value at the largest scale-out run."""
-    m = fit_runtime_model([{"scale_out": x, "runtime_s": y} for x, y in DEMO_ALONE])
-    assert m.cv_["interpolation"] != m.cv_["extrapolation"]  # two curves meet at 6
-    at5, at6, past6, at7 = m.predict([5, 6, 6.001, 7])
-    assert past6 == pytest.approx(at6, rel=1e-3)
-    assert abs(at7 - at6) <= abs(at6 - at5)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_noisy_histories_are_continuous_at_the_largest_scale_out(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    runs = [{"scale_out": int(x), "runtime_s": float(f_true([x])[0] * np.exp(rng.normal(0, 0.1)))}
-            for x in SCALE_OUTS[:8] for _ in range(2)]
-    m = fit_runtime_model(runs)
-    hi = float(SCALE_OUTS[7])
-    at, past = m.predict([hi, hi * 1.0001])
-    assert past == pytest.approx(at, rel=1e-3)

@@ -247,10 +247,8 @@ def cross_validated(x: np.ndarray, y: np.ndarray, w: np.ndarray,
                                               options.power_law)
     fwd_scores = {k: runs.scores(fwd_splits_of[k], p) for k, p in fwd_preds.items()}
     extrap_key = choose(fwd_scores, rank, options.selection)
+    extrap = _extrapolation_curve(runs, extrap_key, replay)
     interp = _interpolation_curve(runs, interp_key, replay)
-    hi = scale_out_range[1]
-    extrap = _extrapolation_curve(runs, extrap_key, replay).anchored(
-        hi, float(interp.predict(np.array([hi]))[0]))
     cv = {"interpolation_cv_mre": {_name(k): v.mean for k, v in scores.items()},
           "forward_mre": {_name(k): v.mean for k, v in fwd_scores.items()
                           if np.isfinite(v.mean)},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,20 +44,6 @@ class Curve:
                                            np.array([self.bandwidth]))[0])
         est = local_linear(self.t, self.v, self.w, np.log(x), np.array([self.bandwidth]))[0]
         return np.exp(est)
-
-    def scaled(self, factor: float) -> Curve:
-        """This curve times `factor`, in its own parameters (so `describe` shows the curve
-        predict uses): θ for Ernest's terms, the log level for the others."""
-        if self.kind == "parametric":
-            return replace(self, theta=self.theta * factor)
-        if self.kind in ("power", "whatif"):
-            return replace(self, theta=self.theta + np.array([np.log(factor), 0.0]))
-        return replace(self, v=self.v + np.log(factor))
-
-    def anchored(self, scale_out: float, runtime_s: float) -> Curve:
-        """This curve's shape through (scale_out, runtime_s): the extrapolation continued
-        from where the interpolation ends, not from its own level."""
-        return self.scaled(runtime_s / float(self.predict(np.array([scale_out]))[0]))
 
     def describe(self) -> dict[str, Any]:
         if self.kind == "parametric":
