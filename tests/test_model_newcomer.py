@@ -3,7 +3,7 @@
 35). The YARN demo's seed history (history/local-yarn-demo.csv) is the newcomer's:
 its interpolation curve ends at 67 s at 6 executors, where the separately chosen
 extrapolation curve (a constant, 56 s) takes over, so predict itself says 67 s at 6 and 56 s
-at 7; the plot shows that step where the runs end, as predict does."""
+at 7; the plot and `model show` name that step where the runs end, as predict makes it."""
 
 from __future__ import annotations
 
@@ -65,6 +65,38 @@ def test_the_legend_sits_outside_the_axes_and_names_every_curve(figure) -> None:
     names = [t.get_text() for t in legend.get_texts()]
     assert names[:3] == ["ov = 0", "ov = 0.5 (corunner-demo-yarn)", "ov = 1 (corunner-demo-yarn)"]
     assert "largest scale-out run (6)" in names[3]
+    assert "interpolation 66.7 s, extrapolation 56.1 s (alone)" in names[3]  # the step, named
+
+
+def test_model_show_says_where_the_curve_steps_and_by_how_much(tmp_path: Path) -> None:
+    """The handover row's two runtimes are what predict says alone at 6 and beyond it (the
+    extrapolation here is a constant): the step a user sees in predict's table, explained."""
+    db = tmp_path / "h.db"
+    assert cobell("--db", db, "history", "import", SEED).exit_code == 0
+    described = json.loads(cobell("--db", db, "model", "show", "-j", JOB, "--json").stdout)
+    handover = described["handover"]
+    predicted = json.loads(cobell("--db", db, "predict", "-j", JOB, "-t", "100", "--cluster",
+                                  "none", "--all", "--json").stdout)
+    at = {c["scale_out"]: c["predicted_s"] for c in predicted["candidates"]}
+    assert handover["scale_out"] == 6
+    assert handover["interpolation_s"] == pytest.approx(at[6], rel=1e-6)
+    assert handover["extrapolation_s"] == pytest.approx(at[7], rel=1e-6)
+    assert at[6] - at[7] > 10  # the 67 -> 56 s step of issue 35
+    shown = cobell("--db", db, "model", "show", "-j", JOB).stdout.splitlines()
+    (line,) = [x for x in shown if x.startswith("handover at 6")]
+    assert "interpolation 66.7 s, extrapolation 56.1 s (alone)" in line
+
+
+def test_no_handover_line_where_the_curves_meet() -> None:
+    """Runs on Amdahl's law: both curves are the same fit, so there is no step to explain."""
+    from cobell_cli.cli.model import show_rows
+    from cobell_cli.core.model import fit_runtime_model
+
+    runs = [{"scale_out": x, "runtime_s": 10 + 120 / x} for x in (2, 4, 6, 8, 12, 16)]
+    description = fit_runtime_model(runs).describe()
+    h = description["handover"]
+    assert h["extrapolation_s"] == pytest.approx(h["interpolation_s"], rel=1e-3)
+    assert not [r for r in show_rows(description) if r["field"].startswith("handover")]
 
 
 MEMORY_CSV = (  # the same input per executor at two scale-outs: no slope to fit

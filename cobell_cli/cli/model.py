@@ -47,6 +47,10 @@ def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     for role in ("interpolation", "extrapolation"):
         rows.append({"field": f"{role} model", "value": _curve_text(description[role])})
+    step = handover_step(description.get("handover"))
+    if step:
+        rows.append({"field": f"handover at {description['handover']['scale_out']:g}",
+                     "value": f"{step}: chosen separately, predict steps here"})
     cv = description["cv"]
     for role in ("interpolation", "extrapolation"):
         err = cv.get(f"{role}_mre")
@@ -69,6 +73,20 @@ def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
         name = "any other job" if job == "*" else job
         rows.append({"field": f"co-runner {name}", "value": _pair_text(pair)})
     return rows
+
+
+HANDOVER_STEP = 0.01  # a step under 1 % between the curves is not worth a line
+
+
+def handover_step(handover: dict[str, float] | None) -> str | None:
+    """"interpolation 66.7 s, extrapolation 56.1 s (alone)" where the two curves differ at
+    the largest scale-out run by at least HANDOVER_STEP, else None."""
+    if not handover:
+        return None
+    a, b = handover["interpolation_s"], handover["extrapolation_s"]
+    if abs(b / a - 1) < HANDOVER_STEP:
+        return None
+    return f"interpolation {a:.3g} s, extrapolation {b:.3g} s (alone)"
 
 
 def _combination_text(combination: dict[str, Any]) -> str:
@@ -301,8 +319,10 @@ def runtime_figure(data: ModelInput, model: Any, co_runner: str | None, plt: Any
         overlaps = {co_runner: ratio} if ratio else None
         ax.plot(grid, model.predict(grid, overlaps), style, color="black",
                 label=f"ov = {ratio:g}" + (f" ({label})" if ratio else ""))
+    step = handover_step(model.describe().get("handover"))
     ax.axvline(hi, color="grey", linestyle=(0, (1, 3)), linewidth=1,
-               label=f"largest scale-out run ({hi:g}): extrapolation beyond")
+               label=f"largest scale-out run ({hi:g}): extrapolation beyond"
+               + (f"\n{step}" if step else ""))
     ax.set_xlabel("scale-out")
     ax.set_ylabel("runtime (s)")
     ax.set_title(f"{printable(data.job)}: {count(model.n_runs_, 'run')}")  # \xNN escapes
