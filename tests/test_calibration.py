@@ -14,8 +14,6 @@ from scipy.stats import t as scipy_t
 from cobell_cli.core.calibration import (
     JACKKNIFE_MAX_FITS,
     RECENT_OUTCOMES,
-    Error,
-    interpolation_errors,
     jackknife_calibration,
     jackknife_ratios,
     meet_probability,
@@ -349,29 +347,3 @@ def test_leave_one_out_ratios_of_a_real_fit_track_ten_fold_refits() -> None:
     refits = jackknife_ratios(runs, fit_runtime_model)
     for p in (0.9, 0.97):
         assert ratio_bound(loo, p) == pytest.approx(ratio_bound(refits, p), rel=0.10)
-
-
-def test_an_error_predicted_by_extrapolation_leaves_the_pooled_shape() -> None:
-    """Runs at 13-49 and one at 4: held out, the run at 4 lies below every other run, its
-    error is the curve's extrapolation error; the others, each with a twin at its scale-out
-    in another fold, stay."""
-    xs = [32, 13, 49, 17, 13, 17, 32, 49, 13, 17, 4]
-    errors = [Error(float(x), 1.0 + 0.01 * i) for i, x in enumerate(xs)]
-    kept = interpolation_errors(errors)
-    assert [e.scale_out for e in kept] == [float(x) for x in xs if x != 4]
-
-
-def test_an_edge_run_whose_twin_shares_its_fold_extrapolated() -> None:
-    """Eleven runs, ten folds: runs 0 and 10 form one fold, so the run at 60 (run 10) was
-    predicted without its twin (run 0, also at 60) and extrapolated, as was run 0; the two
-    runs at 20 are in different folds."""
-    xs = [60, 20, 20, 22, 23, 24, 25, 26, 27, 28, 60]
-    kept = interpolation_errors([Error(float(x), 1.0) for x in xs])
-    assert [e.scale_out for e in kept] == [float(x) for x in xs[1:-1]]
-
-
-def test_extrapolation_errors_stay_when_too_few_would_remain_or_a_scale_out_is_unknown() -> None:
-    spread = [Error(float(x), 1.0) for x in (4, 8, 16, 32, 64)]  # only 8, 16, 32 interpolate
-    assert interpolation_errors(spread) == spread
-    unknown = [Error(None, 1.0), *(Error(float(x), 1.0) for x in (4, 8, 8, 8, 8, 16))]
-    assert interpolation_errors(unknown) == unknown

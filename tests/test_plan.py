@@ -716,10 +716,8 @@ def test_the_point_decision_is_reachable_and_reports_its_probability() -> None:
     careful = plan_with(model, confidence=0.9)
     assert point.confidence is None and point.scale_out == 25  # 30 + 3000/x <= 150
     assert careful.scale_out > point.scale_out
-    # At the point choice the prediction equals the target: P(meet) is the share of ratios
-    # <= 1 among the errors that interpolated (runs at 8-28; those at 4 and 32 extrapolated,
-    # calibration.interpolation_errors): 0.98 alone of six, conformal rank 1 / 7.
-    assert point.meet_probability == pytest.approx(1 / 7)
+    # At the point choice the prediction equals the target: about half the ratios exceed 1.
+    assert point.meet_probability == pytest.approx(3 / 9)
     assert careful.meet_probability >= 0.9
 
 

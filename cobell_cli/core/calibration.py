@@ -281,8 +281,7 @@ def held_out_errors(
     they come from.
 
     The model's own held-out ratios when it carries them (one per training run, in the runs'
-    order: each at its run's scale-out; those predicted by extrapolation left out,
-    `interpolation_errors`), joined by the recorded outcomes of the last
+    order: each at its run's scale-out), joined by the recorded outcomes of the last
     RECENT_OUTCOMES plans: the held-out errors are the current model's, at the overlaps the
     runs really had; the recorded ones carry what they cannot, the error of the overlaps
     predicted before each run, but also the error of the model as it was then, which a
@@ -297,8 +296,7 @@ def held_out_errors(
         source = "held-out + outcomes" if recent else "held-out"
         where = ([scale_out_of(r) for r in runs] if len(own) == len(runs)
                  else [None] * len(own))
-        errors = interpolation_errors([Error(x, r) for x, r in zip(where, own, strict=True)])
-        return source, errors + recent
+        return source, [Error(x, r) for x, r in zip(where, own, strict=True)] + recent
     if len(recorded) >= CALIBRATION_MIN_RUNS:
         return "outcomes", recorded
     if refit and len(runs) >= JACKKNIFE_MIN_RUNS:
@@ -306,33 +304,6 @@ def held_out_errors(
         if len(ratios) >= JACKKNIFE_MIN_RUNS:
             return "jackknife", [Error(None, r) for r in ratios]
     return None
-
-
-def interpolation_errors(errors: Sequence[Error]) -> list[Error]:
-    """The held-out errors (one per run, in the runs' order) whose prediction interpolated:
-    the run's scale-out lies within the range of the scale-outs its fold was fitted on (runs
-    i, i + K, ... form fold i of K = JACKKNIFE_MAX_FITS, as model/held_out.py refits them).
-
-    A run held out below or above every other run was predicted by extrapolation; its error
-    measures the curve's extrapolation, which the planner's extrapolation term already
-    charges the candidates beyond the observed range (predictive.py), not the noise around
-    the curve inside it. Pooled, one such error (one slow run at a new, small scale-out)
-    widened every candidate's distribution, those inside the range too, and moved the
-    decision by three steps (tests/test_decision_robustness.py). All kept when fewer than
-    JACKKNIFE_MIN_RUNS would remain, or when a run's scale-out is not known."""
-    n = len(errors)
-    if n < 2 or any(e.scale_out is None for e in errors):
-        return list(errors)
-    k = min(JACKKNIFE_MAX_FITS, n)
-    inside = [e for i, e in enumerate(errors) if _within_fold_range(errors, i, k)]
-    return inside if len(inside) >= JACKKNIFE_MIN_RUNS else list(errors)
-
-
-def _within_fold_range(errors: Sequence[Error], i: int, k: int) -> bool:
-    """Whether run i's scale-out lies within those of the runs outside its fold."""
-    rest = [e.scale_out for j, e in enumerate(errors) if j % k != i % k and e.scale_out]
-    x = errors[i].scale_out
-    return bool(rest) and x is not None and min(rest) <= x <= max(rest)
 
 
 def _rc(pair: tuple[float, float], scale_out: float) -> float:
@@ -388,7 +359,6 @@ __all__ = [
     "error_record",
     "held_out_errors",
     "held_out_ratios",
-    "interpolation_errors",
     "jackknife_calibration",
     "jackknife_ratios",
     "meet_probability",

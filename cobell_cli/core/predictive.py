@@ -4,9 +4,7 @@ planner reads P(meet) and the upper bound from.
 The model predicts c_j at candidate x_j (co-runners' slow-down and the stranger factor
 included). Where the next run may land around it is learnt from the model's held-out errors
 e_i = log(runtime_i / predicted_i), each at the scale-out x_i of its run (calibration.py: the
-model's K-fold errors whose prediction interpolated, and the recorded outcomes of recent
-plans; an error predicted by extrapolation belongs to the extrapolation term below,
-calibration.interpolation_errors). The distribution at x_j is
+model's K-fold errors and the recorded outcomes of recent plans). The distribution at x_j is
 log(runtime / c_j) = mu_j + sigma_j · Z, Z of the pooled errors' own standardised shape
 (their conformal ranks, the Student t tail beyond the largest: calibration.RatioDistribution).
 What makes mu_j and sigma_j the candidate's own:
