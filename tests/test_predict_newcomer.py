@@ -229,13 +229,14 @@ def test_a_huge_range_plans_in_seconds_on_a_sparse_grid(db: Path) -> None:
         return time.process_time() - started
 
     cpu_s("1000"), cpu_s("100000")  # warm: the fitted models cached, both timings plan only
-    # CPU time next to a full grid of 1 000 (load does not decide it; a wall-clock limit of
-    # 3 s failed once at load 6.7): about 1x here, ~100x when all 100 000 were judged
+    # CPU time next to a full grid of 1 000 (a wall-clock limit of 3 s failed once at load
+    # 6.7): 3-6x here (the sparse grid's ~1 200 candidates and its --json, under load), ~50x
+    # and more when all 100 000 were judged
     dense_s, huge_s = cpu_s("1000"), cpu_s("100000")
     shown = cobell(*args, "100000", "--json")
     assert shown.exit_code == 0, shown.stderr
     plan = json.loads(shown.stdout)
-    assert huge_s < 5 * dense_s + 0.05 and len(shown.stdout) < 1_000_000, (
+    assert huge_s < 20 * dense_s + 0.05 and len(shown.stdout) < 1_000_000, (
         huge_s, dense_s, len(shown.stdout))
     xs = [c["scale_out"] for c in plan["candidates"]]
     assert plan["scale_out"] == small["scale_out"] and xs[:64] == list(range(1, 65))
