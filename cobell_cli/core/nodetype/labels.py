@@ -21,6 +21,7 @@ from typing import Any
 from cobell_cli.core.cost import executor_seconds
 from cobell_cli.core.nodetype.factors import NodeTypeModel, node_type
 from cobell_cli.core.plan.infeasible import by_probability
+from cobell_cli.core.plan.records import log_spread
 
 
 @dataclass(frozen=True)
@@ -126,13 +127,9 @@ def meet_probability(option: LabelOption, threshold_s: float) -> float:
     """P(the option's runtime <= threshold_s), in the label's seconds: its plan's distribution
     at the chosen scale-out read as log-normal through its prediction and its upper bound at
     the plan's level (both times the factor and the prior's margin, as the plan was judged)."""
-    p = option.plan
-    median = float(p.predicted_s) * option.factor * option.margin
-    level = p.confidence if p.confidence is not None else p.interval_confidence
-    if p.upper_s is None or level is None or median <= 0:
-        return 1.0 if threshold_s >= median else 0.0
-    spread = math.log(judged_s(option) / median) / NormalDist().inv_cdf(level)
-    if spread <= 0:
+    median = float(option.plan.predicted_s) * option.factor * option.margin
+    spread = log_spread(option.plan)  # judged_s / median: the plan's upper / predicted
+    if spread is None or median <= 0:
         return 1.0 if threshold_s >= median else 0.0
     return NormalDist().cdf(math.log(threshold_s / median) / spread)
 

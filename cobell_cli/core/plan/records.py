@@ -3,8 +3,10 @@ search's state, and the runtime-model contract planning relies on."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
 from cobell_cli.core.cost import executor_seconds
@@ -169,3 +171,15 @@ def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def log_spread(plan: Plan) -> float | None:
+    """A plan's width at its choice read as a log-normal's sd: log(upper / predicted) over the
+    normal quantile of the level the bound is given at (how the schedule and the node labels
+    read a plan); None without a bound above a positive prediction at a level in (0.5, 1)."""
+    level = plan.confidence if plan.confidence is not None else plan.interval_confidence
+    if (level is None or not 0.5 < level < 1 or plan.predicted_s is None
+            or plan.upper_s is None or not plan.predicted_s > 0
+            or not plan.upper_s > plan.predicted_s):
+        return None
+    return math.log(plan.upper_s / plan.predicted_s) / NormalDist().inv_cdf(level)

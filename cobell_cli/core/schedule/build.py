@@ -17,6 +17,7 @@ from typing import Any
 
 from cobell_cli.core.calibration import held_out_ratios
 from cobell_cli.core.plan import DEFAULT_INTERVAL_CONFIDENCE, Plan
+from cobell_cli.core.plan.records import log_spread
 from cobell_cli.core.schedule.decision import NEW
 from cobell_cli.core.schedule.records import Busy, PendingJob
 from cobell_cli.core.schedule.risk import error_ratios
@@ -83,13 +84,10 @@ def width_ratios(plan: Plan) -> tuple[float, ...]:
     runs for: a log-normal as wide as the plan's predictive distribution at its choice (its
     upper bound over its prediction at the level the bound is given at), read as evenly
     spaced quantiles. () where the plan has no bound above its prediction."""
-    level = plan.confidence or plan.interval_confidence
-    if (level is None or not 0.5 < level < 1 or plan.predicted_s is None
-            or plan.upper_s is None or not plan.predicted_s > 0
-            or not plan.upper_s > plan.predicted_s):
+    sd = log_spread(plan)
+    if sd is None:
         return ()
     normal = NormalDist()
-    sd = math.log(plan.upper_s / plan.predicted_s) / normal.inv_cdf(level)
     n = WIDTH_RATIOS
     return tuple(math.exp(sd * normal.inv_cdf((i + 0.5) / n)) for i in range(n))
 
