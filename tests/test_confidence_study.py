@@ -93,3 +93,19 @@ def test_parts_round_trip_through_the_cache(tmp_path):
     assert sorted(loaded) == [2018, 2019]
     again = cs.table(loaded, [2018, 2019], "simulator", "bell", "0.9")
     assert again == cs.table(CELLS, [2018, 2019], "simulator", "bell", "0.9")
+
+
+def test_parts_at_other_levels_merge_into_their_cell(tmp_path):
+    cell = ("simulator", "single", "sgd")
+    cs.save(CELLS[2018], 2018, tmp_path)
+    more = _cell([LATE] * 4, [ON] * 4, [(12, ON)] * 4)
+    more["plays"] = {"cobell@0.97": [cs.dataclasses.replace(r, strategy="cobell@0.97")
+                                     for r in more["plays"]["cobell@0.9"]]}
+    more["blind"] = [cs.dataclasses.replace(b, planned={0.97: b.planned[0.9]})
+                     for b in more["blind"]]
+    cs.save({cell: more}, 2018, tmp_path, ["0.97"])
+    loaded = cs.load(tmp_path)[2018][cell]
+    assert set(loaded["plays"]) == {"oracle", "cobell@0.9", "bell@0.9", "cobell@0.97"}
+    assert cs.cell_stats(loaded, "cobell", "0.97", "sgd")["over_share_pct"] == 100.0
+    assert cs.cell_stats(loaded, "blind", "0.97", "sgd")["xs"] == pytest.approx(4 * 12 * ON)
+    assert cs.cell_stats(loaded, "blind", "0.9", "sgd")["xs"] == pytest.approx(4 * 10 * ON)

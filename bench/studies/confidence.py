@@ -80,23 +80,37 @@ def run_part(world: str, seed: int, variants: Sequence[str], levels: Sequence[st
     return {cell: out for part in done for cell, out in part.items()}
 
 
-def save(cells: Mapping[Cell, Any], seed: int, cache: Path) -> list[Path]:
+def save(cells: Mapping[Cell, Any], seed: int, cache: Path, levels: Sequence[str] = LEVELS,
+         ) -> list[Path]:
     cache.mkdir(parents=True, exist_ok=True)
+    tag = "" if tuple(levels) == LEVELS else "-" + "_".join(levels)
     paths = []
     for (world, variant, target), out in cells.items():
-        path = cache / f"{world}-{variant}-{target}-{seed}.pickle"
+        path = cache / f"{world}-{variant}-{target}-{seed}{tag}.pickle"
         path.write_bytes(pickle.dumps(out))
         paths.append(path)
     return paths
 
 
 def load(cache: Path) -> dict[int, dict[Cell, dict[str, Any]]]:
-    """seed -> cell -> {"plays": strategy -> records, "blind": noise-blind runs}."""
+    """seed -> cell -> {"plays": strategy -> records, "blind": noise-blind runs}; parts of one
+    cell at other levels (the same runs) merged into it."""
     out: dict[int, dict[Cell, dict[str, Any]]] = {}
     for path in sorted(cache.glob("*.pickle")):
-        world, variant, target, seed = path.stem.split("-")
-        out.setdefault(int(seed), {})[(world, variant, target)] = pickle.loads(path.read_bytes())
+        world, variant, target, seed = path.stem.split("-")[:4]
+        part = pickle.loads(path.read_bytes())
+        cells = out.setdefault(int(seed), {})
+        cell = (world, variant, target)
+        cells[cell] = merged(cells[cell], part) if cell in cells else part
     return out
+
+
+def merged(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Two parts of one cell: their strategies, and each noise-blind run's levels together."""
+    assert [r.index for r in a["blind"]] == [r.index for r in b["blind"]], "not the same runs"
+    blind = [dataclasses.replace(x, planned={**x.planned, **y.planned})
+             for x, y in zip(a["blind"], b["blind"], strict=True)]
+    return {"plays": {**a["plays"], **b["plays"]}, "blind": blind}
 
 
 # --- statistics ---------------------------------------------------------------------------------
@@ -316,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "run":
         cells = run_part(args.world, args.seed, args.variants, args.levels, args.processes)
-        for path in save(cells, args.seed, args.cache):
+        for path in save(cells, args.seed, args.cache, args.levels):
             print(f"wrote {path}")
         return
     data = load(args.cache)
