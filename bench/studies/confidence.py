@@ -223,14 +223,17 @@ def per_seed_rows(data: Mapping[int, Any], worlds: Sequence[str],
 
 
 def gap_rows(data: Mapping[int, Any], scopes: Mapping[str, Sequence[int]],
-             worlds: Sequence[str], levels: Sequence[str]) -> list[str]:
+             worlds: Sequence[str], levels: Sequence[str], against: str = "blind",
+             ) -> list[str]:
+    """cobell at each level minus `against` (a method at the same level, or a cobell level)."""
     rows = []
     for scope, scope_seeds in scopes.items():
         for world in worlds:
             if not (seeds := having(data, scope_seeds, world)):
                 continue
             for p in levels:
-                d = paired(data, seeds, world, ("cobell", p), ("blind", p))
+                other = ("blind", p) if against == "blind" else ("cobell", against)
+                d = paired(data, seeds, world, ("cobell", p), other)
                 rows.append(f"| {scope} | {world} | {p} | {d['late']:+.1f} ± {d['late_se']:.1f}"
                             f" | {d['cost']:+.3f} ± {d['cost_se']:.3f} |")
     return rows
@@ -316,6 +319,10 @@ def render(data: Mapping[int, Any], levels: Sequence[str], dev_seed: int, comman
         " oracle.", "",
         "| seeds | world | level | late (pp) | cost |", "|---|---|---|---|---|",
         *gap_rows(data, scopes, worlds, levels), "",
+        f"## What a higher level buys: cobell at p minus cobell at {levels[0]}", "",
+        "Per-cell paired differences on the same runs, mean ± SE across cells.", "",
+        "| seeds | world | level | late (pp) | cost |", "|---|---|---|---|---|",
+        *gap_rows(data, scopes, worlds, levels[1:], against=levels[0]), "",
         "## cobell against Bell + margin at an equal or lower miss rate", "",
         "cobell at p (late % / cost) against every Bell + margin level that missed no more"
         " often (cheaper: cobell needs fewer executor-seconds); none: no Bell level here"
