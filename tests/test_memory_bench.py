@@ -192,20 +192,92 @@ def test_the_accuracy_decomposition_multiplies_to_the_container_ratio() -> None:
     assert "bound factor" in ma.explain(runs, [case], 0.95)
 
 
-def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
+def _e2e_record(index, strategy, attempts, sized=None, need=1000.0, x=4, runtime=100.0):
     from bench import memory_e2e as me
 
-    def record(index, strategy, container, sized=None):
-        r = me.MemRecord(index, strategy, 4, 100.0, 200.0, 1000.0, sized=sized)
-        r.attempts.append(me.Attempt(container - 384, container, 100.0, False))
-        return r
+    r = me.MemRecord(index, strategy, x, runtime, 200.0, need, sized=sized)
+    for heap, container, failed in attempts:
+        r.attempts.append(me.Attempt(heap, container, 0.5 * runtime if failed else runtime,
+                                     failed))
+    return r
 
-    mine = [record(i, "cobell", c, (900.0, 900.0 * b))
-            for i, (c, b) in enumerate(((2048, 1.2), (1536, 1.4), (2560, 1.3)))]
-    oracle = {i: record(i, "oracle", 1536) for i in range(3)}
-    text = me.decomposition(mine, oracle)
-    assert "container / oracle's 1.333" in text and "point / need 0.900" in text
-    assert "bound 1.300" in text
+
+def test_the_e2e_decomposition_multiplies_up_to_the_mb_s_over_the_oracles() -> None:
+    """point x bound = upper / need; x rounding = first containers / the oracle's; x retries
+    = MB-s / the oracle's: each a ratio of sums weighted by executors x seconds."""
+    from bench import memory_e2e as me
+
+    first = me.co.MODEL_FROM_USABLE + 1  # after the bootstrap
+    mine = [_e2e_record(first, "cobell", [(1664, 2048, False)], (900.0, 1170.0)),
+            _e2e_record(first + 1, "cobell", [(1152, 1536, True), (2176, 2560, False)],
+                        (800.0, 960.0), x=8),
+            _e2e_record(first - 1, "cobell", [(8192, 9216, False)], (2000.0, 4000.0))]
+    oracle = {i: _e2e_record(i, "oracle", [(1152, 1536, False)], x=x)
+              for i, x in ((first, 4), (first + 1, 8), (first - 1, 4))}
+    d = me.decomposition(mine, oracle)
+    assert d is not None and d.runs == 2  # the bootstrap run is not counted
+    assert d.point == pytest.approx((4 * 900 + 8 * 800) / (12 * 1000.0))
+    assert d.upper == pytest.approx((4 * 1170 + 8 * 960) / (12 * 1000.0))
+    assert d.container == pytest.approx((4 * 2048 + 8 * 1536) / (12 * 1536))
+    mb_s = (4 * 2048 * 100 + 8 * (1536 * 50 + 2560 * 100)) / (12 * 1536 * 100)
+    assert d.mb_s == pytest.approx(mb_s) and d.retries > 1.0 and d.oom_pct == 50.0
+    assert me.decomposition(mine[2:], oracle) is None  # nothing sized after the bootstrap
+
+
+def test_the_goal_verdict_holds_cobell_to_the_law_planner_only_where_it_misses() -> None:
+    from bench.memory_e2e import goal_verdict
+
+    assert goal_verdict(1.15, 0.0, 1.05, 0.0) == "met"
+    assert goal_verdict(1.12, 2.4, 1.05, 0.0) == "missed (the law planner meets it)"
+    assert goal_verdict(1.20, 0.0, 1.05, 0.0) == "missed (the law planner meets it)"
+    # the law planner misses (too costly, or too many OOMs): within 5 % of it is enough
+    assert goal_verdict(1.25, 0.0, 1.20, 0.0) == "within 5 % of the law planner"
+    assert goal_verdict(1.27, 0.0, 1.20, 0.0) == "missed"
+    assert goal_verdict(1.10, 3.0, 1.08, 2.0) == "missed"  # more OOMs than it
+    assert goal_verdict(1.10, 2.0, 1.08, 2.0) == "within 5 % of the law planner"
+
+
+def test_the_law_planner_knows_the_law_at_the_runs_input_but_not_its_draw() -> None:
+    """Its median is the need without the run's noise; its P-quantile is that times the
+    log-normal quantile; the OOM chance it expects of a heap at its quantile is 1 - P."""
+    import math
+
+    from bench import memory_e2e as me
+    from bench import nodesim
+    from bench import simulator as sim
+
+    for truth in (sim, nodesim):
+        need = truth.memory_need_mb("sgd", 30_000.0, 24, 1.07)
+        median = truth.memory_need_mb("sgd", 30_000.0, 24, 1.0)
+        assert need == pytest.approx(1.07 * median)
+        q = me.law_need_mb(truth, "sgd", 30_000.0, 24, 0.99)
+        assert q == pytest.approx(median * math.exp(2.3263479 * sim.MEMORY_SIGMA), rel=1e-6)
+        assert me.oom_chance(q, median) == pytest.approx(0.01, abs=1e-6)
+        assert me.oom_chance(median, median) == pytest.approx(0.5)
+
+
+def test_the_law_planners_expected_ooms_read_its_first_grant() -> None:
+    from bench import memory_e2e as me
+
+    first = me.co.MODEL_FROM_USABLE + 1
+    median = 1000.0
+    law = [_e2e_record(first, "law", [(1000, 1536, False)], (median, 1100.0)),
+           _e2e_record(first + 1, "law", [(2000, 2560, False)], (median, 1100.0)),
+           _e2e_record(first - 1, "law", [(500, 1024, True), (1000, 1536, False)],
+                       (median, 1100.0))]  # the bootstrap's run is not counted
+    assert me.expected_oom_pct(law) == pytest.approx(100.0 * (0.5 + 0.0) / 2, abs=1e-6)
+
+
+def test_pooling_a_world_keeps_each_strategys_runs_of_both_jobs() -> None:
+    from bench import memory_e2e as me
+
+    cells = {("w", "a"): {"cobell": [1, 2], "oracle": [3]},
+             ("w", "b"): {"cobell": [4], "oracle": [5, 6]},
+             ("v", "a"): {"cobell": [7], "oracle": [8]}}
+    pools = me.with_pools(cells)  # type: ignore[arg-type]
+    assert pools[("w", "pooled")] == {"cobell": [1, 2, 4], "oracle": [3, 5, 6]}
+    assert pools[("v", "pooled")] == {"cobell": [7], "oracle": [8]}
+    assert list(pools)[:3] == list(cells)
 
 
 def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> None:
