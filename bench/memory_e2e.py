@@ -371,8 +371,9 @@ def render(results: Results, frontiers: Frontiers, command: str, elapsed_s: floa
     lines = [
         "# Executor memory end to end (simulated worlds)",
         "",
-        f"Command: `{command}` ({elapsed_s:.0f} s; the played runs, cobell's default plan,"
-        " kept with --played and reused). bench/colocation.py's `single` runs, each "
+        f"Command: `{command}` ({elapsed_s:.0f} s of the memory side; the played runs, "
+        "cobell's default plan, were played one seed at a time into a --played cache, "
+        "100-150 s each). bench/colocation.py's `single` runs, each "
         "target run with an input growing over the runs and a heap need from the world's "
         "memory model; YARN containers (512 MB step, Spark's overhead). Post-bootstrap runs. "
         f"cobell at memory confidence {DEFAULT_MEMORY_CONFIDENCE:g}. Goal (issue 36): MB-s <= "
@@ -553,10 +554,25 @@ def main(argv: list[str] | None = None) -> int:
         runs = played[(seed, world, target, per_interferer)]
         results[seed][(world, target)] = run_cell(world, target, cfg, runs)
         frontiers[seed][(world, target)] = law_frontier(world, target, cfg, runs)
-    command = "python -m bench.memory_e2e " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m bench.memory_e2e " + " ".join(
+        _without_cache(argv if argv is not None else sys.argv[1:]))
     publish(render(results, frontiers, command.strip(), time.perf_counter() - started) + "\n",
             None if args.quick else args.output)
     return 0
+
+
+def _without_cache(argv: Sequence[str]) -> list[str]:
+    """The arguments the results depend on: --played is a cache of runs the same code would
+    play again (a stale one, after a planner change, must not be what `python -m bench`
+    reruns)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip or arg == "--played":
+            skip = arg == "--played"
+            continue
+        if not arg.startswith("--played="):
+            out.append(arg)
+    return out
 
 
 def _load_played(path: Path | None) -> dict[tuple[int, str, str, int], list[Played]]:

@@ -372,3 +372,66 @@ def test_the_accuracy_report_states_the_constants_the_code_uses(monkeypatch) -> 
                    "7 ratios", "1.077", "1.333"):
         assert figure in text, figure
     assert "0.351" not in text
+
+
+def test_the_published_command_drops_the_played_cache() -> None:
+    """A --played cache is of runs the same code plays again; `python -m bench` reruns the
+    committed command, and a stale cache after a planner change must not be what it reads."""
+    from bench.memory_e2e import _without_cache
+
+    assert _without_cache(["--seed", "2018", "2019", "--played", "/tmp/p.pkl", "--jobs", "2"]) \
+        == ["--seed", "2018", "2019", "--jobs", "2"]
+    assert _without_cache(["--played=/tmp/p.pkl", "--quick"]) == ["--quick"]
+
+
+def test_a_demand_candidate_is_swapped_in_for_its_replay_and_put_back() -> None:
+    """bench.studies.memory_demand_candidates: plan_memory sizes with the candidate's rule
+    while it runs (a larger GC room, a larger heap), with the default's before and after."""
+    from bench.studies import memory_demand_candidates as mc
+    from cobell_cli.core.memory import demand, model
+    from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
+    from cobell_cli.core.memory.sizing import ContainerRules
+
+    runs = [{"input_bytes": size * 2**20, "scale_out": 4, "executor_memory_mb": 4096,
+             "status": "succeeded", "peak_memory_mb": 600.0 + size / 10}
+            for size in (1000, 2000, 3000, 4000, 5000)]
+    runs.append({"input_bytes": 5000 * 2**20, "scale_out": 4, "executor_memory_mb": 1024,
+                 "status": "failed", "failure_reason": "memory"})
+    request = MemoryRequest(ContainerRules(backend="yarn", allocation_mb=512),
+                            input_bytes=5000 * 2**20)
+
+    def point() -> float:
+        return plan_memory(runs, [4], request).at(4).predicted_peak_mb  # type: ignore[union-attr]
+
+    saved = demand.observations, model.MemoryModel
+    before = point()
+    with mc.candidate("gc-room-1.15"):
+        roomier = point()
+    with mc.candidate("prior"):
+        assert model.MemoryModel().prior is not None
+    assert (demand.observations, model.MemoryModel) == saved and point() == before
+    assert roomier == pytest.approx(before * 1.15 / demand.DEMAND.headroom, rel=0.02)
+    with pytest.raises(ValueError), mc.candidate("no-such"):
+        pass
+
+
+def test_a_candidate_wins_only_lower_on_both_by_a_standard_error() -> None:
+    from bench.studies import memory_demand_candidates as mc
+
+    cells = [(seed, world, "sgd") for seed in (2018, 2019, 2020) for world in ("simulator",
+                                                                            "nodesim")]
+    base = {c: (1.10, 2.0) for c in cells}
+    better = {c: (1.05 - 0.01 * (c[0] - 2019), 0.0) for c in cells}
+    cheaper = {c: (1.05 - 0.01 * (c[0] - 2019), 2.0) for c in cells}  # same OOMs
+    costly = {c: (1.30, 0.0) for c in cells}  # fewer OOMs, more MB-s: no win
+    names = ("default", "better", "cheaper", "costly")
+    text = mc.render(dict(zip(names, (base, better, cheaper, costly), strict=True)),
+                     {n: {"cases": 1, "ok": 1, "sized": 1, "success_pct": 100.0,
+                          "median_ratio": 1.0} for n in names}, "cmd", 1.0)
+    rows = {n: [line for line in text.splitlines() if line.startswith(f"| {n} | ")
+                and "sim" in line] for n in names}
+    assert all(len(r) == 2 for r in rows.values())
+    assert all(line.endswith("| yes |") for line in rows["better"] + rows["cheaper"])
+    assert all(line.endswith("| no |") for line in rows["costly"] + rows["default"])
+    assert not mc.wins_over((-0.05, 0.06), (0.0, 0.0))  # within its standard error
+    assert mc.difference([1.0, 2.0], [0.5, 1.0]) == pytest.approx((0.75, 0.25))
