@@ -26,7 +26,7 @@ Allocation: for each job, three targets (1.25 x its median runtime on the defaul
 scale-outs 12, 20, 32: with less, the flat, noisy curves of PageRank and TPC-H leave targets
 within the runs' own noise) and REPS fresh runs each; each strategy picks (type, scale-out)
 in 8-60 (the history's smallest scale-out up) with cobell's planner (`core.plan.plan`, what
-`cobell predict` runs, at confidence 0.9) and pays price x executors x the true runtime of
+`cobell predict` runs, at its default confidence) and pays price x executors x the true runtime of
 that run:
 
 * one type for all: the default type's runs, the default type (today);
@@ -71,7 +71,7 @@ from cobell_cli.core.nodetype import (
     node_type,
     plan_labels,
 )
-from cobell_cli.core.plan import plan
+from cobell_cli.core.plan import DEFAULT_CONFIDENCE, plan
 from cobell_cli.core.profile_effects import job_profile, shares
 
 # type -> (speed per RESOURCES: cpu, memory bandwidth, disk, network), price per executor-second
@@ -87,12 +87,12 @@ TARGET_SCALE_OUTS = (12, 20, 32)
 TARGET_SLACK = 1.25  # targets: the default type's median runtime at those scale-outs, x 1.25
 REPS = 4
 MIN_X, MAX_X = 8, 60  # the history covers 8-48: below, every model only bounds the runtime
-CONFIDENCE = 0.9
+CONFIDENCE = DEFAULT_CONFIDENCE  # what `cobell predict` plans at without --confidence
 RUN_NOISE = 0.04  # log-normal noise of a run beyond its Bell repetition
 STRATEGIES = ("one-for-all", "fastest", "per-type", "shared", "oracle")
 GOAL_ERROR, GOAL_COST, GOAL_MEET = 15.0, 1.1, 95.0
 MIN_TYPE_RUNS = 3
-KNOWN_P = (CONFIDENCE, 0.95)  # what the planner that knows the world must reach per target
+KNOWN_P = (0.9, 0.95)  # what the planner that knows the world must reach per target
 
 
 def slowness(job: str, t: str) -> float:

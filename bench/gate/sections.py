@@ -13,6 +13,7 @@ from typing import Any
 
 from bench.gate import units as u
 from bench.gate.figures import ERROR_PCT, PCT, RATIO, Figure, count, higher, lower
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 
 Figures = dict[str, Figure]
 Results = Mapping[tuple[str, ...], Any]  # a runner's results by its unit key
@@ -70,7 +71,8 @@ def allocation_table(f: Mapping[str, Figure]) -> str:
         f" `bench/nodesim.py`), seed {u.SEED}, {u.RUNS_PER_INTERFERER} runs per co-runner job"
         f" ({4 * u.RUNS_PER_INTERFERER} runs a cell), after the 6 bootstrap runs. Each entry:"
         " runs over the target % / max overshoot % / executor-seconds over the oracle's."
-        " cobell at default flags; Bell + conformal margin at 0.9; the physics-aware,"
+        f" cobell at default flags (P(meet) >= {DEFAULT_CONFIDENCE:g}); Bell + conformal margin"
+        " at 0.9; the physics-aware,"
         " noise-blind planner of bench.oracle_bound (`--unknown all`,"
         f" {u.NOISE_BLIND_DRAWS} redraws) at P(meet) 0.9 and 0.95, on the same runs.",
         "",
@@ -377,8 +379,9 @@ def hetero_table(f: Mapping[str, Figure]) -> str:
     lines = [
         f"Node types (bench.hetero --quick: seed {u.HETERO_SEED}, the development seed;"
         f" {_v(f, f'{name}.held_out_runs', 0)} held-out runs, {_v(f, f'{name}.submits', 0)}"
-        " submits at confidence 0.9). Goals: leave-one-type-out median error <= 15 %; >= 95 %"
-        " of targets met at <= 1.1x the oracle's cost (mean of ratios).",
+        f" submits at the default confidence, {DEFAULT_CONFIDENCE:g}). Goals: leave-one-type-out"
+        " median error <= 15 %; >= 95 % of targets met at <= 1.1x the oracle's cost (mean of"
+        " ratios).",
         "",
         "| strategy | LOTO median error % | targets met % | mean cost / oracle's |"
         " total cost / oracle's |",

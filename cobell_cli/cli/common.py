@@ -244,7 +244,7 @@ ConfidenceOpt = Annotated[
         "--confidence",
         metavar="P|point",
         help="The policy: the smallest scale-out whose upper bound at P is within the target, "
-        "so that its P(meet) is at least P (0-1; default 0.9); `point` plans on the "
+        "so that its P(meet) is at least P (0-1; default 0.95); `point` plans on the "
         "prediction, as the CoBell paper does. "
         "Example: --confidence 0.99. [env: COBELL_CONFIDENCE]",
     ),

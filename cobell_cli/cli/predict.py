@@ -441,7 +441,7 @@ def predict(
 ) -> None:
     """Predict the runtime at every scale-out and pick the smallest that meets the target.
 
-    By default the smallest scale-out whose P(meet) is at least 0.9; --confidence sets
+    By default the smallest scale-out whose P(meet) is at least 0.95; --confidence sets
     another level, --confidence point the paper's point decision. The table shows the
     scale-outs around the decision (--all: every one).
 

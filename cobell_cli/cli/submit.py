@@ -178,7 +178,7 @@ def submit(
     it. Before the job starts they end cobell (128+N); after it ended they only cut cobell's
     own work short. Under `nohup`, SIGHUP stays ignored by cobell and the job.
 
-    Risk-aware by default: the smallest scale-out whose P(meet) is at least 0.9 (its upper
+    Risk-aware by default: the smallest scale-out whose P(meet) is at least 0.95 (its upper
     bound is within the target); every finished run's actual/predicted ratio is recorded and
     calibrates the next decision. --confidence point reproduces the paper's point
     decision. The plan it prints is predict's: its words (prediction, upper bound, P(meet),
