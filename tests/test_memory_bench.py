@@ -192,20 +192,92 @@ def test_the_accuracy_decomposition_multiplies_to_the_container_ratio() -> None:
     assert "bound factor" in ma.explain(runs, [case], 0.95)
 
 
-def test_the_e2e_decomposition_reads_cobells_first_attempt() -> None:
+def _e2e_record(index, strategy, attempts, sized=None, need=1000.0, x=4, runtime=100.0):
     from bench import memory_e2e as me
 
-    def record(index, strategy, container, sized=None):
-        r = me.MemRecord(index, strategy, 4, 100.0, 200.0, 1000.0, sized=sized)
-        r.attempts.append(me.Attempt(container - 384, container, 100.0, False))
-        return r
+    r = me.MemRecord(index, strategy, x, runtime, 200.0, need, sized=sized)
+    for heap, container, failed in attempts:
+        r.attempts.append(me.Attempt(heap, container, 0.5 * runtime if failed else runtime,
+                                     failed))
+    return r
 
-    mine = [record(i, "cobell", c, (900.0, 900.0 * b))
-            for i, (c, b) in enumerate(((2048, 1.2), (1536, 1.4), (2560, 1.3)))]
-    oracle = {i: record(i, "oracle", 1536) for i in range(3)}
-    text = me.decomposition(mine, oracle)
-    assert "container / oracle's 1.333" in text and "point / need 0.900" in text
-    assert "bound 1.300" in text
+
+def test_the_e2e_decomposition_multiplies_up_to_the_mb_s_over_the_oracles() -> None:
+    """point x bound = upper / need; x rounding = first containers / the oracle's; x retries
+    = MB-s / the oracle's: each a ratio of sums weighted by executors x seconds."""
+    from bench import memory_e2e as me
+
+    first = me.co.MODEL_FROM_USABLE + 1  # after the bootstrap
+    mine = [_e2e_record(first, "cobell", [(1664, 2048, False)], (900.0, 1170.0)),
+            _e2e_record(first + 1, "cobell", [(1152, 1536, True), (2176, 2560, False)],
+                        (800.0, 960.0), x=8),
+            _e2e_record(first - 1, "cobell", [(8192, 9216, False)], (2000.0, 4000.0))]
+    oracle = {i: _e2e_record(i, "oracle", [(1152, 1536, False)], x=x)
+              for i, x in ((first, 4), (first + 1, 8), (first - 1, 4))}
+    d = me.decomposition(mine, oracle)
+    assert d is not None and d.runs == 2  # the bootstrap run is not counted
+    assert d.point == pytest.approx((4 * 900 + 8 * 800) / (12 * 1000.0))
+    assert d.upper == pytest.approx((4 * 1170 + 8 * 960) / (12 * 1000.0))
+    assert d.container == pytest.approx((4 * 2048 + 8 * 1536) / (12 * 1536))
+    mb_s = (4 * 2048 * 100 + 8 * (1536 * 50 + 2560 * 100)) / (12 * 1536 * 100)
+    assert d.mb_s == pytest.approx(mb_s) and d.retries > 1.0 and d.oom_pct == 50.0
+    assert me.decomposition(mine[2:], oracle) is None  # nothing sized after the bootstrap
+
+
+def test_the_goal_verdict_holds_cobell_to_the_law_planner_only_where_it_misses() -> None:
+    from bench.memory_e2e import goal_verdict
+
+    assert goal_verdict(1.15, 0.0, 1.05, 0.0) == "met"
+    assert goal_verdict(1.12, 2.4, 1.05, 0.0) == "missed (the law planner meets it)"
+    assert goal_verdict(1.20, 0.0, 1.05, 0.0) == "missed (the law planner meets it)"
+    # the law planner misses (too costly, or too many OOMs): within 5 % of it is enough
+    assert goal_verdict(1.25, 0.0, 1.20, 0.0) == "within 5 % of the law planner"
+    assert goal_verdict(1.27, 0.0, 1.20, 0.0) == "missed"
+    assert goal_verdict(1.10, 3.0, 1.08, 2.0) == "missed"  # more OOMs than it
+    assert goal_verdict(1.10, 2.0, 1.08, 2.0) == "within 5 % of the law planner"
+
+
+def test_the_law_planner_knows_the_law_at_the_runs_input_but_not_its_draw() -> None:
+    """Its median is the need without the run's noise; its P-quantile is that times the
+    log-normal quantile; the OOM chance it expects of a heap at its quantile is 1 - P."""
+    import math
+
+    from bench import memory_e2e as me
+    from bench import nodesim
+    from bench import simulator as sim
+
+    for truth in (sim, nodesim):
+        need = truth.memory_need_mb("sgd", 30_000.0, 24, 1.07)
+        median = truth.memory_need_mb("sgd", 30_000.0, 24, 1.0)
+        assert need == pytest.approx(1.07 * median)
+        q = me.law_need_mb(truth, "sgd", 30_000.0, 24, 0.99)
+        assert q == pytest.approx(median * math.exp(2.3263479 * sim.MEMORY_SIGMA), rel=1e-6)
+        assert me.oom_chance(q, median) == pytest.approx(0.01, abs=1e-6)
+        assert me.oom_chance(median, median) == pytest.approx(0.5)
+
+
+def test_the_law_planners_expected_ooms_read_its_first_grant() -> None:
+    from bench import memory_e2e as me
+
+    first = me.co.MODEL_FROM_USABLE + 1
+    median = 1000.0
+    law = [_e2e_record(first, "law", [(1000, 1536, False)], (median, 1100.0)),
+           _e2e_record(first + 1, "law", [(2000, 2560, False)], (median, 1100.0)),
+           _e2e_record(first - 1, "law", [(500, 1024, True), (1000, 1536, False)],
+                       (median, 1100.0))]  # the bootstrap's run is not counted
+    assert me.expected_oom_pct(law) == pytest.approx(100.0 * (0.5 + 0.0) / 2, abs=1e-6)
+
+
+def test_pooling_a_world_keeps_each_strategys_runs_of_both_jobs() -> None:
+    from bench import memory_e2e as me
+
+    cells = {("w", "a"): {"cobell": [1, 2], "oracle": [3]},
+             ("w", "b"): {"cobell": [4], "oracle": [5, 6]},
+             ("v", "a"): {"cobell": [7], "oracle": [8]}}
+    pools = me.with_pools(cells)  # type: ignore[arg-type]
+    assert pools[("w", "pooled")] == {"cobell": [1, 2, 4], "oracle": [3, 5, 6]}
+    assert pools[("v", "pooled")] == {"cobell": [7], "oracle": [8]}
+    assert list(pools)[:3] == list(cells)
 
 
 def test_the_knob_sweep_moves_the_bounds_floor_and_puts_it_back(monkeypatch) -> None:
@@ -300,3 +372,66 @@ def test_the_accuracy_report_states_the_constants_the_code_uses(monkeypatch) -> 
                    "7 ratios", "1.077", "1.333"):
         assert figure in text, figure
     assert "0.351" not in text
+
+
+def test_the_published_command_drops_the_played_cache() -> None:
+    """A --played cache is of runs the same code plays again; `python -m bench` reruns the
+    committed command, and a stale cache after a planner change must not be what it reads."""
+    from bench.memory_e2e import _without_cache
+
+    assert _without_cache(["--seed", "2018", "2019", "--played", "/tmp/p.pkl", "--jobs", "2"]) \
+        == ["--seed", "2018", "2019", "--jobs", "2"]
+    assert _without_cache(["--played=/tmp/p.pkl", "--quick"]) == ["--quick"]
+
+
+def test_a_demand_candidate_is_swapped_in_for_its_replay_and_put_back() -> None:
+    """bench.studies.memory_demand_candidates: plan_memory sizes with the candidate's rule
+    while it runs (a larger GC room, a larger heap), with the default's before and after."""
+    from bench.studies import memory_demand_candidates as mc
+    from cobell_cli.core.memory import demand, model
+    from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
+    from cobell_cli.core.memory.sizing import ContainerRules
+
+    runs = [{"input_bytes": size * 2**20, "scale_out": 4, "executor_memory_mb": 4096,
+             "status": "succeeded", "peak_memory_mb": 600.0 + size / 10}
+            for size in (1000, 2000, 3000, 4000, 5000)]
+    runs.append({"input_bytes": 5000 * 2**20, "scale_out": 4, "executor_memory_mb": 1024,
+                 "status": "failed", "failure_reason": "memory"})
+    request = MemoryRequest(ContainerRules(backend="yarn", allocation_mb=512),
+                            input_bytes=5000 * 2**20)
+
+    def point() -> float:
+        return plan_memory(runs, [4], request).at(4).predicted_peak_mb  # type: ignore[union-attr]
+
+    saved = demand.observations, model.MemoryModel
+    before = point()
+    with mc.candidate("gc-room-1.15"):
+        roomier = point()
+    with mc.candidate("prior"):
+        assert model.MemoryModel().prior is not None
+    assert (demand.observations, model.MemoryModel) == saved and point() == before
+    assert roomier == pytest.approx(before * 1.15 / demand.DEMAND.headroom, rel=0.02)
+    with pytest.raises(ValueError), mc.candidate("no-such"):
+        pass
+
+
+def test_a_candidate_wins_only_lower_on_both_by_a_standard_error() -> None:
+    from bench.studies import memory_demand_candidates as mc
+
+    cells = [(seed, world, "sgd") for seed in (2018, 2019, 2020) for world in ("simulator",
+                                                                            "nodesim")]
+    base = {c: (1.10, 2.0) for c in cells}
+    better = {c: (1.05 - 0.01 * (c[0] - 2019), 0.0) for c in cells}
+    cheaper = {c: (1.05 - 0.01 * (c[0] - 2019), 2.0) for c in cells}  # same OOMs
+    costly = {c: (1.30, 0.0) for c in cells}  # fewer OOMs, more MB-s: no win
+    names = ("default", "better", "cheaper", "costly")
+    text = mc.render(dict(zip(names, (base, better, cheaper, costly), strict=True)),
+                     {n: {"cases": 1, "ok": 1, "sized": 1, "success_pct": 100.0,
+                          "median_ratio": 1.0} for n in names}, "cmd", 1.0)
+    rows = {n: [line for line in text.splitlines() if line.startswith(f"| {n} | ")
+                and "sim" in line] for n in names}
+    assert all(len(r) == 2 for r in rows.values())
+    assert all(line.endswith("| yes |") for line in rows["better"] + rows["cheaper"])
+    assert all(line.endswith("| no |") for line in rows["costly"] + rows["default"])
+    assert not mc.wins_over((-0.05, 0.06), (0.0, 0.0))  # within its standard error
+    assert mc.difference([1.0, 2.0], [0.5, 1.0]) == pytest.approx((0.75, 0.25))

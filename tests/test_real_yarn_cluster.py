@@ -173,7 +173,7 @@ def _node_apps(http_address: str) -> list[dict]:
 def test_a_finished_app_leaves_its_node_manager_and_keeps_its_logs(real_yarn: RealYarn) -> None:
     """What keeps `local-cluster stop --yarn` quick after jobs ran: a NodeManager's stop waits
     6 s while it still holds an app and 10 s more while that app's log deleter is pending, so
-    the generated yarn-site has it let go of a finished app at once (log.retain-seconds 0),
+    the generated yarn-site has it let go of a finished app soon (log.retain-seconds 30),
     while the deletion itself waits (delete.debug-delay-sec): the container's log stays on
     disk and the RM keeps the app's record. (With YARN's defaults it holds the app 3 h.)"""
     app_id = real_yarn.submit_shell("echo kept 1><LOG_DIR>/stdout", name="finishes")

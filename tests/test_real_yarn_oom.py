@@ -14,6 +14,7 @@ into cobell's directory.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -26,11 +27,13 @@ from tests.yarn_support import RealYarn
 
 pytestmark = pytest.mark.yarn
 OOM_JOB = Path(__file__).parent / "data" / "yarn" / "oom_job.py"
+SIGTERM_JOB = Path(__file__).parent / "data" / "yarn" / "sigterm_job.py"
 LONGS = "6000000"
 LOCAL_YARN_HEAP_MB = 512  # run/local_yarn_conf.py spark_defaults: spark.executor.memory
 
 
-def _submit(real_yarn: RealYarn, tmp_path: Path, job: str, mode: str) -> tuple[Any, Path]:
+def _submit(real_yarn: RealYarn, tmp_path: Path, job: str, mode: str,
+            app: Path = OOM_JOB) -> tuple[Any, Path]:
     env = real_yarn.env()
     for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME"):
         env[var] = str(tmp_path / var.lower())
@@ -39,7 +42,8 @@ def _submit(real_yarn: RealYarn, tmp_path: Path, job: str, mode: str) -> tuple[A
         sys.executable, "-m", "cobell_cli", "--db", str(db), "submit", "-j", job, "-t", "600",
         "--min-scale-out", "1", "--max-scale-out", "1", "--retry-on-oom", "3", "--json",
         "--", str(real_yarn.spark_submit), "--master", "yarn", "--deploy-mode", mode,
-        "--conf", "spark.task.maxFailures=1", str(OOM_JOB), "--longs", LONGS,
+        "--conf", "spark.task.maxFailures=1", str(app),
+        *(["--longs", LONGS] if app == OOM_JOB else []),
     ]  # fmt: skip
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     return done, db
@@ -48,6 +52,14 @@ def _submit(real_yarn: RealYarn, tmp_path: Path, job: str, mode: str) -> tuple[A
 def _runs(db: Path, job: str) -> list[dict[str, Any]]:
     with History.open(db) as history:
         return sorted(history.runs(job=job), key=lambda r: r["id"])
+
+
+def _memory_failures(db: Path, run_id: int) -> list[str]:
+    """What the run's event-log profile says its executors died of."""
+    with sqlite3.connect(db) as con:
+        (summary,) = con.execute("SELECT summary FROM run_profiles WHERE run_id = ?",
+                                 (run_id,)).fetchone()
+    return json.loads(summary)["memory"]["memory_failures"]
 
 
 def _check_retried_to_success(done: Any, db: Path, job: str) -> list[dict[str, Any]]:
@@ -68,6 +80,9 @@ def _check_retried_to_success(done: Any, db: Path, job: str) -> list[dict[str, A
     ]
     command = json.loads(runs[-1]["command"])
     assert command[command.index("--executor-memory") + 1] == f"{heaps[-1]}m"
+    # the executor's own log (from the NodeManager) said OutOfMemoryError before the kill
+    failures = _memory_failures(db, runs[0]["id"])
+    assert any("[executor log: java.lang.OutOfMemoryError]" in f for f in failures), failures
     return runs
 
 
@@ -107,3 +122,20 @@ def test_cluster_mode_an_oom_is_a_memory_failure_and_the_retry_succeeds(
     # the drivers ran in containers of this host and wrote their logs into cobell's directory
     assert all(r["event_log"] and Path(r["event_log"]).parent.name == "event-logs" for r in runs)
     assert "event log not captured" not in done.stderr
+
+
+def test_an_executor_killed_from_outside_is_not_retried_for_memory(
+    real_yarn: RealYarn, tmp_path: Path
+) -> None:
+    """The same exit 143 "Killed by external signal" as the OOM hook, but the executor's log
+    shows no OutOfMemoryError: the run failed, not for memory, and is not retried."""
+    done, db = _submit(real_yarn, tmp_path, "sigterm", "client", app=SIGTERM_JOB)
+    assert done.returncode != 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "failed" and "attempts" not in summary, summary  # one attempt
+    assert summary["failure_reason"] is None
+    assert "retrying" not in done.stderr
+    runs = _runs(db, "sigterm")
+    assert [(r["status"], r["failure_reason"]) for r in runs] == [("failed", None)]
+    assert runs[0]["event_log"] and _memory_failures(db, runs[0]["id"]) == []
+    assert "Killed by external signal" in done.stderr  # the premise: the hook's exit, read

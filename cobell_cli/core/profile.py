@@ -113,6 +113,9 @@ class MemoryProfile:
     shuffle_write_bytes: int = 0
     tasks: int = 0
     memory_failures: list[str] = field(default_factory=list)  # why tasks/executors died of it
+    # executors their own JVM killed with SIGTERM (failures.py `oom-hook`), not yet checked
+    # against their logs: [reason, the URLs of the executor's logs...]; memory until disproved
+    oom_hook_kills: list[list[str]] = field(default_factory=list)
     # Spark job id -> its executors' metric peaks (ExecutorMemory's field names, the largest
     # over the executors) and the GC its executors did while it ran (counts and seconds,
     # summed over them): what one action of a long application used

@@ -19,20 +19,24 @@ alone when:
 
 After the run (`collect`): the log of the run's application id (single file or rolling
 directory, plain or compressed, `.inprogress` if the driver died) is folded into a profile
-(sources/eventlog_profile.py) and stored in `run_profiles`, its path in `runs.event_log`. This
-never changes the job's exit code nor loses the run: any failure is one warning line.
+(sources/eventlog_profile.py) and stored in `run_profiles`, its path in `runs.event_log`; an
+executor killed by SIGTERM is judged by its own log first (`judge_hook_kills`). This never
+changes the job's exit code nor loses the run: any failure is one warning line.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from cobell_cli.core.profile import AppProfile
 from cobell_cli.run import launch
 from cobell_cli.run.launch import Injection
 
 ROLLING_PREFIX = "eventlog_v2_"
+HOOK_LOGS_BUDGET_S = 10.0  # reading the logs of executors killed by SIGTERM, in all
 
 
 def prepare(
@@ -114,9 +118,32 @@ def _collect(
     profile = summarize(log)
     if profile.app_id and profile.app_id != app_id:
         return [f"event log not read: {log} is the log of {profile.app_id}, not {app_id}"]
+    judge_hook_kills(profile)
     with History.open(history_path, reap_lost=False) as history:
         history.save_profile(run_id, profile, event_log=str(log))
     return []
+
+
+def judge_hook_kills(profile: AppProfile, budget_s: float = HOOK_LOGS_BUDGET_S) -> None:
+    """Each executor its own JVM killed (an OOM, or a SIGTERM from outside: the same exit 143)
+    judged by its logs (core/memory/failures.hook_verdict): kept as a memory failure, with
+    what the log said, or dropped. Logs not read within `budget_s` keep it."""
+    from cobell_cli.core.memory.failures import hook_verdict
+    from cobell_cli.sources.executor_log import read_executor_log
+
+    memory = profile.memory
+    if memory is None or not memory.oom_hook_kills:
+        return
+    ends = time.monotonic() + budget_s
+    for reason, *urls in memory.oom_hook_kills:
+        logs = []
+        for url in urls:
+            left = ends - time.monotonic()
+            text = read_executor_log(url, timeout_s=min(left, 5.0)) if left > 0.1 else None
+            logs += [text] if text is not None else []
+        verdict = hook_verdict(reason, logs)
+        memory.memory_failures += [verdict] if verdict is not None else []
+    memory.oom_hook_kills = []
 
 
 def spark_log_name(app_id: str) -> str:

@@ -20,6 +20,7 @@ HOST = "127.0.0.1"
 QUEUES = ("default", "batch")
 # how long a NodeManager keeps a finished app's logs and work dirs (the default log retention)
 KEEP_APP_DIRS_S = 3 * 3600
+LOG_HOLD_S = 30  # a finished app's container logs, served by its NodeManager (below)
 RM_ADDRESS_KEYS = (
     "yarn.resourcemanager.address",
     "yarn.resourcemanager.scheduler.address",
@@ -77,14 +78,17 @@ def yarn_site(shape: YarnShape, base_dir: Path) -> dict[str, str]:
         # A NodeManager holds a finished app until its log handler lets go of it, by default
         # 3 h later (log.retain-seconds 10800); its stop waits while it holds any app (6 s:
         # process-kill-wait + 1 s) and for a pending log deleter (10 s): ~16 s per node that
-        # ran a container, the slow `local-cluster stop --yarn` after jobs. 0 hands the logs
-        # to the DeletionService at once and frees the app; the DeletionService then waits
+        # ran a container, the slow `local-cluster stop --yarn` after jobs. A short hold hands
+        # the logs to the DeletionService soon and frees the app, yet serves a finished app's
+        # container logs over HTTP while cobell reads them after its run (an executor killed
+        # by SIGTERM: its OOM, or a kill from outside? run/event_capture.py); only a stop
+        # within LOG_HOLD_S of a job's end waits. The DeletionService then waits
         # debug-delay-sec before deleting and drops what is pending when the NodeManager stops,
-        # so a finished app's container logs (nm-<i>/logs) stay 3 h as with the default, and
-        # its work dirs too, until the next start clears nm-<i>. The RM's record of the app
-        # and the event logs are untouched. (process-kill-wait stays 5 s: it is also how long
-        # a kill waits for a just-launched container's pid.)
-        "yarn.nodemanager.log.retain-seconds": "0",
+        # so a finished app's container logs (nm-<i>/logs) stay 3 h on disk as with the
+        # default, and its work dirs too, until the next start clears nm-<i>. The RM's record
+        # of the app and the event logs are untouched. (process-kill-wait stays 5 s: it is
+        # also how long a kill waits for a just-launched container's pid.)
+        "yarn.nodemanager.log.retain-seconds": str(LOG_HOLD_S),
         "yarn.nodemanager.delete.debug-delay-sec": str(KEEP_APP_DIRS_S),
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99.9",
         "yarn.node-labels.enabled": "true",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cobell_cli.core.job_name import job_from_tag
-from cobell_cli.core.memory.failures import memory_failure
+from cobell_cli.core.memory.failures import memory_failure, memory_failure_kind
 from cobell_cli.core.memory.units import memory_mb
 from cobell_cli.core.profile import (
     RESOURCE_PEAKS,
@@ -233,6 +233,8 @@ class _MemoryFold:
         self.shuffle_write = 0
         self.tasks = 0
         self.failures: list[str] = []
+        self.log_urls: dict[str, list[str]] = {}  # executor id -> its logs' URLs (on YARN)
+        self.hook_kills: list[list[str]] = []
 
     def _metrics(self, executor: Any, metrics: Any, stage: Any = None) -> None:
         if executor in (None, "driver") or not isinstance(metrics, dict):
@@ -284,8 +286,18 @@ class _MemoryFold:
                 self._metrics(e.get("Executor ID"), update.get("Executor Metrics"),
                               update.get("Stage ID"))
 
+    def _ExecutorAdded(self, e: dict[str, Any]) -> None:
+        urls = (e.get("Executor Info") or {}).get("Log Urls") or {}
+        if isinstance(urls, dict):
+            self.log_urls[str(e.get("Executor ID"))] = [
+                str(urls[name]) for name in ("stdout", "stderr") if urls.get(name)]
+
     def _ExecutorRemoved(self, e: dict[str, Any]) -> None:
-        self._failure(str(e.get("Removed Reason") or ""))
+        text = str(e.get("Removed Reason") or "")
+        if memory_failure_kind(text) == "oom-hook" and len(self.hook_kills) < 5:
+            urls = self.log_urls.get(str(e.get("Executor ID")), [])
+            self.hook_kills.append([text.strip()[:300], *urls])
+        self._failure(text)
 
     def _failure(self, text: str) -> None:
         if memory_failure(text) and len(self.failures) < 5:
@@ -317,6 +329,7 @@ class _MemoryFold:
             shuffle_write_bytes=self.shuffle_write,
             tasks=self.tasks,
             memory_failures=self.failures,
+            oom_hook_kills=self.hook_kills,
             job_metrics=self._job_metrics(),
         )
 

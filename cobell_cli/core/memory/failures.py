@@ -15,7 +15,11 @@ Three kinds (`memory_failure_kind`), each from what Spark or YARN really write:
   YARN reports exit 143 "Killed by external signal" (not by the NodeManager, not on the
   driver's request: that one reads "explicit termination request"). Measured on the local
   YARN (Spark 4.3, Hadoop 3.5): a `collect_list` of 15 M longs at a 512 MB heap ends so,
-  its container's stderr showing `java.lang.OutOfMemoryError: Java heap space`.
+  its container's stderr showing `java.lang.OutOfMemoryError: Java heap space`. Any other
+  SIGTERM from outside (an operator's `kill`, a node's shutdown) reads the same, so this kind
+  says memory only with the executor's own log: `hook_verdict` reads it (the event log names
+  it), and the reasons a log never backs (the driver's output, the RM's diagnostics) leave it
+  out (`memory_failure`, `failure_reason`).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ PHYSICAL_MARKERS = (
 )
 # Both in one reason: the executor's own JVM ended it with SIGTERM (module doc, `oom-hook`).
 OOM_HOOK_MARKERS = ("Exit status: 143", "Killed by external signal")
+# What the JVM writes to the executor's log when its heap runs out, before the hook's kill.
+OOM_LOG_MARKER = "java.lang.OutOfMemoryError"
 
 
 def memory_failure_kind(text: str) -> str | None:
@@ -60,8 +66,20 @@ def memory_failure_kind(text: str) -> str | None:
 
 
 def memory_failure(text: str) -> bool:
-    """Does this reason or line say the run (or one of its executors) ran out of memory?"""
-    return memory_failure_kind(text) is not None
+    """Does this reason or line alone say the run (or one of its executors) ran out of memory?
+    An `oom-hook` kill does not: only with the executor's log (`hook_verdict`)."""
+    return memory_failure_kind(text) in ("heap", "physical")
+
+
+def hook_verdict(reason: str, executor_logs: Iterable[str]) -> str | None:
+    """An `oom-hook` kill's reason as a memory failure, annotated with what the executor's own
+    logs (the tails of its stdout and stderr, as read) said, or None when they were read and
+    show no OutOfMemoryError (the JVM writes one to stdout before its hook kills it): a kill
+    from outside. No log read keeps it: the hook is how Spark on YARN ends an OOM."""
+    logs = list(executor_logs)
+    if any(OOM_LOG_MARKER in log for log in logs):
+        return f"{reason} [executor log: {OOM_LOG_MARKER}]"
+    return None if logs else f"{reason} [executor log not read]"
 
 
 def failure_reason(diagnostics: Iterable[str]) -> str | None:

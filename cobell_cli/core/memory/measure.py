@@ -15,8 +15,9 @@ from cobell_cli.core.profile import AppProfile
 
 def memory_columns(profile: AppProfile) -> dict[str, Any]:
     """executor_memory_mb, executor_overhead_mb and peak_memory_mb as far as the log says, and
-    `failure_reason` `memory` when a task or executor died of memory (a failed run's reason:
-    a run that succeeded after such a retry keeps none)."""
+    `failure_reason` `memory` when a task or executor died of memory, an executor its own JVM
+    killed included until its log disproves it (a failed run's reason: a run that succeeded
+    after such a retry keeps none)."""
     memory = profile.memory
     if memory is None:
         return {}
@@ -25,6 +26,6 @@ def memory_columns(profile: AppProfile) -> dict[str, Any]:
         "executor_memory_mb": memory.executor_memory_mb,
         "executor_overhead_mb": memory.executor_overhead_mb,
         "peak_memory_mb": round(peak, 1) if peak is not None else None,
-        "failure_reason": "memory" if memory.memory_failures else None,
+        "failure_reason": "memory" if memory.memory_failures or memory.oom_hook_kills else None,
     }
     return {k: v for k, v in columns.items() if v is not None}
