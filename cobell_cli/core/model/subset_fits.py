@@ -4,7 +4,8 @@ array operations instead of one NNLS per (split, subset).
 The cross-validation of the scale-out curve (curve_select.py) fits each of up to 15 feature
 subsets on each of ~20 splits, and a planner that must fit does so ~11 times (the model and
 its ten held-out refits, held_out.py): thousands of 4-column NNLS problems, each costing far
-more in numpy call overhead than in arithmetic (bench/results/latency.md).
+more in numpy call overhead than in arithmetic: a predict that must fit on history/example.csv's
+sgd spent ~70 % of its fitting there (0.80 -> 0.43 s CPU for the whole command with this).
 
 Why it is the same answer: on clearly independent columns NNLS has one optimum, and it is the
 least-squares solution on its own support. A least-squares solution on a subset T of the
