@@ -77,11 +77,14 @@ def test_the_interpolating_curve_must_also_fit_the_edge_scale_outs():
     assert model.describe()["interpolation"].get("features") != ["const"]
 
 
-@pytest.mark.parametrize("seed", [1, 11])
+@pytest.mark.parametrize("seed", [11, 15])
 def test_one_se_keeps_the_simpler_curve_where_the_runs_cannot_tell(seed: int):
     # Amdahl's law with 8 % noise at five scale-outs: on these draws the lowest CV error
     # belongs to a curve with more terms than the truth (a third term, or LLR), within
-    # noise of Amdahl's; the one-SE rule keeps Amdahl's two terms.
+    # noise of Amdahl's; the one-SE rule keeps Amdahl's two terms. (Seed 1 was one until the
+    # CV's subsets shared their solves, subset_fits.py: there the third term's coefficient
+    # is 0 on every split, so its CV error equals Amdahl's exactly; it had been lower by
+    # 5e-17, rounding.)
     runs = _runs({x: 20.0 + 400.0 / x for x in (2, 4, 8, 16, 32)}, reps=3, noise=0.08,
                  seed=seed)
     lucky = fit_runtime_model(runs, selection="best").describe()["interpolation"]

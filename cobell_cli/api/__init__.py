@@ -92,6 +92,7 @@ _LAZY = {
     "Settings": "cobell_cli.config",
     "StartDecision": "cobell_cli.core.schedule.decision",
     "probability_text": "cobell_cli.core.plan.reasons",
+    "policy_text": "cobell_cli.core.plan.reasons",
     "meet_probability_note": "cobell_cli.core.plan.meet_steps",
     **{name: "cobell_cli.api.local_clusters"
        for name in ("DEMO_JOB_ARGS", "LocalCluster", "LocalClusterStatus", "LocalYarn",
@@ -128,7 +129,7 @@ if TYPE_CHECKING:
     from cobell_cli.api.submit import Launched, Progress, Submit, SubmitPlan, SubmitResult
     from cobell_cli.config import Settings
     from cobell_cli.core.plan.meet_steps import meet_probability_note
-    from cobell_cli.core.plan.reasons import probability_text
+    from cobell_cli.core.plan.reasons import policy_text, probability_text
     from cobell_cli.core.schedule.decision import StartDecision
     from cobell_cli.interrupts import Interrupted
     from cobell_cli.run.submit import Outcome
@@ -200,6 +201,7 @@ __all__ = [
     "nearest_memory_job",
     "open_history",
     "plan_for_deadline",
+    "policy_text",
     "predict",
     "probability_text",
     "remove_runs",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.core.cost import DEFAULT_MINIMIZE, Minimize
+from cobell_cli.core.plan.reasons import policy_text
 from cobell_cli.core.schedule.decision import NEW, StartDecision
 from cobell_cli.core.schedule.queue import DEFAULT_QUEUE
 from cobell_cli.errors import UsageError
@@ -423,16 +424,6 @@ def forget(history_path: Path, own_row: int) -> None:
 
     with contextlib.suppress(WRITE_ERRORS):
         write_retrying(history_path, lambda h: waiting.remove(h, own_row), wait_s=2.0)
-
-
-def policy_text(confidence: float | None, phase: str) -> str:
-    """The policy asked for, and when it is not what decides this run, what does (the plan's
-    `policy:` line, and the deadline's shortfall)."""
-    policy = ("point prediction (--confidence point)" if confidence is None
-              else f"P(meet) >= {confidence:.0%} (--confidence {confidence:g})")
-    if phase == "bootstrap-search":
-        policy += ", not yet: a binary search decides the first runs"
-    return policy
 
 
 def check_start(prediction: Prediction, strict: bool) -> str | None:

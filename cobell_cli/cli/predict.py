@@ -307,9 +307,9 @@ def _percent(probability: float | None, unknown: str = "") -> str:
 
 def _policy(confidence: float | None, phase: str) -> str:
     """The policy asked for, and when it is not what decides this run, what does."""
-    from cobell_cli.api.deadlines import policy_text
+    from cobell_cli import api  # not api.deadlines: its scheduler costs a cached predict ~15 ms
 
-    return f"policy: {policy_text(confidence, phase)}"
+    return f"policy: {api.policy_text(confidence, phase)}"
 
 
 def _unknown_why(phase: str) -> str:

@@ -22,7 +22,15 @@ import numpy as np
 from cobell_cli.core.model.curves import Curve, Replay, log_levels, whatif_curve
 from cobell_cli.core.model.llr import aggregate, bandwidth_grid, edge_extrapolate, local_linear
 from cobell_cli.core.model.one_se import CvErrors, choose
-from cobell_cli.core.model.parametric import AMDAHL, FEATURES, evaluate, fit_power_law, fit_theta
+from cobell_cli.core.model.parametric import (
+    AMDAHL,
+    FEATURES,
+    evaluate,
+    evaluate_many,
+    fit_power_law,
+    fit_theta,
+)
+from cobell_cli.core.model.subset_fits import subset_thetas
 from cobell_cli.core.model.uncertainty import RelativeInterval
 
 GROWING = ("const", "lin")
@@ -163,12 +171,15 @@ class _Runs:
         return cls(x, y, w, levels, index, ~np.isin(x, regime_scale_outs))
 
     def fit_param(self, train: np.ndarray, feats: tuple[str, ...]) -> np.ndarray:
-        """θ of an Ernest subset on the training runs, regime runs left out unless that
-        leaves fewer than two scale-outs."""
-        rows = train & self.normal
-        if np.unique(self.x[rows]).size < 2:
-            rows = train
+        """θ of an Ernest subset on the training runs (param_rows)."""
+        rows = self.param_rows(train)
         return fit_theta(self.x[rows], self.y[rows], feats, sample_weight=self.w[rows])
+
+    def param_rows(self, train: np.ndarray) -> np.ndarray:
+        """The training runs a parametric curve is fitted to: regime runs left out unless
+        that leaves fewer than two scale-outs."""
+        rows = train & self.normal
+        return rows if np.unique(self.x[rows]).size >= 2 else train
 
     def scores(self, splits: list[Split], preds: list[np.ndarray]) -> CvErrors:
         """Relative error of each test run of each split, with the runs' weights."""
@@ -346,9 +357,13 @@ def _parametric_preds(runs: _Runs, splits: list[Split], subsets: list[tuple[str,
                       ) -> Preds:
     """Each Ernest subset's predictions at each split's test runs."""
     preds: Preds = {feats: [] for feats in subsets}
-    for train, test in splits:
-        for feats in subsets:
-            preds[feats].append(evaluate(runs.fit_param(train, feats), runs.x[test]))
+    thetas = subset_thetas(runs.x, runs.y, runs.w, [runs.param_rows(tr) for tr, _ in splits],
+                           subsets)
+    for (train, test), per_split in zip(splits, thetas, strict=True):
+        for j in np.flatnonzero(np.isnan(per_split).any(axis=1)):
+            per_split[j] = runs.fit_param(train, subsets[j])  # the active-set NNLS decides
+        for feats, p in zip(subsets, evaluate_many(per_split, runs.x[test]), strict=True):
+            preds[feats].append(p)
     return preds
 
 

@@ -216,6 +216,13 @@ def evaluate(theta: np.ndarray, scale_out: np.ndarray | Sequence[float]) -> np.n
     return np.maximum(values, floor)
 
 
+def evaluate_many(thetas: np.ndarray, scale_out: np.ndarray) -> np.ndarray:
+    """evaluate() of each θ (rows of `thetas`) at the same scale-outs, in one product."""
+    values = thetas @ basis(np.asarray(scale_out, dtype=float)).T
+    floor = 1e-9 * np.maximum(1.0, np.abs(thetas).sum(axis=1))
+    return np.maximum(values, floor[:, None])
+
+
 class ParametricModel:
     """Ernest's model as a scikit-learn style estimator (fit returns self, learned values end
     in an underscore)."""

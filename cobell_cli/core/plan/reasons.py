@@ -11,6 +11,16 @@ from cobell_cli.core.plan.records import Phase, Plan, Strategy
 from cobell_cli.core.words import count
 
 
+def policy_text(confidence: float | None, phase: str) -> str:
+    """The policy asked for, and when it is not what decides this run, what does (the plan's
+    `policy:` line, and the deadline's shortfall)."""
+    policy = ("point prediction (--confidence point)" if confidence is None
+              else f"P(meet) >= {confidence:.0%} (--confidence {confidence:g})")
+    if phase == "bootstrap-search":
+        policy += ", not yet: a binary search decides the first runs"
+    return policy
+
+
 def probability_text(probability: float) -> str:
     """A whole percent, rounded down: 0.898 shown as "90%" next to a 0.9 policy it fails
     would read as met, so what is shown never exceeds the estimate."""
