@@ -12,7 +12,9 @@ other shapes, task counts and lengths, a larger CPU share, more stages, executor
 rolling event-log directories (zstd) with `spark.eventLog.logStageExecutorMetrics`, and
 executors 1, 2, 3, 4, 6, 8 (two repetitions each, in a shuffled order; since 25 Nov 21:40
 UTC, a cell's first missing repetition before any cell's second, so that a recording stopped
-early leaves a complete one-repetition grid; the first 18 logs were recorded before that).
+early leaves a complete one-repetition grid). The committed set was recorded afresh on 29 Nov
+(23:42-01:35 UTC, 30 runs: the full one-repetition grid and 6 second repetitions) with the
+machine quiet before each run; the earlier set, recorded under load, was discarded.
 Logs land in bench/data/whatif-test/ as `<shape>-x<N>-r<rep>` (a rolling `eventlog_v2_*` directory,
 renamed), with manifest.json (load averages before and after each run, its start time and
 wall time). `--minutes M` stops starting new runs after M minutes (the machine-wide lock is
