@@ -304,19 +304,23 @@ def test_only_plausible_runs_reach_the_planner(
     assert fastest / (FASTER * loose * 1.25) <= runtime_s <= slowest * SLOWER * loose * 1.25
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the planner's part (issue 34, item 1; helper `decision`): a plausible run the test "
-    "accepts still moves the decision: on Bell's sgd (41 at 200 s) one run 1.5x the curve at "
-    "2 executors moved it by 3 steps, one 5x slower at 41 by 2 (measured on main 3d214e4)"))
-@pytest.mark.parametrize("scale_out, factor", [(2, 1.5), (41, 5.0)])
+@pytest.mark.parametrize("scale_out, factor", [
+    (2, 1.5),
+    pytest.param(41, 5.0, marks=pytest.mark.xfail(strict=True, reason=(
+        "the planner's part (issue 34, item 1): a plausible run the test accepts still moves "
+        "the decision: on Bell's sgd one run 5x slower at 41 executors moves it by more than "
+        "one step (2 on main 3d214e4 at confidence 0.9; still more than one at 0.95; one 1.5x "
+        "the curve at 2 executors moved it by 3 at 0.9, by at most one at 0.95)"))),
+])
 def test_no_plausible_run_moves_bells_sgd_by_more_than_one_step(
         tmp_path: Path, bell_dir: Path, scale_out: int, factor: float) -> None:
     db = tmp_path / "h.db"
     imported = cobell("--db", db, "history", "import", bell_dir / "sgd.spark.csv", "--job",
                       "sgd", "--runtime-unit", "ms")
     assert imported.exit_code == 0
+    before = plan_of(db, "sgd", "200")
     with History.open(db) as history:
         run_id = history.start_run(job="sgd", scale_out=scale_out, started_at=2e9)
         curve = {2: 2151.0, 41: 180.0}[scale_out]  # the L1 curve through all 105 runs
         assert not history.complete_run(run_id, status="succeeded", runtime_s=curve * factor)
-    assert abs(plan_of(db, "sgd", "200") - 41) <= 1
+    assert abs(plan_of(db, "sgd", "200") - before) <= 1
