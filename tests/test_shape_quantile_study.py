@@ -1,0 +1,76 @@
+"""bench.studies.shape_quantile: its variants change the planner's distribution only while
+inside, as described, and its paired statistics are the run-by-run differences."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.studies import shape_quantile as sq
+from cobell_cli.core import predictive as pr
+from cobell_cli.core.calibration import ratio_bound
+from cobell_cli.core.plan import model_phase
+
+# ten errors: at 0.95 the conformal rank is beyond the largest, the bound max(largest, t)
+RATIOS = [0.95, 0.97, 1.0, 1.01, 1.02, 1.04, 1.05, 1.08, 1.1, 1.4]
+
+
+def _ratio_at(shape: pr.Shape, p: float) -> float:
+    return math.exp(shape.log_mean + shape.log_sd * shape.quantile(p))
+
+
+def test_t_and_lower_bound_below_the_largest_error_and_leave_nothing_behind() -> None:
+    shape = pr.Shape(RATIOS)
+    today = _ratio_at(shape, 0.95)
+    assert today == pytest.approx(ratio_bound(RATIOS, 0.95)) and today >= max(RATIOS)
+    with sq.variant("t"):
+        t = _ratio_at(shape, 0.95)
+    with sq.variant("lower"):
+        lower = _ratio_at(shape, 0.95)
+    assert lower == pytest.approx(min(t, today))
+    assert t < max(RATIOS)  # one 1.4 among errors near 1: the t bound stays below it
+    assert _ratio_at(shape, 0.95) == today  # restored
+
+
+@pytest.mark.parametrize("name", ["t", "lower"])
+def test_a_variants_bound_within_a_threshold_means_p_meet_at_least_p(name: str) -> None:
+    shape = pr.Shape(RATIOS)
+    with sq.variant(name):
+        for p in (0.5, 0.8, 0.9, 0.95, 0.97):
+            z = shape.quantile(p)
+            assert shape.cdf(z + 1e-9) >= p - 1e-6
+
+
+def test_no_pair_sd_drops_the_pairs_term_while_inside_even_on_error() -> None:
+    before = model_phase._pair_log_sd
+    with pytest.raises(RuntimeError), sq.variant("no_pair_sd"):
+        assert model_phase._pair_log_sd(None, [1.0], [{"x": 1.0}]) is None
+        raise RuntimeError("inside")
+    assert model_phase._pair_log_sd is before
+    with pytest.raises(ValueError, match="unknown variant"), sq.variant("wider"):
+        pass
+
+
+def _cells(runtimes: list[float], node_s: list[float]) -> dict:
+    default = [dict(i=i + 1, x=1, runtime_s=r, target_s=100.0, node_s=n,
+                    overshoot_pct=max(0.0, r - 100.0), bootstrap=i == 0)
+               for i, (r, n) in enumerate(zip(runtimes, node_s, strict=True))]
+    oracle = [dict(i=i + 1, node_s=10.0) for i in range(len(runtimes))]
+    return {"simulator/single/sgd": {"default": default, "oracle": oracle}}
+
+
+def test_summary_and_paired_differences_are_run_by_run_after_the_bootstrap() -> None:
+    base = sq.per_run(_cells([150.0, 90.0, 110.0, 95.0], [99.0, 11.0, 12.0, 10.0]))
+    other = sq.per_run(_cells([150.0, 99.0, 104.0, 101.0], [99.0, 10.0, 11.0, 10.0]))
+    assert sorted(k[1] for k in base) == [2, 3, 4]  # run 1 is the bootstrap's
+    s = sq.summary(other)
+    assert s["late_pct"] == pytest.approx(200 / 3)
+    assert s["max_overshoot_pct"] == pytest.approx(4.0)
+    assert s["node_s_ratio"] == pytest.approx(31 / 30)
+    d = sq.paired(base, other)
+    assert d["runs"] == 3
+    assert d["cost"] == pytest.approx((-0.1 - 0.1 + 0.0) / 3)
+    assert d["late_pp"] == pytest.approx((0 + 0 + 100) / 3)
+    assert d["late_se"] == pytest.approx(100 / 3)
+    assert sq.per_run(_cells([150.0, 90.0], [1.0, 1.0]), world="nodesim") == {}
