@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cobell_cli.core.memory.records import MemoryObservation
+from cobell_cli.core.memory.records import MemoryObservation, at_least
+
+STEP_MB = 64  # a need above a failed reservation is at least the next grant above it
 
 
 @dataclass(frozen=True)
@@ -79,4 +81,36 @@ def observations(
         elif run.get("status") == "succeeded" and run.get("peak_memory_mb"):
             demand = demand_mb(float(run["peak_memory_mb"]), reserved, rule)
             out.append(MemoryObservation(int(size), int(x), demand, reserved))
+    return consistent(out)
+
+
+def consistent(obs: Sequence[MemoryObservation]) -> list[MemoryObservation]:
+    """Each demand within what the job's reservations prove, memory never falling as the
+    input per executor grows (records.at_least): at most the smallest heap a run with at
+    least this input succeeded with, at least a step above the largest that failed for memory
+    at no more input (never above the run's own heap, which was enough).
+
+    A heap peak read far below its reservation is mostly garbage (demand.py's rule discounts
+    at most 1 - f of it): fed back, a generous first reservation made the next one generous,
+    which kept it so (bench/results/memory_e2e.md, issue 36: 1.65-1.77x the oracle's MB-s in
+    two cells). A tighter reservation that succeeded at a larger input proves those demands
+    too high; a failure proves a too-low peak reading (sampled peaks) too low."""
+    done = [o for o in obs if o.demand_mb is not None and o.reserved_mb and o.input_bytes]
+    failed = [o for o in obs if o.failed and o.reserved_mb and o.input_bytes]
+    out = []
+    for o in obs:
+        if o in done:
+            o = MemoryObservation(o.input_bytes, o.scale_out, _proved(o, done, failed),
+                                  o.reserved_mb)
+        out.append(o)
     return out
+
+
+def _proved(run: MemoryObservation, done: Sequence[MemoryObservation],
+            failed: Sequence[MemoryObservation]) -> float:
+    """The run's demand clipped to the bounds the other runs' outcomes prove."""
+    assert run.demand_mb is not None and run.reserved_mb is not None
+    below = [o.reserved_mb for o in done if at_least(o, run, "per_executor")]
+    above = [o.reserved_mb + STEP_MB for o in failed if at_least(run, o, "per_executor")]
+    demand = min([run.demand_mb, *below])  # type: ignore[list-item]
+    return min(max([demand, *above]), run.reserved_mb)  # type: ignore[list-item]
