@@ -18,7 +18,11 @@ estimate's, not the bound's, the rounding's or the retries'):
   toward the worlds' own 1.15 (bench/simulator.py MEMORY_HEADROOM);
 * failure-floor: a succeeded run's demand at least the heap a failed run of the same input and
   scale-out had, plus a step (its own failed attempt proves the need above it);
-* prior: the bound borrowed across jobs (bound.DEFAULT_PRIOR, fitted on tune-quiet).
+* prior: the bound borrowed across jobs (bound.DEFAULT_PRIOR, fitted on tune-quiet);
+* no-proofs, cap-only, floor-only: the default's demands as they were before demand.consistent
+  (each run's demand within what the job's reservations prove, issue 36), and each half of it
+  alone: the cap by heaps that succeeded at no less input per executor, the floor by heaps
+  that failed for memory at no more.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from bench import memory_e2e as me
 RESULTS = ROOT / "bench" / "results" / "memory_demand_candidates.md"
 DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
-CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior")
+CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
+              "cap-only", "floor-only")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -72,6 +77,7 @@ def candidate(name: str) -> Iterator[None]:
     from cobell_cli.core.memory import bound, demand, model
 
     saved = demand.observations, model.MemoryModel
+    proved = demand._proved
     try:
         if name.startswith("gc-room-"):
             rule = demand.DemandRule(demand.DEMAND.garbage_share, float(name.split("-")[-1]),
@@ -79,6 +85,8 @@ def candidate(name: str) -> Iterator[None]:
             demand.observations = functools.partial(saved[0], rule=rule)  # type: ignore[assignment]
         elif name == "failure-floor":
             demand.observations = functools.partial(_failure_floor, saved[0])  # type: ignore[assignment]
+        elif name in ("no-proofs", "cap-only", "floor-only"):
+            demand._proved = functools.partial(_half, proved, name)  # type: ignore[assignment]
         elif name == "prior":
             model.MemoryModel = functools.partial(saved[1], prior=bound.DEFAULT_PRIOR)  # type: ignore[misc]
         elif name != "default":
@@ -86,6 +94,14 @@ def candidate(name: str) -> Iterator[None]:
         yield
     finally:
         demand.observations, model.MemoryModel = saved  # type: ignore[misc]
+        demand._proved = proved  # type: ignore[assignment]
+
+
+def _half(proved: Callable[..., float], name: str, run: Any, done: Sequence[Any],
+          failed: Sequence[Any]) -> float:
+    """demand._proved with the successes' caps, the failures' floors or both left out."""
+    return proved(run, done if name == "cap-only" else [],
+                  failed if name == "floor-only" else [])
 
 
 Cell = tuple[int, str, str]  # seed, world, target
