@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cobell_cli.core.memory.experts import EXPERTS, expert
 from cobell_cli.core.memory.model import STEP_MB, MemoryModel
@@ -316,6 +318,32 @@ def test_a_demand_stays_within_what_the_jobs_reservations_prove() -> None:
     # it only to that heap (it succeeded with it)
     assert observations([run(2000, 1000, None), low])[1].demand_mb == pytest.approx(915.84)
     assert observations([run(1000, 1490, None), low])[1].demand_mb == 1500
+
+
+_RUN = st.tuples(st.integers(1, 64), st.integers(1, 8), st.integers(512, 4096),
+                 st.one_of(st.none(), st.floats(100.0, 4096.0)))
+
+
+@given(st.lists(_RUN, max_size=30))
+def test_the_sorted_proofs_are_the_pairwise_ones(rows) -> None:
+    """demand.consistent sorts by input and keeps running extremes (a long history must not
+    cost n²): for any history its demands are those of comparing every pair of runs, by
+    records.at_least, as its docstring states the rule; never above a run's own heap."""
+    from cobell_cli.core.memory.demand import consistent
+    from cobell_cli.core.memory.records import at_least
+
+    obs = [MemoryObservation(size * MB, x, demand, float(heap), demand is None)
+           for size, x, heap, demand in rows]
+    done = [o for o in obs if o.demand_mb is not None]
+    failed = [o for o in obs if o.failed]
+    for o, got in zip(obs, consistent(obs), strict=True):
+        if o.failed:
+            assert got == o
+            continue
+        below = min(p.reserved_mb for p in done if at_least(p, o, "per_executor"))
+        above = [f.reserved_mb + STEP_MB for f in failed if at_least(o, f, "per_executor")]
+        want = min(max([min(o.demand_mb, below), *above]), o.reserved_mb)
+        assert got.demand_mb == pytest.approx(want) and got.demand_mb <= o.reserved_mb
 
 
 @pytest.mark.parametrize("share", [0.04, 0.26, 0.55])  # the tune set's garbage shares

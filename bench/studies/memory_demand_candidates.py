@@ -77,7 +77,7 @@ def candidate(name: str) -> Iterator[None]:
     from cobell_cli.core.memory import bound, demand, model
 
     saved = demand.observations, model.MemoryModel
-    proved = demand._proved
+    proofs = demand._suffix_min, demand._prefix_max
     try:
         if name.startswith("gc-room-"):
             rule = demand.DemandRule(demand.DEMAND.garbage_share, float(name.split("-")[-1]),
@@ -86,7 +86,10 @@ def candidate(name: str) -> Iterator[None]:
         elif name == "failure-floor":
             demand.observations = functools.partial(_failure_floor, saved[0])  # type: ignore[assignment]
         elif name in ("no-proofs", "cap-only", "floor-only"):
-            demand._proved = functools.partial(_half, proved, name)  # type: ignore[assignment]
+            if name != "cap-only":  # no heap that succeeded caps a demand
+                demand._suffix_min = lambda done: proofs[0]([])  # type: ignore[assignment]
+            if name != "floor-only":  # no heap that failed lifts one
+                demand._prefix_max = lambda failed: proofs[1]([])  # type: ignore[assignment]
         elif name == "prior":
             model.MemoryModel = functools.partial(saved[1], prior=bound.DEFAULT_PRIOR)  # type: ignore[misc]
         elif name != "default":
@@ -94,14 +97,7 @@ def candidate(name: str) -> Iterator[None]:
         yield
     finally:
         demand.observations, model.MemoryModel = saved  # type: ignore[misc]
-        demand._proved = proved  # type: ignore[assignment]
-
-
-def _half(proved: Callable[..., float], name: str, run: Any, done: Sequence[Any],
-          failed: Sequence[Any]) -> float:
-    """demand._proved with the successes' caps, the failures' floors or both left out."""
-    return proved(run, done if name == "cap-only" else [],
-                  failed if name == "floor-only" else [])
+        demand._suffix_min, demand._prefix_max = proofs  # type: ignore[assignment]
 
 
 Cell = tuple[int, str, str]  # seed, world, target
