@@ -74,3 +74,28 @@ def test_summary_and_paired_differences_are_run_by_run_after_the_bootstrap() -> 
     assert d["late_pp"] == pytest.approx((0 + 0 + 100) / 3)
     assert d["late_se"] == pytest.approx(100 / 3)
     assert sq.per_run(_cells([150.0, 90.0], [1.0, 1.0]), world="nodesim") == {}
+
+
+def test_robust_one_huge_error_moves_neither_the_pooled_nor_the_local_scale() -> None:
+    """Forty errors near 1 and one of 5x (a run 5x the curve): today the pooled and local log
+    sds take it in; under `robust` neither moves by more than a few per cent."""
+    quiet = [math.exp(0.02 * math.sin(i)) for i in range(40)]
+    placed = [(math.log(40.0), math.log(r)) for r in quiet]
+    with_outlier = [*placed, (math.log(41.0), math.log(5.0))]
+    t = math.log(41.0)
+    today = (pr.Shape([*quiet, 5.0]).log_sd, pr._local(t, with_outlier, pr.Shape([*quiet, 5.0]),
+                                                      pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)[1])
+    with sq.variant("robust"):
+        before = pr.Shape(quiet)
+        after = pr.Shape([*quiet, 5.0])
+        local_before = pr._local(t, placed, before, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)[1]
+        local_after = pr._local(t, with_outlier, after, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)[1]
+    assert after.log_sd == pytest.approx(before.log_sd, rel=0.1)
+    assert local_after == pytest.approx(local_before, rel=0.1)
+    assert today[0] > 5 * after.log_sd and today[1] > 5 * local_after
+    assert pr.Shape([*quiet, 5.0]).log_sd == today[0]  # restored
+
+
+def test_weighted_median() -> None:
+    assert sq.weighted_median([(3.0, 1.0), (1.0, 1.0), (2.0, 1.0)]) == 2.0
+    assert sq.weighted_median([(1.0, 1.0), (10.0, 5.0)]) == 10.0

@@ -17,6 +17,9 @@ predictive distribution (core/predictive.py), patched in for the run only:
 * lower: the lower of the conformal and the t bound at each level (P(meet): the higher).
 * no_pair_sd: today's shape, without the running co-runners' pair uncertainty added to each
   candidate's scale (model_phase._pair_log_sd).
+* robust: today's ranks, but the pooled and each candidate's local location and scale robust
+  (weighted median, MAD x 1.4826; the pooled ones as PRIOR_ERRORS pseudo-errors): one huge
+  error moves neither (tests/test_implausible.py's one run 5x the curve at 41 executors).
 
 Each run's records go to --cache as JSON (the study's data, not the repository's). `report`
 pairs every variant with `conformal` run by run: late %, max overshoot, executor-seconds over
@@ -47,7 +50,7 @@ from cobell_cli.core.plan import model_phase
 RESULTS = ROOT / "bench" / "results" / "shape_quantile.md"
 CACHE = Path("/tmp/cobell-shape-quantile-study")
 BASE = "conformal"
-VARIANTS = (BASE, "t", "lower", "no_pair_sd")
+VARIANTS = (BASE, "t", "lower", "no_pair_sd", "robust")
 DEV_SEED = gate.SEED
 
 Record = dict[str, Any]
@@ -65,12 +68,53 @@ def _t_usable(shape: pr.Shape) -> bool:
     return not shape.degenerate and shape.n >= 3
 
 
+MAD_TO_SD = 1.4826  # a normal's sd over its median absolute deviation
+
+
+def weighted_median(pairs: Sequence[tuple[float, float]]) -> float:
+    """The smallest value with at least half the total weight at or below it."""
+    ordered = sorted(pairs)
+    half, acc = sum(w for _, w in ordered) / 2, 0.0
+    for value, weight in ordered:
+        acc += weight
+        if acc >= half:
+            return value
+    return ordered[-1][0]
+
+
+def _robust_shape(shape: pr.Shape) -> None:
+    """The shape standardised by the median and MAD of its log errors (kept when the MAD is 0)."""
+    logs = [math.log(r) for r in shape.distribution.ordered]
+    median = weighted_median([(v, 1.0) for v in logs])
+    mad = weighted_median([(abs(v - median), 1.0) for v in logs]) * MAD_TO_SD
+    if mad > 0:
+        shape.log_mean, shape.log_sd = median, mad
+
+
+def _robust_local(t: float, placed: Sequence[tuple[float, float]], shape: pr.Shape,
+                  bandwidth: float, prior_errors: float) -> tuple[float, float, float]:
+    """predictive._local with the kernel-weighted median and MAD for the mean and sd."""
+    pooled_sd = max(shape.log_sd, pr.MIN_LOG_SD)
+    near = [(e, pr._kernel(t - s, bandwidth)) for s, e in placed]
+    total = sum(w for _, w in near) + prior_errors
+    location = weighted_median([*near, (shape.log_mean, prior_errors)])
+    deviations = [(abs(e - location), w) for e, w in near]
+    prior = (pooled_sd / MAD_TO_SD + abs(shape.log_mean - location), prior_errors)
+    spread = weighted_median([*deviations, prior]) * MAD_TO_SD
+    return location, max(spread, pr.MIN_LOG_SD), total
+
+
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The planner with `name`'s predictive distribution while inside (module doc)."""
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
     cdf, quantile, pair_sd = pr.Shape.cdf, pr.Shape.quantile, model_phase._pair_log_sd
+    init, local = pr.Shape.__init__, pr._local
+
+    def robust_init(shape: pr.Shape, ratios: Sequence[float]) -> None:
+        init(shape, ratios)
+        _robust_shape(shape)
 
     def t_cdf(shape: pr.Shape, z: float) -> float:
         if not _t_usable(shape):
@@ -89,9 +133,12 @@ def variant(name: str) -> Iterator[None]:
             pr.Shape.cdf, pr.Shape.quantile = t_cdf, t_quantile  # type: ignore[method-assign]
         if name == "no_pair_sd":
             model_phase._pair_log_sd = lambda model, xs, overlaps: None
+        if name == "robust":
+            pr.Shape.__init__, pr._local = robust_init, _robust_local  # type: ignore[method-assign]
         yield
     finally:
         pr.Shape.cdf, pr.Shape.quantile = cdf, quantile  # type: ignore[method-assign]
+        pr.Shape.__init__, pr._local = init, local  # type: ignore[method-assign]
         model_phase._pair_log_sd = pair_sd
 
 
