@@ -99,3 +99,20 @@ def test_robust_one_huge_error_moves_neither_the_pooled_nor_the_local_scale() ->
 def test_weighted_median() -> None:
     assert sq.weighted_median([(3.0, 1.0), (1.0, 1.0), (2.0, 1.0)]) == 2.0
     assert sq.weighted_median([(1.0, 1.0), (10.0, 5.0)]) == 10.0
+
+
+def test_robust_ratio_keeps_the_pooled_shape_and_scales_the_local_spread_by_mads() -> None:
+    """The pooled sd and ranks stay today's (the tails); near the 5x error the local spread is
+    the pooled sd times local / pooled MAD, about the pooled sd, not today's inflated one."""
+    quiet = [math.exp(0.02 * math.sin(i)) for i in range(40)]
+    placed = [(math.log(40.0 if i % 2 else 20.0), math.log(r)) for i, r in enumerate(quiet)]
+    with_outlier = [*placed, (math.log(41.0), math.log(5.0))]
+    shape = pr.Shape([*quiet, 5.0])
+    t = math.log(41.0)
+    today = pr._local(t, with_outlier, shape, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)
+    with sq.variant("robust_ratio"):
+        assert pr.Shape([*quiet, 5.0]).log_sd == shape.log_sd
+        mean, spread, _ = pr._local(t, with_outlier, shape, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)
+    assert spread == pytest.approx(shape.log_sd, rel=0.35)
+    assert today[1] > 1.25 * spread
+    assert abs(mean - shape.log_mean) < 0.01

@@ -20,6 +20,9 @@ predictive distribution (core/predictive.py), patched in for the run only:
 * robust: today's ranks, but the pooled and each candidate's local location and scale robust
   (weighted median, MAD x 1.4826; the pooled ones as PRIOR_ERRORS pseudo-errors): one huge
   error moves neither (tests/test_implausible.py's one run 5x the curve at 41 executors).
+* robust_ratio: today's pooled shape (log sd and ranks, the tails kept); each candidate's
+  spread the pooled sd times the ratio of the kernel-weighted MAD near it to the pooled MAD,
+  its location today's pooled mean moved by the weighted median's shift from the pooled one.
 
 Each run's records go to --cache as JSON (the study's data, not the repository's). `report`
 pairs every variant with `conformal` run by run: late %, max overshoot, executor-seconds over
@@ -50,7 +53,7 @@ from cobell_cli.core.plan import model_phase
 RESULTS = ROOT / "bench" / "results" / "shape_quantile.md"
 CACHE = Path("/tmp/cobell-shape-quantile-study")
 BASE = "conformal"
-VARIANTS = (BASE, "t", "lower", "no_pair_sd", "robust")
+VARIANTS = (BASE, "t", "lower", "no_pair_sd", "robust", "robust_ratio")
 DEV_SEED = gate.SEED
 
 Record = dict[str, Any]
@@ -104,6 +107,27 @@ def _robust_local(t: float, placed: Sequence[tuple[float, float]], shape: pr.Sha
     return location, max(spread, pr.MIN_LOG_SD), total
 
 
+def _ratio_local(t: float, placed: Sequence[tuple[float, float]], shape: pr.Shape,
+                 bandwidth: float, prior_errors: float) -> tuple[float, float, float]:
+    """predictive._local scaled from the pooled sd by robust local / pooled ratios."""
+    pooled_sd = max(shape.log_sd, pr.MIN_LOG_SD)
+    logs = [e for _, e in placed]
+    if not logs:
+        return shape.log_mean, pooled_sd, prior_errors
+    median = weighted_median([(e, 1.0) for e in logs])
+    mad = weighted_median([(abs(e - median), 1.0) for e in logs]) * MAD_TO_SD
+    near = [(e, pr._kernel(t - s, bandwidth)) for s, e in placed]
+    total = sum(w for _, w in near) + prior_errors
+    if mad <= 0:
+        return shape.log_mean, pooled_sd, total
+    location = weighted_median([*near, (median, prior_errors)])
+    deviations = [(abs(e - location), w) for e, w in near]
+    prior = (mad / MAD_TO_SD + abs(median - location), prior_errors)
+    local_mad = weighted_median([*deviations, prior]) * MAD_TO_SD
+    return (shape.log_mean + location - median, max(pooled_sd * local_mad / mad, pr.MIN_LOG_SD),
+            total)
+
+
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The planner with `name`'s predictive distribution while inside (module doc)."""
@@ -135,6 +159,8 @@ def variant(name: str) -> Iterator[None]:
             model_phase._pair_log_sd = lambda model, xs, overlaps: None
         if name == "robust":
             pr.Shape.__init__, pr._local = robust_init, _robust_local  # type: ignore[method-assign]
+        if name == "robust_ratio":
+            pr._local = _ratio_local
         yield
     finally:
         pr.Shape.cdf, pr.Shape.quantile = cdf, quantile  # type: ignore[method-assign]
