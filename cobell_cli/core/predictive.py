@@ -245,9 +245,9 @@ def _kernel(d: float, bandwidth: float) -> float:
 
 @cache
 def _normal() -> Any:
-    from statistics import NormalDist
+    from cobell_cli.core.normal import StandardNormal  # NormalDist's numbers, no statistics
 
-    return NormalDist()
+    return StandardNormal()
 
 @dataclass(frozen=True)
 class Calibrated:
