@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -110,6 +109,8 @@ def to_json(value: Any) -> str:
 
 
 def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    import csv  # here: only CSV output needs it, not every command that prints
+
     buf = io.StringIO()
     writer = csv.DictWriter(
         buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
