@@ -51,6 +51,34 @@ def test_a_table_renders_as_tabulate_does_without_importlib_metadata() -> None:
     assert text == expected
 
 
+def test_an_html_table_escapes_as_with_the_real_html_module() -> None:
+    """html stands in while tabulate imports (output._tabulate): a table leaves it unloaded,
+    and an HTML table made later in that process escapes with the real html.escape."""
+    cell = "<a href='x'>&\"b\"</a>"
+    html_table = f"tabulate.tabulate([[{cell!r}]], headers=['h&'], tablefmt='html')"
+    code = (
+        "import json, sys\n"
+        "from cobell_cli.output import table\n"
+        "table([{'a': 1}], ['a'])\n"
+        "loaded = 'html' in sys.modules\n"
+        "import tabulate\n"
+        f"text = {html_table}\n"
+        "print(json.dumps([loaded, text, 'html' in sys.modules]))\n"
+    )
+    loaded, text, loaded_after = json.loads(run_python(code))
+    assert loaded is False and loaded_after is True
+    plain = json.loads(run_python(f"import json, tabulate; print(json.dumps({html_table}))"))
+    assert text == plain and "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;b&quot;" in text
+
+
+def test_the_executable_collects_young_objects_less_often() -> None:
+    """cobell_cli/__main__.py raises the first generation's threshold (700 by default)."""
+    code = ("import gc, json; default = gc.get_threshold(); import cobell_cli.__main__; "
+            "print(json.dumps([default, gc.get_threshold()]))")
+    default, raised = json.loads(run_python(code))
+    assert raised[0] >= 50 * default[0] and raised[1:] == default[1:]
+
+
 def test_with_another_thread_running_tabulate_imports_the_ordinary_way() -> None:
     """The stand-in is process-wide while it is in sys.modules: with a second thread (a
     background history writer) it is not used, so that thread never sees it."""
@@ -74,14 +102,14 @@ def test_with_another_thread_running_tabulate_imports_the_ordinary_way() -> None
 # not need: the deadline scheduler (~15 ms), the other commands' modules (cli/__init__.py
 # registers only the command named), the co-runners' overlap fix-point and remaining work
 # (a plan without co-runners; 10 dataclasses, ~3 ms), statistics with fractions and decimal
-# (core/normal.py, ~3 ms).
+# (core/normal.py, ~3 ms), html (output._tabulate).
 UNUSED_LIBRARIES = ("scipy", "sklearn", "pandas")
 OTHER_COMMANDS = ("submit", "history", "model", "cluster", "local_cluster", "config_cmd",
                   "demo")
 HEAVY = ("importlib.metadata", "cobell_cli.core.profile", "numpy", *UNUSED_LIBRARIES,
          "cobell_cli.api.deadlines", "cobell_cli.core.schedule",
          *(f"cobell_cli.cli.{m}" for m in OTHER_COMMANDS), "cobell_cli.core.overlap",
-         "cobell_cli.core.remaining", "statistics", "decimal", "fractions")
+         "cobell_cli.core.remaining", "statistics", "decimal", "fractions", "html")
 
 
 def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_code(
