@@ -75,7 +75,10 @@ SEED_SCALE_OUTS = (8, 16, 24, 32, 40, 48)  # co-runner jobs' earlier solo runs
 MIN_SCALE_OUT, MAX_SCALE_OUT = 4, 60
 STRATEGIES = ("bell", "bell90", "bell97", "paper", "default", "progress", "cobell90", "cobell97",
               "oracle")
-LABELS = {"bell": "Bell", "bell90": "Bell + conformal 0.9", "bell97": "Bell + conformal 0.97",
+# played only when a configuration names it: the gate's Bell + margin at the CLI's default level
+ON_REQUEST = ("bell95",)
+LABELS = {"bell": "Bell", "bell90": "Bell + conformal 0.9", "bell95": "Bell + conformal 0.95",
+          "bell97": "Bell + conformal 0.97",
           "paper": "CoBell (paper)", "default": "cobell default",
           "progress": "cobell default + live progress",
           "cobell90": "cobell --confidence 0.9", "cobell97": "cobell --confidence 0.97",
@@ -84,11 +87,12 @@ DEFAULT = object()  # plan() called without a confidence argument
 POINT = None  # plan(confidence=None): the point prediction decides
 # strategy -> (plan's interference, plan's confidence or DEFAULT); the oracle does not plan
 PLANNERS: dict[str, tuple[str, Any]] = {
-    "bell": ("none", POINT), "bell90": ("none", POINT), "bell97": ("none", POINT),
+    "bell": ("none", POINT), "bell90": ("none", POINT), "bell95": ("none", POINT),
+    "bell97": ("none", POINT),
     "paper": ("paper", POINT), "default": ("joint", DEFAULT), "progress": ("joint", DEFAULT),
     "cobell90": ("joint", 0.9), "cobell97": ("joint", 0.97)}
 LIVE_PROGRESS = ("progress",)  # strategies whose co-runners' drivers answer
-MARGINS = {"bell90": 0.9, "bell97": 0.97}  # Bell + split-conformal margin at this level
+MARGINS = {"bell90": 0.9, "bell95": 0.95, "bell97": 0.97}  # Bell + split-conformal margin
 PAIRS = (("bell90", "cobell90"), ("bell97", "cobell97"))  # equal confidence, compared
 VARIANTS = {"single": 1, "pair": 2, "triple": 3}
 WORLDS = ("simulator", "nodesim")
@@ -407,9 +411,12 @@ Results = Mapping[Cell, Mapping[str, Sequence[RunRecord]]]
 
 
 def _playing(cfg: Config) -> list[str]:
-    """The configuration's strategies (None: all) in STRATEGIES' order, the oracle always."""
-    return [s for s in STRATEGIES
-            if cfg.strategies is None or s in cfg.strategies or s == "oracle"]
+    """The configuration's strategies (None: STRATEGIES) in STRATEGIES' order, those it names
+    from ON_REQUEST before the oracle, the oracle always."""
+    if cfg.strategies is None:
+        return list(STRATEGIES)
+    known = (*STRATEGIES[:-1], *ON_REQUEST, STRATEGIES[-1])
+    return [s for s in known if s in cfg.strategies or s == "oracle"]
 
 
 def run_experiment(cfg: Config, data_dir: Path = DEFAULT_DATA,
@@ -649,7 +656,7 @@ def render(results: Results, cfg: Config, command: str, elapsed_s: float,
     return "\n".join(lines) + "\n"
 
 
-MARKERS = {"bell": "x", "bell90": "+", "bell97": "1", "paper": "^", "default": "o",
+MARKERS = {"bell": "x", "bell90": "+", "bell95": "2", "bell97": "1", "paper": "^", "default": "o",
            "progress": "*",
            "cobell90": "s", "cobell97": "D", "oracle": "."}
 

@@ -61,7 +61,9 @@ from cobell_cli.core.schedule.timeline import (
     joint_runtimes,
 )
 
-MARGIN_LEVEL = 0.9  # the careful user's margin: the level of the CLI's default confidence
+# the careful user's margin, at the level issue 34 measured Bell + margin at (the CLI's default
+# was 0.9 then; 0.95 since: the gate's allocation shows Bell + margin at both levels)
+MARGIN_LEVEL = 0.9
 WAIT_N = 4  # the paper's WaitN: waits 0, 1/4, ..., 4/4 of waitTimeMax per job
 EXHAUSTIVE_JOBS = 4
 DESCENT_SWEEPS = 3

@@ -226,7 +226,8 @@ def test_the_allocation_cells_play_the_gates_strategies_on_bench_colocations_run
 
     cfg = u.allocation_config("nodesim", "pair", "sgd")
     assert set(cfg.strategies) == set(u.ALLOCATION_STRATEGIES.values())
-    assert co._playing(cfg) == ["bell90", "default", "oracle"]
+    assert co._playing(cfg) == ["bell90", "default", "bell95", "oracle"]
+    assert "bell95" not in co._playing(co.Config())  # on request only: a full run plays STRATEGIES
     assert (cfg.seed, cfg.runs_per_interferer) == (u.SEED, u.RUNS_PER_INTERFERER)
 
 

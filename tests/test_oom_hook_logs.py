@@ -17,11 +17,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from cobell_cli import config
+from cobell_cli.cluster import connect
+from cobell_cli.cluster.none import NoCluster
 from cobell_cli.core.memory.failures import hook_verdict, memory_failure
 from cobell_cli.core.memory.measure import memory_columns
-from cobell_cli.run.event_capture import judge_hook_kills
+from cobell_cli.run.event_capture import judge_hook_kills, log_fetch
 from cobell_cli.sources.eventlog_profile import summarize
-from cobell_cli.sources.executor_log import rest_url
+from cobell_cli.sources.executor_log import Fetch, rest_url
 
 T0 = 1_700_000_000_000
 HOOK = ("Container from a bad node: container_1_0001_01_000002 on host: localhost. Exit "
@@ -41,9 +44,14 @@ TERM_STDOUT = ("Container: container_1_0001_01_000002 on localhost:38655\nLogAgg
 class _NodeManager(BaseHTTPRequestHandler):
     logs: ClassVar[dict[str, str]] = {}
     asked: ClassVar[list[str]] = []
+    user: ClassVar[str | None] = None  # set: simple auth, 401 without ?user.name=<user>
 
     def do_GET(self) -> None:
         self.asked.append(self.path)
+        if self.user is not None and f"user.name={self.user}" not in urlsplit(self.path).query:
+            self.send_response(401)
+            self.end_headers()
+            return
         body = self.logs.get(urlsplit(self.path).path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "text/plain")
@@ -57,7 +65,7 @@ class _NodeManager(BaseHTTPRequestHandler):
 @pytest.fixture
 def node_manager() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NodeManager)
-    _NodeManager.logs, _NodeManager.asked = {}, []
+    _NodeManager.logs, _NodeManager.asked, _NodeManager.user = {}, [], None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -115,13 +123,13 @@ def test_the_log_page_becomes_the_node_managers_rest_url() -> None:
     assert rest_url("http://host:8081/logPage/?appId=app-1&executorId=0&logType=stdout") is None
 
 
-def _judged(tmp_path: Path, base: str, stdout: str | None) -> dict:
+def _judged(tmp_path: Path, base: str, stdout: str | None, fetch: Fetch | None = None) -> dict:
     container = "container_1_0001_01_000002"
     urls = _log_urls(base, container)
     if stdout is not None:
         _NodeManager.logs[f"/ws/v1/node/containers/{container}/logs/stdout"] = stdout
     profile = summarize(_event_log(tmp_path, urls))
-    judge_hook_kills(profile, budget_s=5.0)
+    judge_hook_kills(profile, budget_s=5.0, fetch=fetch)
     assert profile.memory is not None and profile.memory.oom_hook_kills == []
     return {"failures": profile.memory.memory_failures, **memory_columns(profile)}
 
@@ -149,3 +157,18 @@ def test_logs_that_cannot_be_read_keep_the_memory_failure(
     closed = "http://127.0.0.1:9"  # discard port: refused
     judged = _judged(tmp_path, closed, None)
     assert judged["failures"] == [f"{HOOK[:300]} [executor log not read]"]
+
+
+def test_the_logs_are_read_with_the_clusters_auth(tmp_path: Path, node_manager: str) -> None:
+    """A NodeManager behind simple auth answers 401 to a bare GET: read as submit reads them,
+    with the YARN cluster's client (cobell's settings: auth simple, rm_user), the outside kill
+    is judged; without a client (cluster none), unread."""
+    _NodeManager.user = "alice"
+    assert log_fetch(NoCluster()) is None
+    assert _judged(tmp_path, node_manager, TERM_STDOUT)["failure_reason"] == "memory"
+    settings = config.load({"cluster": "yarn", "rm_url": ["http://127.0.0.1:9"],
+                            "auth": "simple", "rm_user": "alice"})
+    cluster = connect(settings, env={}, yarn_conf_default=Path("/nonexistent"))
+    judged = _judged(tmp_path, node_manager, TERM_STDOUT, fetch=log_fetch(cluster))
+    assert "failure_reason" not in judged and judged["failures"] == []
+    assert any("user.name=alice" in path for path in _NodeManager.asked)

@@ -23,7 +23,7 @@ from cobell_cli.core.plan import (
     similar_runs,
 )
 from cobell_cli.core.plan.infeasible import by_probability, standard_error
-from cobell_cli.core.plan.reasons import probability_text
+from cobell_cli.core.plan.reasons import bound_text, probability_text
 from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
 
@@ -708,6 +708,25 @@ def test_a_confident_plan_meets_the_target_with_at_least_that_probability() -> N
 def test_a_probability_is_shown_rounded_down_so_it_never_reads_as_met_when_it_is_not(
         probability: float, shown: str) -> None:
     assert probability_text(probability) == shown
+
+
+@given(st.floats(min_value=0.0, max_value=1e6, allow_nan=False),
+       st.integers(min_value=1, max_value=1_000_000))
+def test_a_bound_is_shown_rounded_up_so_a_missed_target_never_reads_as_met(
+        upper_s: float, target_s: int) -> None:
+    shown = int(bound_text(upper_s))
+    assert upper_s - 1e-9 <= shown < upper_s + 1
+    if upper_s > target_s + 1e-6:  # "meets: no": the bound shown is above the target too
+        assert shown > target_s
+
+
+def test_a_plan_reason_shows_its_bound_rounded_up() -> None:
+    assert bound_text(331.4) == "332"
+    assert bound_text(331.0) == "331"
+    model = with_loo([1.0, 1.02, 1.04, 1.06, 1.08, 1.1, 0.98, 0.96])
+    p = plan_with(model, confidence=0.95, target_s=140.0)
+    assert p.upper_s % 1 < 0.5  # a bound rounding to nearest would show one second less
+    assert f"upper bound {math.ceil(p.upper_s - 1e-9)} s" in p.reason
 
 
 def test_the_point_decision_is_reachable_and_reports_its_probability() -> None:

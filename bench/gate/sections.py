@@ -21,8 +21,9 @@ Results = Mapping[tuple[str, ...], Any]  # a runner's results by its unit key
 WORLDS = ("simulator", "nodesim")
 VARIANTS = ("single", "pair", "triple")
 TARGETS = ("sgd", "kmeans")
-PLANNERS = ("cobell", "bell_margin", "noise_blind90", "noise_blind95")
+PLANNERS = ("cobell", "bell_margin", "bell_margin95", "noise_blind90", "noise_blind95")
 PLANNER_LABELS = {"cobell": "cobell default", "bell_margin": "Bell + conformal 0.9",
+                  "bell_margin95": "Bell + conformal 0.95",
                   "noise_blind90": "noise-blind planner 0.9",
                   "noise_blind95": "noise-blind planner 0.95"}
 RATIO_2 = 0.005  # ratios shown to 0.01
@@ -72,7 +73,7 @@ def allocation_table(f: Mapping[str, Figure]) -> str:
         f" ({4 * u.RUNS_PER_INTERFERER} runs a cell), after the 6 bootstrap runs. Each entry:"
         " runs over the target % / max overshoot % / executor-seconds over the oracle's."
         f" cobell at default flags (P(meet) >= {DEFAULT_CONFIDENCE:g}); Bell + conformal margin"
-        " at 0.9; the physics-aware,"
+        " at 0.9 and 0.95; the physics-aware,"
         " noise-blind planner of bench.oracle_bound (`--unknown all`,"
         f" {u.NOISE_BLIND_DRAWS} redraws) at P(meet) 0.9 and 0.95, on the same runs.",
         "",

@@ -92,6 +92,7 @@ _LAZY = {
     "Settings": "cobell_cli.config",
     "StartDecision": "cobell_cli.core.schedule.decision",
     "probability_text": "cobell_cli.core.plan.reasons",
+    "bound_text": "cobell_cli.core.plan.reasons",
     "policy_text": "cobell_cli.core.plan.reasons",
     "meet_probability_note": "cobell_cli.core.plan.meet_steps",
     **{name: "cobell_cli.api.local_clusters"
@@ -129,7 +130,7 @@ if TYPE_CHECKING:
     from cobell_cli.api.submit import Launched, Progress, Submit, SubmitPlan, SubmitResult
     from cobell_cli.config import Settings
     from cobell_cli.core.plan.meet_steps import meet_probability_note
-    from cobell_cli.core.plan.reasons import policy_text, probability_text
+    from cobell_cli.core.plan.reasons import bound_text, policy_text, probability_text
     from cobell_cli.core.schedule.decision import StartDecision
     from cobell_cli.interrupts import Interrupted
     from cobell_cli.run.submit import Outcome
@@ -159,6 +160,7 @@ __all__ = [
     "SubmitPlan",
     "SubmitResult",
     "YarnShape",
+    "bound_text",
     "check_cluster",
     "check_deadline",
     "check_file",

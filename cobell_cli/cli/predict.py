@@ -89,7 +89,7 @@ def decision_line(prediction: Prediction, label: str = "decision:") -> str:
     else:
         verdict = f", though none meets {target}"
     figures = [f"prediction {p.predicted_s:.0f} s" if p.predicted_s is not None else "",
-               f"upper bound {p.upper_s:.0f} s"
+               f"upper bound {_bound(p.upper_s)} s"
                if p.confidence is not None and p.upper_s is not None else "",
                "P(meet) " + _percent(p.meet_probability) if p.meet_probability is not None
                else ""]
@@ -184,7 +184,7 @@ def _row(c: Any, app_ids: list[str], chosen: bool) -> dict[str, Any]:
     row: dict[str, Any] = {
         "scale-out": c.scale_out,
         "prediction s": f"{c.predicted_s:.0f}",
-        "upper bound s": "" if c.upper_s is None else f"{c.upper_s:.0f}",
+        "upper bound s": "" if c.upper_s is None else _bound(c.upper_s),
         "P(meet)": _percent(c.meet_probability),
         "meets": "yes" if c.meets_target else "no",
         "executor-s": f"{c.executor_seconds:.0f}",
@@ -303,6 +303,12 @@ def _percent(probability: float | None, unknown: str = "") -> str:
     from cobell_cli import api
 
     return unknown if probability is None else api.probability_text(probability)
+
+
+def _bound(upper_s: float) -> str:
+    from cobell_cli import api
+
+    return api.bound_text(upper_s)
 
 
 def _policy(confidence: float | None, phase: str) -> str:

@@ -207,6 +207,21 @@ class JsonClient:
             return self._rounds(bases, path, self._query(bases, params), deadline, missing_ok,
                                 None, None, body=_Body(body))
 
+    def text(self, url: str, timeout_s: float) -> str | None:
+        """A plain-text page at an absolute `url` (a NodeManager's container log) with this
+        client's auth and TLS: one attempt, no failover, no retries; None unless it answers 200.
+        The caller's budget bounds it, not the client's."""
+        import requests
+
+        params = {"user.name": self.user} if self.auth == "simple" and self.user else None
+        try:
+            with self.session.get(url, params=params, timeout=timeout_s,
+                                  verify=self.ca_bundle or True,
+                                  headers={"Accept": "text/plain"}) as answer:
+                return answer.text if answer.ok else None
+        except (requests.RequestException, ValueError):
+            return None
+
     def _query(self, bases: Sequence[str], params: Mapping[str, Any] | None) -> dict[str, Any]:
         """The query string: the caller's parameters and, with simple auth, user.name."""
         if not bases:

@@ -30,10 +30,14 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from cobell_cli.core.profile import AppProfile
 from cobell_cli.run import launch
 from cobell_cli.run.launch import Injection
+
+if TYPE_CHECKING:
+    from cobell_cli.core.profile import AppProfile
+    from cobell_cli.sources.executor_log import Fetch
 
 ROLLING_PREFIX = "eventlog_v2_"
 HOOK_LOGS_BUDGET_S = 10.0  # reading the logs of executors killed by SIGTERM, in all
@@ -80,12 +84,14 @@ def collect(
     launcher: str,
     app_id: str | None,
     env: Mapping[str, str] | None = None,
+    fetch: Fetch | None = None,
 ) -> list[str]:
-    """Store the profile of the run's event log; returns warnings, never raises."""
+    """Store the profile of the run's event log; returns warnings, never raises. `fetch`
+    reads an executor's log page with the cluster's auth and TLS (judge_hook_kills)."""
     if launcher not in launch.SPARK_LAUNCHERS:
         return []
     try:
-        return _collect(history_path, run_id, argv, app_id, env)
+        return _collect(history_path, run_id, argv, app_id, env, fetch)
     except KeyboardInterrupt:
         return ["event log not read: interrupted"]
     except Exception as exc:  # a broken log or history costs the profile, never the run
@@ -99,6 +105,7 @@ def _collect(
     argv: Sequence[str],
     app_id: str | None,
     env: Mapping[str, str] | None,
+    fetch: Fetch | None,
 ) -> list[str]:
     from cobell_cli.sources.eventlog_profile import summarize
     from cobell_cli.store.history import History
@@ -118,13 +125,21 @@ def _collect(
     profile = summarize(log)
     if profile.app_id and profile.app_id != app_id:
         return [f"event log not read: {log} is the log of {profile.app_id}, not {app_id}"]
-    judge_hook_kills(profile)
+    judge_hook_kills(profile, fetch=fetch)
     with History.open(history_path, reap_lost=False) as history:
         history.save_profile(run_id, profile, event_log=str(log))
     return []
 
 
-def judge_hook_kills(profile: AppProfile, budget_s: float = HOOK_LOGS_BUDGET_S) -> None:
+def log_fetch(cluster: Any) -> Fetch | None:
+    """How executors' log pages are read: with the cluster client's auth (simple: user.name;
+    Kerberos: SPNEGO) and TLS, which a NodeManager asks as its RM does; a plain GET where the
+    cluster has no client (none)."""
+    return getattr(getattr(cluster, "client", None), "text", None)
+
+
+def judge_hook_kills(profile: AppProfile, budget_s: float = HOOK_LOGS_BUDGET_S,
+                     fetch: Fetch | None = None) -> None:
     """Each executor its own JVM killed (an OOM, or a SIGTERM from outside: the same exit 143)
     judged by its logs (core/memory/failures.hook_verdict): kept as a memory failure, with
     what the log said, or dropped. Logs not read within `budget_s` keep it."""
@@ -139,7 +154,8 @@ def judge_hook_kills(profile: AppProfile, budget_s: float = HOOK_LOGS_BUDGET_S) 
         logs = []
         for url in urls:
             left = ends - time.monotonic()
-            text = read_executor_log(url, timeout_s=min(left, 5.0)) if left > 0.1 else None
+            text = (read_executor_log(url, timeout_s=min(left, 5.0), fetch=fetch)
+                    if left > 0.1 else None)
             logs += [text] if text is not None else []
         verdict = hook_verdict(reason, logs)
         memory.memory_failures += [verdict] if verdict is not None else []

@@ -167,7 +167,7 @@ def execute(
         outcome.deadline = dict(run_fields or {}) or None
         try:
             with interrupts.abandonable():
-                outcome.warnings += _collect_event_log(recorder, argv, launcher, result)
+                outcome.warnings += _collect_event_log(recorder, argv, launcher, result, cluster)
                 _memory_from_history(recorder, outcome)
                 _memory_from_cluster(recorder, cluster, outcome)
             if _cluster_failed_before(cluster_ok, cluster):
@@ -376,16 +376,16 @@ def _log_warning(result: ChildResult) -> str | None:
 
 
 def _collect_event_log(
-    recorder: RunRecorder, argv: Sequence[str], launcher: str, result: ChildResult
+    recorder: RunRecorder, argv: Sequence[str], launcher: str, result: ChildResult, cluster: Any
 ) -> list[str]:
-    """The run's event-log profile (issue 14, item 2); skipped while the history is journalled."""
+    """The run's event-log profile (issue 14, item 2); skipped while the history is journalled.
+    Executors' logs are read with the cluster client's auth and TLS where it has one (YARN)."""
     from cobell_cli.run import event_capture
 
     if recorder.journalled is not None:
         return []
-    return event_capture.collect(
-        recorder.history_path, recorder.run_id, argv, launcher, result.app_id
-    )
+    return event_capture.collect(recorder.history_path, recorder.run_id, argv, launcher,
+                                 result.app_id, fetch=event_capture.log_fetch(cluster))
 
 
 def _record_co_runners(

@@ -12,6 +12,9 @@ check (None), never the run's record.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+Fetch = Callable[[str, float], "str | None"]  # (url, timeout_s) -> the page's text, or None
 
 TAIL_BYTES = 256 * 1024  # the OOM comes just before the kill; shutdown lines follow it
 LOG_PAGE = re.compile(r"^(?P<base>https?://[^/]+)/node/containerlogs/(?P<container>[^/]+)/"
@@ -29,15 +32,22 @@ def rest_url(page_url: str, tail_bytes: int = TAIL_BYTES) -> str | None:
             f"{found['file']}?size=-{tail_bytes}")
 
 
-def read_executor_log(page_url: str, timeout_s: float) -> str | None:
-    """The log's tail as the NodeManager frames it, or None when it does not answer with it."""
-    import requests
-
+def read_executor_log(page_url: str, timeout_s: float, fetch: Fetch | None = None) -> str | None:
+    """The log's tail as the NodeManager frames it, or None when it does not answer with it.
+    `fetch`: the cluster client's (cluster/http.JsonClient.text: its auth and TLS, as a
+    Kerberos or TLS NodeManager needs); without one, a plain GET."""
     url = rest_url(page_url)
     if url is None:
         return None
+    text = (fetch or _plain_get)(url, timeout_s)
+    return text if text is not None and LOG_DUMP in text else None
+
+
+def _plain_get(url: str, timeout_s: float) -> str | None:
+    import requests
+
     try:
         answer = requests.get(url, timeout=timeout_s, headers={"Accept": "text/plain"})
     except (requests.RequestException, ValueError):
         return None
-    return answer.text if answer.ok and LOG_DUMP in answer.text else None
+    return answer.text if answer.ok else None

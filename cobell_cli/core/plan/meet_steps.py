@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from itertools import pairwise
 
+from cobell_cli.core.plan.reasons import bound_text
 from cobell_cli.core.plan.records import CandidatePrediction, Plan
 
 JUMP = 0.05  # a fall in P(meet) smaller than this is not worth a line at 6 am
@@ -32,7 +33,7 @@ def meet_probability_note(plan: Plan, shown: Sequence[CandidatePrediction]) -> s
     steps = f"it rests on {errors} held-out errors (steps of {1 / (errors + 1):.0%})"
     for a, b in pairwise(rows):
         if b.predicted_s < a.predicted_s and a.meet_probability - b.meet_probability >= JUMP:
-            wider = (f"bound {a.upper_s:.0f} -> {b.upper_s:.0f} s, fewer runs near "
+            wider = (f"bound {bound_text(a.upper_s)} -> {bound_text(b.upper_s)} s, fewer runs near "
                      f"{b.scale_out}; " if b.upper_s > a.upper_s else "")
             return (f"  P(meet) falls from {_pct(a)} at {a.scale_out} to {_pct(b)} at "
                     f"{b.scale_out} while the prediction falls: {wider}{steps}")

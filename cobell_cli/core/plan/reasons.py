@@ -27,6 +27,12 @@ def probability_text(probability: float) -> str:
     return f"{math.floor(probability * 100 + 1e-9):d}%"
 
 
+def bound_text(upper_s: float) -> str:
+    """An upper bound in whole seconds, rounded up: 331.4 s shown as "331" beside a 331 s target
+    it misses would read as met, so what is shown is never below the bound."""
+    return f"{math.ceil(upper_s - 1e-9):d}"
+
+
 def _model_reason(
     phase: Phase,
     strategy: Strategy,
@@ -43,7 +49,7 @@ def _model_reason(
     choice: Choice | None = None,
 ) -> str:
     # The words of cli/predict.py's WORDS: prediction, upper bound, P(meet).
-    bound = f", upper bound {upper_s:.0f} s" if confidence is not None else ""
+    bound = f", upper bound {bound_text(upper_s)} s" if confidence is not None else ""
     if probability is not None:
         bound += f"; P(meet) {probability_text(probability)}"
         if confidence is not None and feasible:
