@@ -31,6 +31,7 @@ statement. Pure: no I/O, plain Python (no numpy on the cached predict path).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -197,7 +198,8 @@ def predictive(
     # Runs share scale-outs (a 1000-run history has a few dozen): each candidate's kernel is
     # computed once per distinct one and looked up per run, the same numbers summed in the
     # same order as one exp per run (~45 ms of a cached predict at 1000 runs).
-    points = {*runs, *(s for s, _ in placed)}
+    at_s, log_errors = [s for s, _ in placed], [e for _, e in placed]
+    points = {*runs, *at_s}
     out = []
     for x, center, ext, sd in zip(scale_outs, centers_s, extra, model_log_sd, strict=True):
         t = math.log(x)
@@ -206,22 +208,22 @@ def predictive(
         if shape is None:  # the model's interval alone: it knows its runs already
             out.append(Candidate(float(x), float(center), 0.0, sd, math.inf, math.inf, 0.0))
             continue
-        location, spread, weight = _local(placed, shape, prior_errors, at)
+        location, spread, weight = _local(at_s, log_errors, shape, prior_errors, at)
         out.append(Candidate(float(x), float(center), location, spread, weight, near, ext))
     return Predictive(out, shape)
 
 
-def _local(placed: Sequence[tuple[float, float]], shape: Shape, prior_errors: float,
-           kernel_at: Mapping[float, float]) -> tuple[float, float, float]:
+def _local(at_s: Sequence[float], log_errors: Sequence[float], shape: Shape,
+           prior_errors: float, kernel_at: Mapping[float, float]) -> tuple[float, float, float]:
     """The kernel-weighted mean and sd of the log errors near a candidate, shrunk to the
     pooled ones by `prior_errors` pseudo-errors, and the total weight behind them
-    (`kernel_at`: the kernel at the candidate of each log scale-out in `placed`)."""
+    (`at_s`: each error's log scale-out; `kernel_at`: the kernel there). map and a list
+    instead of generators: the same sums, ~3x faster over 1000 errors x 64 candidates."""
     pooled_sd = max(shape.log_sd, MIN_LOG_SD)
-    weights = [kernel_at[s] for s, _ in placed]
+    weights = list(map(kernel_at.__getitem__, at_s))
     total = sum(weights) + prior_errors
-    mean = (sum(w * e for w, (_, e) in zip(weights, placed, strict=True))
-            + prior_errors * shape.log_mean) / total
-    spread = (sum(w * (e - mean) ** 2 for w, (_, e) in zip(weights, placed, strict=True))
+    mean = (sum(map(operator.mul, weights, log_errors)) + prior_errors * shape.log_mean) / total
+    spread = (sum([w * (e - mean) ** 2 for w, e in zip(weights, log_errors, strict=True)])
               + prior_errors * (pooled_sd ** 2 + (shape.log_mean - mean) ** 2)) / total
     return mean, math.sqrt(spread), total
 
