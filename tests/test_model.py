@@ -364,3 +364,38 @@ def test_nested_evaluation_fits_each_method_without_the_held_out_fold() -> None:
     out = evaluate(data, "nested", {"spy": spy})
     assert len(out["spy"]) == 10
     assert all(m["mape"] == 0.0 for m in out["spy"])  # NaN if a test run had been seen
+
+
+def _oversubscribed_history(rng: np.random.Generator) -> list[dict]:
+    """A job on a two-core machine: fastest at 2 executors, slower at 4 (more executors than
+    cores), co-located with one other job (a = 0.8) in most runs; one run alone at 1 and 2,
+    none at 4 (profiles dev's shape: the left-out run is the only alone one at its scale-out)."""
+    level = {1: 30.0, 2: 26.0, 4: 40.0}
+    runs = []
+    for x in (1, 2, 4):
+        for ov in (0.4, 0.6, 0.8, 0.5):
+            noise = float(np.exp(rng.normal(0, .02)))
+            runs.append({"scale_out": x, "overlaps": {"other": ov},
+                         "runtime_s": level[x] * (1 + 0.8 * ov) * noise})
+        if x < 4:
+            runs.append({"scale_out": x, "overlaps": {}, "runtime_s": level[x]})
+    return runs
+
+
+def test_three_scale_outs_follow_a_job_that_slows_past_some_scale_out() -> None:
+    """With three scale-outs the curve used to be Amdahl's law or a power law, both monotone:
+    the alone runtime at 4 came out near the one at 2 (26 s, 35 % off) although the runs
+    co-located there, normalised by the pair, say 40 s. The broken line through the levels
+    wins the interpolation CV and follows them."""
+    m = fit_runtime_model(_oversubscribed_history(np.random.default_rng(7)))
+    assert m.interp_.kind == "levels"
+    assert mape([30.0, 26.0, 40.0], m.predict([1, 2, 4])) < 5.0
+    assert m.describe()["cv"]["interpolation"] == "levels"
+
+
+def test_three_single_runs_keep_a_monotone_curve() -> None:
+    """Three single runs: a level is one run, so no broken line through them (a noisy run
+    would bend it); the bootstrap's three runs keep Amdahl's law or the power law."""
+    m = fit_runtime_model(alone([8, 24, 48]))
+    assert m.interp_.kind != "levels"
+    assert "levels" not in m.describe()["cv"]["interpolation_cv_mre"]

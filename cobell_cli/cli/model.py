@@ -138,6 +138,9 @@ def _curve_text(curve: dict[str, Any]) -> str:
     if curve["kind"] == "what-if":
         return "the what-if replay of the job's event-log profile" + _correction_text(
             curve["c0"], curve["c1_log_scale_out"])
+    if curve["kind"] == "levels":
+        return "f(x) = the log-log line through the mean runtimes at " + ", ".join(
+            f"{x:g}" for x in curve["scale_outs"])
     label = "local linear" if curve["kind"] == "llr" else "local power law from the edge"
     return f"{label}, bandwidth {curve['bandwidth_log_scale_out']:.3g} (log scale-out)"
 

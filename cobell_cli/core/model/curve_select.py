@@ -123,22 +123,65 @@ def three_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay
     """Three scale-outs: Amdahl's law or a power law, both fitted by least absolute
     relative error (a wild single run cannot drag them), chosen by leave-one-scale-out
     CV over all three scale-outs (Amdahl's law, Ernest's, unless the power law is better by
-    more than a standard error); too few points for anything more flexible."""
+    more than a standard error); too few points for anything more flexible to extrapolate.
+    Interpolation, at and between the three, also has the broken line through their mean
+    runtimes (as with two scale-outs): a job that slows down past some scale-out (more
+    executors than cores) follows neither monotone curve. It competes in K-fold CV over the
+    runs (interpolation_folds) and is taken only when better by a standard error."""
     levels, index = np.unique(x, return_inverse=True)
     kinds = ["amdahl", "power"] + (["whatif"] if replay is not None else [])
     splits = [(index != j, index == j) for j in range(levels.size)]
     preds = {kind: [_sparse_fit(kind, x, y, w, tr, replay).predict(x[te]) for tr, te in splits]
              for kind in kinds}
-    scores = {kind: CvErrors.of([np.abs(p - y[te]) / y[te] for (_, te), p in
-                                 zip(splits, preds[kind], strict=True)],
-                                [w[te] for _, te in splits]) for kind in kinds}
-    best = choose(scores, lambda k: (2, int(k != "amdahl")), selection)
+    scores = {kind: _relative_errors(y, w, splits, preds[kind]) for kind in kinds}
+    best = choose(scores, _sparse_rank, selection)
     curve = _sparse_fit(best, x, y, w, np.ones_like(x, bool), replay)
+    repeated = index.size > levels.size
+    interp_scores = _interpolation_scores(x, y, w, replay,
+                                          [*kinds, "levels"] if repeated else kinds)
+    interp_key = choose(interp_scores, _sparse_rank, selection)
+    interp = _sparse_fit(interp_key, x, y, w, np.ones_like(x, bool), replay)
     r = np.concatenate([np.log(y[te] / p) for (_, te), p in zip(splits, preds[best],
                                                                   strict=True)])
-    return CurveChoice(curve, curve, RelativeInterval(r, r),
+    return CurveChoice(interp, curve, RelativeInterval(r, r),
                        {"loso_mre": {k: v.mean for k, v in scores.items()},
-                        "interpolation": best, "extrapolation": best})
+                        "interpolation_cv_mre": {k: v.mean for k, v in interp_scores.items()},
+                        "interpolation": interp_key, "extrapolation": best})
+
+
+INTERPOLATION_FOLDS = 10  # K of the three-scale-out interpolation CV (at most one per run)
+
+
+def interpolation_folds(index: np.ndarray) -> np.ndarray:
+    """The fold of each run: the runs of each scale-out dealt out in turn, so every fold holds
+    out a few repetitions and keeps the rest (a scale-out with one run is held out whole)."""
+    k = min(INTERPOLATION_FOLDS, index.size)
+    order = np.argsort(index, kind="stable")
+    folds = np.empty(index.size, int)
+    folds[order] = np.arange(index.size) % k
+    return folds
+
+
+def _interpolation_scores(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay | None,
+                          kinds: Sequence[str]) -> dict[str, CvErrors]:
+    """Each candidate's relative errors on the runs held out by interpolation_folds."""
+    folds = interpolation_folds(np.unique(x, return_inverse=True)[1])
+    splits = [(folds != f, folds == f) for f in np.unique(folds)]
+    return {kind: _relative_errors(y, w, splits, [_sparse_fit(kind, x, y, w, tr, replay)
+                                                  .predict(x[te]) for tr, te in splits])
+            for kind in kinds}
+
+
+def _relative_errors(y: np.ndarray, w: np.ndarray, splits: list[Split],
+                     preds: list[np.ndarray]) -> CvErrors:
+    return CvErrors.of([np.abs(p - y[te]) / y[te] for (_, te), p in
+                        zip(splits, preds, strict=True)], [w[te] for _, te in splits])
+
+
+def _sparse_rank(kind: str) -> tuple[int, int]:
+    """One-SE order of the sparse candidates: Amdahl's law, then the other two-parameter
+    curves, then the broken line (a level per scale-out)."""
+    return (3, 1) if kind == "levels" else (2, int(kind != "amdahl"))
 
 
 def _sparse_fit(kind: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray,
@@ -148,6 +191,9 @@ def _sparse_fit(kind: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np
         return Curve("parametric", theta, AMDAHL)
     if kind == "whatif":
         return whatif_curve(x[rows], y[rows], w[rows], replay)
+    if kind == "levels":
+        t, v, ws = log_levels(x[rows], y[rows], w[rows])
+        return Curve("levels", t=t, v=v, w=ws)
     return Curve("power", np.array(fit_power_law(x[rows], y[rows], w[rows])))
 
 

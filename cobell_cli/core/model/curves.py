@@ -39,6 +39,8 @@ class Curve:
             return replays(self.replay, x) * np.exp(self.theta[0] + self.theta[1] * np.log(x))
         if self.kind == "power":
             return np.exp(self.theta[0] + self.theta[1] * np.log(x))
+        if self.kind == "levels":
+            return np.exp(through_levels(self.t, self.v, np.log(x)))
         if self.kind == "powerlaw":
             return np.exp(edge_extrapolate(self.t, self.v, self.w, np.log(x),
                                            np.array([self.bandwidth]))[0])
@@ -52,10 +54,29 @@ class Curve:
         if self.kind == "power":
             return {"kind": "power", "c": float(np.exp(self.theta[0])),
                     "exponent": float(self.theta[1])}
+        if self.kind == "levels":
+            return {"kind": "levels", "scale_outs": [float(v) for v in np.exp(self.t)],
+                    "runtime_s": [float(v) for v in np.exp(self.v)]}
         if self.kind == "whatif":
             return {"kind": "what-if", "c0": float(self.theta[0]),
                     "c1_log_scale_out": float(self.theta[1])}
         return {"kind": self.kind, "bandwidth_log_scale_out": float(self.bandwidth)}
+
+
+def through_levels(t: np.ndarray, v: np.ndarray, t_query: np.ndarray) -> np.ndarray:
+    """The broken line through the points (t, v) (log scale-out, mean log runtime per level):
+    between two levels the log-log line through both, as with two scale-outs; beyond the
+    outer levels the outer segment continued with its slope clipped to [-1, 1] (no better
+    than linear speed-up, no cost growing faster than x, as llr.edge_extrapolate)."""
+    t, v = np.asarray(t, float), np.asarray(v, float)
+    tq = np.atleast_1d(np.asarray(t_query, float))
+    out = np.interp(tq, t, v)
+    if t.size < 2:
+        return out
+    for edge, other, beyond in ((0, 1, tq < t[0]), (-1, -2, tq > t[-1])):
+        slope = float(np.clip((v[edge] - v[other]) / (t[edge] - t[other]), -1.0, 1.0))
+        out[beyond] = v[edge] + slope * (tq[beyond] - t[edge])
+    return out
 
 
 def whatif_curve(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay) -> Curve:
