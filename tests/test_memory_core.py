@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cobell_cli.core.memory.experts import EXPERTS, expert
 from cobell_cli.core.memory.model import STEP_MB, MemoryModel
@@ -285,6 +287,65 @@ def test_a_peaks_demand_discounts_its_slack_and_covers_what_failed() -> None:
     assert demand_mb(700.0, 2048.0, raw) == pytest.approx(721.0)
 
 
+def test_a_demand_stays_within_what_the_jobs_reservations_prove() -> None:
+    """Memory never falls as the input per executor grows, so a heap that succeeded at a
+    larger input caps a demand (a generous first run's peak is mostly garbage), and a heap
+    that failed for memory at a smaller input lifts it a step above (a sampled peak missed the
+    top); outcomes at the other side of the input prove nothing, and no demand exceeds the
+    heap its own run succeeded with. Worked out by hand with demand.DEMAND: a 5000 MB peak at
+    8192 MB reads 1.06 x 0.96 x 5000 = 5088 MB; a 900 MB peak at 1500 MB reads 915.8 MB."""
+    from cobell_cli.core.memory.demand import observations
+
+    def run(mb_in: float, heap: int, peak: float | None) -> dict[str, object]:
+        status = {"status": "succeeded", "peak_memory_mb": peak} if peak else {
+            "status": "failed", "failure_reason": "memory"}
+        return {"input_bytes": int(mb_in * MB), "scale_out": 2, "executor_memory_mb": heap,
+                **status}
+
+    generous = run(1000, 8192, 5000.0)
+    alone = observations([generous])[0].demand_mb
+    assert alone == pytest.approx(5088.0)
+    # a 3000 MB heap succeeded at twice the input: the need here is below it
+    capped = observations([generous, run(2000, 3000, 2000.0)])[0].demand_mb
+    assert capped == 3000
+    # at a smaller input (by more than records.SAME_INPUT) it proves nothing here
+    assert observations([generous, run(800, 3000, 2000.0)])[0].demand_mb == pytest.approx(alone)
+    # a failure at 1000 MB with less input lifts a 915.8 MB reading a step above it
+    low = run(1600, 1500, 900.0)
+    assert observations([low])[0].demand_mb == pytest.approx(915.84)
+    assert observations([run(1000, 1000, None), low])[1].demand_mb == 1000 + 64
+    # a failure at a larger input proves nothing here; one above the run's own heap lifts
+    # it only to that heap (it succeeded with it)
+    assert observations([run(2000, 1000, None), low])[1].demand_mb == pytest.approx(915.84)
+    assert observations([run(1000, 1490, None), low])[1].demand_mb == 1500
+
+
+_RUN = st.tuples(st.integers(1, 64), st.integers(1, 8), st.integers(512, 4096),
+                 st.one_of(st.none(), st.floats(100.0, 4096.0)))
+
+
+@given(st.lists(_RUN, max_size=30))
+def test_the_sorted_proofs_are_the_pairwise_ones(rows) -> None:
+    """demand.consistent sorts by input and keeps running extremes (a long history must not
+    cost n²): for any history its demands are those of comparing every pair of runs, by
+    records.at_least, as its docstring states the rule; never above a run's own heap."""
+    from cobell_cli.core.memory.demand import consistent
+    from cobell_cli.core.memory.records import at_least
+
+    obs = [MemoryObservation(size * MB, x, demand, float(heap), demand is None)
+           for size, x, heap, demand in rows]
+    done = [o for o in obs if o.demand_mb is not None]
+    failed = [o for o in obs if o.failed]
+    for o, got in zip(obs, consistent(obs), strict=True):
+        if o.failed:
+            assert got == o
+            continue
+        below = min(p.reserved_mb for p in done if at_least(p, o, "per_executor"))
+        above = [f.reserved_mb + STEP_MB for f in failed if at_least(o, f, "per_executor")]
+        want = min(max([min(o.demand_mb, below), *above]), o.reserved_mb)
+        assert got.demand_mb == pytest.approx(want) and got.demand_mb <= o.reserved_mb
+
+
 @pytest.mark.parametrize("share", [0.04, 0.26, 0.55])  # the tune set's garbage shares
 def test_reservations_come_down_from_a_generous_one_and_stop_failing(share) -> None:
     """The feedback loop of bench.memory_e2e: each run's peak (live heap + `share` of the
@@ -314,7 +375,9 @@ def test_reservations_come_down_from_a_generous_one_and_stop_failing(share) -> N
         seq.append(reserved)
     assert max(seq[3:]) <= max(seq[:3])  # no runaway once the model has its own runs
     # still coming down, or already at the need (a failure just below it lifted the bound)
-    assert seq[-1] < seq[2] and seq[-1] <= max(min(seq[:10]), need + STEP_MB)
+    # (a grant: reservations move in the cluster's steps)
+    lifted = reserve(need + STEP_MB, ContainerRules("standalone")).executor_memory_mb
+    assert seq[-1] < seq[2] and seq[-1] <= max(min(seq[:10]), lifted)
     assert need <= reserved <= (2 if share <= 0.26 else 3.2) * need
     assert len([i for i in failures if i >= 3]) <= 1
 

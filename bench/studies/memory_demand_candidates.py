@@ -18,7 +18,15 @@ estimate's, not the bound's, the rounding's or the retries'):
   toward the worlds' own 1.15 (bench/simulator.py MEMORY_HEADROOM);
 * failure-floor: a succeeded run's demand at least the heap a failed run of the same input and
   scale-out had, plus a step (its own failed attempt proves the need above it);
-* prior: the bound borrowed across jobs (bound.DEFAULT_PRIOR, fitted on tune-quiet).
+* prior: the bound borrowed across jobs (bound.DEFAULT_PRIOR, fitted on tune-quiet);
+* no-proofs, cap-only, floor-only: the default's demands as they were before demand.consistent
+  (each run's demand within what the job's reservations prove, issue 36), and each half of it
+  alone: the cap by heaps that succeeded at no less input per executor, the floor by heaps
+  that failed for memory at no more;
+* peak-cap: besides, each demand at most 1.06 (demand.DEMAND's GC room) times the smallest heap
+  peak a run with no less input per executor showed (a peak is live heap plus garbage, so it
+  bounds the live heap there and, memory never falling with the input, here): a diagnosis of
+  the garbage loop, not a method (it leaves no cushion for the GC room's bias).
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ from bench import memory_e2e as me
 RESULTS = ROOT / "bench" / "results" / "memory_demand_candidates.md"
 DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
-CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior")
+CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
+              "cap-only", "floor-only", "peak-cap")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -65,6 +74,23 @@ def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
     return out
 
 
+def _peak_cap(observations: Callable[..., list[Any]], runs: Sequence[Any],
+              *args: Any) -> list[Any]:
+    from cobell_cli.core.memory.demand import DEMAND
+    from cobell_cli.core.memory.records import MB, SAME_INPUT, MemoryObservation
+
+    peaks = [(r["input_bytes"] / MB / r["scale_out"], DEMAND.headroom * r["peak_memory_mb"])
+             for r in runs if r.get("status") == "succeeded" and r.get("peak_memory_mb")
+             and r.get("input_bytes") and r.get("scale_out")]
+    out = []
+    for o in observations(runs, *args):
+        caps = [c for z, c in peaks if z >= (1 - SAME_INPUT) * o.per_executor_mb]
+        if o.demand_mb is not None and o.input_bytes and caps and min(caps) < o.demand_mb:
+            o = MemoryObservation(o.input_bytes, o.scale_out, min(caps), o.reserved_mb)
+        out.append(o)
+    return out
+
+
 @contextlib.contextmanager
 def candidate(name: str) -> Iterator[None]:
     """cobell's memory core as the candidate has it, restored afterwards (plan_memory imports
@@ -72,6 +98,7 @@ def candidate(name: str) -> Iterator[None]:
     from cobell_cli.core.memory import bound, demand, model
 
     saved = demand.observations, model.MemoryModel
+    proofs = demand._suffix_min, demand._prefix_max
     try:
         if name.startswith("gc-room-"):
             rule = demand.DemandRule(demand.DEMAND.garbage_share, float(name.split("-")[-1]),
@@ -79,6 +106,13 @@ def candidate(name: str) -> Iterator[None]:
             demand.observations = functools.partial(saved[0], rule=rule)  # type: ignore[assignment]
         elif name == "failure-floor":
             demand.observations = functools.partial(_failure_floor, saved[0])  # type: ignore[assignment]
+        elif name in ("no-proofs", "cap-only", "floor-only"):
+            if name != "cap-only":  # no heap that succeeded caps a demand
+                demand._suffix_min = lambda done: proofs[0]([])  # type: ignore[assignment]
+            if name != "floor-only":  # no heap that failed lifts one
+                demand._prefix_max = lambda failed: proofs[1]([])  # type: ignore[assignment]
+        elif name == "peak-cap":
+            demand.observations = functools.partial(_peak_cap, saved[0])  # type: ignore[assignment]
         elif name == "prior":
             model.MemoryModel = functools.partial(saved[1], prior=bound.DEFAULT_PRIOR)  # type: ignore[misc]
         elif name != "default":
@@ -86,6 +120,7 @@ def candidate(name: str) -> Iterator[None]:
         yield
     finally:
         demand.observations, model.MemoryModel = saved  # type: ignore[misc]
+        demand._suffix_min, demand._prefix_max = proofs  # type: ignore[assignment]
 
 
 Cell = tuple[int, str, str]  # seed, world, target

@@ -6,11 +6,14 @@ that its need was above the heap it had. Everything else says nothing about memo
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cobell_cli.core.memory.records import MemoryObservation
+from cobell_cli.core.memory.records import SAME_INPUT, MemoryObservation
+from cobell_cli.core.memory.sizing import STEP_MB  # the next heap above a failed one
 
 
 @dataclass(frozen=True)
@@ -79,4 +82,54 @@ def observations(
         elif run.get("status") == "succeeded" and run.get("peak_memory_mb"):
             demand = demand_mb(float(run["peak_memory_mb"]), reserved, rule)
             out.append(MemoryObservation(int(size), int(x), demand, reserved))
+    return consistent(out)
+
+
+def consistent(obs: Sequence[MemoryObservation]) -> list[MemoryObservation]:
+    """Each demand within what the job's reservations prove, memory never falling as the
+    input per executor grows (records.at_least): at most the smallest heap a run with at
+    least this input succeeded with, at least a step above the largest that failed for memory
+    at no more input (never above the run's own heap, which was enough).
+
+    A heap peak read far below its reservation is mostly garbage (demand.py's rule discounts
+    at most 1 - f of it): fed back, a generous first reservation made the next one generous,
+    which kept it so (bench/results/memory_e2e.md, issue 36: 1.65-1.77x the oracle's MB-s in
+    two cells). A tighter reservation that succeeded at a larger input proves those demands
+    too high; a failure proves a too-low peak reading (sampled peaks) too low. Sorted by input
+    with running extremes, so a long history costs n log n, not n²."""
+    done = [o for o in obs if o.demand_mb is not None and o.reserved_mb and o.input_bytes]
+    failed = [o for o in obs if o.failed and o.reserved_mb and o.input_bytes]
+    caps = _suffix_min(done)
+    floors = _prefix_max(failed)
+    out = []
+    for o in obs:
+        if o.demand_mb is not None and o.reserved_mb and o.input_bytes:
+            z = o.per_executor_mb
+            below = caps[1][bisect.bisect_left(caps[0], (1 - SAME_INPUT) * z)]
+            above = floors[1][bisect.bisect_right(floors[0], z)] + STEP_MB
+            demand = max(min(o.demand_mb, below), above)
+            o = MemoryObservation(o.input_bytes, o.scale_out, min(demand, o.reserved_mb),
+                                  o.reserved_mb)
+        out.append(o)
     return out
+
+
+def _suffix_min(done: Sequence[MemoryObservation]) -> tuple[list[float], list[float]]:
+    """The succeeded runs' inputs per executor, ascending, and at each the smallest heap that
+    succeeded at that input or more (inf past the end)."""
+    ranked = sorted((o.per_executor_mb, float(o.reserved_mb or math.inf)) for o in done)
+    mins = [math.inf] * (len(ranked) + 1)
+    for i in range(len(ranked) - 1, -1, -1):
+        mins[i] = min(mins[i + 1], ranked[i][1])
+    return [z for z, _ in ranked], mins
+
+
+def _prefix_max(failed: Sequence[MemoryObservation]) -> tuple[list[float], list[float]]:
+    """The failed runs' inputs per executor less SAME_INPUT, ascending, and after the first k
+    of them the largest heap that failed (-inf before any): bisect_right(z) runs reach z."""
+    ranked = sorted(((1 - SAME_INPUT) * o.per_executor_mb, float(o.reserved_mb or 0))
+                    for o in failed)
+    maxes = [-math.inf] * (len(ranked) + 1)
+    for i, (_, heap) in enumerate(ranked):
+        maxes[i + 1] = max(maxes[i], heap)
+    return [z for z, _ in ranked], maxes

@@ -28,7 +28,7 @@ from typing import Any
 
 from cobell_cli.core.memory.bound import RatioPrior, ratio_upper
 from cobell_cli.core.memory.experts import Fitted
-from cobell_cli.core.memory.records import MemoryObservation, feature_value
+from cobell_cli.core.memory.records import MemoryObservation, at_least, feature_value
 from cobell_cli.core.memory.select import (
     CANDIDATES,
     FLOOR_MB,
@@ -42,9 +42,6 @@ from cobell_cli.core.memory.select import (
 from cobell_cli.core.memory.selector import Neighbour, borrow
 
 STEP_MB = 64  # reservations move in 64 MB steps: what the need is measured in
-# The same input (per executor) as a failed run's, within this fraction: its reservation failed
-# there, so it is never offered again.
-SAME_INPUT = 0.10
 # With fewer held-out ratios than this, the bound is widened to at least MIN_MARGIN: one or two
 # held-out errors say nothing about the tail.
 MIN_RATIOS = 3
@@ -229,18 +226,16 @@ def failure_bound(
     failures: Sequence[MemoryObservation], input_bytes: int, scale_out: int, feature: Any = None
 ) -> float | None:
     """The largest reservation that failed for memory with no more input per executor (or,
-    for a function of the whole input, no more input) than this run has, within SAME_INPUT:
+    for a function of the whole input, no more input) than this run has, within
+    records.SAME_INPUT:
     the need here is above it."""
     query = MemoryObservation(input_bytes, scale_out, None)
     proved = [
         f.reserved_mb
         for f in failures
         if f.failed and f.reserved_mb is not None and (
-            _at_least(query, f, "per_executor") or (feature and _at_least(query, f, feature))
+            at_least(query, f, "per_executor") or (feature and at_least(query, f, feature))
         )
     ]
     return max(proved) if proved else None  # type: ignore[type-var]
 
-
-def _at_least(query: MemoryObservation, failed: MemoryObservation, feature: Any) -> bool:
-    return feature_value(query, feature) >= (1 - SAME_INPUT) * feature_value(failed, feature)

@@ -9,6 +9,9 @@ MB = 1024 * 1024
 
 Feature = Literal["per_executor", "input"]
 FEATURES: tuple[Feature, ...] = get_args(Feature)
+# Inputs within this fraction count as the same: a reservation's outcome at one input proves
+# a bound on the need at the same or (memory never falls as the input grows) a larger one.
+SAME_INPUT = 0.10
 
 
 @dataclass(frozen=True)
@@ -36,3 +39,8 @@ def feature_value(run: MemoryObservation, feature: Feature) -> float:
     if feature == "per_executor":
         return run.per_executor_mb
     return run.input_bytes / MB
+
+
+def at_least(run: MemoryObservation, other: MemoryObservation, feature: Feature) -> bool:
+    """Does `run` have at least `other`'s input (by `feature`), within SAME_INPUT?"""
+    return feature_value(run, feature) >= (1 - SAME_INPUT) * feature_value(other, feature)
