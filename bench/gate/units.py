@@ -71,9 +71,10 @@ def run_real_colocation(set_name: str) -> dict[str, Any]:
     """bench.real_colocation's leave-one-run-out APEs, cobell and the paper's joint fit."""
     from bench import real_colocation as rc
 
-    runs = rc.load_runs(rc.SETS[set_name])
+    path = rc.SETS[set_name]
+    groups = [rc.load_runs(path, job) for job in rc.job_names(path)]  # the profile sets: each job
     names = (rc.COBELL, rc.JOINT)  # the peer: the paper's joint fit (bench/joint_fit.py)
-    return rc.leave_one_out(runs, {n: rc.PREDICTORS[n] for n in names})
+    return rc.set_errors(groups, {n: rc.PREDICTORS[n] for n in names})
 
 
 def run_whatif(set_name: str) -> list[Any]:
