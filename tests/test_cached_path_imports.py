@@ -51,6 +51,34 @@ def test_a_table_renders_as_tabulate_does_without_importlib_metadata() -> None:
     assert text == expected
 
 
+def test_an_html_table_escapes_as_with_the_real_html_module() -> None:
+    """html stands in while tabulate imports (output._tabulate): a table leaves it unloaded,
+    and an HTML table made later in that process escapes with the real html.escape."""
+    cell = "<a href='x'>&\"b\"</a>"
+    html_table = f"tabulate.tabulate([[{cell!r}]], headers=['h&'], tablefmt='html')"
+    code = (
+        "import json, sys\n"
+        "from cobell_cli.output import table\n"
+        "table([{'a': 1}], ['a'])\n"
+        "loaded = 'html' in sys.modules\n"
+        "import tabulate\n"
+        f"text = {html_table}\n"
+        "print(json.dumps([loaded, text, 'html' in sys.modules]))\n"
+    )
+    loaded, text, loaded_after = json.loads(run_python(code))
+    assert loaded is False and loaded_after is True
+    plain = json.loads(run_python(f"import json, tabulate; print(json.dumps({html_table}))"))
+    assert text == plain and "&lt;a href=&#x27;x&#x27;&gt;&amp;&quot;b&quot;" in text
+
+
+def test_the_executable_collects_young_objects_less_often() -> None:
+    """cobell_cli/__main__.py raises the first generation's threshold (700 by default)."""
+    code = ("import gc, json; default = gc.get_threshold(); import cobell_cli.__main__; "
+            "print(json.dumps([default, gc.get_threshold()]))")
+    default, raised = json.loads(run_python(code))
+    assert raised[0] >= 50 * default[0] and raised[1:] == default[1:]
+
+
 def test_with_another_thread_running_tabulate_imports_the_ordinary_way() -> None:
     """The stand-in is process-wide while it is in sys.modules: with a second thread (a
     background history writer) it is not used, so that thread never sees it."""
@@ -71,10 +99,17 @@ def test_with_another_thread_running_tabulate_imports_the_ordinary_way() -> None
 
 # Never on a cached predict: numpy (the fit needs it), libraries cobell does not use to
 # predict (scipy alone costs ~0.33 s, sklearn and pandas more), and what a plain predict does
-# not need (the deadline scheduler, ~15 ms).
+# not need: the deadline scheduler (~15 ms), the other commands' modules (cli/__init__.py
+# registers only the command named), the co-runners' overlap fix-point and remaining work
+# (a plan without co-runners; 10 dataclasses, ~3 ms), statistics with fractions and decimal
+# (core/normal.py, ~3 ms), html (output._tabulate).
 UNUSED_LIBRARIES = ("scipy", "sklearn", "pandas")
+OTHER_COMMANDS = ("submit", "history", "model", "cluster", "local_cluster", "config_cmd",
+                  "demo")
 HEAVY = ("importlib.metadata", "cobell_cli.core.profile", "numpy", *UNUSED_LIBRARIES,
-         "cobell_cli.api.deadlines", "cobell_cli.core.schedule")
+         "cobell_cli.api.deadlines", "cobell_cli.core.schedule",
+         *(f"cobell_cli.cli.{m}" for m in OTHER_COMMANDS), "cobell_cli.core.overlap",
+         "cobell_cli.core.remaining", "statistics", "decimal", "fractions", "html")
 
 
 def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_code(
@@ -101,6 +136,7 @@ def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_cod
         loaded.append(proc.stderr.strip().splitlines()[-1])
     miss, hit = (set(ast.literal_eval(line)) for line in loaded)
     assert "numpy" in miss and not miss & set(UNUSED_LIBRARIES)
+    assert not miss & {f"cobell_cli.cli.{m}" for m in OTHER_COMMANDS}
     assert hit == set()
     assert "scale-out" in outputs[1].lower() and outputs[0] == outputs[1]
 
@@ -135,6 +171,7 @@ def test_the_one_command_app_answers_as_the_whole_app(
 
     env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "COBELL_DB": str(tmp_path / "h.db")}
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delattr(cli, "app", raising=False)  # as in a new process: no whole app yet
     pruned = cobell(*args, env=env)
     monkeypatch.setattr(cli, "_app_for", lambda _: cli.app)
     whole = cobell(*args, env=env)
@@ -142,18 +179,40 @@ def test_the_one_command_app_answers_as_the_whole_app(
         whole.exit_code, whole.stdout, whole.stderr)
 
 
-def test_a_command_line_builds_only_its_command() -> None:
-    from cobell_cli.cli import _app_for, app
+def test_the_whole_app_is_built_on_first_use_with_every_command_in_help_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobell_cli import cli
 
+    monkeypatch.delattr(cli, "app", raising=False)
+    assert "app" not in vars(cli)
+    whole = cli.app
+    assert cli.app is whole and vars(cli)["app"] is whole  # built once, then a plain global
+    names = [c.name for c in whole.registered_commands] + [
+        g.name for g in whole.registered_groups]
+    assert sorted(names) == sorted(c[0] for c in cli.COMMANDS)
+    assert not cli._root.registered_commands and not cli._root.registered_groups
+    with pytest.raises(AttributeError, match="nosuch"):
+        cli.nosuch  # noqa: B018 - the module's __getattr__ answers only `app`
+
+
+@pytest.mark.parametrize("built", [False, True], ids=["lazily", "from the whole app"])
+def test_a_command_line_builds_only_its_command(
+        built: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobell_cli import cli
+
+    monkeypatch.delattr(cli, "app", raising=False)
+    if built:
+        cli.app  # noqa: B018
+    _app_for = cli._app_for
     one = _app_for(["--db", "h.db", "predict", "-j", "sgd", "-t", "300"])
     assert [c.name for c in one.registered_commands] == ["predict"]
     assert not one.registered_groups
     group = _app_for(["--config", "c.toml", "history", "jobs"])
     assert [g.name for g in group.registered_groups] == ["history"]
     assert not group.registered_commands
-    assert len(app.registered_commands) > 1  # the app itself is left whole
+    assert len(cli.app.registered_commands) > 1  # the app itself is left whole
     for whole in (["nosuch"], ["--help", "predict"], ["--", "predict"], []):
-        assert _app_for(whole) is app
+        assert _app_for(whole) is cli.app
 
 
 def test_the_root_options_that_take_a_value_are_the_ones_the_pruning_skips() -> None:

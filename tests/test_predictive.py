@@ -177,3 +177,45 @@ def test_exploration_is_not_taken_where_the_choice_itself_can_learn() -> None:
     ], shape)
     choice = unreachable(dist, [24 * 103.0, 28 * 90.0], 100.0, 0.9)
     assert choice.index == 1 and choice.explored_from is None  # the likelier, learns itself
+
+
+def _per_run(scale_outs: list[float], runs: list[float], errors: list[Error],
+             bandwidth: float) -> list[tuple[float, float, float, float]]:
+    """Each candidate's (location, spread, weight, runs near) with one kernel per run and
+    error, as predictive() computed them before it computed one per distinct scale-out."""
+    from cobell_cli.core.predictive import MIN_LOG_SD
+
+    shape = Shape.of([e.ratio for e in errors])
+    assert shape is not None
+    placed = [(math.log(e.scale_out), math.log(e.ratio)) for e in errors]
+    logs = [math.log(x) for x in runs]
+    out = []
+    for x in scale_outs:
+        t = math.log(x)
+        near = sum(math.exp(-0.5 * ((t - r) / bandwidth) ** 2) for r in logs)
+        weights = [math.exp(-0.5 * ((t - s) / bandwidth) ** 2) for s, _ in placed]
+        total = sum(weights) + PRIOR_ERRORS
+        mean = (sum(w * e for w, (_, e) in zip(weights, placed, strict=True))
+                + PRIOR_ERRORS * shape.log_mean) / total
+        pooled_sd = max(shape.log_sd, MIN_LOG_SD)
+        spread = (sum(w * (e - mean) ** 2 for w, (_, e) in zip(weights, placed, strict=True))
+                  + PRIOR_ERRORS * (pooled_sd ** 2 + (shape.log_mean - mean) ** 2)) / total
+        out.append((mean, math.sqrt(spread), total, near))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_one_kernel_per_distinct_scale_out_gives_the_per_run_numbers_bit_for_bit(
+        seed: int) -> None:
+    """Runs repeat scale-outs (1000 runs at 40 of them here): predictive() computes each
+    candidate's kernel once per distinct scale-out; the sums are the same, to the last bit."""
+    from cobell_cli.core.predictive import LOCAL_BANDWIDTH
+
+    rng = np.random.default_rng(seed)
+    levels = sorted({float(x) for x in rng.integers(1, 200, size=40)})
+    runs = [float(rng.choice(levels)) for _ in range(1000)]
+    errors = [Error(x, float(math.exp(rng.normal(0.0, 0.1)))) for x in runs[:700]]
+    dist = predictive(XS, [100.0] * len(XS), [0.05] * len(XS), runs, errors,
+                      (min(runs), max(runs)))
+    got = [(c.location, c.spread, c.weight, c.runs_near) for c in dist.candidates]
+    assert got == _per_run(XS, runs, errors, LOCAL_BANDWIDTH)

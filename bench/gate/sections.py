@@ -119,10 +119,13 @@ def real_colocation_table(f: Mapping[str, Figure]) -> str:
     from bench import real_colocation as rc
 
     lines = [
-        "Real co-located runs (bench.real_colocation): each run of `colo-target` predicted by"
-        " a model fitted on the set's other runs, at its scale-out and measured overlaps; mean"
-        " absolute percentage error. The paper's joint fit: `PAPER_FIT`. Goal (issue 34):"
-        " cobell <= 0.95 x the paper's fit on every set.",
+        "Real co-located runs (bench.real_colocation): each run of `colo-target` (the profile"
+        " sets: of every job) predicted by a model fitted on the other runs, at its scale-out"
+        " and measured overlaps; mean absolute percentage error. The paper's joint fit:"
+        " `PAPER_FIT`. Goal (issue 34): cobell <= 0.95 x the paper's fit on every set."
+        " The profiles dev set was"
+        " recorded under load (median 30.6); profiles test is development evidence for the"
+        " three-scale-out curve choice (bench/results/real_colocation.md).",
         "",
         "| set | history | runs | cobell | CoBell (paper's joint fit) | cobell / paper |",
         "|---|---|---|---|---|---|",
@@ -130,7 +133,7 @@ def real_colocation_table(f: Mapping[str, Figure]) -> str:
     for set_name, path in rc.SETS.items():
         name = f"real_colocation.{set_name}"
         if f"{name}.runs" not in f:
-            continue  # a set the gate does not measure (the profile sets)
+            continue  # a set not in the baseline yet
         lines.append(f"| {set_name} | `{path.relative_to(rc.ROOT)}` | {_v(f, f'{name}.runs', 0)} |"
                      f" {_v(f, f'{name}.cobell_ape', 2)} | {_v(f, f'{name}.paper_ape', 2)} |"
                      f" {_v(f, f'{name}.cobell_vs_paper', 3)} |")

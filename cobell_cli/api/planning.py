@@ -268,8 +268,6 @@ def kept_out_warnings(
 ) -> list[str]:
     """One warning naming the job's runs cobell kept out of fitting as implausible
     (store/implausible.py) since the oldest run the plan learns from, and why."""
-    import shlex
-
     times = [t for r in runs if (t := r.get("started_at") or r.get("submitted_at")) is not None]
     named, count = history.implausible_runs(job, since=min(times) if times else None,
                                             limit=KEPT_OUT_NAMED)
@@ -280,6 +278,8 @@ def kept_out_warnings(
         text = (f"run {run_id} kept out of fitting: {why} (`cobell history include {run_id}` "
                 "uses it)")
     else:
+        import shlex  # here: a plan without kept-out runs (the usual one) needs none
+
         listed = "; ".join(f"run {run_id}: {why}" for run_id, why in named)
         more = f"; and {count - len(named)} more" if count > len(named) else ""
         text = (f"{count} runs kept out of fitting as implausible, newest first: {listed}"

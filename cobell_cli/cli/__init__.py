@@ -1,23 +1,25 @@
 """The `cobell` command line: a thin layer over the Python API.
 
 Sub-command modules import only typer and the standard library at module level, so that
-`cobell --help` stays fast; numpy, requests and sqlite-utils load inside commands.
+`cobell --help` stays fast; numpy, requests and sqlite-utils load inside commands. A command
+line that names its command imports only that command's module (`_app_for`); `app`, the
+whole app with every command (help, completions, man pages), is built on first use.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import sys
+from typing import Any
 
 import typer
 
 from cobell_cli import __version__
-from cobell_cli.cli import cluster, config_cmd, demo, history, local_cluster, predict, submit
-from cobell_cli.cli import model as model_cmd
 from cobell_cli.cli.common import state
 from cobell_cli.threads import limit_blas_threads
 
-app = typer.Typer(
+_root = typer.Typer(
     name="cobell",
     help=(
         "Turn a runtime target into a resource reservation for recurring Spark/Flink jobs "
@@ -38,7 +40,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_root.callback()
 def root(
     ctx: typer.Context,
     db: str | None = typer.Option(
@@ -59,16 +61,41 @@ def root(
     st.db, st.config_path, st.debug = db, config, debug
 
 
-app.command("submit", short_help="Run a job at the scale-out meeting its target.")(submit.submit)
-app.command("predict", short_help="Show the plan submit would follow.")(predict.predict)
-app.add_typer(history.app, name="history", short_help="Inspect, import, export the history.")
-app.add_typer(model_cmd.app, name="model", short_help="Show, evaluate, plot a runtime model.")
-app.add_typer(cluster.app, name="cluster", short_help="What cobell sees on the cluster.")
-app.add_typer(
-    local_cluster.app, name="local-cluster", short_help="A Spark cluster on this machine."
+# Every command, in --help order: (name, module in cobell_cli.cli, its function or its group's
+# Typer `app`, short help). A module is imported only when its command is registered.
+COMMANDS = (
+    ("submit", "submit", "submit", "Run a job at the scale-out meeting its target."),
+    ("predict", "predict", "predict", "Show the plan submit would follow."),
+    ("history", "history", "app", "Inspect, import, export the history."),
+    ("model", "model", "app", "Show, evaluate, plot a runtime model."),
+    ("cluster", "cluster", "app", "What cobell sees on the cluster."),
+    ("local-cluster", "local_cluster", "app", "A Spark cluster on this machine."),
+    ("config", "config_cmd", "app", "Show the effective configuration."),
+    ("demo", "demo", "demo", "Try cobell on a local Spark cluster."),
 )
-app.add_typer(config_cmd.app, name="config", short_help="Show the effective configuration.")
-app.command("demo", short_help="Try cobell on a local Spark cluster.")(demo.demo)
+
+
+def _with_commands(names: set[str]) -> typer.Typer:
+    """The root app with the named commands registered (a copy: the root stays bare)."""
+    out = copy.copy(_root)
+    out.registered_commands, out.registered_groups = [], []
+    for name, module, attribute, short_help in COMMANDS:
+        if name not in names:
+            continue
+        target = getattr(importlib.import_module(f"cobell_cli.cli.{module}"), attribute)
+        if isinstance(target, typer.Typer):
+            out.add_typer(target, name=name, short_help=short_help)
+        else:
+            out.command(name, short_help=short_help)(target)
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    """`app`, the whole app, built (every command module imported) on first use only."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    whole = globals()["app"] = _with_commands({c[0] for c in COMMANDS})
+    return whole
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -153,17 +180,23 @@ ROOT_ONLY = ("-h", "--help", "--version")  # answered by the root: it lists ever
 def _app_for(args: list[str]) -> typer.Typer:
     """The app with only the sub-command `args` name: typer builds click's command for every
     registered function in every process (inspecting and evaluating their annotations, ~8 ms
-    of a ~0.13 s cached predict); for one command or group it is ~1.5 ms. Without a known
-    command name (none, a typo, --help or --version first) the whole app answers, so the
-    root's help and click's "No such command" stay as they are."""
+    of a ~0.13 s cached predict), and the other commands' modules need not be imported; for
+    one command or group it is ~1.5 ms. Without a known command name (none, a typo, --help or
+    --version first) the whole app answers, so the root's help and click's "No such command"
+    stay as they are."""
     name = _command_name(args)
-    commands = [c for c in app.registered_commands if c.name == name]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if name is None or not (commands or groups):
-        return app
-    one = copy.copy(app)
-    one.registered_commands, one.registered_groups = commands, groups
-    return one
+    whole = globals().get("app")  # once built (and perhaps extended), the whole app decides
+    if whole is not None:
+        commands = [c for c in whole.registered_commands if c.name == name]
+        groups = [g for g in whole.registered_groups if g.name == name]
+        if name is None or not (commands or groups):
+            return whole
+        one = copy.copy(whole)
+        one.registered_commands, one.registered_groups = commands, groups
+        return one
+    if name not in {c[0] for c in COMMANDS}:
+        return __getattr__("app")
+    return _with_commands({name})
 
 
 def _command_name(args: list[str]) -> str | None:

@@ -114,9 +114,9 @@ def student_t_quantile(p: float, dof: int) -> float:
 
 @cache
 def _standard_normal() -> Any:
-    from statistics import NormalDist
+    from cobell_cli.core.normal import StandardNormal  # NormalDist's numbers, no statistics
 
-    return NormalDist()
+    return StandardNormal()
 
 
 def student_t_cdf(t: float, dof: int) -> float:

@@ -31,6 +31,7 @@ statement. Pure: no I/O, plain Python (no numpy on the cached predict path).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -194,28 +195,35 @@ def predictive(
     extra = _extrapolation_sd(scale_outs, model_log_sd, observed)
     if pair_log_sd is not None:
         extra = [math.hypot(e, p) for e, p in zip(extra, pair_log_sd, strict=True)]
+    # Runs share scale-outs (a 1000-run history has a few dozen): each candidate's kernel is
+    # computed once per distinct one and looked up per run, the same numbers summed in the
+    # same order as one exp per run (~45 ms of a cached predict at 1000 runs).
+    at_s, log_errors = [s for s, _ in placed], [e for _, e in placed]
+    points = {*runs, *at_s}
     out = []
     for x, center, ext, sd in zip(scale_outs, centers_s, extra, model_log_sd, strict=True):
         t = math.log(x)
-        near = sum(_kernel(t - r, bandwidth) for r in runs)
+        at = {p: _kernel(t - p, bandwidth) for p in points}
+        near = sum(map(at.__getitem__, runs))
         if shape is None:  # the model's interval alone: it knows its runs already
             out.append(Candidate(float(x), float(center), 0.0, sd, math.inf, math.inf, 0.0))
             continue
-        location, spread, weight = _local(t, placed, shape, bandwidth, prior_errors)
+        location, spread, weight = _local(at_s, log_errors, shape, prior_errors, at)
         out.append(Candidate(float(x), float(center), location, spread, weight, near, ext))
     return Predictive(out, shape)
 
 
-def _local(t: float, placed: Sequence[tuple[float, float]], shape: Shape, bandwidth: float,
-           prior_errors: float) -> tuple[float, float, float]:
-    """The kernel-weighted mean and sd of the log errors near log scale-out t, shrunk to the
-    pooled ones by `prior_errors` pseudo-errors, and the total weight behind them."""
+def _local(at_s: Sequence[float], log_errors: Sequence[float], shape: Shape,
+           prior_errors: float, kernel_at: Mapping[float, float]) -> tuple[float, float, float]:
+    """The kernel-weighted mean and sd of the log errors near a candidate, shrunk to the
+    pooled ones by `prior_errors` pseudo-errors, and the total weight behind them
+    (`at_s`: each error's log scale-out; `kernel_at`: the kernel there). map and a list
+    instead of generators: the same sums, ~3x faster over 1000 errors x 64 candidates."""
     pooled_sd = max(shape.log_sd, MIN_LOG_SD)
-    weights = [_kernel(t - s, bandwidth) for s, _ in placed]
+    weights = list(map(kernel_at.__getitem__, at_s))
     total = sum(weights) + prior_errors
-    mean = (sum(w * e for w, (_, e) in zip(weights, placed, strict=True))
-            + prior_errors * shape.log_mean) / total
-    spread = (sum(w * (e - mean) ** 2 for w, (_, e) in zip(weights, placed, strict=True))
+    mean = (sum(map(operator.mul, weights, log_errors)) + prior_errors * shape.log_mean) / total
+    spread = (sum([w * (e - mean) ** 2 for w, e in zip(weights, log_errors, strict=True)])
               + prior_errors * (pooled_sd ** 2 + (shape.log_mean - mean) ** 2)) / total
     return mean, math.sqrt(spread), total
 
@@ -245,9 +253,9 @@ def _kernel(d: float, bandwidth: float) -> float:
 
 @cache
 def _normal() -> Any:
-    from statistics import NormalDist
+    from cobell_cli.core.normal import StandardNormal  # NormalDist's numbers, no statistics
 
-    return NormalDist()
+    return StandardNormal()
 
 @dataclass(frozen=True)
 class Calibrated:

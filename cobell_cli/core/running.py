@@ -7,8 +7,10 @@ with it; the cluster adapters (cluster/), the importers (sources/) and the tests
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from cobell_cli.core.remaining import DriverProgress
+if TYPE_CHECKING:  # only co-runners asked for their progress carry one (cluster/progress.py)
+    from cobell_cli.core.remaining import DriverProgress
 
 
 @dataclass(frozen=True)

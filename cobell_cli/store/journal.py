@@ -27,7 +27,6 @@ import contextlib
 import fcntl
 import json
 import os
-import random
 import time
 import uuid
 import zlib
@@ -122,6 +121,8 @@ def append(history_path: Path, record: Mapping[str, Any]) -> Path:
         finally:
             os.close(fd)
         if removed:  # start a new file, after a pause that lets the applier finish
+            import random  # here: rare, and random loads hashlib's sha512 on every command
+
             time.sleep(random.uniform(0.0, min(_REOPEN_PAUSE_S, 0.001 * 2**attempt)))
             continue
         _sync_directory(path.parent)

@@ -7,15 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cobell_cli.core.calibration import RatioDistribution, held_out_ratios
-from cobell_cli.core.overlap import (
-    CoRunnerInput,
-    CoRunnerOverlap,
-    OverlapPrediction,
-    predict_overlaps,
-)
 from cobell_cli.core.plan.curve_effects import knows_interference
 from cobell_cli.core.plan.history import _is_usable
 from cobell_cli.core.plan.records import (
@@ -26,9 +20,11 @@ from cobell_cli.core.plan.records import (
     _floats,
     _median,
 )
-from cobell_cli.core.remaining import stage_plan
 from cobell_cli.core.running import RunningApp
 from cobell_cli.core.words import count
+
+if TYPE_CHECKING:  # overlap loads with the first co-runner: a plan without any needs none of it
+    from cobell_cli.core.overlap import CoRunnerInput, CoRunnerOverlap, OverlapPrediction
 
 
 def _co_runner_inputs(
@@ -40,6 +36,9 @@ def _co_runner_inputs(
     own_runs: Sequence[Mapping[str, Any]],
 ) -> tuple[list[CoRunnerInput], list[str | None]]:
     """Fit each co-runner job's model once; a co-runner without one gets base_runtime_s None."""
+    from cobell_cli.core.overlap import CoRunnerInput
+    from cobell_cli.core.remaining import stage_plan
+
     models: dict[str, tuple[RuntimeModel | None, list[Mapping[str, Any]]]] = {}
     inputs: list[CoRunnerInput] = []
     notes: list[str | None] = []
@@ -123,10 +122,13 @@ def _predict_overlaps(
     fit_fn: FitFn,
     runs: Sequence[Mapping[str, Any]],
     common: Mapping[str, Any],
-    tol_s: float,
-    max_iter: int,
+    tol_s: float | None,
+    max_iter: int | None,
 ) -> _Overlaps:
-    """Each running co-runner's overlap at each candidate, by the plan's strategy."""
+    """Each running co-runner's overlap at each candidate, by the plan's strategy (`tol_s`,
+    `max_iter`: the fix-point's, None for overlap's own)."""
+    from cobell_cli.core.overlap import predict_overlaps
+
     job, strategy = common["job"], common["strategy"]
     inputs, notes = _co_runner_inputs(apps, job, co_runner_histories, fit_fn, model, runs)
     weights = _size_weights(model, inputs)
@@ -139,10 +141,17 @@ def _predict_overlaps(
         common["now"],
         mode="paper" if strategy == "paper" else "joint",
         target_s=common["target_s"],
-        tol_s=tol_s,
-        max_iter=max_iter,
+        **_fix_point_limits(tol_s, max_iter),
     )
     return _Overlaps(prediction, tuple(inputs), tuple(notes), weights)
+
+
+def _fix_point_limits(tol_s: float | None, max_iter: int | None) -> dict[str, Any]:
+    """The overlap fix-point's tolerance and iteration cap: the plan's, else overlap's own."""
+    from cobell_cli.core.overlap import MAX_ITER, TOL_S
+
+    return {"tol_s": TOL_S if tol_s is None else tol_s,
+            "max_iter": MAX_ITER if max_iter is None else max_iter}
 
 
 def _size_weights(model: RuntimeModel, inputs: Sequence[CoRunnerInput]) -> dict[str, float] | None:
@@ -192,7 +201,7 @@ def _co_runner_views(
     ov: _Overlaps,
     i: int,
     phase: Phase,
-    max_iter: int,
+    max_iter: int | None,
     warnings: list[str],
 ) -> tuple[CoRunnerView, ...]:
     """What the plan assumed of each co-runner at the chosen candidate `i`; warns in place."""
@@ -241,7 +250,7 @@ def _overlap_warnings(
     views: Sequence[CoRunnerView],
     by_app: Mapping[str, CoRunnerOverlap],
     pred: OverlapPrediction,
-    max_iter: int,
+    max_iter: int | None,
 ) -> list[str]:
     """Co-runners assumed to outlast the job, and candidates whose fix-point did not settle."""
     out = []
@@ -254,7 +263,8 @@ def _overlap_warnings(
             )
     if not all(pred.converged):
         out.append(
-            f"the overlap fix-point did not converge within {max_iter} iterations for "
+            f"the overlap fix-point did not converge within "
+            f"{_fix_point_limits(None, max_iter)['max_iter']} iterations for "
             f"{count(pred.converged.count(False), 'candidate')}; the last iterate is used"
         )
     return out

@@ -184,8 +184,8 @@ def _model_plan(
     warnings: list[str],
     common: dict[str, Any],
     confidence: float | None,
-    tol_s: float,
-    max_iter: int,
+    tol_s: float | None,
+    max_iter: int | None,
     own_fit: FitFn | None = None,
     prices: Sequence[float] | None = None,
 ) -> Plan:

@@ -10,7 +10,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.core.cost import DEFAULT_MINIMIZE, MINIMIZE_CHOICES, Minimize
-from cobell_cli.core.overlap import MAX_ITER, TOL_S
 from cobell_cli.core.plan.bootstrap import (
     SearchPolicy,
     _fit_whatif,
@@ -112,8 +111,8 @@ def plan(
     input_tolerance: float = 0.10,
     interference: Strategy = "joint",
     fit: FitFn | None = None,
-    tol_s: float = TOL_S,
-    max_iter: int = MAX_ITER,
+    tol_s: float | None = None,  # the overlap fix-point's; None: overlap.TOL_S, MAX_ITER
+    max_iter: int | None = None,
     profiles: Sequence[AppProfile] = (),
     cluster_profiles: Sequence[AppProfile] = (),
     whatif_memory: MutableMapping[str, dict[int, float]] | None = None,

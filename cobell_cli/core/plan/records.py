@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 from typing import Any, Literal, Protocol
 
 from cobell_cli.core.cost import executor_seconds
@@ -182,4 +181,6 @@ def log_spread(plan: Plan) -> float | None:
             or plan.upper_s is None or not plan.predicted_s > 0
             or not plan.upper_s > plan.predicted_s):
         return None
-    return math.log(plan.upper_s / plan.predicted_s) / NormalDist().inv_cdf(level)
+    from cobell_cli.core.normal import StandardNormal  # NormalDist's numbers, no statistics
+
+    return math.log(plan.upper_s / plan.predicted_s) / StandardNormal().inv_cdf(level)
