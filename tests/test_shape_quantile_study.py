@@ -16,6 +16,14 @@ from cobell_cli.core.plan import model_phase
 RATIOS = [0.95, 0.97, 1.0, 1.01, 1.02, 1.04, 1.05, 1.08, 1.1, 1.4]
 
 
+def _local(t: float, placed: list[tuple[float, float]], shape: pr.Shape,
+           ) -> tuple[float, float, float]:
+    """predictive._local (or a variant's) at log scale-out t over (log scale-out, log error)."""
+    at_s, logs = [s for s, _ in placed], [e for _, e in placed]
+    kernel_at = {s: pr._kernel(t - s, pr.LOCAL_BANDWIDTH) for s in at_s}
+    return pr._local(at_s, logs, shape, pr.PRIOR_ERRORS, kernel_at)
+
+
 def _ratio_at(shape: pr.Shape, p: float) -> float:
     return math.exp(shape.log_mean + shape.log_sd * shape.quantile(p))
 
@@ -83,13 +91,12 @@ def test_robust_one_huge_error_moves_neither_the_pooled_nor_the_local_scale() ->
     placed = [(math.log(40.0), math.log(r)) for r in quiet]
     with_outlier = [*placed, (math.log(41.0), math.log(5.0))]
     t = math.log(41.0)
-    today = (pr.Shape([*quiet, 5.0]).log_sd, pr._local(t, with_outlier, pr.Shape([*quiet, 5.0]),
-                                                      pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)[1])
+    today = (pr.Shape([*quiet, 5.0]).log_sd, _local(t, with_outlier, pr.Shape([*quiet, 5.0]))[1])
     with sq.variant("robust"):
         before = pr.Shape(quiet)
         after = pr.Shape([*quiet, 5.0])
-        local_before = pr._local(t, placed, before, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)[1]
-        local_after = pr._local(t, with_outlier, after, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)[1]
+        local_before = _local(t, placed, before)[1]
+        local_after = _local(t, with_outlier, after)[1]
     assert after.log_sd == pytest.approx(before.log_sd, rel=0.1)
     assert local_after == pytest.approx(local_before, rel=0.1)
     assert today[0] > 5 * after.log_sd and today[1] > 5 * local_after
@@ -109,10 +116,10 @@ def test_robust_ratio_keeps_the_pooled_shape_and_scales_the_local_spread_by_mads
     with_outlier = [*placed, (math.log(41.0), math.log(5.0))]
     shape = pr.Shape([*quiet, 5.0])
     t = math.log(41.0)
-    today = pr._local(t, with_outlier, shape, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)
+    today = _local(t, with_outlier, shape)
     with sq.variant("robust_ratio"):
         assert pr.Shape([*quiet, 5.0]).log_sd == shape.log_sd
-        mean, spread, _ = pr._local(t, with_outlier, shape, pr.LOCAL_BANDWIDTH, pr.PRIOR_ERRORS)
+        mean, spread, _ = _local(t, with_outlier, shape)
     assert spread == pytest.approx(shape.log_sd, rel=0.35)
     assert today[1] > 1.25 * spread
     assert abs(mean - shape.log_mean) < 0.01
