@@ -8,9 +8,9 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
 from typing import Any
 
+from cobell_cli.core.median import median
 from cobell_cli.core.profile import AppProfile
 from cobell_cli.core.whatif.workload import Workload, workload_or_none
 
