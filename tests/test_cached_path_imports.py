@@ -141,6 +141,48 @@ def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_cod
     assert "scale-out" in outputs[1].lower() and outputs[0] == outputs[1]
 
 
+def test_a_cached_predict_of_a_job_with_event_log_profiles_imports_only_the_profile_code(
+        tmp_path: Path) -> None:
+    """What `cobell submit` records for a Spark job: runs with their event-log profiles (the
+    job's at two executor counts, and another job's). A cached predict decodes and replays
+    them (core/profile.py, core/whatif/), and loads nothing else of HEAVY: not statistics (the
+    what-if's medians come from core/median.py), nor numpy."""
+    from cobell_cli.store.history import History
+    from tests.test_replay_cache import etl_profile
+
+    db = tmp_path / "h.db"
+    with History.open(db) as history:
+        for job, x in (("etl", 2), ("etl", 4), ("other", 2), ("other", 4)):
+            p = etl_profile(executors=x)
+            [run_id] = history.insert_runs([{
+                "job": job, "status": "succeeded", "scale_out": x, "runtime_s": p.runtime_s,
+                "started_at": 100.0 * x}], keep_ids=False)
+            history.save_profile(run_id, p)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    env.pop("COBELL_MODEL_CACHE", None)
+    probe = (
+        "import sys\n"
+        "from cobell_cli.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    args = ["--db", str(db), "predict", "-j", "etl", "-t", "20", "--cluster", "none", "--json"]
+    outputs, loaded = [], []
+    for _ in range(2):  # a miss (fits, replays, stores the replays), then a hit
+        proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(json.loads(proc.stdout))
+        loaded.append(proc.stderr.strip().splitlines()[-1])
+    hit = set(ast.literal_eval(loaded[1]))
+    assert hit == {"cobell_cli.core.profile"}
+    assert outputs[0]["phase"] == "bootstrap-whatif"  # the plan replayed the profiles
+    for out in outputs:
+        out.pop("now", None)
+    assert outputs[0] == outputs[1]
+
+
 COMMAND_LINES = [
     ["predict", "--help"],
     ["--db", "h.db", "predict", "--help"],
