@@ -356,3 +356,22 @@ def test_cold_tasks_are_those_of_the_launch_order_by_time_stage_and_index(case):
     w = workload(p)
     got = {s.stage_id: list(s.cold) for g in w.groups for s in g.stages}
     assert got == expected
+
+
+def test_a_workloads_warm_medians_are_computed_once_for_every_start_up_fit(monkeypatch):
+    """choose_startup fits the start-up once per other job and once for the cluster, each fit
+    over the job's own profiles again: their stages' medians are the workload's, made once."""
+    import sys
+
+    module = sys.modules["cobell_cli.core.whatif.workload"]
+    calls: list[int] = []
+    original = module.median
+    monkeypatch.setattr(module, "median", lambda v: calls.append(1) or original(v))
+    p = profile([stage(0, [3.0, 3.0, 1.0, 1.0, 1.0, 1.0], executors=["0", "1"] * 3),
+                 stage(1, [2.0] * 4, submit=1.0, executors=["0", "1"] * 2)],
+                runtime_s=9.0, executors=2, added_s=[0.5, 1.0])
+    w = workload(p)
+    calls.clear()
+    first = fit_startup([p], False, [w])
+    assert [fit_startup([p], False, [w]) for _ in range(3)] == [first] * 3
+    assert len(calls) == 2 and w.warm_medians == ((0, 1.0), (1, 2.0))

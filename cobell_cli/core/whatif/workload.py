@@ -8,6 +8,7 @@ import hashlib
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from cobell_cli.core.median import median
@@ -62,6 +63,19 @@ class Workload:
     @property
     def n_tasks(self) -> int:
         return sum(len(s.task_s) for g in self.groups for s in g.stages)
+
+    @cached_property
+    def warm_medians(self) -> tuple[tuple[int, float], ...]:
+        """(stage id, median warm task duration) of the stages with a warm task, in group
+        order: what a start-up fit reads of a workload, once per workload, however many
+        candidate fits include it (`cached_property` keeps it beside the frozen fields)."""
+        out = []
+        for g in self.groups:
+            for st in g.stages:
+                warm = [d for d, c in zip(st.task_s, st.cold, strict=True) if not c]
+                if warm:
+                    out.append((st.stage_id, median(warm)))
+        return tuple(out)
 
     def warm_task_s(self, stage: StageWork) -> list[float]:
         """Durations with the cold extra taken off the cold tasks (never below 1 ms)."""
