@@ -54,6 +54,10 @@ GOAL_HELP_S = 0.15
 # executor counts; predict replays up to three of them (api.JOB_PROFILES).
 PROFILE_JOB, PROFILE_LOG_MB, PROFILE_EXECUTORS = "bench-etl", 100.0, (16, 8, 24)
 PROFILE_TARGET_S = 300.0
+# The cluster's other jobs with profiles (what every `cobell submit` of theirs records): each
+# at these executor counts, so that the what-if judges their start-up trends (core/whatif/
+# evidence.py) on every predict of PROFILE_JOB, whose runs at 8, 16 and 24 are the evidence.
+OTHER_PROFILE_JOBS, OTHER_PROFILE_EXECUTORS = 4, (8, 16)
 QUICK_PROFILE_LOG_MB = 4.0  # ~1 000 tasks
 IMPORT_NUMPY = "python -c 'import numpy'"
 IMPORT_SCIPY = "python -c 'import numpy, scipy.optimize'"
@@ -125,6 +129,36 @@ def build_profile_history(path: Path, scratch: Path,
             log.unlink()
             t += profile.runtime_s + 60.0
     return tasks
+
+
+def add_other_jobs(path: Path, scratch: Path, log_mb: float = PROFILE_LOG_MB) -> int:
+    """Runs of OTHER_PROFILE_JOBS other jobs (other0, ...), older than PROFILE_JOB's, each
+    with a generated log's profile under its own app id and job tag; returns their count."""
+    from dataclasses import replace
+
+    from bench.gen_event_log import generate
+    from cobell_cli.sources.eventlog_profile import summarize
+    from cobell_cli.store.history import History
+
+    count = 0
+    with History.open(path) as history:
+        t = 1.6e9
+        for j in range(OTHER_PROFILE_JOBS):
+            name = f"other{j}"
+            for x in OTHER_PROFILE_EXECUTORS:
+                log = scratch / f"app-{name}-{x}"
+                generate(log, log_mb, executors=x, seed=10 + j)
+                profile = replace(summarize(log), app_id=f"app-{name}-{x}", app_name=name,
+                                  job_tag=name, tags=[f"cobell-job:{name}"])
+                log.unlink()
+                [run_id] = history.insert_runs([{
+                    "job": name, "scale_out": profile.scale_out, "status": "succeeded",
+                    "runtime_s": profile.runtime_s, "submitted_at": t, "started_at": t,
+                    "finished_at": t + profile.runtime_s}], keep_ids=False)
+                history.save_profile(run_id, profile)
+                count += 1
+                t += profile.runtime_s + 60.0
+    return count
 
 
 def child_env(home: Path) -> dict[str, str]:
@@ -321,7 +355,11 @@ def render(result: Mapping[str, Any], command: str) -> str:
         " the profile of a generated event log (bench/gen_event_log.py) in run_profiles, as"
         f" `cobell submit` stores it; `predict` = `cobell --db H predict --cluster none --job"
         f" {PROFILE_JOB} -t {PROFILE_TARGET_S:g}`. Cached: the model cache and the what-if's"
-        " stored replays (store/replay_cache.py) as the warm-up run leaves them.",
+        " stored replays (store/replay_cache.py) as the warm-up run leaves them. `and N runs"
+        f" of {OTHER_PROFILE_JOBS} other jobs`: the {len(PROFILE_EXECUTORS)}-run history with"
+        f" other jobs' profiled runs (at {', '.join(map(str, OTHER_PROFILE_EXECUTORS))}"
+        " executors each) on the cluster, whose start-up trends the what-if judges against"
+        f" {PROFILE_JOB}'s runs on every predict.",
         "",
         "| command | wall s (median) | wall s (min) | CPU s (median) | wall / spark-submit |",
         "|---|---|---|---|---|",
@@ -507,6 +545,14 @@ def run(*, quick: bool, repeats: int | None = None, data_dir: Path = DEFAULT_DAT
             argv = [*base_cmd, "--db", str(db), *profile_predict]
             commands[f"predict, {label}"] = (argv, {})
             commands[f"predict, {label}, no cache"] = (argv, {"COBELL_MODEL_CACHE": "off"})
+        db = home / "history-profiles-others.db"
+        shutil.copy(profile_dbs[label], db)
+        others = add_other_jobs(db, home, log_mb)
+        label = f"{label} and {others} runs of {OTHER_PROFILE_JOBS} other jobs"
+        profile_dbs[label] = db
+        argv = [*base_cmd, "--db", str(db), *profile_predict]
+        commands[f"predict, {label}"] = (argv, {})
+        commands[f"predict, {label}, no cache"] = (argv, {"COBELL_MODEL_CACHE": "off"})
         for size in sizes:
             argv = [*base_cmd, "--db", str(dbs[size]), *predict]
             commands[f"predict, {size} runs"] = (argv, {})

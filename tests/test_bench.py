@@ -204,8 +204,10 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
     assert m["predict, 30 runs, no cache"]["cpu_s"] > m["predict, 30 runs"]["cpu_s"]
     text = latency.render(result, "test")
     assert "cobell --help <= 0.15 s" in text and "| predict, 30 runs |" in text
-    one, three = result["profile_labels"]
+    one, three, crowded = result["profile_labels"]
     assert one.startswith("1 run of") and three.startswith("3 runs of")
+    assert crowded == f"{three} and 8 runs of 4 other jobs"
+    assert f"| predict, {crowded} |" in text and f"| predict, {crowded}, no cache |" in text
     # With profiles, no cache means replaying each profile and fitting: more than a cache hit.
     assert m[f"predict, {three}, no cache"]["cpu_s"] > m[f"predict, {three}"]["cpu_s"]
     assert f"| predict, {one} |" in text

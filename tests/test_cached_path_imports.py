@@ -112,11 +112,9 @@ HEAVY = ("importlib.metadata", "cobell_cli.core.profile", "numpy", *UNUSED_LIBRA
          "cobell_cli.core.remaining", "statistics", "decimal", "fractions", "html")
 
 
-def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_code(
-        tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
-    result = cobell("--db", db, "history", "import", EXAMPLE)
-    assert result.exit_code == 0, result.stderr
+def predict_twice(args: list[str], tmp_path: Path) -> list[tuple[str, set[str]]]:
+    """A predict in a new process, twice (a miss that fits, then a hit), with its own cache
+    directory: each one's output and the modules of HEAVY it had loaded at its end."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"),
            "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
     env.pop("COBELL_MODEL_CACHE", None)
@@ -126,20 +124,53 @@ def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_cod
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
     )
-    args = ["--db", str(db), "predict", "-j", "sgd", "-t", "300", "--cluster", "none"]
-    outputs, loaded = [], []
-    for _ in range(2):  # a miss (fits), then a hit
+    out = []
+    for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
                               text=True, timeout=120, env=env)
         assert proc.returncode == 0, proc.stderr
-        outputs.append(proc.stdout)
-        loaded.append(proc.stderr.strip().splitlines()[-1])
-    miss, hit = (set(ast.literal_eval(line)) for line in loaded)
+        out.append((proc.stdout, set(ast.literal_eval(proc.stderr.strip().splitlines()[-1]))))
+    return out
+
+
+def test_a_cached_predict_imports_neither_importlib_metadata_nor_the_profile_code(
+        tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    result = cobell("--db", db, "history", "import", EXAMPLE)
+    assert result.exit_code == 0, result.stderr
+    args = ["--db", str(db), "predict", "-j", "sgd", "-t", "300", "--cluster", "none"]
+    (miss_out, miss), (hit_out, hit) = predict_twice(args, tmp_path)
     assert "numpy" in miss and not miss & set(UNUSED_LIBRARIES)
     assert not miss & {f"cobell_cli.cli.{m}" for m in OTHER_COMMANDS}
     assert hit == set()
-    assert "scale-out" in outputs[1].lower() and outputs[0] == outputs[1]
+    assert "scale-out" in hit_out.lower() and miss_out == hit_out
 
+
+def test_a_cached_predict_of_a_job_with_event_log_profiles_imports_only_the_profile_code(
+        tmp_path: Path) -> None:
+    """What `cobell submit` records for a Spark job: runs with their event-log profiles (the
+    job's at two executor counts, and another job's). A cached predict decodes and replays
+    them (core/profile.py, core/whatif/), and loads nothing else of HEAVY: not statistics (the
+    what-if's medians come from core/median.py), nor numpy."""
+    from cobell_cli.store.history import History
+    from tests.test_replay_cache import etl_profile
+
+    db = tmp_path / "h.db"
+    with History.open(db) as history:
+        for job, x in (("etl", 2), ("etl", 4), ("other", 2), ("other", 4)):
+            p = etl_profile(executors=x)
+            [run_id] = history.insert_runs([{
+                "job": job, "status": "succeeded", "scale_out": x, "runtime_s": p.runtime_s,
+                "started_at": 100.0 * x}], keep_ids=False)
+            history.save_profile(run_id, p)
+    args = ["--db", str(db), "predict", "-j", "etl", "-t", "20", "--cluster", "none", "--json"]
+    (miss_out, _), (hit_out, hit) = predict_twice(args, tmp_path)  # the miss stores replays
+    assert hit == {"cobell_cli.core.profile"}
+    outputs = [json.loads(miss_out), json.loads(hit_out)]
+    assert outputs[0]["phase"] == "bootstrap-whatif"  # the plan replayed the profiles
+    for out in outputs:
+        out.pop("now", None)
+    assert outputs[0] == outputs[1]
 
 COMMAND_LINES = [
     ["predict", "--help"],

@@ -308,3 +308,70 @@ def test_the_hosts_contention_adds_the_typical_tasks_extra_to_a_straggler():
     assert startup.task_factor(w, 2) == pytest.approx(1.5)
     # every task 0.5 s longer (the median task's extra), the straggler too: 1.5 + 10.5
     assert replay_s(w, 2, startup) == pytest.approx(12.0)
+
+
+def _cold_by_tuple_sort(p: AppProfile, cores: int) -> dict[int, list[bool]]:
+    """The definition of cold tasks, as workload() computed it before: every launch sorted by
+    (time, stage id, task index); an executor's first `cores` are cold, and in stages without
+    executor ids the run's first scale_out x cores launches."""
+    stages = {s.stage_id: s for s in p.stages if s.task_s}
+    launches = sorted((t, sid, k) for sid, s in stages.items()
+                      for k, t in enumerate(s.launch_s or [0.0] * len(s.task_s)))
+    flags = {sid: [False] * len(s.task_s) for sid, s in stages.items()}
+    seen: dict[str, int] = {}
+    for n, (_, sid, k) in enumerate(launches):
+        ids = stages[sid].task_executor
+        if len(ids) == len(stages[sid].task_s):
+            seen[ids[k]] = seen.get(ids[k], 0) + 1
+            flags[sid][k] = seen[ids[k]] <= cores
+        else:
+            flags[sid][k] = n < p.scale_out * cores
+    return flags
+
+
+@st.composite
+def launch_orders(draw):
+    """Stages listed out of id order, launch times with many ties (a few distinct values),
+    some stages without executor ids or launch times, one to three cores."""
+    cores = draw(st.integers(1, 3))
+    executors = draw(st.integers(1, 4))
+    ids = draw(st.lists(st.integers(0, 30), min_size=1, max_size=6, unique=True))
+    stages = []
+    for sid in ids:
+        n = draw(st.integers(1, 12))
+        launch = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=n, max_size=n))
+        named = draw(st.sampled_from(["all", "none", "short"]))
+        owners = [str(draw(st.integers(0, executors - 1))) for _ in range(n)]
+        s = stage(sid, [1.0] * n, launch=[] if draw(st.booleans()) else launch,
+                  executors=owners if named == "all" else owners[:-1] if named == "short" else [])
+        stages.append(s)
+    return profile(stages, runtime_s=50.0, executors=executors, cores=cores), cores
+
+
+@settings(max_examples=300, deadline=None)
+@given(launch_orders())
+def test_cold_tasks_are_those_of_the_launch_order_by_time_stage_and_index(case):
+    p, cores = case
+    expected = _cold_by_tuple_sort(p, cores)
+    w = workload(p)
+    got = {s.stage_id: list(s.cold) for g in w.groups for s in g.stages}
+    assert got == expected
+
+
+def test_a_workloads_warm_medians_are_computed_once_for_every_start_up_fit(monkeypatch):
+    """choose_startup fits the start-up once per other job and once for the cluster, each fit
+    over the job's own profiles again: their stages' medians are the workload's, made once."""
+    import sys
+
+    module = sys.modules["cobell_cli.core.whatif.workload"]
+    calls: list[int] = []
+    original = module.median
+    monkeypatch.setattr(module, "median", lambda v: calls.append(1) or original(v))
+    p = profile([stage(0, [3.0, 3.0, 1.0, 1.0, 1.0, 1.0], executors=["0", "1"] * 3),
+                 stage(1, [2.0] * 4, submit=1.0, executors=["0", "1"] * 2)],
+                runtime_s=9.0, executors=2, added_s=[0.5, 1.0])
+    w = workload(p)
+    calls.clear()
+    first = fit_startup([p], False, [w])
+    assert [fit_startup([p], False, [w]) for _ in range(3)] == [first] * 3
+    assert len(calls) == 2 and w.warm_medians == ((0, 1.0), (1, 2.0))

@@ -103,3 +103,20 @@ def test_model_whatif_with_other_jobs_in_the_history_is_the_empty_historys(runs,
         return [p["runtime_s"] for p in json.loads(out.stdout)["predictions"]]
 
     assert predict(db) == pytest.approx(predict(tmp_path / "empty.db"), rel=0.10)
+
+
+def test_a_fit_makes_each_profile_a_workload_once(runs, monkeypatch):
+    """Other jobs' profiles are judged one start-up candidate at a time; each one's workload
+    (~10 ms per 25 000 tasks, on every predict) is made once per fit, not once per candidate."""
+    import sys
+
+    module = sys.modules["cobell_cli.core.whatif.workload"]  # the package exports `workload`
+    made: list[int] = []
+    original = module.workload
+    monkeypatch.setattr(module, "workload", lambda p: made.append(id(p)) or original(p))
+    r = runs[0]
+    partner = next(p for p in runs if p.shape == r.shape and p.executors != r.executors)
+    own = [{"scale_out": x.executors, "runtime_s": x.runtime_s} for x in (r, partner)]
+    cluster = others(runs, r.shape)
+    fit_whatif([r.profile], own, cluster_profiles=cluster)
+    assert len(made) == len(set(made)) == 1 + len(cluster)

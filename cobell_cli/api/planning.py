@@ -254,7 +254,8 @@ def _read_world(
         memory_runs = history.memory_runs(job, window=window) if memory is not None else []
         request = memory_request(cluster, memory, memory_runs) if memory is not None else None
     sizing = memory_model(history, job, runs=memory_runs)[0] if memory_runs else None
-    profiles, cluster_profiles = job_profiles(history, job, runs, warnings)
+    profiles, cluster_profiles = job_profiles(history, job, runs, warnings,
+                                              decode=_profile_decoder(settings))
     return _World(apps, description, ok, warnings, co_histories, progress, memory_runs,
                   request, sizing, profiles, cluster_profiles)
 
@@ -407,22 +408,35 @@ CLUSTER_PROFILES = 12  # other apps' profiles its executor start-up trends are l
 
 
 def job_profiles(
-    history: History, job: str, runs: Sequence[dict[str, Any]], warnings: list[str]
+    history: History, job: str, runs: Sequence[dict[str, Any]], warnings: list[str],
+    decode: Any = None,
 ) -> tuple[list[Any], list[Any]]:
     """The job's event-log profiles for the what-if (newest first) and other apps' for the
     cluster's start-up trends. A job without a stored profile but with a recorded event-log
-    path, and fewer runs than the bootstrap search needs, has that log read once (streamed)."""
+    path, and fewer runs than the bootstrap search needs, has that log read once (streamed).
+    `decode`: the stored JSON's decoder (`History.profiles`)."""
     from cobell_cli.core.plan import SEARCH_RUNS
 
-    profiles = history.profiles(job, limit=JOB_PROFILES)
+    profiles = history.profiles(job, limit=JOB_PROFILES, decode=decode)
     if not profiles and len(runs) < SEARCH_RUNS:
         profiles = _profiles_from_logs(history.event_log_paths(job), warnings)
     if not profiles:
         return [], []
     own = {p.app_id for p in profiles}
-    others = [p for p in history.profiles(limit=CLUSTER_PROFILES + len(own))
+    others = [p for p in history.profiles(limit=CLUSTER_PROFILES + len(own), decode=decode)
               if p.app_id not in own][:CLUSTER_PROFILES]
     return profiles, others
+
+
+def _profile_decoder(settings: Settings) -> Any:
+    """The profiles' decoder that keeps them beside the model cache (None, json.loads, when
+    the cache is off)."""
+    if not settings.model_cache:
+        return None
+    from cobell_cli.config import cache_dir
+    from cobell_cli.store.profile_cache import ProfileCache
+
+    return ProfileCache(cache_dir() / "models").decode
 
 
 def _profiles_from_logs(paths: Sequence[str], warnings: list[str]) -> list[Any]:

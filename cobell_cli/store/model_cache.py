@@ -166,14 +166,15 @@ def write_entry(path: Path, key: str, entry: dict[str, Any]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        _prune(path.parent)
+        prune(path.parent)
     except (OSError, ValueError):
         return
 
 
-def _prune(directory: Path) -> None:
-    entries = sorted(directory.glob("*.json"), key=_mtime, reverse=True)
-    for stale in entries[MAX_ENTRIES:]:
+def prune(directory: Path, pattern: str = "*.json", keep: int = MAX_ENTRIES) -> None:
+    """Delete all but the `keep` newest files of `directory` matching `pattern`."""
+    entries = sorted(directory.glob(pattern), key=_mtime, reverse=True)
+    for stale in entries[keep:]:
         with contextlib.suppress(OSError):
             stale.unlink()
 

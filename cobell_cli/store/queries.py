@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -322,14 +322,18 @@ class RunQueries:
         return out
 
     def profiles(
-        self, job: str | None = None, *, limit: int = PROFILE_LIMIT
+        self, job: str | None = None, *, limit: int = PROFILE_LIMIT,
+        decode: Callable[[str], Any] | None = None,
     ) -> list[AppProfile]:
         """Event-log profiles of succeeded runs (of `job`, else of any job), newest first, at
         most `limit`: what the what-if replays (of the job) and learns the cluster's executor
         start-up from (of any job). A profile in a newer format, or one that does not parse,
         is left out: it was written by a newer cobell and a plan never depends on it; an
-        older format loads (what it lacks stays empty)."""
+        older format loads (what it lacks stays empty). `decode`: json.loads, or what answers
+        as it does from elsewhere (store/profile_cache.py)."""
         import json
+
+        decode = decode or json.loads
 
         where, params = "r.status = 'succeeded' AND NOT r.excluded", []
         if job is not None:
@@ -349,7 +353,7 @@ class RunQueries:
                 continue
             try:
                 profile = self._profiles_read.get(summary) or AppProfile.from_dict(
-                    json.loads(summary))
+                    decode(summary))
             except (TypeError, ValueError, KeyError, AttributeError):
                 continue
             out.append(profile)

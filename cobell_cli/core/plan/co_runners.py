@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cobell_cli.core.calibration import RatioDistribution, held_out_ratios
+from cobell_cli.core.median import median
 from cobell_cli.core.plan.curve_effects import knows_interference
 from cobell_cli.core.plan.history import _is_usable
 from cobell_cli.core.plan.records import (
@@ -18,7 +19,6 @@ from cobell_cli.core.plan.records import (
     Phase,
     RuntimeModel,
     _floats,
-    _median,
 )
 from cobell_cli.core.running import RunningApp
 from cobell_cli.core.words import count
@@ -59,7 +59,7 @@ def _co_runner_inputs(
         note = None
         x = app.scale_out
         if m is not None and x is None and runs:
-            x = int(_median([r["scale_out"] for r in runs]))
+            x = int(median([r["scale_out"] for r in runs]))
             note = f"scale-out unknown; assumed {x}, the median of its job's runs"
         base = None
         if m is not None and x is not None and x >= 1:

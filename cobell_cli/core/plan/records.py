@@ -165,13 +165,6 @@ def _floats(values: Iterable[Any]) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
-def _median(values: Sequence[float]) -> float:
-    """The middle value, or the mean of the middle two (statistics.median costs an import)."""
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def log_spread(plan: Plan) -> float | None:
     """A plan's width at its choice read as a log-normal's sd: log(upper / predicted) over the
     normal quantile of the level the bound is given at (how the schedule and the node labels

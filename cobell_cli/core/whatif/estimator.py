@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
+from cobell_cli.core.normal import StandardNormal
 from cobell_cli.core.profile import AppProfile
 from cobell_cli.core.whatif.evidence import HOST_SHARE_OFFSET, choose_startup
 from cobell_cli.core.whatif.replay import replay_key, replay_s
@@ -215,9 +216,7 @@ class WhatIfModel:
     ) -> tuple[list[float], list[float]]:
         """A log-normal interval: the what-if's measured error growing with the distance in
         log scale-out from the nearest observed run, and the runs' residual spread."""
-        from statistics import NormalDist
-
-        z = NormalDist().inv_cdf(0.5 + confidence / 2)
+        z = StandardNormal().inv_cdf(0.5 + confidence / 2)  # NormalDist's, bit for bit
         seen = [math.log(x) for x, _ in self.points_]
         lower, upper = [], []
         for x, p in zip(_scale_outs(scale_outs), self.predict(scale_outs), strict=True):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections.abc import Sequence
-from statistics import median
 
+from cobell_cli.core.median import median
 from cobell_cli.core.whatif.startup import Startup
 from cobell_cli.core.whatif.workload import StageWork, Workload, workload_digest
 

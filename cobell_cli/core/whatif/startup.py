@@ -8,7 +8,6 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
 from typing import Any
 
 from cobell_cli.core.profile import AppProfile
@@ -161,13 +160,8 @@ def fit_startup(
         spacing = (reg[-1] - reg[0]) / (len(reg) - 1) if len(reg) > 1 else None
         job = _job_key(p, w)
         rows.setdefault(job, []).append((len(reg), reg[0], spacing, w.warmup_s))
-        for g in w.groups:
-            for st in g.stages:
-                warm = [d for d, c in zip(st.task_s, st.cold, strict=True) if not c]
-                if warm:
-                    tasks.setdefault((job, st.stage_id), []).append(
-                        (len(reg), math.log(max(1e-3, median(warm))))
-                    )
+        for stage_id, warm in w.warm_medians:
+            tasks.setdefault((job, stage_id), []).append((len(reg), math.log(max(1e-3, warm))))
     groups = list(rows.values())
     first, spacing, warmup = (
         _trend([[(row[0], row[k]) for row in g if row[k] is not None] for g in groups])
