@@ -26,7 +26,7 @@ import math
 import multiprocessing
 import pickle
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -196,17 +196,20 @@ def _entry(s: Stats) -> str:
             f" {s['xs_vs_oracle']:.3f} ± {s['xs_se']:.3f}")
 
 
-def frontier_rows(data: Mapping[int, Any], scopes: Mapping[str, Sequence[int]],
-                  worlds: Sequence[str], levels: Sequence[str]) -> list[str]:
-    rows = []
+def _scoped(data: Mapping[int, Any], scopes: Mapping[str, Sequence[int]],
+            worlds: Sequence[str]) -> Iterator[tuple[str, str, list[int]]]:
+    """(scope, world, the scope's seeds with runs in that world), where there are any."""
     for scope, scope_seeds in scopes.items():
         for world in worlds:
-            if not (seeds := having(data, scope_seeds, world)):
-                continue
-            for method in METHODS:
-                rows.append(f"| {scope} | {world} | {LABELS[method]} | " + " | ".join(
-                    _entry(table(data, seeds, world, method, p)) for p in levels) + " |")
-    return rows
+            if seeds := having(data, scope_seeds, world):
+                yield scope, world, seeds
+
+
+def frontier_rows(data: Mapping[int, Any], scopes: Mapping[str, Sequence[int]],
+                  worlds: Sequence[str], levels: Sequence[str]) -> list[str]:
+    return [f"| {scope} | {world} | {LABELS[method]} | " + " | ".join(
+                _entry(table(data, seeds, world, method, p)) for p in levels) + " |"
+            for scope, world, seeds in _scoped(data, scopes, worlds) for method in METHODS]
 
 
 def per_seed_rows(data: Mapping[int, Any], worlds: Sequence[str],
@@ -227,15 +230,12 @@ def gap_rows(data: Mapping[int, Any], scopes: Mapping[str, Sequence[int]],
              ) -> list[str]:
     """cobell at each level minus `against` (a method at the same level, or a cobell level)."""
     rows = []
-    for scope, scope_seeds in scopes.items():
-        for world in worlds:
-            if not (seeds := having(data, scope_seeds, world)):
-                continue
-            for p in levels:
-                other = ("blind", p) if against == "blind" else ("cobell", against)
-                d = paired(data, seeds, world, ("cobell", p), other)
-                rows.append(f"| {scope} | {world} | {p} | {d['late']:+.1f} ± {d['late_se']:.1f}"
-                            f" | {d['cost']:+.3f} ± {d['cost_se']:.3f} |")
+    for scope, world, seeds in _scoped(data, scopes, worlds):
+        for p in levels:
+            other = ("blind", p) if against == "blind" else ("cobell", against)
+            d = paired(data, seeds, world, ("cobell", p), other)
+            rows.append(f"| {scope} | {world} | {p} | {d['late']:+.1f} ± {d['late_se']:.1f}"
+                        f" | {d['cost']:+.3f} ± {d['cost_se']:.3f} |")
     return rows
 
 
