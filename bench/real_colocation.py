@@ -195,7 +195,9 @@ def report(sets: Mapping[str, tuple[Path, Runs, Mapping[str, np.ndarray]]], elap
               "scale-out and overlap can predict). cobell - joint: the paired mean difference "
               "of the two APEs over the set's runs (standard error in brackets).", "",
               "Fitted on: every constant and every default choice of cobell was made looking "
-              "at the tuning set and the profiles dev set (and at bench.selection's simulated "
+              "at the tuning set and the profiles dev set as first recorded (under load, "
+              "median 30.6; replaced on 29 Nov 2026 by a quiet re-recording of the same 36 "
+              "cells, which no choice has looked at) (and at bench.selection's simulated "
               "worlds and Bell histories; the interference fit's default, issue 34, on "
               "bench/results/selection.md); the test sets were recorded after a freeze and "
               "are used for nothing but this table. The paper's fits, Bell and Ernest have no "

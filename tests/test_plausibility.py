@@ -83,9 +83,10 @@ def test_one_odd_earlier_run_does_not_condemn_the_real_ones() -> None:
 
 
 def test_a_run_alone_may_beat_runs_beside_co_runners() -> None:
-    """prof-shuffle at 2 executors (history/profiles-local.csv): 42 s alone after six runs
-    beside co-runners, the fastest 67 s: alone, a job may be as much faster as co-runners
-    ever slowed one (CO_RUNNER_SLOWDOWN); beside runs alone, FASTER counts from theirs."""
+    """prof-shuffle at 2 executors (the first, loaded profiles dev recording): 42 s alone
+    after six runs beside co-runners, the fastest 67 s: alone, a job may be as much faster as
+    co-runners ever slowed one (CO_RUNNER_SLOWDOWN); beside runs alone, FASTER counts from
+    theirs."""
     beside = [97.6, 95.8, 67.1, 66.9, 69.4, 69.3]
     norm = JobRuntimes([2.0] * 6, beside, [True] * 6)
     assert norm.judge(2, 42.4).plausible

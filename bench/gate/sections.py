@@ -123,8 +123,9 @@ def real_colocation_table(f: Mapping[str, Figure]) -> str:
         " sets: of every job) predicted by a model fitted on the other runs, at its scale-out"
         " and measured overlaps; mean absolute percentage error. The paper's joint fit:"
         " `PAPER_FIT`. Goal (issue 34): cobell <= 0.95 x the paper's fit on every set."
-        " The profiles dev set was"
-        " recorded under load (median 30.6); profiles test is development evidence for the"
+        " Profiles dev was re-recorded quietly on 29 Nov 2026 (median load 1.4; the"
+        " recording the method was developed on, median load 30.6, is in git history), so no"
+        " choice has looked at it; profiles test is development evidence for the"
         " three-scale-out curve choice (bench/results/real_colocation.md).",
         "",
         "| set | history | runs | cobell | CoBell (paper's joint fit) | cobell / paper |",
