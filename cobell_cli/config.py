@@ -345,7 +345,7 @@ SETTINGS: tuple[Setting, ...] = (
         _bool,
         True,
         "reuse fitted models from $XDG_CACHE_HOME/cobell/models (keyed by the runs they were "
-        "fitted on; safe to delete)",
+        "fitted on; safe to delete), and the history's last passed integrity check",
     ),
     Setting(
         "event_log_dir",

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from cobell_cli.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from cobell_cli.api.memory import MemoryAsk
     from cobell_cli.cluster.progress import ProgressReport
     from cobell_cli.config import Settings
@@ -450,12 +452,12 @@ def job_profiles(
 def _profile_decoder(settings: Settings) -> Any:
     """The profiles' decoder that keeps them beside the model cache (None, json.loads, when
     the cache is off)."""
-    if not settings.model_cache:
+    directory = cache_directory(settings)
+    if directory is None:
         return None
-    from cobell_cli.config import cache_dir
     from cobell_cli.store.profile_cache import ProfileCache
 
-    return ProfileCache(cache_dir() / "models").decode
+    return ProfileCache(directory).decode
 
 
 def _profiles_from_logs(paths: Sequence[str], warnings: list[str]) -> list[Any]:
@@ -472,17 +474,27 @@ def _profiles_from_logs(paths: Sequence[str], warnings: list[str]) -> list[Any]:
     return out
 
 
-def model_cache(settings: Settings) -> ModelCache | None:
-    """The on-disk cache of fitted models that planning reads and writes (None when
-    `model_cache` is off); `cobell model show` reads the entries `submit` left."""
+def cache_directory(settings: Settings) -> Path | None:
+    """Where fitted models, replays, decoded profiles and the history's last integrity check
+    are kept; None when `model_cache` is off."""
     if not settings.model_cache:
         return None
     from cobell_cli.config import cache_dir
+
+    return cache_dir() / "models"
+
+
+def model_cache(settings: Settings) -> ModelCache | None:
+    """The on-disk cache of fitted models that planning reads and writes (None when
+    `model_cache` is off); `cobell model show` reads the entries `submit` left."""
+    directory = cache_directory(settings)
+    if directory is None:
+        return None
     from cobell_cli.core.plan import DEFAULT_INTERVAL_CONFIDENCE
     from cobell_cli.store.model_cache import ModelCache
 
     return ModelCache(
-        cache_dir() / "models",
+        directory,
         confidence=settings.confidence or DEFAULT_INTERVAL_CONFIDENCE,
         grid_max=settings.max_scale_out,
     )

@@ -30,13 +30,18 @@ SHOWN_PROBLEMS = 100  # invalid rows of an import file named one by one; the res
 EXPORT_FORMATS = ("csv", "json")
 
 
-def open_history(path: str | Path, *, create: bool = True, read_only: bool = False) -> History:
+def open_history(path: str | Path, *, create: bool = True, read_only: bool = False,
+                 settings: Settings | None = None) -> History:
     """The history file at `path` (a context manager). `read_only` never changes the file (a
     missing one then reads as empty when `create`); otherwise a missing file is created when
-    `create`, and is an error when not."""
+    `create`, and is an error when not. The whole file is checked for damage when it has
+    changed since the last check that passed, which is kept beside the model cache when
+    `settings` has that cache on; without `settings`, on every open."""
+    from cobell_cli.api.planning import cache_directory
     from cobell_cli.store.history import History
 
-    return History.open(path, create=create, read_only=read_only)
+    verdicts = cache_directory(settings) if settings is not None else None
+    return History.open(path, create=create, read_only=read_only, verdicts=verdicts)
 
 
 def history_jobs(path: str | Path) -> list[str]:

@@ -236,7 +236,7 @@ class Submit:
         settings = self.settings
         if target_s is not None:
             check_request(target_s, settings.min_scale_out, settings.max_scale_out)
-        with open_history(settings.db_path, create=True) as history:
+        with open_history(settings.db_path, create=True, settings=settings) as history:
             yield history, connect_cluster(settings, history.job_names())
 
     def _predict(self, now: float) -> tuple[Prediction, Any]:
@@ -436,7 +436,8 @@ class Submit:
         self._tell("note", "cobell: fitting the model for the job's next run "
                            "(COBELL_MODEL_CACHE=off skips this)")
         try:
-            with open_history(self.settings.db_path, create=False) as history:
+            with open_history(self.settings.db_path, create=False,
+                              settings=self.settings) as history:
                 warm_model_cache(history, self.settings, job=self.job,
                                  target_s=self._last_plan.prediction.plan.target_s,
                                  now=time.time(), input_bytes=self.input_bytes)

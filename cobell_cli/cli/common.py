@@ -64,7 +64,9 @@ def open_history(
     """The history at --db; `read_only` for commands that only look (they never change it)."""
     from cobell_cli import api
 
-    return api.open_history(settings(ctx).db_path, create=create, read_only=read_only)
+    resolved = settings(ctx)
+    return api.open_history(resolved.db_path, create=create, read_only=read_only,
+                            settings=resolved)
 
 
 # -- options shared by the commands that ask the cluster ------------------------------------

@@ -95,9 +95,9 @@ def widen(alone: float, lower: float, upper: float, sd: float, confidence: float
     so their bounds agree to the last bit."""
     if sd <= 0 or alone <= 0:
         return lower, upper
-    from statistics import NormalDist
+    from cobell_cli.core.normal import StandardNormal  # NormalDist's numbers, no statistics
 
-    z = NormalDist().inv_cdf((1 + confidence) / 2) * sd
+    z = StandardNormal().inv_cdf((1 + confidence) / 2) * sd
     lo, hi = math.log(lower / alone), math.log(upper / alone)
     return alone * math.exp(-math.hypot(lo, z)), alone * math.exp(math.hypot(hi, z))
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cobell_cli.errors import HistoryError
+from cobell_cli.store import intact
 from cobell_cli.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 # statfs(2) f_type of file systems whose processes do not share memory with each other.
@@ -115,11 +116,15 @@ def damaged(exc: sqlite3.Error) -> bool:
     return "malformed" in text or "corrupt" in text
 
 
-def check_intact(conn: sqlite3.Connection, path: Path) -> None:
+def check_intact(conn: sqlite3.Connection, path: Path, verdicts: Path | None = None) -> None:
     """Refuse a damaged file on every open, before anything is read from or written to it:
-    SQLite's quick_check reads every page (about 2 ms for 100 runs, 0.17 s for 100 000) and
+    SQLite's quick_check reads every page (about 2 ms for 100 runs, 0.2 s for 100 000) and
     finds what a write would spread further, and what a read would meet only on some pages
-    (`history list` printed runs from a file `predict` refused)."""
+    (`history list` printed runs from a file `predict` refused). With `verdicts` (a directory)
+    a file unchanged since a check passed is not read again (store/intact.py says when)."""
+    verdict = intact.Verdict(verdicts, path) if verdicts is not None else None
+    if verdict is not None and verdict.holds():
+        return
     try:
         answer = conn.execute("PRAGMA quick_check(1)").fetchall()
     except sqlite3.DatabaseError as exc:
@@ -128,6 +133,8 @@ def check_intact(conn: sqlite3.Connection, path: Path) -> None:
         raise
     if answer != [("ok",)]:
         raise damaged_error(path)
+    if verdict is not None:
+        verdict.remember()
 
 
 def check_known(path: Path, version: int, app_id: int, has_tables: bool) -> None:
@@ -196,9 +203,11 @@ def _cannot_create(path: Path, exc: OSError, what: str) -> HistoryError:
     )
 
 
-def connect_read_only(path: Path, *, missing_ok: bool, timeout_s: float) -> sqlite3.Connection:
+def connect_read_only(path: Path, *, missing_ok: bool, timeout_s: float,
+                      verdicts: Path | None = None) -> sqlite3.Connection:
     """A connection that cannot change the file; an empty or old-schema file is read through
-    an in-memory copy at the current schema, a missing one (if `missing_ok`) is empty."""
+    an in-memory copy at the current schema, a missing one (if `missing_ok`) is empty.
+    `verdicts`: where the last integrity check's verdict is kept (`check_intact`)."""
     if not path.exists():
         if not missing_ok:
             raise HistoryError(f"no history at {path} yet", hint=NO_SUCH_HISTORY_HINT)
@@ -206,7 +215,7 @@ def connect_read_only(path: Path, *, missing_ok: bool, timeout_s: float) -> sqli
     if path.is_dir():
         raise HistoryError(f"history path {path} is a directory", hint="pass a file to --db")
     try:
-        conn, version = _open_known(path, timeout_s, immutable=False)
+        conn, version = _open_known(path, timeout_s, immutable=False, verdicts=verdicts)
     except sqlite3.OperationalError as exc:
         if not cannot_make_wal_index(path, exc):
             raise
@@ -214,18 +223,19 @@ def connect_read_only(path: Path, *, missing_ok: bool, timeout_s: float) -> sqli
         # no -wal beside it: every committed page is in the file itself, and SQLite cannot
         # create the -shm index it would read through. Read the file as the immutable
         # snapshot it is; nobody can be writing it who cannot create its -wal.
-        conn, version = _open_known(path, timeout_s, immutable=True)
+        conn, version = _open_known(path, timeout_s, immutable=True, verdicts=verdicts)
     return conn if version == SCHEMA_VERSION else _in_memory(conn)
 
 
-def _open_known(path: Path, timeout_s: float, *, immutable: bool) -> tuple[sqlite3.Connection, int]:
+def _open_known(path: Path, timeout_s: float, *, immutable: bool,
+                verdicts: Path | None) -> tuple[sqlite3.Connection, int]:
     flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     uri = f"file:{quote(str(path.resolve()))}?{flags}"
     conn = sqlite3.connect(uri, uri=True, timeout=timeout_s, isolation_level=None)
     try:
         version, app_id, has_tables = snapshot(conn)
         check_known(path, version, app_id, has_tables)
-        check_intact(conn, path)  # a reader refuses a damaged file as a writer does
+        check_intact(conn, path, verdicts)  # a reader refuses a damaged file as a writer does
     except BaseException:
         conn.close()
         raise

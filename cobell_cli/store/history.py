@@ -90,11 +90,13 @@ class History(RunQueries):
         *,
         read_only: bool = False,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
+        verdicts: Path | None = None,
     ) -> None:
         self.path = path
         self.conn = conn
         self.read_only = read_only
         self.busy_timeout_s = busy_timeout_s
+        self.verdicts = verdicts
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -109,13 +111,16 @@ class History(RunQueries):
         host: str | None = None,
         alive: Callable[[int], bool] = pid_alive,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
+        verdicts: Path | None = None,
     ) -> History:
         """Open for writing (creating the file if `create`), or `read_only`: then the file is
         never changed, and a missing one reads as empty when `create` is set. `busy_timeout_s`:
-        how long one write waits for another process's lock."""
+        how long one write waits for another process's lock. `verdicts`: a directory where the
+        verdict of the file's last integrity check is kept, so that an unchanged file is not
+        checked whole again (store/intact.py); None checks on every open."""
         path = Path(path).expanduser()
         if read_only:
-            history = cls._open_read_only(path, missing_ok=create)
+            history = cls._open_read_only(path, missing_ok=create, verdicts=verdicts)
             history.pending = journal.pending_runs(path)
             if reap_lost:
                 history.presumed_lost = frozenset(history.dead_runs(host or this_host(), alive))
@@ -131,7 +136,7 @@ class History(RunQueries):
             conn = sqlite3.connect(path, timeout=busy_timeout_s)
         except sqlite3.Error as exc:
             raise HistoryError(f"cannot open history {path}: {exc}") from None
-        history = cls(path, conn, busy_timeout_s=busy_timeout_s)
+        history = cls(path, conn, busy_timeout_s=busy_timeout_s, verdicts=verdicts)
         try:
             history._prepare()
             history._apply_journal()
@@ -146,9 +151,10 @@ class History(RunQueries):
         return history
 
     @classmethod
-    def _open_read_only(cls, path: Path, *, missing_ok: bool) -> History:
+    def _open_read_only(cls, path: Path, *, missing_ok: bool, verdicts: Path | None) -> History:
         try:
-            conn = files.connect_read_only(path, missing_ok=missing_ok, timeout_s=BUSY_TIMEOUT_S)
+            conn = files.connect_read_only(path, missing_ok=missing_ok, timeout_s=BUSY_TIMEOUT_S,
+                                           verdicts=verdicts)
         except sqlite3.DatabaseError as exc:
             if files.directory_read_only(path) and _unwritable(exc):
                 raise HistoryError(
@@ -159,7 +165,7 @@ class History(RunQueries):
                     "folds them into the file), or copy both files to a writable directory",
                 ) from None
             raise _translate(exc, path) from None
-        return cls(path, conn, read_only=True)
+        return cls(path, conn, read_only=True, verdicts=verdicts)
 
     def close(self) -> None:
         self.conn.close()
@@ -177,7 +183,7 @@ class History(RunQueries):
     def _prepare(self) -> None:
         version, app_id, has_tables = files.snapshot(self.conn)
         files.check_known(self.path, version, app_id, has_tables)
-        files.check_intact(self.conn, self.path)  # never write to a damaged file
+        files.check_intact(self.conn, self.path, self.verdicts)  # never write to a damaged one
         self.conn.execute("PRAGMA foreign_keys = ON")
         self._set_journal_mode(files.journal_mode_for(files.filesystem_type(self.path)))
         if version < SCHEMA_VERSION:

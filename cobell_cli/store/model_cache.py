@@ -150,28 +150,38 @@ def read_entry(path: Path, key: str) -> dict[str, Any] | None:
 
 
 def write_entry(path: Path, key: str, entry: dict[str, Any]) -> None:
-    """Write `entry` for `key` to `path` atomically (a temporary file renamed into place), then
-    keep the directory's newest MAX_ENTRIES. Best effort: a cache that cannot be written
-    (read-only home, full disk) is no cache."""
+    """Write `entry` for `key` to `path` atomically, keeping the directory's newest
+    MAX_ENTRIES; best effort, as `write_bytes`."""
+    try:
+        data = json.dumps({"key": key, **entry}, allow_nan=False).encode()
+    except ValueError:
+        return
+    write_bytes(path, data, pattern="*.json", keep=MAX_ENTRIES)
+
+
+def write_bytes(path: Path, data: bytes, *, pattern: str, keep: int) -> None:
+    """Write `data` to `path` atomically (a temporary file renamed into place), then keep the
+    directory's newest `keep` files matching `pattern`. Best effort: a cache that cannot be
+    written (read-only home, full disk) is no cache."""
     import tempfile  # only a miss writes; a hit should not pay for the import
 
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
         try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"key": key, **entry}, fh, allow_nan=False)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        prune(path.parent)
-    except (OSError, ValueError):
+        prune(path.parent, pattern, keep)
+    except OSError:
         return
 
 
-def prune(directory: Path, pattern: str = "*.json", keep: int = MAX_ENTRIES) -> None:
+def prune(directory: Path, pattern: str, keep: int) -> None:
     """Delete all but the `keep` newest files of `directory` matching `pattern`."""
     entries = sorted(directory.glob(pattern), key=_mtime, reverse=True)
     for stale in entries[keep:]:

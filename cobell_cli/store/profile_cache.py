@@ -16,12 +16,11 @@ import contextlib
 import hashlib
 import json
 import marshal
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from cobell_cli.store.model_cache import prune
+from cobell_cli.store.model_cache import write_bytes
 
 MAX_PROFILES = 64  # newest kept; one is ~0.6 MB for 26 000 tasks
 SUFFIX = ".marshal"
@@ -40,7 +39,8 @@ class ProfileCache:
             if isinstance(value, dict):
                 return value
         value = json.loads(summary)
-        _write(path, marshal.dumps(value))
+        write_bytes(path, marshal.dumps(value), pattern=f"profile-*{SUFFIX}",
+                    keep=MAX_PROFILES)
         return value
 
 
@@ -48,23 +48,3 @@ def _key(summary: str) -> str:
     digest = hashlib.blake2b(repr((marshal.version, sys.version)).encode(), digest_size=20)
     digest.update(summary.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Atomically (a temporary file renamed into place); best effort, like the model cache."""
-    import tempfile  # only a miss writes
-
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=SUFFIX + ".part")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        prune(path.parent, f"profile-*{SUFFIX}", MAX_PROFILES)
-    except OSError:
-        return

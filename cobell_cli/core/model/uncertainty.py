@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from cobell_cli.core.calibration import ratio_bound, student_t_quantile
+from cobell_cli.core.normal import StandardNormal
 
 MIN_RESIDUALS = 5  # fewer and quantiles are noise: use the prior width
 # Prior 90 % half-width in log space for sparse histories (2 scale-outs or few residuals):
@@ -97,9 +98,7 @@ class RelativeInterval:
 
 def _z_ratio(confidence: float) -> float:
     """Scale the prior width (given for 90 %) to another confidence, Gaussian-style."""
-    from statistics import NormalDist  # not scipy.stats: its import costs ~0.4 s per predict
-
-    quantile = NormalDist().inv_cdf
+    quantile = StandardNormal().inv_cdf  # NormalDist's, without importing statistics
     return quantile((1 + confidence) / 2) / quantile(0.95)
 
 
@@ -186,8 +185,6 @@ def score_bound(scores: np.ndarray, p: float) -> float:
 def curve_log_sd(interval: RelativeInterval, x: np.ndarray, inside: np.ndarray,
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The scale-out curve's interval read as a log sd per tail (lower, upper)."""
-    from statistics import NormalDist
-
     low_f, high_f = interval.factors(x, inside, SD_REFERENCE_CONFIDENCE)
-    z = NormalDist().inv_cdf((1 + SD_REFERENCE_CONFIDENCE) / 2)
+    z = StandardNormal().inv_cdf((1 + SD_REFERENCE_CONFIDENCE) / 2)
     return -np.log(low_f) / z, np.log(high_f) / z
