@@ -249,3 +249,45 @@ def test_the_reason_memory_is_not_sized_names_what_is_missing(tmp_path: Path) ->
                   tmp_path / "m.png")
     assert plot.exit_code == 2 and "measured executor memory peak" in plot.stderr
     assert "Traceback" not in plot.stderr
+
+
+def test_a_memory_confidence_the_history_cannot_support_says_so(db: Path) -> None:
+    """Issue 36: with six held-out ratios (the fixture's 16 runs at 4 input sizes) the bound is
+    their largest x 1.05 at any P above 6/7: --memory-confidence 0.99 sizes as 0.9 does, and
+    says so (a warning naming 0.857; exit 2 under --strict); at 0.857 or below it acts."""
+    args = ("--db", db, "predict", "-j", "etl", "-t", "200", "--cluster", "none",
+            "--input-size", "500M", "--max-scale-out", "8", "--json")
+    at = {p: cobell(*args, "--memory-confidence", p) for p in ("0.99", "0.9", "0.857", "0.6")}
+    assert all(r.exit_code == 0 for r in at.values()), [r.stderr for r in at.values()]
+    plans = {p: json.loads(r.stdout) for p, r in at.items()}
+    upper = {p: plan_["memory"]["upper_peak_mb"] for p, plan_ in plans.items()}
+    assert upper["0.99"] == upper["0.9"] > upper["0.857"] >= upper["0.6"]
+    said = [w for w in plans["0.99"]["warnings"] if w.startswith("--memory-confidence")]
+    assert len(said) == 1 and "0.99 cannot act" in said[0]
+    assert "6 held-out ratios support at most P 0.857" in said[0]
+    assert "--memory-confidence 0.99 cannot act" in at["0.99"].stderr
+    for p in ("0.857", "0.6"):
+        assert not [w for w in plans[p]["warnings"] if w.startswith("--memory-confidence")]
+    default = json.loads(cobell(*args).stdout)  # the default level is not the user's ask
+    assert not [w for w in default["warnings"] if w.startswith("--memory-confidence")]
+    strict = cobell(*args, "--memory-confidence", "0.99", "--strict")
+    assert strict.exit_code == 2 and "at most P 0.857" in strict.stderr
+    assert "Traceback" not in strict.stderr and len(strict.stderr.strip().splitlines()) <= 2
+    assert cobell(*args, "--memory-confidence", "0.857", "--strict").exit_code == 0
+
+
+def test_a_memory_confidence_with_nothing_to_size_says_so(tmp_path: Path) -> None:
+    """No run with a measured peak: no level acts; submit --strict stops before starting."""
+    path = tmp_path / "h.db"
+    with History.open(path) as history:
+        history.insert_runs([{k: v for k, v in r.items() if k != "peak_memory_mb"}
+                             for r in _runs()])
+    args = ("--db", path, "submit", "-j", "etl", "-t", "200", "--cluster", "none", "--dry-run",
+            "--memory-confidence", "0.9")
+    spark = ("--", "spark-submit", "--master", "yarn", "app.py")
+    warned = cobell(*args, *spark)
+    assert warned.exit_code == 0, warned.stderr
+    assert "--memory-confidence 0.9 cannot act: nothing is sized" in warned.stderr
+    strict = cobell(*args, "--strict", *spark)
+    assert strict.exit_code == 2 and "nothing is sized" in strict.stderr
+    assert "Traceback" not in strict.stderr

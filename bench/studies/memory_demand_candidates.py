@@ -26,7 +26,11 @@ estimate's, not the bound's, the rounding's or the retries'):
 * peak-cap: besides, each demand at most 1.06 (demand.DEMAND's GC room) times the smallest heap
   peak a run with no less input per executor showed (a peak is live heap plus garbage, so it
   bounds the live heap there and, memory never falling with the input, here): a diagnosis of
-  the garbage loop, not a method (it leaves no cushion for the GC room's bias).
+  the garbage loop, not a method (it leaves no cushion for the GC room's bias);
+* failure-ratios: each memory failure joins the bound's held-out ratios at the ratio it proves
+  at least, its heap and a step over the model's prediction there (model.py
+  `learn_failures`): the GC room's bias, which only a failure shows, kept in the bound however
+  many larger runs follow; peak-cap+failure-ratios: both.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ RESULTS = ROOT / "bench" / "results" / "memory_demand_candidates.md"
 DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
 CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
-              "cap-only", "floor-only", "peak-cap")
+              "cap-only", "floor-only", "peak-cap", "failure-ratios", "peak-cap+failure-ratios")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -113,6 +117,11 @@ def candidate(name: str) -> Iterator[None]:
                 demand._prefix_max = lambda failed: proofs[1]([])  # type: ignore[assignment]
         elif name == "peak-cap":
             demand.observations = functools.partial(_peak_cap, saved[0])  # type: ignore[assignment]
+        elif name == "failure-ratios":
+            model.MemoryModel = functools.partial(saved[1], learn_failures=True)  # type: ignore[misc]
+        elif name == "peak-cap+failure-ratios":
+            demand.observations = functools.partial(_peak_cap, saved[0])  # type: ignore[assignment]
+            model.MemoryModel = functools.partial(saved[1], learn_failures=True)  # type: ignore[misc]
         elif name == "prior":
             model.MemoryModel = functools.partial(saved[1], prior=bound.DEFAULT_PRIOR)  # type: ignore[misc]
         elif name != "default":
@@ -128,10 +137,10 @@ Score = tuple[float, float]  # MB-s / the oracle's, runs with an OOM (%)
 
 
 def replay(played: dict[tuple[int, str, str, int], Any], cells: Sequence[Cell], runs: int,
-           ) -> dict[str, dict[Cell, Score]]:
+           names: Sequence[str] = CANDIDATES) -> dict[str, dict[Cell, Score]]:
     """Each candidate's score per cell (cobell's post-bootstrap runs against the oracle's)."""
     out: dict[str, dict[Cell, Score]] = {}
-    for name in CANDIDATES:
+    for name in names:
         with candidate(name):
             out[name] = {}
             for seed, world, target in cells:
@@ -142,7 +151,8 @@ def replay(played: dict[tuple[int, str, str, int], Any], cells: Sequence[Cell], 
     return out
 
 
-def real_scores(set_name: str = REAL_SET) -> dict[str, dict[str, Any]]:
+def real_scores(set_name: str = REAL_SET, names: Sequence[str] = CANDIDATES,
+                ) -> dict[str, dict[str, Any]]:
     """Each candidate on real Spark runs (bench.memory_accuracy's cases of `set_name`, at the
     default memory confidence): cases, certainly succeeding %, median container / need."""
     from bench import memory_accuracy as ma
@@ -150,7 +160,7 @@ def real_scores(set_name: str = REAL_SET) -> dict[str, dict[str, Any]]:
 
     runs, cases = ma.load(set_name)
     out = {}
-    for name in CANDIDATES:
+    for name in names:
         with candidate(name):
             out[name] = ma.summary(ma.score(runs, cases, DEFAULT_MEMORY_CONFIDENCE), "cobell")
     return out
@@ -217,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="bench.memory_e2e's played runs (--played FILE)")
     parser.add_argument("--seed", type=int, nargs="+", default=[2018, 2019, 2020, 2021])
     parser.add_argument("--runs-per-interferer", type=int, default=12)
+    parser.add_argument("--candidates", nargs="+", choices=CANDIDATES, default=list(CANDIDATES),
+                        help="these only (the default is always scored: the others' reference)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -226,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.exit(2, f"{args.played}: no played runs for {missing[0]}; play them with "
                     "python -m bench.memory_e2e --seed N --played FILE --cells ...\n")
-    scores = replay(played, cells, args.runs_per_interferer)
-    real = real_scores()
+    names = ["default", *[n for n in args.candidates if n != "default"]]
+    scores = replay(played, cells, args.runs_per_interferer, names)
+    real = real_scores(names=names)
     command = ("python -m bench.studies.memory_demand_candidates --played PLAYED --seed "
                + " ".join(map(str, args.seed)))
     publish(render(scores, real, command, time.perf_counter() - started) + "\n", args.output)

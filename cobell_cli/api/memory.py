@@ -52,6 +52,7 @@ def memory_request(
     return MemoryRequest(
         rules=rules,
         confidence=ask.confidence or DEFAULT_MEMORY_CONFIDENCE,
+        confidence_asked=ask.confidence is not None,
         user_memory_mb=ask.user_memory_mb,
         user_overhead_mb=ask.user_overhead_mb,
         keep=ask.keep,

@@ -132,6 +132,25 @@ def check_minimized(prediction: Prediction, asked: str) -> None:
                      hint="drop --strict, or --minimize executor-seconds")
 
 
+def check_memory_confidence(prediction: Prediction) -> None:
+    """--strict: a --memory-confidence the plan could not act on (the job's history supports
+    no such level, or nothing is sized) is a usage error (exit 2), before anything starts."""
+    from cobell_cli.core.memory.plan import CONFIDENCE_OPTION
+
+    note = next((w for w in prediction.plan.warnings
+                 if w.startswith(f"{CONFIDENCE_OPTION} ")), None)
+    if note is not None:
+        raise UsageError(note + "; nothing was started",
+                         hint=f"drop --strict, or lower {CONFIDENCE_OPTION} to a level the "
+                         "history supports")
+
+
+def check_options_act(prediction: Prediction, minimize: str) -> None:
+    """--strict: --minimize and --memory-confidence each act on the plan, or exit 2."""
+    check_minimized(prediction, minimize)
+    check_memory_confidence(prediction)
+
+
 def running_co_runners(
     cluster: Any, settings: Settings, exclude_app_ids: Iterable[str] = ()
 ) -> tuple[list[RunningApp], str, bool, list[str]]:

@@ -241,7 +241,7 @@ class Submit:
 
     def _predict(self, now: float) -> tuple[Prediction, Any]:
         from cobell_cli.api.deadline_start import target_now
-        from cobell_cli.api.planning import check_minimized, predict
+        from cobell_cli.api.planning import check_options_act, predict
 
         target = target_now(self.target_s, self.deadline)
         with self._world(target) as (history, cluster):
@@ -250,7 +250,7 @@ class Submit:
                                  require_history=False, memory=self._memory_to_plan(),
                                  minimize=self.minimize, queue=self.queue)
         if self.strict:
-            check_minimized(prediction, self.minimize)
+            check_options_act(prediction, self.minimize)
         for message in prediction.warnings:
             self._tell("warning", message)
         return prediction, cluster
@@ -284,7 +284,7 @@ class Submit:
         candidate's memory sized as without a deadline (api.predict); under `strict`, a
         --minimize the plan cannot act on stops it before anything is decided."""
         from cobell_cli.api.deadlines import plan_for_deadline
-        from cobell_cli.api.planning import check_minimized
+        from cobell_cli.api.planning import check_options_act
 
         with self._world(self.target_s) as (history, cluster):
             planned = plan_for_deadline(
@@ -292,7 +292,7 @@ class Submit:
                 request=request, now=now, input_bytes=self.input_bytes,
                 require_history=False, memory=self.memory)
         if self.strict:
-            check_minimized(planned.prediction, request.minimize)
+            check_options_act(planned.prediction, request.minimize)
         for message in [*planned.prediction.warnings, *planned.warnings]:
             self._tell("warning", message)
         return planned, cluster

@@ -366,7 +366,7 @@ def run_prediction(
             queue=queue,
         )
     if strict:
-        api.check_minimized(prediction, minimize)
+        api.check_options_act(prediction, minimize)
     for message in prediction.warnings:
         warn(message)
     return prediction, cluster
@@ -401,7 +401,7 @@ def run_deadline_prediction(
             history, cluster, resolved, job=job, target_s=target_s, request=request, now=now,
             input_bytes=input_bytes, require_history=require_history, memory=memory)
         if strict:
-            api.check_minimized(planned.prediction, request.minimize)
+            api.check_options_act(planned.prediction, request.minimize)
         if require_history:  # predict: the other waiting submits, read only
             decision = deadlines.read_decision(history, planned, now)
             planned.prediction = deadlines.start_prediction(planned, decision)

@@ -36,6 +36,7 @@ from cobell_cli.core.memory.select import (
     Candidate,
     candidate,
     grant_ratio,
+    held_out_prediction,
     nested_ratios,
     select,
 )
@@ -75,17 +76,23 @@ class MemoryModel:
         nested: bool = True,
         neighbour: Neighbour | None = None,
         prior: RatioPrior | None = None,
+        learn_failures: bool = False,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
         self.nested = nested
         self.neighbour = neighbour
         self.prior = prior
+        self.learn_failures = learn_failures
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
             return CANDIDATES
         return tuple(candidate(label) for label in self.pool)
+
+    def _fallback(self) -> Candidate:
+        """The candidate when the runs are too few to choose: the nearest job's, or ours."""
+        return candidate(self.neighbour.label if self.neighbour is not None else self.fallback)
 
     def fit(self, runs: Sequence[MemoryObservation]) -> MemoryModel:
         """Fit on the job's runs: those with a demand are fitted, memory failures bound. Runs
@@ -103,13 +110,45 @@ class MemoryModel:
         self.failures_: list[MemoryObservation] = [
             r for r in runs if r.failed and r.reserved_mb is not None
         ]
+        self.failure_ratios_: list[float] = (
+            self._failure_ratios(runs) if self.learn_failures and self.nested else [])
         self.runs_: int = len(sized or measured)
         return self
+
+    def _failure_ratios(self, runs: Sequence[MemoryObservation]) -> list[float]:
+        """Each memory failure as the held-out ratio it proves at least: its heap and a step
+        over what the runs before it (`runs` oldest first) predict there, the model that
+        sized it. A demand read from peaks can be biased low (a GC room or a sampled top the
+        rule does not know), which the demands' own ratios cannot show; only a failure does,
+        and unlike a fold's ratio it stays in the bound however many larger runs follow.
+        Predicted in-sample instead, its own retried run (whose demand demand.consistent
+        lifts above the failed heap) hid the bias (bench.studies.memory_demand_candidates,
+        `failure-ratios`)."""
+        out = []
+        for i, f in enumerate(runs):
+            if not f.failed or f.reserved_mb is None or not (f.input_bytes or self.input_free_):
+                continue
+            before = [r for r in runs[:i] if r.demand_mb is not None and r.demand_mb > 0
+                      and (r.input_bytes > 0) != self.input_free_]
+            if not before:
+                continue
+            if self.input_free_:
+                predicted = CANDIDATES[0].fit(before).predict(0.0)  # type: ignore[union-attr]
+            else:
+                predicted = held_out_prediction(before, f, self._fallback(), self._pool())
+            if predicted:
+                out.append((f.reserved_mb + STEP_MB) / predicted)
+        return out
+
+    @property
+    def bound_ratios_(self) -> list[float]:
+        """The ratios the upper bound is calibrated on: the held-out ones, and the failures'."""
+        return [*self.ratios_, *self.failure_ratios_]
 
     def _fit_input(self, measured: Sequence[MemoryObservation]) -> None:
         """A memory function of the input, chosen on the runs (select.py)."""
         guide = self.neighbour
-        fallback = candidate(guide.label if guide is not None else self.fallback)
+        fallback = self._fallback()
         selection = select(measured, fallback, self._pool())
         chosen = selection.candidate
         fitted = chosen.fit(measured)
@@ -158,8 +197,8 @@ class MemoryModel:
     def ratio(self, confidence: float) -> float:
         """The factor on the prediction that bounds the need with probability >= confidence."""
         if self.prior is None:
-            return memory_ratio_bound(self.ratios_, confidence)
-        return ratio_upper(self.ratios_, confidence, self.prior)
+            return memory_ratio_bound(self.bound_ratios_, confidence)
+        return ratio_upper(self.bound_ratios_, confidence, self.prior)
 
     def estimate(self, input_bytes: int, scale_out: int, confidence: float) -> MemoryEstimate:
         predicted = self.predict(input_bytes, scale_out)
@@ -188,6 +227,7 @@ class MemoryModel:
             "cv_folds": self.folds_,
             "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
             "held_out_ratios": len(self.ratios_),
+            "failure_ratios": len(self.failure_ratios_),
         }
 
 
@@ -204,6 +244,13 @@ def memory_ratio_bound(ratios: Sequence[float], confidence: float) -> float:
     if rank <= n:
         return max(ordered[rank - 1], 1.0)
     return max(ordered[-1] * TAIL_MARGIN, 1.0)
+
+
+def confidence_acts(n_ratios: int, confidence: float) -> bool:
+    """Does `memory_ratio_bound` on n held-out ratios depend on this confidence? Only while
+    its conformal rank is within them, up to n / (n + 1): above it the bound is the largest
+    ratio x TAIL_MARGIN at any confidence, and below MIN_RATIOS at least MIN_MARGIN."""
+    return n_ratios >= MIN_RATIOS and math.ceil((n_ratios + 1) * confidence) <= n_ratios
 
 
 def _chosen_by_text(source: str, neighbour: Neighbour | None, label: str) -> str:

@@ -12,6 +12,7 @@ size is sized by its peaks alone (model.py `input_free_`), whatever the next run
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -51,6 +52,7 @@ class MemoryRequest:
     user_overhead_mb: int | None = None
     input_bytes: int | None = None  # the next run's input; None: the largest seen
     keep: bool = False  # leave the memory as the command or Spark's defaults have it
+    confidence_asked: bool = False  # --memory-confidence given: say when it cannot act
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ def plan_memory(
         return _unsized(candidates, request, input_bytes, None)
     rows = tuple(_candidate(model, x, input_bytes or 0, request) for x in candidates)
     return MemoryPlan(
+        warnings=confidence_warnings(request, model),
         source="user" if request.keep else "model",
         model=model.candidate_.label,
         runs=model.runs_,
@@ -226,6 +229,7 @@ def _after_failures(
         input_bytes=input_bytes,
         input_note=note or f"only memory failures known: {RETRY_GROWTH:g}x the largest that failed",
         candidates=tuple(rows),
+        warnings=confidence_warnings(request, None, "failures"),
     )
 
 
@@ -236,8 +240,10 @@ def _unsized(
     reservation = _users(request)
     rows = tuple(_row(x, reservation, request.rules) for x in candidates)
     why = note or NO_MEMORY_RUN
+    source = "user" if reservation is not None else "none"
     return MemoryPlan(
-        source="user" if reservation is not None else "none",
+        warnings=confidence_warnings(request, None, source),
+        source=source,
         model=None,
         runs=0,
         confidence=request.confidence,
@@ -245,6 +251,58 @@ def _unsized(
         input_note=why,
         candidates=rows,
     )
+
+
+CONFIDENCE_OPTION = "--memory-confidence"  # how its warning begins (api/planning.py, --strict)
+
+
+def confidence_warnings(request: MemoryRequest, model: MemoryModel | None,
+                        source: str = "model") -> tuple[str, ...]:
+    """Why a --memory-confidence given cannot act on this plan, naming the largest level the
+    job's history supports and what would raise it; () when it acts, was not given, or the
+    user's own memory is kept (the confidence only judges it then)."""
+    if not request.confidence_asked or request.keep or source == "user":
+        return ()
+    why = _why_confidence_cannot_act(request.confidence, model, source)
+    return () if why is None else (f"{CONFIDENCE_OPTION} {request.confidence:g} cannot act: {why}",)
+
+
+def _why_confidence_cannot_act(confidence: float, model: MemoryModel | None,
+                               source: str) -> str | None:
+    from cobell_cli.core.memory.model import (
+        MAX_FOLDS,
+        MIN_MARGIN,
+        MIN_RATIOS,
+        TAIL_MARGIN,
+        confidence_acts,
+    )
+
+    if model is None:
+        return (f"the heap is {RETRY_GROWTH:g}x the largest that failed for memory at any "
+                "level; a run that succeeds with a measured peak lets it act"
+                if source == "failures" else "nothing is sized (" + NO_MEMORY_RUN + ")")
+    if model.prior is not None:
+        return None
+    n = len(model.bound_ratios_)
+    if n < MIN_RATIOS:
+        return (f"the bound rests on {n} held-out ratio{'s' if n != 1 else ''}, fewer than "
+                f"{MIN_RATIOS}, so it is at least {MIN_MARGIN:g}x the prediction at any level; "
+                f"more runs at larger inputs raise what it supports (P {_ceiling(MIN_RATIOS)} "
+                f"at {MIN_RATIOS} ratios)")
+    if confidence_acts(n, confidence):
+        return None
+    more = (f"more runs at larger inputs raise it (one held-out ratio each, up to {MAX_FOLDS}: "
+            f"P {_ceiling(MAX_FOLDS)})" if len(model.ratios_) < MAX_FOLDS else
+            f"cobell holds out at most {MAX_FOLDS} runs (those of the largest inputs), so no "
+            "longer history raises it")
+    return (f"the job's {n} held-out ratios support at most P {_ceiling(n)} (above it the "
+            f"bound is their largest x {TAIL_MARGIN:g} at any level); {more}")
+
+
+def _ceiling(n_ratios: int) -> str:
+    """n / (n + 1), the largest confidence n held-out ratios support, rounded down: a level
+    as printed still acts."""
+    return f"{math.floor(1000 * n_ratios / (n_ratios + 1)) / 1000:g}"
 
 
 def user_memory_warnings(plan: MemoryPlan, scale_out: int) -> list[str]:

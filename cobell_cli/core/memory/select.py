@@ -147,14 +147,25 @@ def nested_ratios(
     on), 0 (the default): as they are."""
     ratios = []
     for train, test in forward_folds(runs):
-        chosen = select(train, fallback, pool).candidate
-        fitted = chosen.fit(train)
-        if fitted is None:
-            chosen, fitted = fallback, fallback.fit(train)
-        if fitted is None:
-            continue
-        predicted = chosen.predict(fitted, test)
-        if predicted > 0:
+        predicted = held_out_prediction(train, test, fallback, pool)
+        if predicted is not None:
             ratios.append(grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
                                       floor_mb))
     return ratios
+
+
+def held_out_prediction(
+    train: Sequence[MemoryObservation], test: MemoryObservation, fallback: Candidate,
+    pool: Sequence[Candidate] = CANDIDATES,
+) -> float | None:
+    """The need of `test` as the selection procedure predicts it from `train` alone (the
+    candidate `select` picks there, fitted there); None where nothing fits or it is not
+    positive."""
+    chosen = select(train, fallback, pool).candidate
+    fitted = chosen.fit(train)
+    if fitted is None:
+        chosen, fitted = fallback, fallback.fit(train)
+    if fitted is None:
+        return None
+    predicted = chosen.predict(fitted, test)
+    return predicted if predicted > 0 else None
