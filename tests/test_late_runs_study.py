@@ -41,7 +41,7 @@ def test_the_parts_sum_to_the_log_error_and_the_hooks_leave_nothing_behind(
     plan, bounds, play, decide = co.plan, model_phase._runtime_bounds, co.play, co.decide
     cfg = dataclasses.replace(gate.allocation_config("nodesim", "single", "sgd"),
                               runs_per_interferer=2, strategies=("default",))
-    cell, runs = lr._cell((cfg, ""))
+    cell, runs = lr._cell((cfg, "default"))
     assert cell == "nodesim/single/sgd"
     assert [d["index"] for d in runs] == [7, 8]  # 8 runs, the bootstrap's 6 left out
     for d in runs:
@@ -63,7 +63,7 @@ def test_physics_splits_the_interference_part_into_the_pairs_and_the_draw(
     monkeypatch.setattr(lr, "NOISE_BLIND_DRAWS", 4)
     cfg = dataclasses.replace(gate.allocation_config("nodesim", "single", "sgd"),
                               runs_per_interferer=2, strategies=("default",))
-    _, runs = lr._cell((cfg, ""))
+    _, runs = lr._cell((cfg, "default"))
     world, curves = co.truth("nodesim"), co.load_curves(co.DEFAULT_DATA)
     setups = {s.index: s for s in co.draw_runs("single", "sgd", cfg, curves, world)}
     d = runs[-1]
@@ -72,3 +72,12 @@ def test_physics_splits_the_interference_part_into_the_pairs_and_the_draw(
     assert 0.0 <= got["own_noise_meet"] <= 1.0 and 0.0 <= got["blind_meet"] <= 1.0
     assert co.MIN_SCALE_OUT <= got["blind_scale_out"] <= got["blind_high_scale_out"]
     assert got["blind_high_scale_out"] <= co.MAX_SCALE_OUT
+
+
+def test_the_sized_variant_fits_with_sized_models_only_while_inside() -> None:
+    fit = co.fit_runtime_model
+    with lr.fitted("sized"):
+        assert co.fit_runtime_model.keywords == {"sized": True}  # type: ignore[attr-defined]
+    assert co.fit_runtime_model is fit
+    with pytest.raises(ValueError, match="unknown variant"), lr.fitted("wider"):
+        pass

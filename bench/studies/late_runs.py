@@ -363,6 +363,41 @@ def mean_rows(cells: Mapping[str, Sequence[Record]]) -> list[str]:
     return rows
 
 
+def summary_rows(cells: Mapping[str, Sequence[Record]]) -> list[str]:
+    """Per world: runs, late runs, late %, max overshoot, and how the model's error at the
+    measured overlaps follows the co-runners' size in the cells with 2 and 3 co-runners."""
+    rows = []
+    for world in ("nodesim", "simulator"):
+        runs = [d for cell, rs in cells.items() if cell.startswith(world + "/") for d in rs]
+        if not runs:
+            continue
+        late = sum(d["late"] for d in runs)
+        corr = [f"{_size_correlation(cells, world, v):.2f}" for v in ("pair", "triple")]
+        rows.append(f"| {world} | {len(runs)} | {late} | {100 * late / len(runs):.1f} |"
+                    f" {max(d['overshoot_pct'] for d in runs):.1f} | {' / '.join(corr)} |")
+    return rows
+
+
+SIZE_REFERENCE = 22.0  # the co-runners' mean scale-out (bench.colocation: 12-32)
+
+
+def _size_correlation(cells: Mapping[str, Sequence[Record]], world: str, variant: str) -> float:
+    """Correlation over a world's runs with `variant`'s co-runners between the model's error at
+    the measured overlaps (curve + interference) and the co-runners' overlap-weighted
+    scale-out."""
+    sizes, errors = [], []
+    for cell, runs in cells.items():
+        if not cell.startswith(f"{world}/{variant}/"):
+            continue
+        for d in runs:
+            met = [c for c in d["co_runners"] if c["ratio"] > 0]
+            if met:
+                sizes.append(sum(c["ratio"] * c["scale_out"] for c in met)
+                             / sum(c["ratio"] for c in met) / SIZE_REFERENCE)
+                errors.append(d["curve"] + d["interference"])
+    return float(np.corrcoef(sizes, errors)[0, 1]) if len(sizes) > 2 else math.nan
+
+
 def attribution_rows(cells: Mapping[str, Sequence[Record]]) -> list[str]:
     """Per world, how many late runs each attribution holds."""
     counts: dict[tuple[str, str], int] = {}
@@ -402,6 +437,13 @@ def render(data: Mapping[int, Mapping[str, Sequence[Record]]], command: str) -> 
             " physics meet | co-runners | pairs | parts % | attribution |",
             "|---" * 13 + "|",
             *[r for cell, runs in sorted(cells.items()) for r in late_rows(cell, runs)],
+            "", f"## Seed {seed}: late runs and the co-runners' size", "",
+            "Late: runs over the target after the bootstrap. Size correlation: over the runs"
+            " of the pair / triple cells, between the model's error at the measured overlaps"
+            " (curve + interference) and the co-runners' overlap-weighted scale-out.",
+            "", "| world | runs | late | late % | max overshoot % | size correlation |",
+            "|---|---|---|---|---|---|",
+            *summary_rows(cells),
             "", f"## Seed {seed}: late runs by attribution", "",
             "| world | attribution | late runs |", "|---|---|---|",
             *attribution_rows(cells),
