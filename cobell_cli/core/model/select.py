@@ -33,6 +33,7 @@ curves.py (steps 3-4), edges.py (step 5 and the cliff of step 2), bounds.py and 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -59,6 +60,7 @@ from cobell_cli.core.model.robust import (
     repetition_weights,
 )
 from cobell_cli.core.model.uncertainty import ConformalScale
+from cobell_cli.core.sorted_values import distinct
 
 _BROKEN_LINE = {"auto": None, "broken-line": True, "ernest": False}  # FormOptions.broken_line
 REFIT_MAX_RUNS = 100  # up to here the held-out errors come from refits (held_out_ratios)
@@ -149,7 +151,7 @@ class RuntimeModel:
         x, y = plain.scale_out, plain.runtime_s
         self.n_runs_ = plain.n
         self.scale_out_range_ = (float(x.min()), float(x.max()))
-        self.n_scale_outs_ = int(np.unique(x).size)
+        self.n_scale_outs_ = int(distinct(x).size)
         self.co_runners_ = plain.co_runners
         self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
                                    for i, k in enumerate(plain.co_runners)}
@@ -205,7 +207,7 @@ class RuntimeModel:
             rows = np.isin(x, self.regime_scale_outs_)
             _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
             self.regime_log_runtime_ = v
-            levels = np.unique(x)
+            levels = distinct(x)
             self.first_normal_scale_out_ = float(levels[~np.isin(levels,
                                                                   self.regime_scale_outs_)][0])
 
@@ -266,8 +268,8 @@ class RuntimeModel:
         """The held-out errors as scores on the model's own log sd (uncertainty.py)."""
         if self._scale is None:
             data = self._pooled_data
-            rows = [{k: float(v) for k, v in zip(data.co_runners, r, strict=True) if v > 0}
-                    for r in data.overlap]
+            rows = [{k: v for k, v in zip(data.co_runners, r, strict=True) if v > 0}
+                    for r in data.overlap.tolist()]  # Python floats: ~3x faster than numpy's
             pair_sd = self._factor_sd(data.scale_out, rows)[1]
             self._scale = conformal_scale(self.interval_, data.scale_out, pair_sd,
                                           self.held_out_ratios(), self._raw.overlap)
@@ -307,9 +309,10 @@ class RuntimeModel:
         if overlaps is None:
             return np.ones_like(x), np.zeros_like(x)
         factor, sd = np.ones_like(x), np.zeros_like(x)
+        # Each co-runner's pair and covariance once, not once per run (1000 runs: ~1.5 ms)
+        pair, cov = functools.cache(self.interference), functools.cache(self.pair_covariance)
         for i, row in enumerate(_rows(overlaps, x.size)):
-            factor[i], sd[i] = factor_and_sd(x[i], row, self.interference,
-                                             self.pair_covariance, self.combination_)
+            factor[i], sd[i] = factor_and_sd(x[i], row, pair, cov, self.combination_)
         return factor, sd
 
     def predict(self, scale_outs: Sequence[float] | np.ndarray, overlaps: Overlaps = None,
