@@ -11,8 +11,12 @@ input it generates, NaN and -0.0 included.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike  # not at run time: numpy.typing costs ~0.5 ms
 
 
 def distinct(values: ArrayLike) -> np.ndarray:
