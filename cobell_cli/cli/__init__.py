@@ -106,7 +106,23 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     with interrupts.handled(exiting=argv is None):  # SIGINT, SIGTERM, SIGHUP by phase
         code = _run(args)
+    if argv is None:  # the process ends here
+        skip_exit_collection()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def skip_exit_collection() -> None:
+    """Spare the interpreter's exit a garbage collection over every object the command
+    left: the process's memory goes back whole anyway. A predict that fitted has ~50 000
+    (numpy, the model), and exit's collections of them cost ~35 ms CPU, a tenth of it.
+
+    gc.freeze() moves them where no collection looks; exit still joins threads, runs atexit
+    handlers (temporary directories), flushes the streams and frees every object not in a
+    reference cycle. What it skips are cycles' finalizers, which Python never promises to
+    run at exit: the history is closed and every file written before this point."""
+    import gc
+
+    gc.freeze()
 
 
 def _run(args: list[str]) -> int | None:
