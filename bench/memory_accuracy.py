@@ -166,14 +166,18 @@ STANDALONE = {"backend": "standalone"}  # the recordings' cluster: a container i
 def cobell_method(name: str) -> tuple[Any, Any]:
     """(demand rule, ratio prior) of a cobell method by name; None: the code's default.
     "default": demand.DEMAND with model.py's conformal bound (what cobell ships); "peak-nix":
-    the candidate frozen on tune-quiet, demand.PEAK_RULE with bound.DEFAULT_PRIOR."""
+    the candidate frozen on tune-quiet, demand.PEAK_RULE with bound.DEFAULT_PRIOR; its two
+    halves alone: "peak-conformal" (PEAK_RULE, the conformal bound) and "demand-prior"
+    (DEMAND, DEFAULT_PRIOR's bound)."""
     from cobell_cli.core.memory.bound import DEFAULT_PRIOR
     from cobell_cli.core.memory.demand import PEAK_RULE
 
-    return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR)}[name]
+    return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR),
+            "peak-conformal": (PEAK_RULE, None), "demand-prior": (None, DEFAULT_PRIOR)}[name]
 
 
-COBELL_METHODS = ("default", "peak-nix")
+COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior")
+CANDIDATES = COBELL_METHODS[1:]  # scored beside the default on every set it runs
 
 
 def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
@@ -407,9 +411,10 @@ RECORDED = {
                   "bound.DEFAULT_PRIOR) was fitted on (bench.memory_measure).",
     "test-quiet": "recorded as `tune-quiet` after the method was frozen on it (wider values, "
                   "other row counts and `distinct` domain, another seed): nothing was fitted "
-                  "or chosen on it. One executor only (`--executors 1`: the x2 half did not fit "
-                  "the session's time, the lock shared with the co-location recordings), so "
-                  "its like-for-like tune figures are tune-quiet's x1 rows.",
+                  "or chosen on it. Its x1 half was recorded first; its x2 half a session "
+                  "later, alone (loads 0.6-1.4): a case of either executor count is sized "
+                  "from the job's smaller sizes at both counts, as on tune-quiet, so its x1 "
+                  "rows moved when the x2 runs joined the histories.",
 }
 
 
@@ -433,29 +438,48 @@ def method_text() -> str:
             f"{prior.dof:g} ratios, both fitted on tune-quiet only.")
 
 
+def paired_log_ratio(default: Sequence[Score], other: Sequence[Score]) -> tuple[float, float]:
+    """Mean and standard error of log(other's container / the default's), case by case (the
+    same cases, both sized): below 0, the other reserves less."""
+    mine = {s.case: s for s in default if s.method == "cobell"}
+    diffs = [math.log(o.reserved_mb / mine[o.case].reserved_mb) for o in other
+             if o.method == "cobell" and o.reserved_mb and o.case in mine
+             and mine[o.case].reserved_mb]
+    if len(diffs) < 2:
+        return math.nan, math.nan
+    return statistics.fmean(diffs), statistics.stdev(diffs) / math.sqrt(len(diffs))
+
+
 def default_text(results: Mapping[str, list[Score]],
-                 candidate: Mapping[str, list[Score]]) -> list[str]:
-    """Which method is the default and why: the default beside the candidate on the quiet
-    sets (the candidate was frozen on tune-quiet; test-quiet is held out)."""
+                 candidates: Mapping[str, Mapping[str, list[Score]]]) -> list[str]:
+    """Which method is the default and why: the default beside each candidate on every set,
+    paired case by case (peak-nix was frozen on tune-quiet; every other set is out of sample
+    for it)."""
     lines = ["## Which method is the default", "",
              "The project keeps a component in the default only if it wins out of sample by a "
              "standard error; otherwise the simpler, earlier form stays. The candidate "
-             "`peak-nix` was chosen and fitted on tune-quiet (bench.memory_measure); on the "
-             "held-out test-quiet it does not win (nor did the gate's memory figures, "
-             "`python -m bench gate --only memory_accuracy --only memory_e2e`: six worse than "
-             "bench/baseline.json, docs/memory.md), so the default is demand.DEMAND with the "
-             "conformal bound. Both rows of a set are scored on the same cases by this command "
-             "(`python -m bench.memory_accuracy`); the candidate alone: `python -m "
-             "bench.memory_accuracy --method peak-nix --output FILE`. One case in 18 is no "
-             "difference a standard error separates either way: the candidate had to win, and "
-             "did not:", "",
-             "| set | method | certainly succeeds | median container / need |",
-             "|---|---|---|---|"]
-    for set_name, scores in candidate.items():
-        for name, subset in (("default", results.get(set_name, [])), ("peak-nix", scores)):
+             "`peak-nix` (demand.PEAK_RULE with bound.DEFAULT_PRIOR) was chosen and fitted on "
+             "tune-quiet (bench.memory_measure); `peak-conformal` and `demand-prior` are its "
+             "two halves alone. Every row is scored on the same cases as the default's by this "
+             "command; log container = the mean of log(the candidate's reservation / the "
+             "default's) over the cases, +- its standard error (below 0: smaller containers). "
+             "On the held-out quiet set test-quiet the prior's bound reserves far less at equal "
+             "success; on the sets recorded under load (test, fresh: held out too) it reserves "
+             "more or covers fewer cases, and in the simulated worlds end to end it costs more "
+             "memory-MB-seconds (docs/memory.md): no candidate wins out of sample everywhere, "
+             "so the default stays demand.DEMAND with the conformal bound.", "",
+             "| set | method | certainly succeeds | certainly too small | median container / "
+             "need | log container vs the default |",
+             "|---|---|---|---|---|---|"]
+    for set_name, per_method in candidates.items():
+        base = results.get(set_name, [])
+        for name, subset in (("default", base), *per_method.items()):
             s = summary(subset, "cobell")
+            mean, se = paired_log_ratio(base, subset)
+            diff = "-" if name == "default" else f"{mean:+.3f} +- {se:.3f}"
             lines.append(f"| {set_name} | {name} | {s['ok']}/{s['cases']} "
-                         f"({s['success_pct']:.0f} %) | {s['median_ratio']:.2f} |")
+                         f"({s['success_pct']:.0f} %) | {s['failed']} | "
+                         f"{s['median_ratio']:.2f} | {diff} |")
     return [*lines, ""]
 
 
@@ -493,7 +517,8 @@ def side_by_side(results: Mapping[str, list[Score]], method: str = "cobell") -> 
 
 def render(results: Mapping[str, list[Score]], confidence: float, command: str,
            elapsed_s: float, notes: Mapping[str, str] | None = None,
-           history: str = "profile", candidate: Mapping[str, list[Score]] | None = None,
+           history: str = "profile",
+           candidate: Mapping[str, Mapping[str, list[Score]]] | None = None,
            method: str = "default") -> str:
     lines = [
         "# Memory accuracy: extrapolating in input size (real Spark runs)",
@@ -607,9 +632,11 @@ def main(argv: list[str] | None = None) -> int:
         runs, cases = load(set_name, args.history)
         results[set_name] = score(runs, cases, confidence, method_prior, method_rule)
         notes[set_name] = explain(runs, cases, confidence)
-        if args.method == "default" and set_name in ("tune-quiet", "test-quiet"):
-            rule, prior = cobell_method("peak-nix")
-            candidate[set_name] = score(runs, cases, confidence, prior, rule)
+        if args.method == "default":
+            candidate[set_name] = {}
+            for name in CANDIDATES:
+                rule, prior = cobell_method(name)
+                candidate[set_name][name] = score(runs, cases, confidence, prior, rule)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
     text = render(results, confidence, command.strip(), time.perf_counter() - started, notes,
                   args.history, candidate, args.method)

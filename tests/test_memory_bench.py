@@ -435,3 +435,22 @@ def test_a_candidate_wins_only_lower_on_both_by_a_standard_error() -> None:
     assert all(line.endswith("| no |") for line in rows["costly"] + rows["default"])
     assert not mc.wins_over((-0.05, 0.06), (0.0, 0.0))  # within its standard error
     assert mc.difference([1.0, 2.0], [0.5, 1.0]) == pytest.approx((0.75, 0.25))
+
+
+def test_a_candidate_is_compared_with_the_default_case_by_case() -> None:
+    """bench.memory_accuracy's "log container vs the default": the mean and standard error of
+    log(candidate / default) over the cases both sized, worked out by hand; another method's
+    scores and a case the candidate did not size are left out."""
+    import math
+
+    from bench.memory_accuracy import paired_log_ratio
+
+    a, b, c = (Case(job, 100, 1, above_mb=448, at_most_mb=512) for job in "abc")
+    default = [Score("cobell", a, 1024), Score("cobell", b, 2048), Score("cobell", c, 512),
+               Score("other", a, 4096)]
+    candidate = [Score("cobell", a, 512), Score("cobell", b, 2048), Score("cobell", c, None)]
+    mean, se = paired_log_ratio(default, candidate)
+    diffs = [math.log(0.5), 0.0]
+    assert mean == pytest.approx(sum(diffs) / 2)
+    assert se == pytest.approx(abs(diffs[0] - diffs[1]) / math.sqrt(2) / math.sqrt(2))
+    assert all(math.isnan(v) for v in paired_log_ratio(default, candidate[1:]))

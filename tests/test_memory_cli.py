@@ -266,8 +266,11 @@ def test_a_memory_confidence_the_history_cannot_support_says_so(db: Path) -> Non
     assert len(said) == 1 and "0.99 cannot act" in said[0]
     assert "6 held-out ratios support at most P 0.857" in said[0]
     assert "--memory-confidence 0.99 cannot act" in at["0.99"].stderr
+    # a field a script (and --strict) can read, not only a warning's words
+    assert plans["0.99"]["memory"]["confidence_cannot_act"] == said[0]
     for p in ("0.857", "0.6"):
         assert not [w for w in plans[p]["warnings"] if w.startswith("--memory-confidence")]
+        assert "confidence_cannot_act" not in plans[p]["memory"]
     default = json.loads(cobell(*args).stdout)  # the default level is not the user's ask
     assert not [w for w in default["warnings"] if w.startswith("--memory-confidence")]
     strict = cobell(*args, "--memory-confidence", "0.99", "--strict")

@@ -23,7 +23,8 @@ ALLOCATION_STRATEGIES = {"cobell": "default", "bell_margin": "bell90", "bell_mar
 NOISE_BLIND_LEVELS = (0.9, 0.95)
 NOISE_BLIND_DRAWS = 30
 MEMORY_E2E_RUNS_PER_INTERFERER = 4  # bench.memory_e2e --quick
-MEMORY_SETS = ("tune", "test", "fresh")  # bench/data/memory sets scored (tune-v2: 6 bounded cases)
+# bench/data/memory sets scored (tune-v2: 6 bounded cases); the quiet ones, recorded alone, first
+MEMORY_SETS = ("tune-quiet", "test-quiet", "tune", "test", "fresh")
 # bench.deadline --quick's cells in both worlds, seed 7, 3 warm-up bursts: a submit beside a
 # straggler (8 rounds: --quick's 2 decide 2 deadlines) and bursts of five (2 rounds)
 DEADLINE_SEED, DEADLINE_WARMUP = 7, 3

@@ -137,8 +137,7 @@ def check_memory_confidence(prediction: Prediction) -> None:
     no such level, or nothing is sized) is a usage error (exit 2), before anything starts."""
     from cobell_cli.core.memory.plan import CONFIDENCE_OPTION
 
-    note = next((w for w in prediction.plan.warnings
-                 if w.startswith(f"{CONFIDENCE_OPTION} ")), None)
+    note = (prediction.plan.memory or {}).get("confidence_cannot_act")
     if note is not None:
         raise UsageError(note + "; nothing was started",
                          hint=f"drop --strict, or lower {CONFIDENCE_OPTION} to a level the "

@@ -80,8 +80,12 @@ class MemoryPlan:
     input_bytes: int | None
     input_note: str | None
     candidates: tuple[CandidateMemory, ...]
-    warnings: tuple[str, ...] = ()
+    confidence_note: str | None = None  # why a --memory-confidence given cannot act; None: it acts
     description: Mapping[str, Any] | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return () if self.confidence_note is None else (self.confidence_note,)
 
     def at(self, scale_out: int) -> CandidateMemory | None:
         return self._by_scale_out.get(scale_out)
@@ -107,6 +111,8 @@ class MemoryPlan:
             out.update(asdict(chosen))
         if self.input_note:
             out["note"] = self.input_note
+        if self.confidence_note:  # --strict reads this, not the warnings' text
+            out["confidence_cannot_act"] = self.confidence_note
         return out
 
 
@@ -137,7 +143,7 @@ def plan_memory(
         return _unsized(candidates, request, input_bytes, None)
     rows = tuple(_candidate(model, x, input_bytes or 0, request) for x in candidates)
     return MemoryPlan(
-        warnings=confidence_warnings(request, model),
+        confidence_note=confidence_note(request, model),
         source="user" if request.keep else "model",
         model=model.candidate_.label,
         runs=model.runs_,
@@ -229,7 +235,7 @@ def _after_failures(
         input_bytes=input_bytes,
         input_note=note or f"only memory failures known: {RETRY_GROWTH:g}x the largest that failed",
         candidates=tuple(rows),
-        warnings=confidence_warnings(request, None, "failures"),
+        confidence_note=confidence_note(request, None, "failures"),
     )
 
 
@@ -242,7 +248,7 @@ def _unsized(
     why = note or NO_MEMORY_RUN
     source = "user" if reservation is not None else "none"
     return MemoryPlan(
-        warnings=confidence_warnings(request, None, source),
+        confidence_note=confidence_note(request, None, source),
         source=source,
         model=None,
         runs=0,
@@ -253,18 +259,19 @@ def _unsized(
     )
 
 
-CONFIDENCE_OPTION = "--memory-confidence"  # how its warning begins (api/planning.py, --strict)
+CONFIDENCE_OPTION = "--memory-confidence"
 
 
-def confidence_warnings(request: MemoryRequest, model: MemoryModel | None,
-                        source: str = "model") -> tuple[str, ...]:
+def confidence_note(request: MemoryRequest, model: MemoryModel | None,
+                    source: str = "model") -> str | None:
     """Why a --memory-confidence given cannot act on this plan, naming the largest level the
-    job's history supports and what would raise it; () when it acts, was not given, or the
-    user's own memory is kept (the confidence only judges it then)."""
+    job's history supports and what would raise it (a plan warning; --strict's usage error);
+    None when it acts, was not given, or the user's own memory is kept (the confidence only
+    judges it then)."""
     if not request.confidence_asked or request.keep or source == "user":
-        return ()
+        return None
     why = _why_confidence_cannot_act(request.confidence, model, source)
-    return () if why is None else (f"{CONFIDENCE_OPTION} {request.confidence:g} cannot act: {why}",)
+    return None if why is None else f"{CONFIDENCE_OPTION} {request.confidence:g} cannot act: {why}"
 
 
 def _why_confidence_cannot_act(confidence: float, model: MemoryModel | None,
