@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from cobell_cli.store.history import History
 from tests.test_no_scipy_on_predict import write_history
 
 PROBE = """
@@ -82,3 +84,51 @@ def test_the_process_exit_skips_the_collection_only_when_cobell_ends_it(tmp_path
         plans[mode].pop("now")
     assert frozen["process"] > 10_000 and frozen["in-process"] == 0
     assert plans["process"] == plans["in-process"]
+
+
+def write_long_history(path: Path, n: int) -> None:
+    """n runs of `etl` at 2..16 executors, 60 % of them next to one of three co-runner jobs."""
+    rng = np.random.default_rng(1)
+    records = []
+    for i in range(n):
+        x = int(rng.choice([2, 4, 8, 12, 16]))
+        runtime, colocations = 40.0 + 2400.0 / x, []
+        if rng.random() < 0.6:
+            ratio = float(rng.random())
+            runtime *= 1.0 + (0.2 + 1.5 / x) * ratio
+            colocations.append({"co_runner_app_id": f"application_{i}_co",
+                                "co_runner_job": f"co{i % 3}", "co_runner_scale_out": 8,
+                                "overlap_ratio": round(ratio, 6)})
+        t = 1.7e9 + 1000.0 * i
+        records.append({"id": i + 1, "job": "etl", "scale_out": x, "status": "succeeded",
+                        "runtime_s": runtime * float(np.exp(rng.normal(0, 0.03))),
+                        "started_at": t, "submitted_at": t, "colocations": colocations})
+    with History.open(path) as history:
+        history.insert_runs(records)
+
+
+COLLECTIONS_PROBE = """
+import atexit, gc, json, runpy, sys
+seen = []
+default = gc.get_threshold()[0]  # collections before cobell sets its own are runpy's
+gc.callbacks.append(lambda phase, info: phase == "start" and gc.get_threshold()[0] != default
+                    and seen.append(info["generation"]))
+atexit.register(lambda: print(json.dumps(seen), file=sys.stderr))
+sys.argv = ["cobell", *sys.argv[1:]]
+runpy.run_module("cobell_cli", run_name="__main__")
+"""
+
+
+def test_the_executable_runs_no_collection_in_a_predict_that_fits(tmp_path: Path) -> None:
+    """cobell_cli/__main__.py's young-generation threshold: a predict that fits (numpy, the
+    model: ~50 000 objects) finishes before the first collection (at 50 000 it paid one)."""
+    db = tmp_path / "h.db"
+    write_long_history(db, 1000)  # the planner's window, as bench.latency's 10 000-run history
+    env = {**os.environ, "COBELL_MODEL_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path / "c"),
+           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    proc = subprocess.run([sys.executable, "-c", COLLECTIONS_PROBE, "--db", str(db), "predict",
+                           "-j", "etl", "-t", "200", "--cluster", "none", "--json"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["phase"] == "model"
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
