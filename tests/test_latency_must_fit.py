@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,6 +30,19 @@ print(json.dumps({m: m in sys.modules for m in ("numpy", "numpy.ma",
 """
 
 
+def run_probe(probe: str, db: Path, tmp_path: Path, *extra: str) -> tuple[dict[str, Any], Any]:
+    """`cobell predict -j etl -t 200 --json` of `db` in a new process that runs `probe`, the
+    model cache off: the plan, and what the probe printed last on stderr (JSON)."""
+    env = {**os.environ, "COBELL_MODEL_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path / "c"),
+           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    args = ["--db", str(db), "predict", "-j", "etl", "-t", "200", "--cluster", "none",
+            "--json", *extra]
+    proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), json.loads(proc.stderr.strip().splitlines()[-1])
+
+
 # Two scale-outs (Ernest's curve, the regime and edge checks) and five (the broken line, the
 # interpolation CV with its medians); the default P(meet) policy and the point decision.
 @pytest.mark.parametrize("scale_outs,confidence", [((4, 8), None), ((2, 4, 8, 12, 16), "point")])
@@ -36,15 +50,9 @@ def test_a_predict_that_fits_does_not_import_numpy_ma(
         tmp_path: Path, scale_outs: tuple[int, ...], confidence: str | None) -> None:
     db = tmp_path / "h.db"
     write_history(db, scale_outs)
-    args = ["--db", str(db), "predict", "-j", "etl", "-t", "200", "--cluster", "none",
-            "--json", *(["--confidence", confidence] if confidence else [])]
-    env = {**os.environ, "COBELL_MODEL_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path / "c"),
-           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,
-                          text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["phase"] == "model"
-    loaded = json.loads(proc.stderr.strip().splitlines()[-1])
+    plan, loaded = run_probe(PROBE, db, tmp_path,
+                             *(["--confidence", confidence] if confidence else []))
+    assert plan["phase"] == "model"
     # It fitted (numpy, the model) without numpy.ma.
     assert loaded == {"numpy": True, "numpy.ma": False, "cobell_cli.core.model.select": True}
 
@@ -53,13 +61,13 @@ EXIT_PROBE = """
 import atexit, gc, json, sys
 atexit.register(lambda: print(json.dumps(gc.get_freeze_count()), file=sys.stderr))
 from cobell_cli.cli import main
-if sys.argv[1] == "in-process":
+if "MODE" == "in-process":
     try:
-        main(sys.argv[2:])
+        main(sys.argv[1:])
     except SystemExit:
         pass
 else:
-    sys.argv = ["cobell", *sys.argv[2:]]
+    sys.argv = ["cobell", *sys.argv[1:]]
     main()
 """
 
@@ -70,17 +78,9 @@ def test_the_process_exit_skips_the_collection_only_when_cobell_ends_it(tmp_path
     caller's collector alone. The output is the same either way."""
     db = tmp_path / "h.db"
     write_history(db, (2, 4, 8))
-    args = ["--db", str(db), "predict", "-j", "etl", "-t", "200", "--cluster", "none",
-            "--json"]
-    env = {**os.environ, "COBELL_MODEL_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path / "c"),
-           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
     frozen, plans = {}, {}
     for mode in ("process", "in-process"):
-        proc = subprocess.run([sys.executable, "-c", EXIT_PROBE, mode, *args],
-                              capture_output=True, text=True, timeout=300, env=env)
-        assert proc.returncode == 0, proc.stderr
-        frozen[mode] = json.loads(proc.stderr.strip().splitlines()[-1])
-        plans[mode] = json.loads(proc.stdout)
+        plans[mode], frozen[mode] = run_probe(EXIT_PROBE.replace("MODE", mode), db, tmp_path)
         plans[mode].pop("now")
     assert frozen["process"] > 10_000 and frozen["in-process"] == 0
     assert plans["process"] == plans["in-process"]
@@ -124,11 +124,6 @@ def test_the_executable_runs_no_collection_in_a_predict_that_fits(tmp_path: Path
     model: ~50 000 objects) finishes before the first collection (at 50 000 it paid one)."""
     db = tmp_path / "h.db"
     write_long_history(db, 1000)  # the planner's window, as bench.latency's 10 000-run history
-    env = {**os.environ, "COBELL_MODEL_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path / "c"),
-           "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "d")}
-    proc = subprocess.run([sys.executable, "-c", COLLECTIONS_PROBE, "--db", str(db), "predict",
-                           "-j", "etl", "-t", "200", "--cluster", "none", "--json"],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["phase"] == "model"
-    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []
+    plan, collections = run_probe(COLLECTIONS_PROBE, db, tmp_path)
+    assert plan["phase"] == "model"
+    assert collections == []
