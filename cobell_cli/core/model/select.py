@@ -33,7 +33,6 @@ curves.py (steps 3-4), edges.py (step 5 and the cliff of step 2), bounds.py and 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -268,8 +267,8 @@ class RuntimeModel:
         """The held-out errors as scores on the model's own log sd (uncertainty.py)."""
         if self._scale is None:
             data = self._pooled_data
-            rows = [{k: v for k, v in zip(data.co_runners, r, strict=True) if v > 0}
-                    for r in data.overlap.tolist()]  # Python floats: ~3x faster than numpy's
+            rows = [{k: float(v) for k, v in zip(data.co_runners, r, strict=True) if v > 0}
+                    for r in data.overlap]
             pair_sd = self._factor_sd(data.scale_out, rows)[1]
             self._scale = conformal_scale(self.interval_, data.scale_out, pair_sd,
                                           self.held_out_ratios(), self._raw.overlap)
@@ -309,10 +308,9 @@ class RuntimeModel:
         if overlaps is None:
             return np.ones_like(x), np.zeros_like(x)
         factor, sd = np.ones_like(x), np.zeros_like(x)
-        # Each co-runner's pair and covariance once, not once per run (1000 runs: ~1.5 ms)
-        pair, cov = functools.cache(self.interference), functools.cache(self.pair_covariance)
         for i, row in enumerate(_rows(overlaps, x.size)):
-            factor[i], sd[i] = factor_and_sd(x[i], row, pair, cov, self.combination_)
+            factor[i], sd[i] = factor_and_sd(x[i], row, self.interference,
+                                             self.pair_covariance, self.combination_)
         return factor, sd
 
     def predict(self, scale_outs: Sequence[float] | np.ndarray, overlaps: Overlaps = None,
