@@ -393,6 +393,14 @@ def test_three_scale_outs_follow_a_job_that_slows_past_some_scale_out() -> None:
     assert m.describe()["cv"]["interpolation"] == "levels"
 
 
+def test_the_level_line_is_a_switch_of_the_estimator() -> None:
+    """RuntimeModel(level_line=False): the broken line through the levels is not offered,
+    so the same history keeps a monotone curve (bench.studies.real_ablation's variant (a))."""
+    m = fit_runtime_model(_oversubscribed_history(np.random.default_rng(7)), level_line=False)
+    assert m.interp_.kind != "levels"
+    assert "levels" not in m.describe()["cv"]["interpolation_cv_mre"]
+
+
 def test_three_single_runs_keep_a_monotone_curve() -> None:
     """Three single runs: a level is one run, so no broken line through them (a noisy run
     would bend it); the bootstrap's three runs keep Amdahl's law or the power law."""

@@ -122,11 +122,13 @@ def real_colocation_table(f: Mapping[str, Figure]) -> str:
         "Real co-located runs (bench.real_colocation): each run of `colo-target` (the profile"
         " sets: of every job) predicted by a model fitted on the other runs, at its scale-out"
         " and measured overlaps; mean absolute percentage error. The paper's joint fit:"
-        " `PAPER_FIT`. Goal (issue 34): cobell <= 0.95 x the paper's fit on every set."
+        " bench/joint_fit.py. Goal (issue 34): cobell <= 0.95 x the paper's fit on every set."
         " Profiles dev was re-recorded quietly on 29 Nov 2026 (median load 1.4; the"
-        " recording the method was developed on, median load 30.6, is in git history), so no"
-        " choice has looked at it; profiles test is development evidence for the"
-        " three-scale-out curve choice (bench/results/real_colocation.md).",
+        " recording the method was developed on, median load 30.6, is in git history): no"
+        " constant was fitted on it, and issue 34's ablation of the default components"
+        " (bench/results/real_ablation.md) kept every one of them there; profiles test is"
+        " development evidence for the three-scale-out curve choice"
+        " (bench/results/real_colocation.md).",
         "",
         "| set | history | runs | cobell | CoBell (paper's joint fit) | cobell / paper |",
         "|---|---|---|---|---|---|",

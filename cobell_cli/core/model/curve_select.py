@@ -61,6 +61,7 @@ class CurveOptions:
     llr: bool = True  # local linear regression for interpolation (Bell's)
     power_law: bool = True  # the power law continued from the upper edge, for extrapolation
     selection: str = "one-se"  # one_se.choose: "one-se" or "best"
+    level_line: bool = True  # the broken line through the levels at three scale-outs
 
 
 def choose_curves(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, rejected: Sequence[float],
@@ -77,7 +78,7 @@ def choose_curves(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, rejected: Sequ
     if n_levels - len(rejected) == 2:
         return two_scale_outs(x[kept], y[kept], w[kept])
     if n_levels < MIN_SCALE_OUTS_FOR_CV:
-        return three_scale_outs(x, y, w, replay, options.selection)
+        return three_scale_outs(x, y, w, replay, options.selection, options.level_line)
     return cross_validated(x, y, w, regime_scale_outs, scale_out_range, replay, options)
 
 
@@ -120,7 +121,7 @@ def two_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> CurveChoice:
 
 
 def three_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay | None,
-                     selection: str = "one-se") -> CurveChoice:
+                     selection: str = "one-se", level_line: bool = True) -> CurveChoice:
     """Three scale-outs: Amdahl's law or a power law, both fitted by least absolute
     relative error (a wild single run cannot drag them), chosen by leave-one-scale-out
     CV over all three scale-outs (Amdahl's law, Ernest's, unless the power law is better by
@@ -128,7 +129,8 @@ def three_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay
     Interpolation, at and between the three, also has the broken line through their mean
     runtimes (as with two scale-outs): a job that slows down past some scale-out (more
     executors than cores) follows neither monotone curve. It competes in K-fold CV over the
-    runs (interpolation_folds) and is taken only when better by a standard error."""
+    runs (interpolation_folds) and is taken only when better by a standard error (`level_line`
+    False: not offered)."""
     levels, index = np.unique(x, return_inverse=True)
     kinds = ["amdahl", "power"] + (["whatif"] if replay is not None else [])
     splits = [(index != j, index == j) for j in range(levels.size)]
@@ -137,9 +139,9 @@ def three_scale_outs(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay
     scores = {kind: _relative_errors(y, w, splits, preds[kind]) for kind in kinds}
     best = choose(scores, _sparse_rank, selection)
     curve = _sparse_fit(best, x, y, w, np.ones_like(x, bool), replay)
-    repeated = index.size > levels.size
+    offered = level_line and index.size > levels.size
     interp_scores = _interpolation_scores(x, y, w, replay,
-                                          [*kinds, "levels"] if repeated else kinds)
+                                          [*kinds, "levels"] if offered else kinds)
     interp_key = choose(interp_scores, _sparse_rank, selection)
     interp = _sparse_fit(interp_key, x, y, w, np.ones_like(x, bool), replay)
     r = np.concatenate([np.log(y[te] / p) for (_, te), p in zip(splits, preds[best],

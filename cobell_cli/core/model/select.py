@@ -79,7 +79,7 @@ class RuntimeModel:
                  calibrate: bool = True, sized: bool | None = False,
                  whatif: Any = None, selection: str = "one-se", llr: bool = True,
                  power_law: bool = True, regimes: bool = True, reweigh: bool = False,
-                 repetition_outliers: bool = True) -> None:
+                 repetition_outliers: bool = True, level_line: bool = True) -> None:
         self.confidence_default = confidence_default
         # The defaults keep what earned its parameters out of sample (bench/results/
         # selection.md, docs/model.md): the other combination rules and the size weights did
@@ -115,6 +115,9 @@ class RuntimeModel:
         self.reweigh = reweigh
         # bisquare weights of each run against the other repetitions at its scale-out
         self.repetition_outliers = repetition_outliers
+        # with three scale-outs, the broken line through their levels among the
+        # interpolating curves (curve_select.three_scale_outs)
+        self.level_line = level_line
         # job -> ((a, b), (var a, cov, var b)) or None: the pair of a co-runner job this model
         # has no pair of its own for, from the jobs' resource profiles (core/profile_effects/
         # priors.py); None: the pooled pair, as before. Set after fitting (PriorFit).
@@ -221,7 +224,8 @@ class RuntimeModel:
                                regime_scale_outs=self.regime_scale_outs_,
                                scale_out_range=self.scale_out_range_,
                                replay=None if self.whatif is None else self.whatif.replay,
-                               options=CurveOptions(self.llr, self.power_law, self.selection))
+                               options=CurveOptions(self.llr, self.power_law, self.selection,
+                                                  self.level_line))
         self.interp_, self.extrap_ = choice.interp, choice.extrap
         self.interval_, self.cv_ = choice.interval, choice.cv
         if rejected:
@@ -259,7 +263,7 @@ class RuntimeModel:
             sized=self.sized_,
             whatif=self.whatif, selection=self.selection, llr=self.llr,
             power_law=self.power_law, regimes=self.regimes, reweigh=self.reweigh,
-            repetition_outliers=self.repetition_outliers,
+            repetition_outliers=self.repetition_outliers, level_line=self.level_line,
         ).fit(runs)
 
     @property
