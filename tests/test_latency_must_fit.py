@@ -45,10 +45,6 @@ def run_probe(probe: str, db: Path, tmp_path: Path, *extra: str) -> tuple[dict[s
 
 # Two scale-outs (Ernest's curve, the regime and edge checks) and five (the broken line, the
 # interpolation CV with its medians); the default P(meet) policy and the point decision.
-# The call sites are in core/model/*, other helpers' files today: branch latency5-model
-# replaces them (plans byte-identical) and drops this mark; strict, so it cannot go stale.
-@pytest.mark.xfail(strict=True, reason="core/model/* still calls np.unique(x), np.median and "
-                   "np.quantile until branch latency5-model is merged")
 @pytest.mark.parametrize("scale_outs,confidence", [((4, 8), None), ((2, 4, 8, 12, 16), "point")])
 def test_a_predict_that_fits_does_not_import_numpy_ma(
         tmp_path: Path, scale_outs: tuple[int, ...], confidence: str | None) -> None:

@@ -32,6 +32,7 @@ from cobell_cli.core.model.parametric import (
 )
 from cobell_cli.core.model.subset_fits import subset_thetas
 from cobell_cli.core.model.uncertainty import RelativeInterval
+from cobell_cli.core.sorted_values import distinct, median
 
 GROWING = ("const", "lin")
 MIN_SCALE_OUTS_FOR_LLR = 5  # three interior points for CV, else parametric only
@@ -70,7 +71,7 @@ def choose_curves(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, rejected: Sequ
     there are (rejected: scale-outs physics rules out, left out where two remain; replay:
     the what-if's, a candidate when given)."""
     options = CurveOptions() if options is None else options
-    n_levels = np.unique(x).size
+    n_levels = distinct(x).size
     kept = ~np.isin(x, rejected)
     if n_levels == 1:
         return one_scale_out(x, y, w, replay)
@@ -168,7 +169,7 @@ def _interpolation_scores(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: R
                           kinds: Sequence[str]) -> dict[str, CvErrors]:
     """Each candidate's relative errors on the runs held out by interpolation_folds."""
     folds = interpolation_folds(np.unique(x, return_inverse=True)[1])
-    splits = [(folds != f, folds == f) for f in np.unique(folds)]
+    splits = [(folds != f, folds == f) for f in distinct(folds)]
     return {kind: _relative_errors(y, w, splits, [_sparse_fit(kind, x, y, w, tr, replay)
                                                   .predict(x[te]) for tr, te in splits])
             for kind in kinds}
@@ -227,7 +228,7 @@ class _Runs:
         """The training runs a parametric curve is fitted to: regime runs left out unless
         that leaves fewer than two scale-outs."""
         rows = train & self.normal
-        return rows if np.unique(self.x[rows]).size >= 2 else train
+        return rows if distinct(self.x[rows]).size >= 2 else train
 
     def scores(self, splits: list[Split], preds: list[np.ndarray]) -> CvErrors:
         """Relative error of each test run of each split, with the runs' weights."""
@@ -432,7 +433,7 @@ def _forward_powerlaw(runs: _Runs,
     splits, ests = [], []
     for j in runs.forward_cuts():
         train, test = (runs.index < j) & runs.normal, runs.index >= j
-        if np.unique(x[train]).size < 2:
+        if distinct(x[train]).size < 2:
             continue
         t, v, ws = log_levels(x[train], y[train], w[train])
         ests.append(np.exp(edge_extrapolate(t, v, ws, np.log(x[test]), grid)))
@@ -476,7 +477,7 @@ def _interval(inner_resid: list[np.ndarray], outer_resid: list[np.ndarray],
     log distance of a query beyond the range, relative to the forward splits' median."""
     inner = np.concatenate(inner_resid) if inner_resid else np.array([])
     outer = np.concatenate(outer_resid) if outer_resid else np.array([])
-    dist = float(np.median(np.concatenate(distances))) if distances else 0.0
+    dist = float(median(np.concatenate(distances))) if distances else 0.0
     return RelativeInterval(inner, outer, outer_log_distance=dist,
                             scale_out_range=scale_out_range)
 

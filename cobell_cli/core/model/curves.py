@@ -10,6 +10,7 @@ import numpy as np
 
 from cobell_cli.core.model.llr import aggregate, edge_extrapolate, local_linear
 from cobell_cli.core.model.parametric import FEATURES, evaluate
+from cobell_cli.core.sorted_values import distinct
 
 Replay = Callable[[int], float]  # scale-out -> the what-if's replayed seconds
 
@@ -85,7 +86,7 @@ def whatif_curve(x: np.ndarray, y: np.ndarray, w: np.ndarray, replay: Replay) ->
     t = np.log(x)
     r = np.log(y / replays(replay, x))
     ww = np.where(w > 0, w, 1e-9)
-    if np.unique(x).size < 3:
+    if distinct(x).size < 3:
         return Curve("whatif", np.array([np.average(r, weights=ww), 0.0]), replay=replay)
     tm, rm = np.average(t, weights=ww), np.average(r, weights=ww)
     slope = float(np.sum(ww * (t - tm) * (r - rm)) / np.sum(ww * (t - tm) ** 2))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cobell_cli.core.model.parametric import AMDAHL, fit_theta
+from cobell_cli.core.sorted_values import distinct
 
 MIN_EDGE_SCALE_OUTS = 3  # scale-outs the lower-edge Amdahl fit uses at least (all if fewer)
 
@@ -17,7 +18,7 @@ def edge_parallel_fraction(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float
     [0, 1]) to the lower half of the scale-outs: how the runtime scales near the smallest
     one says most about the scale-outs below it. One scale-out: perfect scaling, as the
     point guess of curve_select.one_scale_out assumes."""
-    levels = np.unique(x)
+    levels = distinct(x)
     if levels.size < 2:
         return 1.0
     k = max(min(MIN_EDGE_SCALE_OUTS, levels.size), (levels.size + 1) // 2)
@@ -51,7 +52,7 @@ def through_regime(x: np.ndarray, out: np.ndarray, regime_scale_outs: Sequence[f
     interpolation up to the curve `interp`); below them, continue the first segment's slope,
     clipped to [-1, 0]: no better than linear speed-up, no faster with fewer nodes."""
     regime = np.asarray(regime_scale_outs)
-    levels = np.unique(np.concatenate([regime, [first_normal]]))
+    levels = distinct(np.concatenate([regime, [first_normal]]))
     boundary = float(levels[-1])
     region = x < boundary
     if not region.any():

@@ -17,6 +17,7 @@ import numpy as np
 
 from cobell_cli.core.model.data import RunData
 from cobell_cli.core.model.metrics import all_metrics
+from cobell_cli.core.sorted_values import median
 
 PROTOCOLS = ("loso", "extrap", "sparse3")  # Bell's protocols over scale-outs
 NESTED = "nested"
@@ -148,7 +149,7 @@ def summarise(per_split: list[dict[str, float]], key: str = "mape") -> dict[str,
     if values.size == 0:
         return {"mean": float("nan"), "median": float("nan"), "se": float("nan"), "splits": 0}
     se = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else float("nan")
-    return {"mean": float(values.mean()), "median": float(np.median(values)), "se": se,
+    return {"mean": float(values.mean()), "median": float(median(values)), "se": se,
             "splits": int(values.size)}
 
 

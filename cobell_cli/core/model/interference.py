@@ -25,6 +25,7 @@ from cobell_cli.core.model.parametric import (
     nnls_fit,
 )
 from cobell_cli.core.model.robust import BISQUARE_C, bisquare, robust_scale
+from cobell_cli.core.sorted_values import distinct
 
 ALTERNATIONS = 12  # each alternation is two exact NNLS steps; the objective never increases
 IRLS_ROUNDS = 4
@@ -150,7 +151,7 @@ def fit_interference(scale_out: np.ndarray, runtime_s: np.ndarray, overlap: np.n
     w = np.ones_like(y)
     alone = ov.sum(axis=1) == 0
     n_free = int(feature_mask(features).sum())
-    start = alone if np.unique(x[alone]).size >= min(n_free, 2) and alone.sum() >= 3 else None
+    start = alone if distinct(x[alone]).size >= min(n_free, 2) and alone.sum() >= 3 else None
     if at is not None:  # start from the runs alone where there are some, as θ does
         curve = _fit_broken_line(x, y, np.where(alone, 1.0, 1e-6), np.ones_like(y), at)
     else:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from cobell_cli.core.sorted_values import distinct
+
 
 def aggregate(scale_out: np.ndarray, values: np.ndarray, weight: np.ndarray | None = None,
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -92,7 +94,7 @@ def edge_extrapolate(t: np.ndarray, v: np.ndarray, w: np.ndarray, t_query: np.nd
 
 def bandwidth_grid(t: np.ndarray, size: int = 16) -> np.ndarray:
     """Bandwidths from a tenth of the closest spacing... to the whole span, geometrically."""
-    levels = np.unique(np.asarray(t, float))
+    levels = distinct(np.asarray(t, float))
     if levels.size < 2:
         return np.array([1.0])
     span = float(levels[-1] - levels[0])

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cobell_cli.core.sorted_values import distinct, median
+
 FEATURES: tuple[str, ...] = ("const", "inv", "log", "lin")
 AMDAHL: tuple[str, ...] = ("const", "inv")  # serial + parallel: the prior for sparse data
 
@@ -205,7 +207,7 @@ def fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[s
         # Degenerate (all weights zero or a pathological design): a flat curve at the
         # typical runtime is the least surprising answer, and it is never zero.
         theta[:] = 0.0
-        theta[0] = float(np.median(runtime_s))
+        theta[0] = float(median(runtime_s))
     return theta
 
 
@@ -256,7 +258,7 @@ def fit_power_law(scale_out: np.ndarray, runtime_s: np.ndarray,
     lx = np.log(np.asarray(scale_out, float))
     ly = np.log(np.asarray(runtime_s, float))
     w = np.ones_like(ly) if sample_weight is None else np.asarray(sample_weight, float)
-    if np.unique(lx).size < 2:
+    if distinct(lx).size < 2:
         return float(_weighted_median(ly, w)), 0.0
     design = np.column_stack([np.ones_like(lx), lx])
     sw = np.sqrt(w)
@@ -273,5 +275,5 @@ def _weighted_median(values: np.ndarray, weight: np.ndarray) -> float:
     order = np.argsort(values)
     cum = np.cumsum(weight[order])
     if cum[-1] <= 0:
-        return float(np.median(values))
+        return float(median(values))
     return float(values[order][np.searchsorted(cum, 0.5 * cum[-1])])

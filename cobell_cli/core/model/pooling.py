@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cobell_cli.core.sorted_values import median
+
 MIN_GROUPS = 3  # fewer pairs cannot estimate how much co-runners differ: no pooling
 ROUNDS = 50
 
@@ -83,7 +85,7 @@ GRID = 14  # τ values per component on a log grid (plus 0)
 
 def _scale(values: np.ndarray) -> float:
     """A typical size of a component, so the τ grid fits its units."""
-    return float(max(np.median(np.abs(values)), np.mean(np.abs(values)), 1e-3))
+    return float(max(median(np.abs(values)), np.mean(np.abs(values)), 1e-3))
 
 
 def _inverse(m: np.ndarray, act: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cobell_cli.core.model.parametric import FEATURES, evaluate, fit_theta
+from cobell_cli.core.sorted_values import median
 
 BISQUARE_C = 4.685  # 95 % efficiency under Gaussian noise (Tukey's standard constant)
 MIN_RELATIVE_SCALE = 1e-3  # runtimes are not measured better than 0.1 %
@@ -30,7 +31,7 @@ def robust_scale(residual: np.ndarray) -> float:
     """Normalised median absolute deviation around zero (residuals are already centred)."""
     if residual.size == 0:
         return MIN_RELATIVE_SCALE
-    return max(1.4826 * float(np.median(np.abs(residual))), MIN_RELATIVE_SCALE)
+    return max(1.4826 * float(median(np.abs(residual))), MIN_RELATIVE_SCALE)
 
 
 def repetition_weights(scale_out: np.ndarray, runtime_s: np.ndarray) -> np.ndarray:
@@ -49,7 +50,7 @@ def repetition_weights(scale_out: np.ndarray, runtime_s: np.ndarray) -> np.ndarr
         return np.ones_like(logy)
     for j in np.flatnonzero(counts >= MIN_GROUP_FOR_OUTLIERS):
         members = index == j
-        dev[members] = logy[members] - np.median(logy[members])
+        dev[members] = logy[members] - median(logy[members])
     scale = robust_scale(dev[judged])
     weights = bisquare(dev / (BISQUARE_C * scale))
     weights[~judged] = 1.0
@@ -73,7 +74,7 @@ def regime_change_scale_outs(scale_out: np.ndarray, runtime_s: np.ndarray,
         rest = index >= m
         theta = fit_theta(scale_out[rest], runtime_s[rest], FEATURES, sample_weight=w[rest])
         implied = evaluate(theta, levels[:m])
-        typical = np.array([np.median(runtime_s[index == j]) for j in range(m)])
+        typical = np.array([median(runtime_s[index == j]) for j in range(m)])
         if np.all(typical > REGIME_RATIO * implied):
             best = m
     return [float(v) for v in levels[:best]]

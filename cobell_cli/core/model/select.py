@@ -59,6 +59,7 @@ from cobell_cli.core.model.robust import (
     repetition_weights,
 )
 from cobell_cli.core.model.uncertainty import ConformalScale
+from cobell_cli.core.sorted_values import distinct
 
 _BROKEN_LINE = {"auto": None, "broken-line": True, "ernest": False}  # FormOptions.broken_line
 REFIT_MAX_RUNS = 100  # up to here the held-out errors come from refits (held_out_ratios)
@@ -152,7 +153,7 @@ class RuntimeModel:
         x, y = plain.scale_out, plain.runtime_s
         self.n_runs_ = plain.n
         self.scale_out_range_ = (float(x.min()), float(x.max()))
-        self.n_scale_outs_ = int(np.unique(x).size)
+        self.n_scale_outs_ = int(distinct(x).size)
         self.co_runners_ = plain.co_runners
         self.interference_runs_ = {k: int((plain.overlap[:, i] > 0).sum())
                                    for i, k in enumerate(plain.co_runners)}
@@ -208,7 +209,7 @@ class RuntimeModel:
             rows = np.isin(x, self.regime_scale_outs_)
             _, v, _ = log_levels(x[rows], y_alone[rows], w[rows])
             self.regime_log_runtime_ = v
-            levels = np.unique(x)
+            levels = distinct(x)
             self.first_normal_scale_out_ = float(levels[~np.isin(levels,
                                                                   self.regime_scale_outs_)][0])
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from cobell_cli.core.calibration import ratio_bound, student_t_quantile
 from cobell_cli.core.normal import StandardNormal
+from cobell_cli.core.sorted_values import quantile
 
 MIN_RESIDUALS = 5  # fewer and quantiles are noise: use the prior width
 # Prior 90 % half-width in log space for sparse histories (2 scale-outs or few residuals):
@@ -89,7 +90,7 @@ class RelativeInterval:
         def q(r: np.ndarray) -> list[float] | None:
             if r.size < MIN_RESIDUALS:
                 return None
-            return [float(v) for v in np.quantile(np.exp(r) - 1, [0.05, 0.5, 0.95])]
+            return [float(v) for v in quantile(np.exp(r) - 1, [0.05, 0.5, 0.95])]
         return {"inner_relative_error_q05_q50_q95": q(self.inner),
                 "outer_relative_error_q05_q50_q95": q(self.outer),
                 "residuals": [int(self.inner.size), int(self.outer.size)],
