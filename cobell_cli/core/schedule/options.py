@@ -117,9 +117,8 @@ class Sizer:
         step = max(1, len(xs) // COARSE)
         coarse = sorted({*range(0, len(xs), step), len(xs) - 1})
         first = next((i for i in coarse if at(i).judgement.feasible), None)
-        if first is None:  # the likeliest to make it: the fastest, the largest among equals
-            best = min(coarse, key=lambda i: (-(at(i).judgement.meet_probability or 0.0),
-                                              at(i).runtime_s, -i))
+        if first is None:
+            best = self._likeliest(start_at, [(i, at(i)) for i in coarse])
             return best, at(best)
         below = max((c for c in coarse if c < first), default=-1)
         found = first
@@ -133,6 +132,16 @@ class Sizer:
             pool = [found, *(i for i in coarse if i > found and at(i).judgement.feasible)]
             found = min(pool, key=lambda i: (at(i).cost, i))
         return found, at(found)
+
+    def _likeliest(self, start_at: float, sized: Sequence[tuple[int, Sized]]) -> int:
+        """None meets the budget: the candidate likeliest to meet it, then the fastest, then the
+        largest among equals. Where P(meet) is one plateau (n ratios move it in steps of
+        1 / (n + 1)) and the curve is flat, that is the largest candidate: a history that
+        tips a job into this branch reserves it up to 60 executors (docs/deadlines.md, "Out of
+        reach"). The plan's rule (cheapest within one standard error of the best P(meet))
+        was measured here: it meets fewer deadlines held out."""
+        return min(sized, key=lambda s: (-(s[1].judgement.meet_probability or 0.0),
+                                         s[1].runtime_s, -s[0]))[0]
 
 
 def _signature(others: Sequence[Interval]) -> tuple:
