@@ -118,7 +118,7 @@ class Sizer:
         coarse = sorted({*range(0, len(xs), step), len(xs) - 1})
         first = next((i for i in coarse if at(i).judgement.feasible), None)
         if first is None:
-            best = self._likeliest(start_at, [(i, at(i)) for i in coarse])
+            best = self._likeliest([(i, at(i)) for i in coarse])
             return best, at(best)
         below = max((c for c in coarse if c < first), default=-1)
         found = first
@@ -133,7 +133,7 @@ class Sizer:
             found = min(pool, key=lambda i: (at(i).cost, i))
         return found, at(found)
 
-    def _likeliest(self, start_at: float, sized: Sequence[tuple[int, Sized]]) -> int:
+    def _likeliest(self, sized: Sequence[tuple[int, Sized]]) -> int:
         """None meets the budget: the candidate likeliest to meet it, then the fastest, then the
         largest among equals. Where P(meet) is one plateau (n ratios move it in steps of
         1 / (n + 1)) and the curve is flat, that is the largest candidate: a history that
