@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +9,7 @@ import pytest
 
 from bench import real_colocation as rc
 from bench.studies import real_ablation as ra
+from tests.history_support import succeeded_run, write_csv
 
 LEVEL_LINE = "(a) - level line at 3 scale-outs"
 
@@ -29,14 +28,8 @@ def _write_oversubscribed(path: Path, seed: int = 5) -> None:
         colo = ([{"co_runner_app_id": f"app-{i}", "co_runner_job": "other",
                   "co_runner_scale_out": 1, "overlap_s": ov * runtime, "overlap_ratio": ov}]
                 if ov else [])
-        rows.append({"id": i + 1, "job": "slows", "scale_out": x, "status": "succeeded",
-                     "submitted_at": start, "started_at": start,
-                     "finished_at": start + runtime, "runtime_s": runtime,
-                     "colocations": json.dumps(colo)})
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+        rows.append(succeeded_run(i + 1, "slows", x, start, runtime, colo))
+    write_csv(path, rows)
 
 
 def test_each_variant_is_the_estimators_switch_scored_run_by_run(tmp_path, monkeypatch):

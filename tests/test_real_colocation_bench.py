@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import random
 from pathlib import Path
 
@@ -11,6 +9,7 @@ import numpy as np
 import pytest
 
 from bench import real_colocation as bench
+from tests.history_support import succeeded_run, write_csv
 
 CONDITIONS = {"alone", "colo-scan", "colo-shuffle", "colo-scan+colo-shuffle"}
 
@@ -32,14 +31,8 @@ def _write_history(path: Path, n: int, seed: int = 3) -> None:
         colocations = [{"co_runner_app_id": f"app-{i}-{k}", "co_runner_job": k,
                         "co_runner_scale_out": 2, "overlap_s": ov * runtime,
                         "overlap_ratio": ov} for k, ov in overlaps.items()]
-        runs.append({"id": i, "job": bench.TARGET_JOB, "scale_out": x, "status": "succeeded",
-                     "submitted_at": start, "started_at": start,
-                     "finished_at": start + runtime, "runtime_s": runtime,
-                     "colocations": json.dumps(colocations)})
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(runs[0]))
-        writer.writeheader()
-        writer.writerows(runs)
+        runs.append(succeeded_run(i, bench.TARGET_JOB, x, start, runtime, colocations))
+    write_csv(path, runs)
 
 
 def test_load_runs_reads_what_planning_reads_and_the_models_rank_as_the_truth_says(tmp_path):
