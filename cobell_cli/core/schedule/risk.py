@@ -5,9 +5,9 @@ runtime / predicted ratios the way the planner reads them (core/calibration.py).
 ratios' bound at the confidence, and P(meet) = the ratios' probability of staying below
 budget / (predicted x stranger factor), so that "upper within the budget" and "P(meet) >= the
 confidence" are one statement (as the planner's, core/predictive.py). The model's own interval
-decides only for a job without ratios: joined to the ratios' bound (until deadagree) it called
-40-84 % of the candidates out of reach at P(meet) >= 0.95 (seed 7,
-bench/studies/deadline_agree.py) and reserved the likeliest, the largest. (The planner gives each
+decides only for a job without ratios: joined to the ratios' bound, it called 40-84 % of the
+candidates out of reach at P(meet) >= 0.95 (seed 7, bench/studies/deadline_agree.py), and the
+schedule then reserved the likeliest, the largest. (The planner gives each
 candidate a distribution of its own, core/predictive.py; a schedule weighs jobs it has no
 candidates' runs for.) It reads the
 ratios a job carried into the history (a waiting submit's own), so that any process can weigh
