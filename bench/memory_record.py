@@ -237,6 +237,16 @@ JOBS: dict[str, dict[str, Params]] = {
         "sort": (40_000, 1800, 1792, 0),
         "broadcast": (25_000, 1800, 1792, 0),
     },
+    # A second quiet held-out set, recorded on another day (2026-11-29) with other values, row
+    # counts and domains and another seed, before the candidate it judges was scored on it.
+    "check-quiet": {
+        "collect": (45_000, 1416, 1408, 0),
+        "distinct": (50_000, 1416, 1408, 110_000),
+        "zipf": (110_000, 8, 147456, 0),
+        "cache": (45_000, 1416, 1408, 0),
+        "sort": (45_000, 1416, 1408, 0),
+        "broadcast": (35_000, 1416, 1408, 0),
+    },
     "tune-v2": {
         "broadcast": (500_000, 104, 96, 3_000_000),
         "collect": (1_000_000, 104, 96, 3_000_000),
@@ -250,7 +260,7 @@ JOBS: dict[str, dict[str, Params]] = {
 
 # The seed of the random draws (`distinct`'s values, `zipf`'s keys) per set; None: the first
 # sets' (1 and 2).
-SEEDS: dict[str, int] = {"tune-quiet": 3, "test-quiet": 5}
+SEEDS: dict[str, int] = {"tune-quiet": 3, "test-quiet": 5, "check-quiet": 7}
 
 
 def params(set_name: str) -> dict[str, Params]:
