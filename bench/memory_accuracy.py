@@ -173,10 +173,14 @@ def cobell_method(name: str) -> tuple[Any, Any]:
     from cobell_cli.core.memory.demand import PEAK_RULE
 
     return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR),
-            "peak-conformal": (PEAK_RULE, None), "demand-prior": (None, DEFAULT_PRIOR)}[name]
+            "peak-conformal": (PEAK_RULE, None), "demand-prior": (None, DEFAULT_PRIOR),
+            "history-prior": (None, HISTORY_PRIOR)}[name]
 
 
-COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior")
+# The prior a case's job borrows from the set's other jobs (core/memory/history_prior.py):
+# fitted per job, not one constant.
+HISTORY_PRIOR = "the other jobs'"
+COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior", "history-prior")
 CANDIDATES = COBELL_METHODS[1:]  # scored beside the default on every set it runs
 
 
@@ -334,18 +338,38 @@ class Score:
 def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
           prior: Any = None, rule: Any = None) -> list[Score]:
     """Every method's reservation for every case; `prior`, `rule`: cobell's ratio prior
-    (bound.py) and demand rule (demand.py) of a candidate (cobell_method), None for the
-    default."""
+    (bound.py, or HISTORY_PRIOR: the one the set's other jobs give) and demand rule
+    (demand.py) of a candidate (cobell_method), None for the default."""
     out = []
+    borrowed: dict[str, Any] = {}
     for case in cases:
         history = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
         succeeded = [r for r in history if r.outcome == "succeeded"]
+        case_prior = prior
+        if prior == HISTORY_PRIOR:
+            if case.job not in borrowed:
+                borrowed[case.job] = other_jobs_prior(runs, case.job, rule)
+            case_prior = borrowed[case.job]
         for method in METHODS:  # cobell reads memory failures too; the peers' rules do not
             train = history if method == "cobell" else succeeded
             heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs,
-                                  prior=prior, rule=rule)
+                                  prior=case_prior, rule=rule)
             out.append(Score(method, case, granted(heap) if heap is not None else None))
     return out
+
+
+def other_jobs_prior(runs: Sequence[Run], job: str, rule: Any = None) -> Any:
+    """The ratio prior `job` borrows from every other job's runs in the set (all their
+    sizes: a history where the other recurring jobs have run a while), None when too few."""
+    from cobell_cli.core.memory.demand import observations
+    from cobell_cli.core.memory.history_prior import history_prior
+
+    jobs = {}
+    for name in sorted({r.job for r in runs}):
+        rows = history_rows([r for r in runs if r.job == name
+                             and r.outcome in ("succeeded", "memory")])
+        jobs[name] = observations(rows, rule) if rule is not None else observations(rows)
+    return history_prior(jobs, job)
 
 
 def summary(scores: Sequence[Score], method: str, largest: bool = False) -> dict[str, float]:

@@ -445,3 +445,28 @@ def test_a_memory_failure_stays_in_the_bound_as_the_ratio_it_proves() -> None:
     assert upper == pytest.approx(demand(2000.0) * proved * 1.05, rel=1e-6)
     unlearnt = MemoryModel(learn_failures=False).fit([*runs[:8], failed, *runs[8:]])
     assert unlearnt.ratio(0.95) == pytest.approx(1.05)
+
+
+def test_a_job_borrows_the_prior_of_the_other_jobs_of_its_history_not_its_own() -> None:
+    """The candidate history prior: fitted on the other jobs' held-out ratios only. Jobs whose
+    demands scatter by ~30 % give a wide prior; jobs on one clean line a narrow one; the job
+    sized is left out (changing its own runs changes nothing), and with one other job there
+    is no spread to borrow (None: the conformal bound decides)."""
+    import random
+
+    from cobell_cli.core.memory.history_prior import history_prior, job_ratios
+
+    def job(seed: int, scatter: float) -> list[MemoryObservation]:
+        rng = random.Random(seed)
+        return [MemoryObservation(int(mb * MB), 1, 600 + 4 * mb * math.exp(rng.gauss(0, scatter)))
+                for mb in (100, 150, 225, 340, 510, 765, 1150)]
+
+    wild = {f"w{i}": job(i, 0.3) for i in range(4)}
+    clean = {f"c{i}": job(i, 0.0) for i in range(4)}
+    assert len(job_ratios(wild["w0"])) >= 2
+    wide, narrow = history_prior({**wild, "me": job(9, 0.0)}, "me"), \
+        history_prior({**clean, "me": job(9, 0.3)}, "me")
+    assert wide is not None and narrow is not None
+    assert wide.scale2 > 4 * narrow.scale2
+    assert history_prior({**clean, "me": job(11, 0.9)}, "me") == narrow  # its own runs: unused
+    assert history_prior({"c0": clean["c0"], "me": job(9, 0.0)}, "me") is None
