@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cobell_cli.core.memory.experts import EXPERTS, expert
-from cobell_cli.core.memory.model import STEP_MB, MemoryModel
+from cobell_cli.core.memory.model import STEP_MB, MemoryEstimate, MemoryModel
 from cobell_cli.core.memory.records import MB, MemoryObservation
 from cobell_cli.core.memory.select import forward_folds, select
 from cobell_cli.core.memory.sizing import ContainerRules, granted, largest_grant, reserve
@@ -470,3 +470,37 @@ def test_a_job_borrows_the_prior_of_the_other_jobs_of_its_history_not_its_own() 
     assert wide.scale2 > 4 * narrow.scale2
     assert history_prior({**clean, "me": job(11, 0.9)}, "me") == narrow  # its own runs: unused
     assert history_prior({"c0": clean["c0"], "me": job(9, 0.0)}, "me") is None
+
+
+def test_the_success_cap_bounds_by_what_a_success_proves_scaled_by_the_input() -> None:
+    """Candidate success-cap: a run that succeeded at 2048 MB with 200 MB per executor proves
+    at most 2048 x 1.5 at 300 MB (the need grows no faster than the input), and 2048 itself at
+    less input; with several successes the tightest proof wins; the whole input counts too (one
+    executor more does not shrink it); no input size, no proof. A wild bound is cut to it, a
+    point above it is kept, and a failure still lifts it."""
+    from cobell_cli.core.memory.model import success_bound
+
+    ok = MemoryObservation(200 * MB, 1, 900.0, 2048.0)
+    assert success_bound([ok], 300 * MB, 1) == pytest.approx(3072.0)
+    assert success_bound([ok], 100 * MB, 1) == pytest.approx(2048.0)
+    assert success_bound([ok, MemoryObservation(250 * MB, 1, 900.0, 1536.0)], 300 * MB, 1) \
+        == pytest.approx(1536.0 * 300 / 250)
+    assert success_bound([ok], 300 * MB, 2) == pytest.approx(3072.0)  # whole input: 1.5x
+    assert success_bound([ok], 0, 1) is None
+    assert success_bound([], 300 * MB, 1) is None
+
+    def runs(*demands: float) -> list[MemoryObservation]:  # all at 2048 MB, the last at 200
+        return [MemoryObservation(int(s * MB), 1, d, 2048.0)
+                for s, d in zip((100, 120, 150, 200), demands, strict=True)]
+
+    def upper(obs: list[MemoryObservation], cap: bool) -> MemoryEstimate:
+        return MemoryModel(cap_by_successes=cap).fit(obs).estimate(300 * MB, 1, 0.95)
+
+    wild, capped = upper(runs(600, 620, 1000, 1500), False), upper(runs(600, 620, 1000, 1500), True)
+    assert wild.upper_mb > 3400 and capped.upper_mb == pytest.approx(3072.0)
+    assert capped.predicted_mb < 3072.0
+    steep = upper(runs(600, 650, 1300, 2000), True)  # its point is above the proof: kept
+    assert steep.predicted_mb > 3072.0 and steep.upper_mb == steep.predicted_mb
+    failed = [*runs(600, 620, 1000, 1500), MemoryObservation(300 * MB, 1, None, 3500.0, True)]
+    assert MemoryModel(cap_by_successes=True).fit(failed).estimate(300 * MB, 1, 0.95).upper_mb \
+        > 3500.0

@@ -30,7 +30,9 @@ estimate's, not the bound's, the rounding's or the retries'):
 * failure-ratios: each memory failure joins the bound's held-out ratios at the ratio it proves
   at least, its heap and a step over the model's prediction there (model.py
   `learn_failures`): the GC room's bias, which only a failure shows, kept in the bound however
-  many larger runs follow; peak-cap+failure-ratios: both.
+  many larger runs follow; peak-cap+failure-ratios: both;
+* success-cap: the bound at most what the job's successes prove if its need grows no faster
+  than its input (model.py `success_bound`, `cap_by_successes`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ RESULTS = ROOT / "bench" / "results" / "memory_demand_candidates.md"
 DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
 CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
-              "cap-only", "floor-only", "peak-cap", "failure-ratios", "peak-cap+failure-ratios")
+              "cap-only", "floor-only", "peak-cap", "failure-ratios", "peak-cap+failure-ratios",
+              "success-cap")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -122,6 +125,8 @@ def candidate(name: str) -> Iterator[None]:
         elif name == "peak-cap+failure-ratios":
             demand.observations = functools.partial(_peak_cap, saved[0])  # type: ignore[assignment]
             model.MemoryModel = functools.partial(saved[1], learn_failures=True)  # type: ignore[misc]
+        elif name == "success-cap":
+            model.MemoryModel = functools.partial(saved[1], cap_by_successes=True)  # type: ignore[misc]
         elif name == "prior":
             model.MemoryModel = functools.partial(saved[1], prior=bound.DEFAULT_PRIOR)  # type: ignore[misc]
         elif name != "default":

@@ -28,7 +28,7 @@ from typing import Any
 
 from cobell_cli.core.memory.bound import RatioPrior, ratio_upper
 from cobell_cli.core.memory.experts import Fitted
-from cobell_cli.core.memory.records import MemoryObservation, at_least, feature_value
+from cobell_cli.core.memory.records import FEATURES, MemoryObservation, at_least, feature_value
 from cobell_cli.core.memory.select import (
     CANDIDATES,
     FLOOR_MB,
@@ -77,6 +77,7 @@ class MemoryModel:
         neighbour: Neighbour | None = None,
         prior: RatioPrior | None = None,
         learn_failures: bool = False,
+        cap_by_successes: bool = False,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
@@ -84,6 +85,7 @@ class MemoryModel:
         self.neighbour = neighbour
         self.prior = prior
         self.learn_failures = learn_failures
+        self.cap_by_successes = cap_by_successes
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
@@ -110,6 +112,8 @@ class MemoryModel:
         self.failures_: list[MemoryObservation] = [
             r for r in runs if r.failed and r.reserved_mb is not None
         ]
+        self.successes_: list[MemoryObservation] = [
+            r for r in sized if not r.failed and r.reserved_mb]
         self.failure_ratios_: list[float] = (
             self._failure_ratios(runs) if self.learn_failures and self.nested else [])
         self.runs_: int = len(sized or measured)
@@ -204,6 +208,10 @@ class MemoryModel:
         predicted = self.predict(input_bytes, scale_out)
         failed = self.failed_below(input_bytes, scale_out)
         upper = predicted * self.ratio(confidence)
+        if self.cap_by_successes:
+            cap = success_bound(self.successes_, input_bytes, scale_out)
+            if cap is not None:
+                upper = max(predicted, min(upper, cap))
         if failed is not None:
             upper = max(upper, failed + STEP_MB)
         return MemoryEstimate(predicted, upper, failed)
@@ -286,3 +294,20 @@ def failure_bound(
     ]
     return max(proved) if proved else None  # type: ignore[type-var]
 
+
+def success_bound(
+    successes: Sequence[MemoryObservation], input_bytes: int, scale_out: int
+) -> float | None:
+    """The smallest heap the job's successes prove enough here, if the need grows no faster
+    than its input (per executor and whole): a run that succeeded at R MB with input u proves
+    the need at u' at most R x max(1, u' / u). Spark's fixed reserved heap (300 MB) makes a
+    need grow slower than that; a need that grows faster (a quadratic aggregation) breaks it.
+    None without an input size or a success (the candidate `success-cap`, not the default:
+    docs/memory.md)."""
+    if input_bytes <= 0:
+        return None
+    query = MemoryObservation(input_bytes, scale_out, None)
+    caps = [r.reserved_mb * max(1.0, *(feature_value(query, f) / feature_value(r, f)
+                                        for f in FEATURES))
+            for r in successes if r.reserved_mb and r.input_bytes > 0]
+    return min(caps) if caps else None  # type: ignore[type-var]
