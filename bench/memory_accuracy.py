@@ -174,21 +174,26 @@ def cobell_method(name: str) -> tuple[Any, Any]:
 
     return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR),
             "peak-conformal": (PEAK_RULE, None), "demand-prior": (None, DEFAULT_PRIOR),
-            "history-prior": (None, HISTORY_PRIOR)}[name]
+            "history-prior": (None, HISTORY_PRIOR), "success-cap": (None, SUCCESS_CAP)}[name]
 
 
 # The prior a case's job borrows from the set's other jobs (core/memory/history_prior.py):
 # fitted per job, not one constant.
 HISTORY_PRIOR = "the other jobs'"
-COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior", "history-prior")
+# The bound capped by what the job's successes prove, if its need grows no faster than its
+# input (model.py success_bound): MemoryModel options in place of a prior.
+SUCCESS_CAP = {"cap_by_successes": True}
+COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior", "history-prior",
+                  "success-cap")
 CANDIDATES = COBELL_METHODS[1:]  # scored beside the default on every set it runs
 
 
 def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
                   prior: Any = None, rule: Any = None) -> Any:
     """cobell's memory at the case, as `cobell predict` sizes it (core/memory/plan.py on the
-    runs' memory columns): None when it sizes nothing. `prior` (bound.py) and `rule`
-    (demand.py): a candidate's, None for the default."""
+    runs' memory columns): None when it sizes nothing. `prior` (bound.py, or a candidate's
+    MemoryModel options as a dict) and `rule` (demand.py): a candidate's, None for the
+    default."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
     from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
@@ -198,7 +203,8 @@ def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
     obs = observations(rows, rule) if rule is not None else observations(rows)
     if not any(o.demand_mb for o in obs):
         return None
-    model = MemoryModel(**({"prior": prior} if prior is not None else {})).fit(obs)
+    options = prior if isinstance(prior, dict) else {"prior": prior} if prior is not None else {}
+    model = MemoryModel(**options).fit(obs)
     request = MemoryRequest(ContainerRules(**STANDALONE), confidence,
                             input_bytes=case.input_bytes)
     return plan_memory(rows, [case.scale_out], request, model).at(case.scale_out)
@@ -439,6 +445,11 @@ RECORDED = {
                   "later, alone (loads 0.6-1.4): a case of either executor count is sized "
                   "from the job's smaller sizes at both counts, as on tune-quiet, so its x1 "
                   "rows moved when the x2 runs joined the histories.",
+    "check-quiet": "recorded as `tune-quiet`, alone, on another day (2026-11-29; loads "
+                   "0.18-1.30 at each application's start), with other values, row counts, "
+                   "`distinct` domain and seed: nothing was fitted or chosen on it. The "
+                   "candidate `history-prior` was frozen after it was recorded and before it "
+                   "was scored on it; every other candidate before it was recorded.",
 }
 
 
@@ -478,19 +489,25 @@ def default_text(results: Mapping[str, list[Score]],
                  candidates: Mapping[str, Mapping[str, list[Score]]]) -> list[str]:
     """Which method is the default and why: the default beside each candidate on every set,
     paired case by case (peak-nix was frozen on tune-quiet; every other set is out of sample
-    for it)."""
+    for it; history-prior and success-cap on tune-quiet and tune)."""
     lines = ["## Which method is the default", "",
              "The project keeps a component in the default only if it wins out of sample by a "
              "standard error; otherwise the simpler, earlier form stays. The candidate "
              "`peak-nix` (demand.PEAK_RULE with bound.DEFAULT_PRIOR) was chosen and fitted on "
              "tune-quiet (bench.memory_measure); `peak-conformal` and `demand-prior` are its "
-             "two halves alone. Every row is scored on the same cases as the default's by this "
+             "two halves alone. `history-prior` (the prior fitted on the set's other jobs, "
+             "core/memory/history_prior.py) and `success-cap` (the bound at most what the "
+             "job's successes prove if its need grows no faster than its input, model.py "
+             "success_bound) were frozen after check-quiet was recorded and before anything "
+             "was scored on it. Every row is scored on the same cases as the default's by this "
              "command; log container = the mean of log(the candidate's reservation / the "
              "default's) over the cases, +- its standard error (below 0: smaller containers). "
-             "On the held-out quiet set test-quiet the prior's bound reserves far less at equal "
-             "success; on the sets recorded under load (test, fresh: held out too) it reserves "
-             "more or covers fewer cases, and in the simulated worlds end to end it costs more "
-             "memory-MB-seconds (docs/memory.md): no candidate wins out of sample everywhere, "
+             "On the held-out quiet sets the priors' bounds reserve far less but cover fewer "
+             "cases on check-quiet; on the sets recorded under load (test, fresh: held out "
+             "too) they reserve more or cover fewer cases, and in the simulated worlds end to "
+             "end the fixed prior costs more memory-MB-seconds. success-cap reserves less on "
+             "every quiet set at equal success, but end to end it has more OOM runs in the "
+             "node-level world (docs/memory.md): no candidate wins out of sample everywhere, "
              "so the default stays demand.DEMAND with the conformal bound.", "",
              "| set | method | certainly succeeds | certainly too small | median container / "
              "need | log container vs the default |",
@@ -629,7 +646,8 @@ def _cell(score: Score) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+",
-                        default=["tune-quiet", "test-quiet", "tune", "test", "fresh", "tune-v2"])
+                        default=["tune-quiet", "test-quiet", "check-quiet", "tune", "test", "fresh",
+                                 "tune-v2"])
     parser.add_argument("--history", choices=["profile", "all"], default="profile",
                         help="what each case is sized from: the smaller sizes' profile runs "
                         "at the user's default heap (a job's first runs), or all their runs, "

@@ -240,10 +240,11 @@ def memory_accuracy_figures(results: Mapping[str, Results]) -> Figures:
 def memory_accuracy_table(f: Mapping[str, Figure]) -> str:
     lines = [
         "Executor memory on real Spark runs (bench.memory_accuracy): each case sized from the"
-        " job's runs with smaller inputs, at cobell's default memory confidence. tune-quiet and"
-        " test-quiet were recorded alone on the machine (test-quiet after the method was"
-        " frozen: nothing fitted on it), tune, test and fresh under load. Goal (issue 36, the"
-        " test set): >= 95 % certainly succeed at a median container <= 1.25x the need.",
+        " job's runs with smaller inputs, at cobell's default memory confidence. tune-quiet,"
+        " test-quiet and check-quiet were recorded alone on the machine (the test sets after"
+        " the method was frozen: nothing fitted on them; check-quiet on another day), tune,"
+        " test and fresh under load. Goal (issue 36, the test set): >= 95 % certainly succeed"
+        " at a median container <= 1.25x the need.",
         "",
         "| set | cases | certainly succeeds % | median container / need |",
         "|---|---|---|---|",

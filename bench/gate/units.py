@@ -24,7 +24,7 @@ NOISE_BLIND_LEVELS = (0.9, 0.95)
 NOISE_BLIND_DRAWS = 30
 MEMORY_E2E_RUNS_PER_INTERFERER = 4  # bench.memory_e2e --quick
 # bench/data/memory sets scored (tune-v2: 6 bounded cases); the quiet ones, recorded alone, first
-MEMORY_SETS = ("tune-quiet", "test-quiet", "tune", "test", "fresh")
+MEMORY_SETS = ("tune-quiet", "test-quiet", "check-quiet", "tune", "test", "fresh")
 # bench.deadline --quick's cells in both worlds, seed 7, 3 warm-up bursts: a submit beside a
 # straggler (8 rounds: --quick's 2 decide 2 deadlines) and bursts of five (2 rounds)
 DEADLINE_SEED, DEADLINE_WARMUP = 7, 3
