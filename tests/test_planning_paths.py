@@ -119,6 +119,7 @@ def test_every_path_sizes_memory(sized_db: Path, rm: LabelledRM, command: str,
     assert memory["executor_memory_mb"] == chosen["executor_memory_mb"] is not None
     assert memory["executor_memory_mb"] >= memory["upper_peak_mb"] >= 400 + 3 * 500 / x - 1
     assert plan["minimize"] == minimize
+    assert "minimize_cannot_act" not in plan  # it acted
     if command == "submit":
         assert _injected_memory(doc) == f"{memory['executor_memory_mb']}m", doc
     if label:
@@ -137,13 +138,17 @@ def test_minimize_memory_without_a_memory_model_says_so(
     assert plan["memory"]["executor_memory_mb"] is None
     assert "--minimize memory-mb-seconds cannot act: no run with a measured executor memory" \
         in result.stderr
+    said = plan["minimize_cannot_act"]  # the same sentence, a field for scripts
+    assert said.startswith("--minimize memory-mb-seconds cannot act: no run with") \
+        and f"cobell: warning: {said}; minimised executor-seconds instead" in result.stderr
     if deadline:
         assert plan["start_reason"] and "memory-mb-seconds" not in json.dumps(
             {k: v for k, v in plan.items() if k in ("minimize", "options")})
     strict = _run(unsized_db, command, options, "--strict")
     assert strict.exit_code == 2, strict.stderr
     lines = strict.stderr.strip().splitlines()
-    assert lines[-1].startswith("cobell: error: --minimize memory-mb-seconds cannot act")
+    assert lines[-1] == (f"cobell: error: {said}; nothing was started; drop --strict, or "
+                         "--minimize executor-seconds")
     assert "nothing was started" in lines[-1] and "Traceback" not in strict.stderr
     assert strict.stdout == ""
 

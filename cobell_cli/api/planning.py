@@ -45,6 +45,9 @@ class Prediction:
     # with --node-label: the label chosen and every label's plan (node_types.py)
     node_label: str | None = None
     label_options: list[dict[str, Any]] | None = None
+    # why the --minimize asked could not act (minimize_note), None when it did: what --strict
+    # reads and --json shows, not the warnings' text
+    minimize_cannot_act: str | None = None
 
     @property
     def all_warnings(self) -> list[str]:
@@ -63,6 +66,8 @@ class Prediction:
             "pair_priors": self.pair_priors,
             **self._labels(),
         }
+        if self.minimize_cannot_act is not None:
+            out["minimize_cannot_act"] = self.minimize_cannot_act
         if self.start is not None:  # the start decided, not the plan at once, is the answer
             start = self.start.to_dict()
             out.update(start, scale_out=self.start.scale_out,
@@ -108,7 +113,8 @@ def check_minimize(minimize: str) -> str:
 
 def minimize_note(plan: Plan, asked: str, memory: MemoryAsk | None) -> str | None:
     """Why the plan minimised executor-seconds where memory-MB-seconds was asked (the
-    plan's `minimize` says what it did); None when it did what was asked."""
+    plan's `minimize` says what it did): "--minimize X cannot act: why"; None when it did
+    what was asked."""
     if plan.minimize == asked:
         return None
     if plan.phase == "bootstrap-search":
@@ -118,7 +124,7 @@ def minimize_note(plan: Plan, asked: str, memory: MemoryAsk | None) -> str | Non
     else:
         why = ((plan.memory or {}).get("note")
                or "no memory model yet (no run of the job with a measured executor memory peak)")
-    return f"--minimize {asked} cannot act: {why}; minimised executor-seconds instead"
+    return f"--minimize {asked} cannot act: {why}"
 
 
 def check_minimized(prediction: Prediction, asked: str) -> None:
@@ -126,9 +132,8 @@ def check_minimized(prediction: Prediction, asked: str) -> None:
     anything starts."""
     if prediction.plan.minimize == asked:
         return
-    note = next((w for w in prediction.warnings if w.startswith(f"--minimize {asked} ")),
-                f"--minimize {asked} cannot act on this plan")
-    raise UsageError(note.split("; minimised")[0] + "; nothing was started",
+    note = prediction.minimize_cannot_act or f"--minimize {asked} cannot act on this plan"
+    raise UsageError(note + "; nothing was started",
                      hint="drop --strict, or --minimize executor-seconds")
 
 
@@ -221,7 +226,7 @@ def predict(
         chosen = plan_fn(history=runs, target_s=target_s, co_runners=world.apps)
     note = minimize_note(chosen, minimize, memory)
     if note is not None:
-        warnings.append(note)
+        warnings.append(note + "; minimised executor-seconds instead")
     if replays is not None:
         replays.save()
     counts = {"hits": cache.hits, "misses": cache.misses} if cache is not None else None
@@ -229,7 +234,8 @@ def predict(
                       world.progress, policy=settings.confidence,
                       pair_priors=priors.describe() if priors is not None else None,
                       node_label=decision.node_label if decision is not None else None,
-                      label_options=decision.describe() if decision is not None else None)
+                      label_options=decision.describe() if decision is not None else None,
+                      minimize_cannot_act=note)
 
 
 @dataclass
