@@ -174,7 +174,8 @@ def cobell_method(name: str) -> tuple[Any, Any]:
 
     return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR),
             "peak-conformal": (PEAK_RULE, None), "demand-prior": (None, DEFAULT_PRIOR),
-            "history-prior": (None, HISTORY_PRIOR), "success-cap": (None, SUCCESS_CAP)}[name]
+            "history-prior": (None, HISTORY_PRIOR), "success-cap": (None, SUCCESS_CAP),
+            "deep-folds": (None, DEEP_FOLDS)}[name]
 
 
 # The prior a case's job borrows from the set's other jobs (core/memory/history_prior.py):
@@ -183,8 +184,11 @@ HISTORY_PRIOR = "the other jobs'"
 # The bound capped by what the job's successes prove, if its need grows no faster than its
 # input (model.py success_bound): MemoryModel options in place of a prior.
 SUCCESS_CAP = {"cap_by_successes": True}
+# The bound's ratios without the folds trained on only two sizes where deeper ones exist
+# (select.nested_ratios deep_only; bench/results/memory_fold_depth.md).
+DEEP_FOLDS = {"deep_folds": True}
 COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior", "history-prior",
-                  "success-cap")
+                  "success-cap", "deep-folds")
 CANDIDATES = COBELL_METHODS[1:]  # scored beside the default on every set it runs
 
 

@@ -32,7 +32,9 @@ estimate's, not the bound's, the rounding's or the retries'):
   `learn_failures`): the GC room's bias, which only a failure shows, kept in the bound however
   many larger runs follow; peak-cap+failure-ratios: both;
 * success-cap: the bound at most what the job's successes prove if its need grows no faster
-  than its input (model.py `success_bound`, `cap_by_successes`).
+  than its input (model.py `success_bound`, `cap_by_successes`);
+* deep-folds: the bound's held-out ratios without the folds trained on only two sizes where
+  deeper ones exist (select.nested_ratios `deep_only`, bench/results/memory_fold_depth.md).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
 CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
               "cap-only", "floor-only", "peak-cap", "failure-ratios", "peak-cap+failure-ratios",
-              "success-cap")
+              "success-cap", "deep-folds")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -125,6 +127,8 @@ def candidate(name: str) -> Iterator[None]:
         elif name == "peak-cap+failure-ratios":
             demand.observations = functools.partial(_peak_cap, saved[0])  # type: ignore[assignment]
             model.MemoryModel = functools.partial(saved[1], learn_failures=True)  # type: ignore[misc]
+        elif name == "deep-folds":
+            model.MemoryModel = functools.partial(saved[1], deep_folds=True)  # type: ignore[misc]
         elif name == "success-cap":
             model.MemoryModel = functools.partial(saved[1], cap_by_successes=True)  # type: ignore[misc]
         elif name == "prior":

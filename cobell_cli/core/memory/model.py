@@ -78,6 +78,7 @@ class MemoryModel:
         prior: RatioPrior | None = None,
         learn_failures: bool = False,
         cap_by_successes: bool = False,
+        deep_folds: bool = False,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
@@ -86,6 +87,7 @@ class MemoryModel:
         self.prior = prior
         self.learn_failures = learn_failures
         self.cap_by_successes = cap_by_successes
+        self.deep_folds = deep_folds
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
@@ -170,7 +172,8 @@ class MemoryModel:
         self.folds_: int = selection.folds
         self.ratios_: list[float] = (
             nested_ratios(measured, fallback, self._pool(),
-                          0.0 if self.prior is None else FLOOR_MB) if self.nested else []
+                          0.0 if self.prior is None else FLOOR_MB, self.deep_folds)
+            if self.nested else []
         )
 
     def _fit_peaks(self, measured: Sequence[MemoryObservation]) -> None:

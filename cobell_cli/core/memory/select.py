@@ -139,19 +139,24 @@ def grant_ratio(measured_mb: float, predicted_mb: float, floor_mb: float = FLOOR
 
 def nested_ratios(
     runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
-    floor_mb: float = 0.0,
+    floor_mb: float = 0.0, deep_only: bool = False,
 ) -> list[float]:
     """measured / predicted for each run the selection procedure can be judged on: the run
     predicted by the candidate `select` picks on the runs with a smaller input, fitted there;
     `floor_mb` FLOOR_MB: on the reserved scale (grant_ratio, what bound.py's prior is fitted
-    on), 0 (the default): as they are."""
-    ratios = []
+    on), 0 (the default): as they are. `deep_only` (a candidate): without the folds trained on
+    only MIN_SIZES sizes where a deeper one exists -- they err as a prediction trained on more
+    sizes does not (bench/results/memory_fold_depth.md)."""
+    folds = []
     for train, test in forward_folds(runs):
         predicted = held_out_prediction(train, test, fallback, pool)
         if predicted is not None:
-            ratios.append(grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
-                                      floor_mb))
-    return ratios
+            folds.append((len({r.input_bytes for r in train}),
+                          grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
+                                      floor_mb)))
+    if deep_only and any(depth > MIN_SIZES for depth, _ in folds):
+        folds = [(depth, ratio) for depth, ratio in folds if depth > MIN_SIZES]
+    return [ratio for _, ratio in folds]
 
 
 def held_out_prediction(
