@@ -504,3 +504,21 @@ def test_the_success_cap_bounds_by_what_a_success_proves_scaled_by_the_input() -
     failed = [*runs(600, 620, 1000, 1500), MemoryObservation(300 * MB, 1, None, 3500.0, True)]
     assert MemoryModel(cap_by_successes=True).fit(failed).estimate(300 * MB, 1, 0.95).upper_mb \
         > 3500.0
+
+
+def test_deep_folds_drop_the_two_size_folds_only_where_deeper_ones_exist() -> None:
+    """Candidate deep-folds: a need that bends up after the second size makes the folds trained
+    on two sizes under-predict; deep_only keeps the folds trained on more, and where every fold
+    trained on two sizes it keeps them all (nothing else to judge on)."""
+    from cobell_cli.core.memory.select import candidate, nested_ratios
+
+    def need(mb: float) -> float:
+        return 600.0 + (2.0 if mb < 200 else 6.0) * mb
+
+    runs = [MemoryObservation(int(s * MB), 1, need(s)) for s in (100, 150, 225, 340, 510)]
+    fallback = candidate("linear(per_executor)")
+    every, deep = nested_ratios(runs, fallback), nested_ratios(runs, fallback, deep_only=True)
+    assert len(every) == 3 and len(deep) == 2  # the folds of 340 and 510 kept, 225's dropped
+    assert max(every) > max(deep) and set(deep) <= set(every)
+    three = runs[:3]  # one fold, on two sizes: kept
+    assert nested_ratios(three, fallback, deep_only=True) == nested_ratios(three, fallback)
