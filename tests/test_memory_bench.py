@@ -454,3 +454,16 @@ def test_a_candidate_is_compared_with_the_default_case_by_case() -> None:
     assert mean == pytest.approx(sum(diffs) / 2)
     assert se == pytest.approx(abs(diffs[0] - diffs[1]) / math.sqrt(2) / math.sqrt(2))
     assert all(math.isnan(v) for v in paired_log_ratio(default, candidate[1:]))
+
+
+def test_the_candidates_study_lists_the_held_out_cells_whose_oom_runs_differ() -> None:
+    """oom_lines: one row per held-out cell where a candidate's OOM runs are not the default's;
+    the development seed and equal cells are left out."""
+    from bench.studies import memory_demand_candidates as mc
+
+    dev, held, same = (mc.DEVELOPMENT_SEED, "nodesim", "sgd"), (2019, "nodesim", "sgd"), \
+        (2020, "simulator", "kmeans")
+    rows = [line for line in mc.oom_lines({
+        "default": {dev: [], held: [35], same: [4]},
+        "deep-folds": {dev: [3], held: [6, 35], same: [4]}}) if line.startswith("| deep")]
+    assert rows == ["| deep-folds | 2019 | nodesim | sgd | [35] | [6, 35] |"]

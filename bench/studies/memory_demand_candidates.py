@@ -146,8 +146,11 @@ Score = tuple[float, float]  # MB-s / the oracle's, runs with an OOM (%)
 
 
 def replay(played: dict[tuple[int, str, str, int], Any], cells: Sequence[Cell], runs: int,
-           names: Sequence[str] = CANDIDATES) -> dict[str, dict[Cell, Score]]:
-    """Each candidate's score per cell (cobell's post-bootstrap runs against the oracle's)."""
+           names: Sequence[str] = CANDIDATES,
+           oom_runs: dict[str, dict[Cell, list[int]]] | None = None,
+           ) -> dict[str, dict[Cell, Score]]:
+    """Each candidate's score per cell (cobell's post-bootstrap runs against the oracle's);
+    `oom_runs`, when given, gets the runs (0-based, of the cell's) that hit an OOM."""
     out: dict[str, dict[Cell, Score]] = {}
     for name in names:
         with candidate(name):
@@ -157,7 +160,25 @@ def replay(played: dict[tuple[int, str, str, int], Any], cells: Sequence[Cell], 
                 res = me.run_cell(world, target, cfg, played[(seed, world, target, runs)],
                                   ("cobell", "oracle"))
                 out[name][(seed, world, target)] = me.pooled(res["cobell"], res["oracle"])
+                if oom_runs is not None:
+                    oom_runs.setdefault(name, {})[(seed, world, target)] = [
+                        i for i, r in enumerate(res["cobell"]) if r.ooms]
     return out
+
+
+def oom_lines(oom_runs: dict[str, dict[Cell, list[int]]]) -> list[str]:
+    """The held-out cells where a candidate's OOM runs differ from the default's."""
+    base = oom_runs["default"]
+    lines = ["", "Held-out cells where a candidate's runs with an OOM differ from the default's "
+             "(0-based, of the cell's runs, bootstrap included):", "",
+             "| candidate | seed | world | target | default | candidate |",
+             "|---|---|---|---|---|---|"]
+    for name, per in oom_runs.items():
+        for cell, mine in per.items():
+            if name != "default" and cell[0] != DEVELOPMENT_SEED and mine != base[cell]:
+                lines.append(f"| {name} | {cell[0]} | {cell[1]} | {cell[2]} | "
+                             f"{base[cell] or '-'} | {mine or '-'} |")
+    return lines
 
 
 def real_scores(set_name: str = REAL_SET, names: Sequence[str] = CANDIDATES,
@@ -248,11 +269,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"{args.played}: no played runs for {missing[0]}; play them with "
                     "python -m bench.memory_e2e --seed N --played FILE --cells ...\n")
     names = ["default", *[n for n in args.candidates if n != "default"]]
-    scores = replay(played, cells, args.runs_per_interferer, names)
+    oom_runs: dict[str, dict[Cell, list[int]]] = {}
+    scores = replay(played, cells, args.runs_per_interferer, names, oom_runs)
     real = real_scores(names=names)
     command = ("python -m bench.studies.memory_demand_candidates --played PLAYED --seed "
                + " ".join(map(str, args.seed)))
-    publish(render(scores, real, command, time.perf_counter() - started) + "\n", args.output)
+    if args.candidates != list(CANDIDATES):
+        command += " --candidates " + " ".join(args.candidates)
+    text = render(scores, real, command, time.perf_counter() - started)
+    publish("\n".join([text, *oom_lines(oom_runs)]) + "\n", args.output)
     return 0
 
 
