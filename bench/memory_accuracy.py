@@ -163,41 +163,38 @@ def size_linear(train: Sequence[Run], case: Case, **_: Any) -> float | None:
 STANDALONE = {"backend": "standalone"}  # the recordings' cluster: a container is the heap
 
 
-def cobell_method(name: str) -> tuple[Any, Any]:
-    """(demand rule, ratio prior) of a cobell method by name; None: the code's default.
-    "default": demand.DEMAND with model.py's conformal bound (what cobell ships); "peak-nix":
-    the candidate frozen on tune-quiet, demand.PEAK_RULE with bound.DEFAULT_PRIOR; its two
-    halves alone: "peak-conformal" (PEAK_RULE, the conformal bound) and "demand-prior"
-    (DEMAND, DEFAULT_PRIOR's bound)."""
+def cobell_method(name: str) -> tuple[Any, dict[str, Any]]:
+    """(demand rule, MemoryModel options) of a cobell method by name; None, {}: the code's
+    default. "default": demand.DEMAND with model.py's conformal bound (what cobell ships);
+    "peak-nix": the candidate frozen on tune-quiet, demand.PEAK_RULE with bound.DEFAULT_PRIOR;
+    its two halves alone: "peak-conformal" (PEAK_RULE, the conformal bound) and "demand-prior"
+    (DEMAND, DEFAULT_PRIOR's bound); "history-prior" (the prior the set's other jobs give,
+    core/memory/history_prior.py, resolved per case by `score`); "success-cap" (model.py
+    success_bound); "deep-folds" (select.nested_ratios deep_only,
+    bench/results/memory_fold_depth.md)."""
     from cobell_cli.core.memory.bound import DEFAULT_PRIOR
     from cobell_cli.core.memory.demand import PEAK_RULE
 
-    return {"default": (None, None), "peak-nix": (PEAK_RULE, DEFAULT_PRIOR),
-            "peak-conformal": (PEAK_RULE, None), "demand-prior": (None, DEFAULT_PRIOR),
-            "history-prior": (None, HISTORY_PRIOR), "success-cap": (None, SUCCESS_CAP),
-            "deep-folds": (None, DEEP_FOLDS)}[name]
+    return {"default": (None, {}), "peak-nix": (PEAK_RULE, {"prior": DEFAULT_PRIOR}),
+            "peak-conformal": (PEAK_RULE, {}), "demand-prior": (None, {"prior": DEFAULT_PRIOR}),
+            "history-prior": (None, {"prior": HISTORY_PRIOR}),
+            "success-cap": (None, {"cap_by_successes": True}),
+            "deep-folds": (None, {"deep_folds": True})}[name]
 
 
-# The prior a case's job borrows from the set's other jobs (core/memory/history_prior.py):
-# fitted per job, not one constant.
+# Stands for the prior a case's job borrows from the set's other jobs: fitted per job by
+# `score`, not one constant.
 HISTORY_PRIOR = "the other jobs'"
-# The bound capped by what the job's successes prove, if its need grows no faster than its
-# input (model.py success_bound): MemoryModel options in place of a prior.
-SUCCESS_CAP = {"cap_by_successes": True}
-# The bound's ratios without the folds trained on only two sizes where deeper ones exist
-# (select.nested_ratios deep_only; bench/results/memory_fold_depth.md).
-DEEP_FOLDS = {"deep_folds": True}
 COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior", "history-prior",
                   "success-cap", "deep-folds")
 CANDIDATES = COBELL_METHODS[1:]  # scored beside the default on every set it runs
 
 
 def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
-                  prior: Any = None, rule: Any = None) -> Any:
+                  options: Mapping[str, Any] | None = None, rule: Any = None) -> Any:
     """cobell's memory at the case, as `cobell predict` sizes it (core/memory/plan.py on the
-    runs' memory columns): None when it sizes nothing. `prior` (bound.py, or a candidate's
-    MemoryModel options as a dict) and `rule` (demand.py): a candidate's, None for the
-    default."""
+    runs' memory columns): None when it sizes nothing. `options` (MemoryModel's) and `rule`
+    (demand.py): a candidate's, None for the default."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
     from cobell_cli.core.memory.plan import MemoryRequest, plan_memory
@@ -207,16 +204,16 @@ def cobell_memory(train: Sequence[Run], case: Case, confidence: float,
     obs = observations(rows, rule) if rule is not None else observations(rows)
     if not any(o.demand_mb for o in obs):
         return None
-    options = prior if isinstance(prior, dict) else {"prior": prior} if prior is not None else {}
-    model = MemoryModel(**options).fit(obs)
+    model = MemoryModel(**(options or {})).fit(obs)
     request = MemoryRequest(ContainerRules(**STANDALONE), confidence,
                             input_bytes=case.input_bytes)
     return plan_memory(rows, [case.scale_out], request, model).at(case.scale_out)
 
 
-def size_cobell(train: Sequence[Run], case: Case, confidence: float, prior: Any = None,
+def size_cobell(train: Sequence[Run], case: Case, confidence: float,
+                options: Mapping[str, Any] | None = None,
                 rule: Any = None, **_: Any) -> float | None:
-    at = cobell_memory(train, case, confidence, prior, rule)
+    at = cobell_memory(train, case, confidence, options, rule)
     return at.upper_peak_mb if at is not None else None
 
 
@@ -346,24 +343,24 @@ class Score:
 
 
 def score(runs: Sequence[Run], cases: Sequence[Case], confidence: float,
-          prior: Any = None, rule: Any = None) -> list[Score]:
-    """Every method's reservation for every case; `prior`, `rule`: cobell's ratio prior
-    (bound.py, or HISTORY_PRIOR: the one the set's other jobs give) and demand rule
+          options: Mapping[str, Any] | None = None, rule: Any = None) -> list[Score]:
+    """Every method's reservation for every case; `options`, `rule`: cobell's MemoryModel
+    options (a "prior" of HISTORY_PRIOR: the one the set's other jobs give) and demand rule
     (demand.py) of a candidate (cobell_method), None for the default."""
     out = []
     borrowed: dict[str, Any] = {}
     for case in cases:
         history = [r for r in training(runs, case) if r.outcome in ("succeeded", "memory")]
         succeeded = [r for r in history if r.outcome == "succeeded"]
-        case_prior = prior
-        if prior == HISTORY_PRIOR:
+        case_options = options
+        if options and options.get("prior") == HISTORY_PRIOR:
             if case.job not in borrowed:
                 borrowed[case.job] = other_jobs_prior(runs, case.job, rule)
-            case_prior = borrowed[case.job]
+            case_options = {**options, "prior": borrowed[case.job]}
         for method in METHODS:  # cobell reads memory failures too; the peers' rules do not
             train = history if method == "cobell" else succeeded
             heap = SIZERS[method](train, case, confidence=confidence, all_runs=runs,
-                                  prior=case_prior, rule=rule)
+                                  options=case_options, rule=rule)
             out.append(Score(method, case, granted(heap) if heap is not None else None))
     return out
 
@@ -675,19 +672,19 @@ def main(argv: list[str] | None = None) -> int:
     confidence = args.confidence or DEFAULT_MEMORY_CONFIDENCE
     started = time.perf_counter()
     results, notes, candidate = {}, {}, {}
-    method_rule, method_prior = cobell_method(args.method)
+    method_rule, method_options = cobell_method(args.method)
     for set_name in args.sets:
         if not (DATA / set_name / "needs.json").exists():
             results[set_name] = []  # not recorded: said so, not skipped silently
             continue
         runs, cases = load(set_name, args.history)
-        results[set_name] = score(runs, cases, confidence, method_prior, method_rule)
+        results[set_name] = score(runs, cases, confidence, method_options, method_rule)
         notes[set_name] = explain(runs, cases, confidence)
         if args.method == "default":
             candidate[set_name] = {}
             for name in CANDIDATES:
-                rule, prior = cobell_method(name)
-                candidate[set_name][name] = score(runs, cases, confidence, prior, rule)
+                rule, options = cobell_method(name)
+                candidate[set_name][name] = score(runs, cases, confidence, options, rule)
     command = "python -m bench.memory_accuracy " + " ".join(argv or sys.argv[1:])
     text = render(results, confidence, command.strip(), time.perf_counter() - started, notes,
                   args.history, candidate, args.method)

@@ -29,18 +29,11 @@ RESULTS = ROOT / "bench" / "results" / "memory_fold_depth.md"
 
 def case_folds(obs: Sequence[Any]) -> list[tuple[int, float]]:
     """(sizes trained on, held-out ratio) of each fold of the model sizing a case from its
-    observations: the ratios model.py's bound is taken on."""
+    observations: the ratios model.py's bound is taken on (the default's fallback, no floor)."""
     from cobell_cli.core.memory.model import MemoryModel
-    from cobell_cli.core.memory.select import forward_folds, held_out_prediction
+    from cobell_cli.core.memory.select import candidate, fold_ratios
 
-    measured = [o for o in obs if o.demand_mb]
-    fallback = MemoryModel().fit(measured)._fallback()
-    out = []
-    for fold_train, test in forward_folds(measured):
-        predicted = held_out_prediction(fold_train, test, fallback)
-        if predicted is not None:
-            out.append((len({r.input_bytes for r in fold_train}), test.demand_mb / predicted))
-    return out
+    return fold_ratios([o for o in obs if o.demand_mb], candidate(MemoryModel().fallback))
 
 
 def case_observations(runs: Sequence[Any], case: Any) -> list[Any]:

@@ -147,6 +147,18 @@ def nested_ratios(
     on), 0 (the default): as they are. `deep_only` (a candidate): without the folds trained on
     only MIN_SIZES sizes where a deeper one exists -- they err as a prediction trained on more
     sizes does not (bench/results/memory_fold_depth.md)."""
+    folds = fold_ratios(runs, fallback, pool, floor_mb)
+    if deep_only and any(depth > MIN_SIZES for depth, _ in folds):
+        folds = [(depth, ratio) for depth, ratio in folds if depth > MIN_SIZES]
+    return [ratio for _, ratio in folds]
+
+
+def fold_ratios(
+    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
+    floor_mb: float = 0.0,
+) -> list[tuple[int, float]]:
+    """(distinct sizes the fold trained on, its held-out ratio) per forward fold: the ratios
+    of nested_ratios with how much each fold knew."""
     folds = []
     for train, test in forward_folds(runs):
         predicted = held_out_prediction(train, test, fallback, pool)
@@ -154,9 +166,7 @@ def nested_ratios(
             folds.append((len({r.input_bytes for r in train}),
                           grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
                                       floor_mb)))
-    if deep_only and any(depth > MIN_SIZES for depth, _ in folds):
-        folds = [(depth, ratio) for depth, ratio in folds if depth > MIN_SIZES]
-    return [ratio for _, ratio in folds]
+    return folds
 
 
 def held_out_prediction(
