@@ -409,6 +409,12 @@ def test_a_demand_candidate_is_swapped_in_for_its_replay_and_put_back() -> None:
         roomier = point()
     with mc.candidate("prior"):
         assert model.MemoryModel().prior is not None
+    from cobell_cli.core.memory import plan as memory_plan
+
+    with mc.candidate("asked-0.99"):  # as `--memory-confidence 0.99` plans
+        asked = memory_plan.plan_memory(runs, [4], request)
+    assert asked.confidence == 0.99 and asked.description["held_out_ratios"] == 3
+    assert memory_plan.plan_memory is plan_memory
     assert (demand.observations, model.MemoryModel) == saved and point() == before
     assert roomier == pytest.approx(before * 1.15 / demand.DEMAND.headroom, rel=0.02)
     with pytest.raises(ValueError), mc.candidate("no-such"):

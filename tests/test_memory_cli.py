@@ -252,9 +252,10 @@ def test_the_reason_memory_is_not_sized_names_what_is_missing(tmp_path: Path) ->
 
 
 def test_a_memory_confidence_the_history_cannot_support_says_so(db: Path) -> None:
-    """Issue 36: with six held-out ratios (the fixture's 16 runs at 4 input sizes) the bound is
-    their largest x 1.05 at any P above 6/7: --memory-confidence 0.99 sizes as 0.9 does, and
-    says so (a warning naming 0.857; exit 2 under --strict); at 0.857 or below it acts."""
+    """Issue 36: a level given holds out as many runs as it needs, but the fixture (16 runs at
+    4 input sizes) has only 8 to hold out: above 8/9 the bound is their largest x 1.05 at any
+    P, so --memory-confidence 0.99 sizes as 0.9 does, and says so (a warning naming 0.888;
+    exit 2 under --strict); at 0.857 or below it acts."""
     args = ("--db", db, "predict", "-j", "etl", "-t", "200", "--cluster", "none",
             "--input-size", "500M", "--max-scale-out", "8", "--json")
     at = {p: cobell(*args, "--memory-confidence", p) for p in ("0.99", "0.9", "0.857", "0.6")}
@@ -262,9 +263,12 @@ def test_a_memory_confidence_the_history_cannot_support_says_so(db: Path) -> Non
     plans = {p: json.loads(r.stdout) for p, r in at.items()}
     upper = {p: plan_["memory"]["upper_peak_mb"] for p, plan_ in plans.items()}
     assert upper["0.99"] == upper["0.9"] > upper["0.857"] >= upper["0.6"]
+    assert plans["0.99"]["memory"]["held_out_ratios"] == 8
+    assert plans["0.6"]["memory"]["held_out_ratios"] == 6  # 6 runs are enough for 0.6
     said = [w for w in plans["0.99"]["warnings"] if w.startswith("--memory-confidence")]
     assert len(said) == 1 and "0.99 cannot act" in said[0]
-    assert "6 held-out ratios support at most P 0.857" in said[0]
+    assert "8 held-out ratios support at most P 0.888" in said[0]
+    assert "up to 99: P 0.99" in said[0]  # what would raise it
     assert "--memory-confidence 0.99 cannot act" in at["0.99"].stderr
     # a field a script (and --strict) can read, not only a warning's words
     assert plans["0.99"]["memory"]["confidence_cannot_act"] == said[0]
@@ -273,10 +277,39 @@ def test_a_memory_confidence_the_history_cannot_support_says_so(db: Path) -> Non
         assert "confidence_cannot_act" not in plans[p]["memory"]
     default = json.loads(cobell(*args).stdout)  # the default level is not the user's ask
     assert not [w for w in default["warnings"] if w.startswith("--memory-confidence")]
+    assert default["memory"]["held_out_ratios"] == 6  # the default rule's six
     strict = cobell(*args, "--memory-confidence", "0.99", "--strict")
-    assert strict.exit_code == 2 and "at most P 0.857" in strict.stderr
+    assert strict.exit_code == 2 and "at most P 0.888" in strict.stderr
     assert "Traceback" not in strict.stderr and len(strict.stderr.strip().splitlines()) <= 2
     assert cobell(*args, "--memory-confidence", "0.857", "--strict").exit_code == 0
+
+
+def test_a_memory_confidence_given_holds_out_the_runs_it_needs_to_act(tmp_path: Path) -> None:
+    """Issue 36: without the option the bound is the largest of 6 held-out ratios x 1.05 at
+    any level; --memory-confidence 0.95 on a 40-run history holds out 19 runs and acts (no
+    warning, --strict passes), and 0.99 holds out every run it can (38 here) and says it needs
+    99. Each run's need varies by its own factor, so the levels' bounds differ."""
+    path = tmp_path / "h.db"
+    wobble = [1.00, 1.08, 0.95, 1.15, 0.90, 1.03, 1.21, 0.97, 1.11, 0.93]
+    runs = [{"id": i + 1, "job": "etl", "status": "succeeded", "scale_out": 4,
+             "input_bytes": (100 + 25 * i) * MB, "runtime_s": 200.0,
+             "submitted_at": 1e9 + 100 * i, "executor_memory_mb": 8192, "backend": "yarn",
+             "peak_memory_mb": (400 + 3 * (100 + 25 * i) / 4) * wobble[i % 10]}
+            for i in range(40)]
+    with History.open(path) as history:
+        history.insert_runs(runs)
+    args = ("--db", path, "predict", "-j", "etl", "-t", "300", "--cluster", "none",
+            "--input-size", "1200M", "--min-scale-out", "4", "--max-scale-out", "4", "--json")
+    default = json.loads(cobell(*args).stdout)["memory"]
+    asked = {p: cobell(*args, "--memory-confidence", p, "--strict") for p in ("0.95", "0.99")}
+    assert asked["0.95"].exit_code == 0, asked["0.95"].stderr
+    at95 = json.loads(asked["0.95"].stdout)["memory"]
+    assert default["held_out_ratios"] == 6 and at95["held_out_ratios"] == 19
+    assert "confidence_cannot_act" not in at95
+    assert at95["upper_peak_mb"] != default["upper_peak_mb"]
+    assert asked["0.99"].exit_code == 2  # 38 ratios support P 0.974 at most: --strict stops
+    assert "38 held-out ratios support at most P 0.974" in asked["0.99"].stderr
+    assert "up to 99: P 0.99" in asked["0.99"].stderr
 
 
 def test_a_memory_confidence_with_nothing_to_size_says_so(tmp_path: Path) -> None:

@@ -522,3 +522,18 @@ def test_deep_folds_drop_the_two_size_folds_only_where_deeper_ones_exist() -> No
     assert max(every) > max(deep) and set(deep) <= set(every)
     three = runs[:3]  # one fold, on two sizes: kept
     assert nested_ratios(three, fallback, deep_only=True) == nested_ratios(three, fallback)
+
+
+def test_a_memory_confidence_given_holds_out_as_many_runs_as_it_needs() -> None:
+    """n / (n + 1) >= P: 19 runs at 0.95, 99 at 0.99 (and at most 99); never fewer than the
+    default's MAX_FOLDS; without the option, the default rule's MAX_FOLDS at any level."""
+    from cobell_cli.core.memory.plan import MemoryRequest, bound_folds
+    from cobell_cli.core.memory.select import MAX_FOLDS
+    from cobell_cli.core.memory.sizing import ContainerRules
+
+    def folds(p: float, asked: bool = True) -> int:
+        return bound_folds(MemoryRequest(ContainerRules("yarn"), confidence=p, confidence_asked=asked))
+
+    assert (folds(0.95), folds(0.99), folds(0.999), folds(0.6)) == (19, 99, 99, MAX_FOLDS)
+    assert folds(0.99, asked=False) == folds(0.5, asked=False) == MAX_FOLDS == 6
+    assert folds(0.9) == 9 and folds(0.857) == MAX_FOLDS

@@ -34,13 +34,16 @@ estimate's, not the bound's, the rounding's or the retries'):
 * success-cap: the bound at most what the job's successes prove if its need grows no faster
   than its input (model.py `success_bound`, `cap_by_successes`);
 * deep-folds: the bound's held-out ratios without the folds trained on only two sizes where
-  deeper ones exist (select.nested_ratios `deep_only`, bench/results/memory_fold_depth.md).
+  deeper ones exist (select.nested_ratios `deep_only`, bench/results/memory_fold_depth.md);
+* asked-0.95, asked-0.99: not a method but the option `--memory-confidence P`, which holds out
+  as many runs as P needs to act (core/memory/plan.py `bound_folds`): what a level buys.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import math
 import pickle
@@ -59,7 +62,7 @@ DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
 CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
               "cap-only", "floor-only", "peak-cap", "failure-ratios", "peak-cap+failure-ratios",
-              "success-cap", "deep-folds")
+              "success-cap", "deep-folds", "asked-0.95", "asked-0.99")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -104,9 +107,10 @@ def _peak_cap(observations: Callable[..., list[Any]], runs: Sequence[Any],
 def candidate(name: str) -> Iterator[None]:
     """cobell's memory core as the candidate has it, restored afterwards (plan_memory imports
     `observations` and `MemoryModel` from their modules at each call)."""
-    from cobell_cli.core.memory import bound, demand, model
+    from cobell_cli.core.memory import bound, demand, model, plan
 
     saved = demand.observations, model.MemoryModel
+    saved_plan = plan.plan_memory
     proofs = demand._suffix_min, demand._prefix_max
     try:
         if name.startswith("gc-room-"):
@@ -129,6 +133,11 @@ def candidate(name: str) -> Iterator[None]:
             model.MemoryModel = functools.partial(saved[1], learn_failures=True)  # type: ignore[misc]
         elif name == "deep-folds":
             model.MemoryModel = functools.partial(saved[1], deep_folds=True)  # type: ignore[misc]
+        elif name.startswith("asked-"):  # as `--memory-confidence P` plans
+            asked = functools.partial(dataclasses.replace, confidence=float(name[6:]),
+                                      confidence_asked=True)
+            plan.plan_memory = lambda runs, xs, request, *more: saved_plan(  # type: ignore[assignment]
+                runs, xs, asked(request), *more)
         elif name == "success-cap":
             model.MemoryModel = functools.partial(saved[1], cap_by_successes=True)  # type: ignore[misc]
         elif name == "prior":
@@ -138,6 +147,7 @@ def candidate(name: str) -> Iterator[None]:
         yield
     finally:
         demand.observations, model.MemoryModel = saved  # type: ignore[misc]
+        plan.plan_memory = saved_plan  # type: ignore[assignment]
         demand._suffix_min, demand._prefix_max = proofs  # type: ignore[assignment]
 
 

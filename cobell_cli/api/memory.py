@@ -63,16 +63,19 @@ MEMORY_NEIGHBOURS = 30  # jobs the expert selector compares a new job with, at m
 
 
 def memory_model(
-    history: History, job: str, window: int | None = None, runs: list | None = None
+    history: History, job: str, window: int | None = None, runs: list | None = None,
+    request: Any = None,
 ) -> tuple[Any, list]:
     """The job's memory model (core/memory/model.py) on its runs with memory columns (`runs`,
     else read), and those observations; (None, observations) when no run has a measured
     peak. With too few input sizes to choose its own function, the nearest known job's by
     event-log profile (core/memory/selector.py) guides it; a job whose runs never gave an
-    input size is modelled by its peaks alone."""
+    input size is modelled by its peaks alone. `request` (a MemoryRequest): how many runs
+    its bound holds out (core/memory/plan.py bound_folds); None: the default."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
-    from cobell_cli.core.memory.select import MIN_SIZES
+    from cobell_cli.core.memory.plan import bound_folds
+    from cobell_cli.core.memory.select import MAX_FOLDS, MIN_SIZES
 
     obs = observations(runs if runs is not None else history.memory_runs(job, window=window))
     if not any(o.demand_mb for o in obs):
@@ -80,7 +83,8 @@ def memory_model(
     sizes = {o.input_bytes for o in obs if o.demand_mb and o.input_bytes}
     few = 0 < len(sizes) <= MIN_SIZES
     neighbour = nearest_memory_job(history, job, window) if few else None
-    return MemoryModel(neighbour=neighbour).fit(obs), obs
+    folds = MAX_FOLDS if request is None else bound_folds(request)
+    return MemoryModel(neighbour=neighbour, bound_folds=folds).fit(obs), obs
 
 
 def nearest_memory_job(history: History, job: str, window: int | None) -> Any:

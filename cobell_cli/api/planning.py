@@ -279,7 +279,8 @@ def _read_world(
         )
         memory_runs = history.memory_runs(job, window=window) if memory is not None else []
         request = memory_request(cluster, memory, memory_runs) if memory is not None else None
-    sizing = memory_model(history, job, runs=memory_runs)[0] if memory_runs else None
+    sizing = memory_model(history, job, runs=memory_runs, request=request)[0] \
+        if memory_runs else None
     profiles, cluster_profiles = job_profiles(history, job, runs, warnings,
                                               decode=_profile_decoder(settings))
     return _World(apps, description, ok, warnings, co_histories, progress, memory_runs,

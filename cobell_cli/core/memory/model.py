@@ -5,8 +5,9 @@
 
 The upper bound at confidence p is the prediction times a bound on the nested held-out
 ratios (measured / predicted, select.py): their conformal p-bound when there are enough of
-them, else the largest times TAIL_MARGIN (select.py keeps at most MAX_FOLDS of them, so at
-p = 0.95 that is the rule in practice); and never below what the job's memory failures prove:
+them, else the largest times TAIL_MARGIN (`bound_folds` runs are held out: MAX_FOLDS by
+default, so at p = 0.95 that is the default rule; a --memory-confidence given holds out as
+many as its level needs, plan.py `bound_folds`); and never below what the job's memory failures prove:
 a run that failed at R MB with at least as much input per executor (or input, for a function
 of the input) needed more than R. The runtime's normal-theory tail (calibration.ratio_bound's
 Student t) is not used: on 3-6 ratios its spread is noise, and t on 2-5 degrees of freedom
@@ -66,7 +67,8 @@ class MemoryModel:
     """Peak memory per executor as one expert's function of the input, chosen per job.
 
     `fallback`: the candidate label used when the runs are too few to choose (the expert
-    selector's or the default); `pool`: the candidates considered.
+    selector's or the default); `pool`: the candidates considered; `bound_folds`: how many
+    runs (those of the largest inputs) the bound's ratios are held out on.
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class MemoryModel:
         learn_failures: bool = False,
         cap_by_successes: bool = False,
         deep_folds: bool = False,
+        bound_folds: int = MAX_FOLDS,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
@@ -88,6 +91,7 @@ class MemoryModel:
         self.learn_failures = learn_failures
         self.cap_by_successes = cap_by_successes
         self.deep_folds = deep_folds
+        self.bound_folds = bound_folds
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
@@ -172,7 +176,8 @@ class MemoryModel:
         self.folds_: int = selection.folds
         self.ratios_: list[float] = (
             nested_ratios(measured, fallback, self._pool(),
-                          0.0 if self.prior is None else FLOOR_MB, self.deep_folds)
+                          0.0 if self.prior is None else FLOOR_MB, self.deep_folds,
+                          self.bound_folds)
             if self.nested else []
         )
 
@@ -183,7 +188,7 @@ class MemoryModel:
         fitted = const.fit(measured)
         assert fitted is not None
         ratios = []
-        for i in range(max(1, len(measured) - MAX_FOLDS), len(measured)):
+        for i in range(max(1, len(measured) - self.bound_folds), len(measured)):
             before = const.fit(measured[:i])
             if before is not None and before.predict(0.0) > 0:
                 ratios.append(grant_ratio(measured[i].demand_mb,  # type: ignore[arg-type]

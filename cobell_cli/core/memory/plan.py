@@ -106,6 +106,7 @@ class MemoryPlan:
             "memory_confidence": self.confidence,
             "input_bytes": self.input_bytes,
             "chosen_by": (self.description or {}).get("chosen_by"),
+            "held_out_ratios": (self.description or {}).get("held_out_ratios"),
         }
         if chosen is not None:
             out.update(asdict(chosen))
@@ -131,7 +132,7 @@ def plan_memory(
 
     obs = observations(runs)
     if model is None and any(o.demand_mb for o in obs):
-        model = MemoryModel().fit(obs)
+        model = MemoryModel(bound_folds=bound_folds(request)).fit(obs)
     if model is not None and model.input_free_:
         input_bytes, note = request.input_bytes, PEAKS_ONLY + (
             " (--input-size not used for memory)" if request.input_bytes else "")
@@ -153,6 +154,25 @@ def plan_memory(
         candidates=rows,
         description=model.describe(),
     )
+
+
+# The most runs a --memory-confidence holds out: enough for P 0.99 to act (99 ratios), and a
+# fit of a few hundred runs' folds well under a second.
+MAX_BOUND_FOLDS = 99
+
+
+def bound_folds(request: MemoryRequest) -> int:
+    """How many runs (those of the largest inputs) the bound holds out. Without
+    --memory-confidence: select.MAX_FOLDS, the default rule (the largest of their ratios x
+    TAIL_MARGIN; docs/memory.md measures it). With it, the level is taken at its word: as
+    many as it needs to act (n / (n + 1) >= P: 19 at 0.95, 99 at 0.99), at most
+    MAX_BOUND_FOLDS; a shorter history holds out what it has, and the note says so."""
+    from cobell_cli.core.memory.select import MAX_FOLDS
+
+    if not request.confidence_asked:
+        return MAX_FOLDS
+    needed = math.ceil(request.confidence / (1.0 - request.confidence) - 1e-9)
+    return min(MAX_BOUND_FOLDS, max(MAX_FOLDS, needed))
 
 
 def _input(given: int | None, obs: Sequence[Any]) -> tuple[int | None, str | None]:
@@ -277,7 +297,6 @@ def confidence_note(request: MemoryRequest, model: MemoryModel | None,
 def _why_confidence_cannot_act(confidence: float, model: MemoryModel | None,
                                source: str) -> str | None:
     from cobell_cli.core.memory.model import (
-        MAX_FOLDS,
         MIN_MARGIN,
         MIN_RATIOS,
         TAIL_MARGIN,
@@ -298,9 +317,10 @@ def _why_confidence_cannot_act(confidence: float, model: MemoryModel | None,
                 f"at {MIN_RATIOS} ratios)")
     if confidence_acts(n, confidence):
         return None
-    more = (f"more runs at larger inputs raise it (one held-out ratio each, up to {MAX_FOLDS}: "
-            f"P {_ceiling(MAX_FOLDS)})" if len(model.ratios_) < MAX_FOLDS else
-            f"cobell holds out at most {MAX_FOLDS} runs (those of the largest inputs), so no "
+    folds = model.bound_folds
+    more = (f"more runs at larger inputs raise it (one held-out ratio each, up to {folds}: "
+            f"P {_ceiling(folds)})" if len(model.ratios_) < folds else
+            f"cobell holds out at most {folds} runs (those of the largest inputs), so no "
             "longer history raises it")
     return (f"the job's {n} held-out ratios support at most P {_ceiling(n)} (above it the "
             f"bound is their largest x {TAIL_MARGIN:g} at any level); {more}")

@@ -63,16 +63,16 @@ def candidate(label: str) -> Candidate:
 
 
 def forward_folds(
-    runs: Sequence[MemoryObservation],
+    runs: Sequence[MemoryObservation], max_folds: int = MAX_FOLDS,
 ) -> list[tuple[list[MemoryObservation], MemoryObservation]]:
     """(train, test) per run: trained on the runs with a strictly smaller input, where those
-    cover at least MIN_SIZES distinct input sizes; the MAX_FOLDS of the largest inputs."""
+    cover at least MIN_SIZES distinct input sizes; the `max_folds` of the largest inputs."""
     folds = []
     for test in sorted(runs, key=lambda r: r.input_bytes)[::-1]:
         train = [r for r in runs if r.input_bytes < test.input_bytes]
         if len({r.input_bytes for r in train}) >= MIN_SIZES:
             folds.append((train, test))
-        if len(folds) == MAX_FOLDS:
+        if len(folds) == max_folds:
             break
     return folds
 
@@ -139,15 +139,16 @@ def grant_ratio(measured_mb: float, predicted_mb: float, floor_mb: float = FLOOR
 
 def nested_ratios(
     runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
-    floor_mb: float = 0.0, deep_only: bool = False,
+    floor_mb: float = 0.0, deep_only: bool = False, max_folds: int = MAX_FOLDS,
 ) -> list[float]:
     """measured / predicted for each run the selection procedure can be judged on: the run
     predicted by the candidate `select` picks on the runs with a smaller input, fitted there;
     `floor_mb` FLOOR_MB: on the reserved scale (grant_ratio, what bound.py's prior is fitted
     on), 0 (the default): as they are. `deep_only` (a candidate): without the folds trained on
     only MIN_SIZES sizes where a deeper one exists -- they err as a prediction trained on more
-    sizes does not (bench/results/memory_fold_depth.md)."""
-    folds = fold_ratios(runs, fallback, pool, floor_mb)
+    sizes does not (bench/results/memory_fold_depth.md). `max_folds`: how many runs (those of
+    the largest inputs) are held out; the selection inside each fold keeps MAX_FOLDS."""
+    folds = fold_ratios(runs, fallback, pool, floor_mb, max_folds)
     if deep_only and any(depth > MIN_SIZES for depth, _ in folds):
         folds = [(depth, ratio) for depth, ratio in folds if depth > MIN_SIZES]
     return [ratio for _, ratio in folds]
@@ -155,12 +156,12 @@ def nested_ratios(
 
 def fold_ratios(
     runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
-    floor_mb: float = 0.0,
+    floor_mb: float = 0.0, max_folds: int = MAX_FOLDS,
 ) -> list[tuple[int, float]]:
     """(distinct sizes the fold trained on, its held-out ratio) per forward fold: the ratios
     of nested_ratios with how much each fold knew."""
     folds = []
-    for train, test in forward_folds(runs):
+    for train, test in forward_folds(runs, max_folds):
         predicted = held_out_prediction(train, test, fallback, pool)
         if predicted is not None:
             folds.append((len({r.input_bytes for r in train}),
