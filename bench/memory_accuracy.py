@@ -171,7 +171,8 @@ def cobell_method(name: str) -> tuple[Any, dict[str, Any]]:
     (DEMAND, DEFAULT_PRIOR's bound); "history-prior" (the prior the set's other jobs give,
     core/memory/history_prior.py, resolved per case by `score`); "success-cap" (model.py
     success_bound); "deep-folds" (select.nested_ratios deep_only,
-    bench/results/memory_fold_depth.md)."""
+    bench/results/memory_fold_depth.md); "reserved-scale" (the held-out ratios with both sides
+    at least Spark's 512 MB heap, select.grant_ratio, as the prior's are)."""
     from cobell_cli.core.memory.bound import DEFAULT_PRIOR
     from cobell_cli.core.memory.demand import PEAK_RULE
 
@@ -179,14 +180,15 @@ def cobell_method(name: str) -> tuple[Any, dict[str, Any]]:
             "peak-conformal": (PEAK_RULE, {}), "demand-prior": (None, {"prior": DEFAULT_PRIOR}),
             "history-prior": (None, {"prior": HISTORY_PRIOR}),
             "success-cap": (None, {"cap_by_successes": True}),
-            "deep-folds": (None, {"deep_folds": True})}[name]
+            "deep-folds": (None, {"deep_folds": True}),
+            "reserved-scale": (None, {"reserved_scale": True})}[name]
 
 
 # Stands for the prior a case's job borrows from the set's other jobs: fitted per job by
 # `score`, not one constant.
 HISTORY_PRIOR = "the other jobs'"
 COBELL_METHODS = ("default", "peak-nix", "peak-conformal", "demand-prior", "history-prior",
-                  "success-cap", "deep-folds")
+                  "success-cap", "deep-folds", "reserved-scale")
 CANDIDATES = COBELL_METHODS[1:]  # scored beside the default on every set it runs
 
 
@@ -502,7 +504,9 @@ def default_text(results: Mapping[str, list[Score]],
              "success_bound) were frozen after check-quiet was recorded and before anything "
              "was scored on it; `deep-folds` (the bound's ratios without the folds trained on "
              "two sizes where deeper ones exist, select.nested_ratios) after the default's "
-             "reservations on check-quiet were seen, before its folds or the candidate were. "
+             "reservations on check-quiet were seen, before its folds or the candidate were; "
+             "`reserved-scale` (the bound's ratios with both sides at least Spark's 512 MB "
+             "heap, as the priors' are; no constant fitted) after every set had been seen. "
              "Every row is scored on the same cases as the default's by this command; log "
              "container = the mean of log(the candidate's reservation / the "
              "default's) over the cases, +- its standard error (below 0: smaller containers). "
@@ -513,7 +517,9 @@ def default_text(results: Mapping[str, list[Score]],
              "every quiet set at equal success, but end to end it has more OOM runs in the "
              "node-level world; deep-folds reserves less on every held-out set at equal "
              "success but one case fewer on tune, and end to end more OOM runs in both worlds "
-             "(docs/memory.md): no candidate wins out of sample everywhere, "
+             "(docs/memory.md); reserved-scale reserves less on every set but covers two cases "
+             "fewer on check-quiet and on fresh (a need below 512 MB then says nothing of "
+             "how far a prediction can miss): no candidate wins out of sample everywhere, "
              "so the default stays demand.DEMAND with the conformal bound.", "",
              "| set | method | certainly succeeds | certainly too small | median container / "
              "need | log container vs the default |",

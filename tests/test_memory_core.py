@@ -532,8 +532,23 @@ def test_a_memory_confidence_given_holds_out_as_many_runs_as_it_needs() -> None:
     from cobell_cli.core.memory.sizing import ContainerRules
 
     def folds(p: float, asked: bool = True) -> int:
-        return bound_folds(MemoryRequest(ContainerRules("yarn"), confidence=p, confidence_asked=asked))
+        rules = ContainerRules("yarn")
+        return bound_folds(MemoryRequest(rules, confidence=p, confidence_asked=asked))
 
     assert (folds(0.95), folds(0.99), folds(0.999), folds(0.6)) == (19, 99, 99, MAX_FOLDS)
     assert folds(0.99, asked=False) == folds(0.5, asked=False) == MAX_FOLDS == 6
     assert folds(0.9) == 9 and folds(0.857) == MAX_FOLDS
+
+
+def test_reserved_scale_ratios_count_no_error_below_sparks_smallest_heap() -> None:
+    """Candidate reserved-scale: a job whose needs sit below Spark's 512 MB heap, predicted at
+    half of them, errs by 2x as measured but not at all as reserved; its bound's ratios are
+    then 1, not 2 (the default keeps them as measured)."""
+    from cobell_cli.core.memory.model import MemoryModel
+
+    sizes = (100, 150, 225, 340, 510)
+    needs = (120.0, 130.0, 140.0, 300.0, 450.0)  # a bend the linear folds miss by up to 2x
+    runs = [MemoryObservation(int(s * MB), 1, n) for s, n in zip(sizes, needs, strict=True)]
+    measured = MemoryModel().fit(runs).ratios_
+    reserved = MemoryModel(reserved_scale=True).fit(runs).ratios_
+    assert max(measured) > 1.5 and reserved == [1.0] * len(measured)

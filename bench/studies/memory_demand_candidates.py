@@ -62,7 +62,8 @@ DEVELOPMENT_SEED = 2018
 REAL_SET = "test-quiet"  # held out: recorded after demand.DEMAND and the prior were frozen
 CANDIDATES = ("default", "gc-room-1.10", "gc-room-1.15", "failure-floor", "prior", "no-proofs",
               "cap-only", "floor-only", "peak-cap", "failure-ratios", "peak-cap+failure-ratios",
-              "success-cap", "deep-folds", "asked-0.95", "asked-0.99")
+              "success-cap", "deep-folds", "asked-0.95", "asked-0.99",
+              "reserved-scale")
 
 
 def _failure_floor(observations: Callable[..., list[Any]], runs: Sequence[Any],
@@ -138,6 +139,8 @@ def candidate(name: str) -> Iterator[None]:
                                       confidence_asked=True)
             plan.plan_memory = lambda runs, xs, request, *more: saved_plan(  # type: ignore[assignment]
                 runs, xs, asked(request), *more)
+        elif name == "reserved-scale":
+            model.MemoryModel = functools.partial(saved[1], reserved_scale=True)  # type: ignore[misc]
         elif name == "success-cap":
             model.MemoryModel = functools.partial(saved[1], cap_by_successes=True)  # type: ignore[misc]
         elif name == "prior":

@@ -7,11 +7,12 @@ The upper bound at confidence p is the prediction times a bound on the nested he
 ratios (measured / predicted, select.py): their conformal p-bound when there are enough of
 them, else the largest times TAIL_MARGIN (`bound_folds` runs are held out: MAX_FOLDS by
 default, so at p = 0.95 that is the default rule; a --memory-confidence given holds out as
-many as its level needs, plan.py `bound_folds`); and never below what the job's memory failures prove:
-a run that failed at R MB with at least as much input per executor (or input, for a function
-of the input) needed more than R. The runtime's normal-theory tail (calibration.ratio_bound's
-Student t) is not used: on 3-6 ratios its spread is noise, and t on 2-5 degrees of freedom
-turned three ratios [0.42, 1.40, 1.63] into a factor of 11.85 (bench/results/memory_e2e.md).
+many as its level needs, plan.py `bound_folds`); and never below what the job's memory
+failures prove: a run that failed at R MB with at least as much input per executor (or
+input, for a function of the input) needed more than R. The runtime's normal-theory tail
+(calibration.ratio_bound's Student t) is not used: on 3-6 ratios its spread is noise, and t
+on 2-5 degrees of freedom turned three ratios [0.42, 1.40, 1.63] into a factor of 11.85
+(bench/results/memory_e2e.md).
 A `prior` (bound.py: the spread of ratios across jobs borrowed where a job's own are few,
 its ratios on the reserved scale, select.grant_ratio) is a candidate, not the default: held
 out it did not win (docs/memory.md, "Which method is the default").
@@ -82,6 +83,7 @@ class MemoryModel:
         cap_by_successes: bool = False,
         deep_folds: bool = False,
         bound_folds: int = MAX_FOLDS,
+        reserved_scale: bool = False,
     ) -> None:
         self.fallback = fallback
         self.pool = pool
@@ -92,11 +94,18 @@ class MemoryModel:
         self.cap_by_successes = cap_by_successes
         self.deep_folds = deep_folds
         self.bound_folds = bound_folds
+        self.reserved_scale = reserved_scale
 
     def _pool(self) -> tuple[Candidate, ...]:
         if self.pool is None:
             return CANDIDATES
         return tuple(candidate(label) for label in self.pool)
+
+    def _ratio_floor_mb(self) -> float:
+        """The held-out ratios' floor: Spark's smallest heap on the reserved scale (the prior's
+        and the `reserved_scale` candidate's: a need and a prediction both below it get the
+        same heap), else none."""
+        return FLOOR_MB if self.prior is not None or self.reserved_scale else 0.0
 
     def _fallback(self) -> Candidate:
         """The candidate when the runs are too few to choose: the nearest job's, or ours."""
@@ -176,7 +185,7 @@ class MemoryModel:
         self.folds_: int = selection.folds
         self.ratios_: list[float] = (
             nested_ratios(measured, fallback, self._pool(),
-                          0.0 if self.prior is None else FLOOR_MB, self.deep_folds,
+                          self._ratio_floor_mb(), self.deep_folds,
                           self.bound_folds)
             if self.nested else []
         )
@@ -193,7 +202,7 @@ class MemoryModel:
             if before is not None and before.predict(0.0) > 0:
                 ratios.append(grant_ratio(measured[i].demand_mb,  # type: ignore[arg-type]
                                           before.predict(0.0),
-                                          0.0 if self.prior is None else FLOOR_MB))
+                                          self._ratio_floor_mb()))
         self.source_ = "peaks"
         self.candidate_ = const
         self.fitted_ = fitted
