@@ -264,6 +264,8 @@ def test_a_memory_confidence_the_history_cannot_support_says_so(db: Path) -> Non
     upper = {p: plan_["memory"]["upper_peak_mb"] for p, plan_ in plans.items()}
     assert upper["0.99"] == upper["0.9"] > upper["0.857"] >= upper["0.6"]
     assert plans["0.99"]["memory"]["held_out_ratios"] == 8
+    shown = json.loads(cobell("--db", db, "model", "show", "-j", "etl", "--json").stdout)
+    assert shown["memory"]["bound"]["largest_confidence_that_acts"] == 0.888  # what 0.99 met
     assert plans["0.6"]["memory"]["held_out_ratios"] == 6  # 6 runs are enough for 0.6
     said = [w for w in plans["0.99"]["warnings"] if w.startswith("--memory-confidence")]
     assert len(said) == 1 and "0.99 cannot act" in said[0]
@@ -310,6 +312,15 @@ def test_a_memory_confidence_given_holds_out_the_runs_it_needs_to_act(tmp_path: 
     assert asked["0.99"].exit_code == 2  # 38 ratios support P 0.974 at most: --strict stops
     assert "38 held-out ratios support at most P 0.974" in asked["0.99"].stderr
     assert "up to 99: P 0.99" in asked["0.99"].stderr
+    # model show says how far the option reaches on these runs, and the default bound's factor
+    bound = json.loads(cobell("--db", path, "model", "show", "-j", "etl", "--json").stdout)[
+        "memory"]["bound"]
+    assert bound["held_out_ratios"] == 6 and bound["largest_confidence_that_acts"] == 0.974
+    assert bound["factor"] == pytest.approx(default["upper_peak_mb"]
+                                            / default["predicted_peak_mb"], abs=0.002)
+    shown = cobell("--db", path, "model", "show", "-j", "etl").stdout
+    assert f"bound {bound['factor']:.2f}x the prediction at P 0.95 (6 held-out ratios)" in shown
+    assert "--memory-confidence acts up to P 0.974 on these runs" in shown
 
 
 def test_a_memory_confidence_with_nothing_to_size_says_so(tmp_path: Path) -> None:

@@ -93,7 +93,11 @@ def describe_model(data: ModelInput, settings: Settings | None = None) -> dict[s
     cache = model_cache(settings) if settings is not None else None
     description = {"job": data.job, **fit_model(data, cache=cache).describe()}
     counts = None if cache is None else {"hits": cache.hits, "misses": cache.misses}
-    memory = data.memory.describe() if data.memory is not None else None
+    memory = None
+    if data.memory is not None:
+        from cobell_cli.core.memory.plan import bound_summary
+
+        memory = {**data.memory.describe(), "bound": bound_summary(data.memory)}
     return {**description, "memory": memory, "resource_profile": data.resource_profile,
             "model_cache": counts}
 

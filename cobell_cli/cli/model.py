@@ -205,7 +205,20 @@ def memory_text(memory: dict[str, Any] | None) -> str:
     chosen = memory["cv_rmsle"].get(memory["function"])
     if chosen is not None:
         text += f"; forward-CV error {100 * chosen:.0f} % (RMS log)"
-    return text + ("" if memory.get("input_free") else ")")
+    return text + ("" if memory.get("input_free") else ")") + bound_text(memory.get("bound"))
+
+
+def bound_text(bound: dict[str, Any] | None) -> str:
+    """The bound's factor at the default level and how far --memory-confidence reaches."""
+    from cobell_cli.api import count
+
+    if not bound:
+        return ""
+    text = (f"; bound {bound['factor']:.2f}x the prediction at P {bound['confidence']:g} "
+            f"({count(bound['held_out_ratios'], 'held-out ratio')})")
+    reach = bound["largest_confidence_that_acts"]
+    return text + (f"; --memory-confidence acts up to P {reach:g} on these runs" if reach
+                   else "; no --memory-confidence acts yet (fewer than 3 runs to hold out)")
 
 
 @app.command("eval")

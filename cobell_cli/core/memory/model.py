@@ -37,6 +37,7 @@ from cobell_cli.core.memory.select import (
     MAX_FOLDS,
     Candidate,
     candidate,
+    forward_folds,
     grant_ratio,
     held_out_prediction,
     nested_ratios,
@@ -183,6 +184,7 @@ class MemoryModel:
         self.fitted_: Fitted = fitted
         self.scores_: dict[str, float] = selection.scores
         self.folds_: int = selection.folds
+        self.holdable_runs_: int = len(forward_folds(measured, len(measured)))
         self.ratios_: list[float] = (
             nested_ratios(measured, fallback, self._pool(),
                           self._ratio_floor_mb(), self.deep_folds,
@@ -208,6 +210,7 @@ class MemoryModel:
         self.fitted_ = fitted
         self.scores_ = {}
         self.folds_ = len(ratios)
+        self.holdable_runs_ = len(measured) - 1
         self.ratios_ = ratios if self.nested else []
 
     def predict(self, input_bytes: int, scale_out: int) -> float:
@@ -252,6 +255,7 @@ class MemoryModel:
             "cv_folds": self.folds_,
             "cv_rmsle": {k: round(math.sqrt(v), 4) for k, v in self.scores_.items()},
             "held_out_ratios": len(self.ratios_),
+            "holdable_runs": self.holdable_runs_,
             "failure_ratios": len(self.failure_ratios_),
         }
 

@@ -175,6 +175,22 @@ def bound_folds(request: MemoryRequest) -> int:
     return min(MAX_BOUND_FOLDS, max(MAX_FOLDS, needed))
 
 
+def bound_summary(model: MemoryModel) -> dict[str, Any]:
+    """What `model show` says of the bound: its factor on the prediction at the default level,
+    the held-out ratios it rests on, and the largest --memory-confidence that can act on this
+    history (None: fewer than MIN_RATIOS runs to hold out, so no level acts)."""
+    from cobell_cli.core.memory.model import MIN_RATIOS
+
+    holdable = min(model.holdable_runs_, MAX_BOUND_FOLDS)
+    return {
+        "factor": round(model.ratio(DEFAULT_MEMORY_CONFIDENCE), 3),
+        "confidence": DEFAULT_MEMORY_CONFIDENCE,
+        "held_out_ratios": len(model.bound_ratios_),
+        "largest_confidence_that_acts": (
+            float(_ceiling(holdable)) if holdable >= MIN_RATIOS else None),
+    }
+
+
 def _input(given: int | None, obs: Sequence[Any]) -> tuple[int | None, str | None]:
     """The input the memory is sized for: the given one, else the largest the runs had."""
     if given is not None:
