@@ -552,3 +552,29 @@ def test_reserved_scale_ratios_count_no_error_below_sparks_smallest_heap() -> No
     measured = MemoryModel().fit(runs).ratios_
     reserved = MemoryModel(reserved_scale=True).fit(runs).ratios_
     assert max(measured) > 1.5 and reserved == [1.0] * len(measured)
+
+
+def test_the_nested_folds_share_each_inner_folds_fit(monkeypatch) -> None:
+    """A forward fold is fixed by its test run, so the nested procedure fits each inner fold
+    once per candidate (select.FoldMemo), and its ratios are exactly those of selections made
+    afresh for every outer fold."""
+    import random
+
+    from cobell_cli.core.memory import select as sel
+
+    rng = random.Random(3)
+    runs = [MemoryObservation(int(s * MB), x, 600.0 + 2.0 * s / x * rng.uniform(0.9, 1.1))
+            for s, x in ((rng.randrange(100, 5000, 100), rng.choice((2, 4))) for _ in range(60))]
+    fallback = sel.candidate("linear(per_executor)")
+    afresh = []
+    for train, test in sel.forward_folds(runs, 40):
+        predicted = sel.held_out_prediction(train, test, fallback)  # no memo: every fit again
+        afresh.append(sel.grant_ratio(test.demand_mb, predicted, 0.0))  # type: ignore[arg-type]
+    fits = []
+    real_fit = sel.Candidate.fit
+    monkeypatch.setattr(sel.Candidate, "fit", lambda self, r: fits.append(1) or real_fit(self, r))
+    assert sel.nested_ratios(runs, fallback, max_folds=40) == afresh
+    inner = {id(test) for train, _ in sel.forward_folds(runs, 40)
+             for _, test in sel.forward_folds(train)}
+    # each inner fold once per candidate, and each outer fold's chosen candidate once
+    assert len(fits) <= len(inner) * len(sel.CANDIDATES) + 40

@@ -77,20 +77,40 @@ def forward_folds(
     return folds
 
 
+# A forward fold is fixed by its test run (it trains on every run with a smaller input), so
+# its error under a candidate is the same wherever the fold appears: the nested procedure
+# meets each fold in many outer folds, and a memo keyed by (candidate, test run) fits it once.
+FoldMemo = dict[tuple[str, int], float | None]
+
+
 def log_errors(
-    cand: Candidate, folds: Sequence[tuple[list[MemoryObservation], MemoryObservation]]
+    cand: Candidate, folds: Sequence[tuple[list[MemoryObservation], MemoryObservation]],
+    memo: FoldMemo | None = None,
 ) -> list[float] | None:
-    """log(predicted / measured) per fold; None when the candidate cannot fit some fold."""
+    """log(predicted / measured) per fold; None when the candidate cannot fit some fold.
+    `memo`: errors already computed, by (candidate, id of the test run)."""
+    memo = {} if memo is None else memo
     errors = []
     for train, test in folds:
-        fitted = cand.fit(train)
-        if fitted is None:
+        key = (cand.label, id(test))
+        if key not in memo:
+            memo[key] = _log_error(cand, train, test)
+        error = memo[key]
+        if error is None:
             return None
-        predicted = cand.predict(fitted, test)
-        if predicted <= 0:
-            return None
-        errors.append(math.log(predicted / test.demand_mb))  # type: ignore[operator]
+        errors.append(error)
     return errors
+
+
+def _log_error(cand: Candidate, train: Sequence[MemoryObservation],
+               test: MemoryObservation) -> float | None:
+    fitted = cand.fit(train)
+    if fitted is None:
+        return None
+    predicted = cand.predict(fitted, test)
+    if predicted <= 0:
+        return None
+    return math.log(predicted / test.demand_mb)  # type: ignore[operator]
 
 
 @dataclass(frozen=True)
@@ -103,16 +123,18 @@ class Selection:
 
 
 def select(
-    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES
+    runs: Sequence[MemoryObservation], fallback: Candidate, pool: Sequence[Candidate] = CANDIDATES,
+    memo: FoldMemo | None = None,
 ) -> Selection:
     """The one-standard-error choice among `pool` by forward CV; `fallback` when the runs
-    leave no fold to judge on (fewer than MIN_SIZES + 1 distinct sizes)."""
+    leave no fold to judge on (fewer than MIN_SIZES + 1 distinct sizes). `memo`: fold errors
+    shared with other selections on subsets of the same runs (log_errors)."""
     folds = forward_folds(runs)
     if not folds:
         return Selection(fallback, {}, 0)
     scored: list[tuple[Candidate, float, float]] = []
     for cand in pool:
-        errors = log_errors(cand, folds)
+        errors = log_errors(cand, folds, memo)
         if errors is None:
             continue
         squares = [e * e for e in errors]
@@ -161,8 +183,9 @@ def fold_ratios(
     """(distinct sizes the fold trained on, its held-out ratio) per forward fold: the ratios
     of nested_ratios with how much each fold knew."""
     folds = []
+    memo: FoldMemo = {}  # the outer folds' selections share their inner folds
     for train, test in forward_folds(runs, max_folds):
-        predicted = held_out_prediction(train, test, fallback, pool)
+        predicted = held_out_prediction(train, test, fallback, pool, memo)
         if predicted is not None:
             folds.append((len({r.input_bytes for r in train}),
                           grant_ratio(test.demand_mb, predicted,  # type: ignore[arg-type]
@@ -172,12 +195,12 @@ def fold_ratios(
 
 def held_out_prediction(
     train: Sequence[MemoryObservation], test: MemoryObservation, fallback: Candidate,
-    pool: Sequence[Candidate] = CANDIDATES,
+    pool: Sequence[Candidate] = CANDIDATES, memo: FoldMemo | None = None,
 ) -> float | None:
     """The need of `test` as the selection procedure predicts it from `train` alone (the
     candidate `select` picks there, fitted there); None where nothing fits or it is not
     positive."""
-    chosen = select(train, fallback, pool).candidate
+    chosen = select(train, fallback, pool, memo).candidate
     fitted = chosen.fit(train)
     if fitted is None:
         chosen, fitted = fallback, fallback.fit(train)
