@@ -574,6 +574,8 @@ def test_the_nested_folds_share_each_inner_folds_fit(monkeypatch) -> None:
     real_fit = sel.Candidate.fit
     monkeypatch.setattr(sel.Candidate, "fit", lambda self, r: fits.append(1) or real_fit(self, r))
     assert sel.nested_ratios(runs, fallback, max_folds=40) == afresh
+    assert sel.holdable_runs(runs) == len(sel.forward_folds(runs, len(runs)))
+    assert sel.holdable_runs(runs[:2]) == 0
     inner = {id(test) for train, _ in sel.forward_folds(runs, 40)
              for _, test in sel.forward_folds(train)}
     # each inner fold once per candidate, and each outer fold's chosen candidate once

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cobell_cli.core.memory.plan import MemoryRequest
     from cobell_cli.store.history import History
 
 FEATURE_PROFILES = 3  # a job's newest profiles its selector features are averaged over
@@ -64,18 +65,18 @@ MEMORY_NEIGHBOURS = 30  # jobs the expert selector compares a new job with, at m
 
 def memory_model(
     history: History, job: str, window: int | None = None, runs: list | None = None,
-    request: Any = None,
+    request: MemoryRequest | None = None,
 ) -> tuple[Any, list]:
     """The job's memory model (core/memory/model.py) on its runs with memory columns (`runs`,
     else read), and those observations; (None, observations) when no run has a measured
     peak. With too few input sizes to choose its own function, the nearest known job's by
     event-log profile (core/memory/selector.py) guides it; a job whose runs never gave an
-    input size is modelled by its peaks alone. `request` (a MemoryRequest): how many runs
-    its bound holds out (core/memory/plan.py bound_folds); None: the default."""
+    input size is modelled by its peaks alone. `request`: how many runs its bound holds out
+    (core/memory/plan.py bound_folds); None: the default."""
     from cobell_cli.core.memory.demand import observations
     from cobell_cli.core.memory.model import MemoryModel
     from cobell_cli.core.memory.plan import bound_folds
-    from cobell_cli.core.memory.select import MAX_FOLDS, MIN_SIZES
+    from cobell_cli.core.memory.select import MIN_SIZES
 
     obs = observations(runs if runs is not None else history.memory_runs(job, window=window))
     if not any(o.demand_mb for o in obs):
@@ -83,8 +84,7 @@ def memory_model(
     sizes = {o.input_bytes for o in obs if o.demand_mb and o.input_bytes}
     few = 0 < len(sizes) <= MIN_SIZES
     neighbour = nearest_memory_job(history, job, window) if few else None
-    folds = MAX_FOLDS if request is None else bound_folds(request)
-    return MemoryModel(neighbour=neighbour, bound_folds=folds).fit(obs), obs
+    return MemoryModel(neighbour=neighbour, bound_folds=bound_folds(request)).fit(obs), obs
 
 
 def nearest_memory_job(history: History, job: str, window: int | None) -> Any:

@@ -218,7 +218,7 @@ def bound_text(bound: dict[str, Any] | None) -> str:
             f"({count(bound['held_out_ratios'], 'held-out ratio')})")
     reach = bound["largest_confidence_that_acts"]
     return text + (f"; --memory-confidence acts up to P {reach:g} on these runs" if reach
-                   else "; no --memory-confidence acts yet (fewer than 3 runs to hold out)")
+                   else "; no --memory-confidence acts yet (too few runs to hold out)")
 
 
 @app.command("eval")

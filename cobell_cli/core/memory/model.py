@@ -37,9 +37,9 @@ from cobell_cli.core.memory.select import (
     MAX_FOLDS,
     Candidate,
     candidate,
-    forward_folds,
     grant_ratio,
     held_out_prediction,
+    holdable_runs,
     nested_ratios,
     select,
 )
@@ -184,7 +184,7 @@ class MemoryModel:
         self.fitted_: Fitted = fitted
         self.scores_: dict[str, float] = selection.scores
         self.folds_: int = selection.folds
-        self.holdable_runs_: int = len(forward_folds(measured, len(measured)))
+        self.holdable_runs_: int = holdable_runs(measured)
         self.ratios_: list[float] = (
             nested_ratios(measured, fallback, self._pool(),
                           self._ratio_floor_mb(), self.deep_folds,

@@ -161,15 +161,16 @@ def plan_memory(
 MAX_BOUND_FOLDS = 99
 
 
-def bound_folds(request: MemoryRequest) -> int:
+def bound_folds(request: MemoryRequest | None) -> int:
     """How many runs (those of the largest inputs) the bound holds out. Without
     --memory-confidence: select.MAX_FOLDS, the default rule (the largest of their ratios x
     TAIL_MARGIN; docs/memory.md measures it). With it, the level is taken at its word: as
     many as it needs to act (n / (n + 1) >= P: 19 at 0.95, 99 at 0.99), at most
-    MAX_BOUND_FOLDS; a shorter history holds out what it has, and the note says so."""
+    MAX_BOUND_FOLDS; a shorter history holds out what it has, and the note says so. No
+    request (`model show`): the default."""
     from cobell_cli.core.memory.select import MAX_FOLDS
 
-    if not request.confidence_asked:
+    if request is None or not request.confidence_asked:
         return MAX_FOLDS
     needed = math.ceil(request.confidence / (1.0 - request.confidence) - 1e-9)
     return min(MAX_BOUND_FOLDS, max(MAX_FOLDS, needed))

@@ -77,6 +77,15 @@ def forward_folds(
     return folds
 
 
+def holdable_runs(runs: Sequence[MemoryObservation]) -> int:
+    """How many runs forward_folds could hold out with no cap (those with at least MIN_SIZES
+    distinct smaller inputs), counted without building their folds."""
+    sizes = sorted({r.input_bytes for r in runs})
+    if len(sizes) <= MIN_SIZES:
+        return 0
+    return sum(r.input_bytes >= sizes[MIN_SIZES] for r in runs)
+
+
 # A forward fold is fixed by its test run (it trains on every run with a smaller input), so
 # its error under a candidate is the same wherever the fold appears: the nested procedure
 # meets each fold in many outer folds, and a memo keyed by (candidate, test run) fits it once.
