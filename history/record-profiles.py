@@ -22,7 +22,9 @@ outs, offset, load average before and after). The raw event logs stay in `--work
 
 Sets: `dev` (seed 28: every kind alone at 1, 2 and 4 executors, every pair 4 times: 36 cells)
 is what the method was developed on; `test` (seed 2029: every kind alone at 2, every pair
-twice: 16 cells) was recorded after it was frozen.
+twice: 16 cells) was recorded after it was frozen; `check` (seed 2030, 29 Nov 2026: every kind
+alone at 1, every pair twice, other sizes: 16 cells) is fresh data for the fit of a job with
+one scale-out alone (issue 34), read only after that candidate was committed.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ SCALE_OUTS = (1, 2, 4)
 OFFSET_S = 8.0
 # alone: the scale-outs each kind runs alone at (once each); pairs: runs of every pair
 SETS = {"dev": {"seed": 28, "alone": SCALE_OUTS, "pairs": 4},
-        "test": {"seed": 2029, "alone": (2,), "pairs": 2}}
+        "test": {"seed": 2029, "alone": (2,), "pairs": 2},
+        "check": {"seed": 2030, "alone": (1,), "pairs": 2,
+                  "sizes": {"cpu": 0.4, "shuffle": 0.25, "disk": 0.35, "wait": 0.8}}}
 
 
 def free_port() -> int:
@@ -80,8 +84,9 @@ def cells(spec: dict) -> list[dict]:
 class Cluster:
     """The local standalone cluster of one chunk (started and stopped by cobell)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], sizes: dict[str, float] = SIZES) -> None:
         self.env = env
+        self.sizes = sizes
         self.port, self.ui = free_port(), free_port()
 
     def cobell(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -107,7 +112,7 @@ class Cluster:
                 "--standalone-url", f"http://127.0.0.1:{self.ui}", "--json", "--",
                 str(spark_submit_path()), "--master", f"spark://127.0.0.1:{self.port}",
                 "--executor-memory", "512m", "--driver-memory", "512m",
-                str(KINDS_PY), kind, "--size", str(SIZES[kind]), "--scratch", str(scratch)]
+                str(KINDS_PY), kind, "--size", str(self.sizes[kind]), "--scratch", str(scratch)]
         return subprocess.Popen(argv, env=self.env, cwd=ROOT, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
@@ -169,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "XDG_DATA_HOME": str(work / "data"), "SPARK_LOCAL_IP": "127.0.0.1",
            "COBELL_MODEL_CACHE": "off", "PYTHONPATH": str(ROOT)}
-    out = args.out or ROOT / "history" / ("profiles-local.csv" if args.set == "dev"
-                                          else "profiles-local-test.csv")
+    out = args.out or ROOT / "history" / {"dev": "profiles-local.csv", "test":
+                                          "profiles-local-test.csv", "check":
+                                          "profiles-local-check.csv"}[args.set]
     if args.export:
         export(work, env, out)
         return 0
@@ -183,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     scratch = work / "scratch"
     scratch.mkdir(exist_ok=True)
-    cluster = Cluster(env)
+    cluster = Cluster(env, SETS[args.set].get("sizes", SIZES))
     cluster.start()
     t0 = time.time()
     total = len(done) + len(todo)
