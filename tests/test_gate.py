@@ -5,7 +5,10 @@ the gate's to compute (the README's test command runs it); these tests run none 
 from __future__ import annotations
 
 import json
+import os
+import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -241,3 +244,19 @@ def test_ci_runs_the_gate_after_the_tests() -> None:
     steps = [s.strip() for s in command[0].split("&&")]
     assert steps[-1] == ".venv/bin/python -m bench gate"
     assert any(s.startswith(".venv/bin/python -m pytest") for s in steps[:-1])
+
+
+def test_benchmarks_pin_the_numeric_kernels_before_numpy_loads() -> None:
+    """The paper's joint fit lands in other local minima under another OpenBLAS kernel
+    (bench/__init__.py): every benchmark process, and the gate's workers, get one kernel and
+    numpy's SIMD up to AVX2 wherever the caller set none."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the pin is for x86-64 machines; this one is " + platform.machine())
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
+    code = ("import sys, bench, os; assert 'numpy' not in sys.modules; "
+            "print(os.environ['OPENBLAS_CORETYPE'], os.environ['NPY_DISABLE_CPU_FEATURES'])")
+    checkout = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, cwd=checkout).stdout.split()
+    assert out[0] == "Nehalem" and "X86_V4" in out[1:]
