@@ -60,8 +60,9 @@ HISTORY = ROOT / "history" / "colocation-local.csv"
 TEST_HISTORY = ROOT / "history" / "colocation-test.csv"
 PROFILES = ROOT / "history" / "profiles-local.csv"
 PROFILES_TEST = ROOT / "history" / "profiles-local-test.csv"
+PROFILES_CHECK = ROOT / "history" / "profiles-local-check.csv"
 SETS = {"tuning": HISTORY, "test": TEST_HISTORY, "profiles dev": PROFILES,
-        "profiles test": PROFILES_TEST}
+        "profiles test": PROFILES_TEST, "profiles check": PROFILES_CHECK}
 RESULTS = ROOT / "bench" / "results" / "real_colocation.md"
 TARGET_JOB = "colo-target"
 GOAL_MAPE = 4.0
@@ -210,7 +211,11 @@ def report(sets: Mapping[str, tuple[Path, Runs, Mapping[str, np.ndarray]]], elap
               "diagnosing profiles test's runs (its scale-out 4 is slower than 2 on the 2-core "
               "machine, which no monotone curve follows); its rule and constants were checked "
               "on profiles dev, but profiles test now counts only as development evidence "
-              "for it."]
+              "for it.", "",
+              "Profiles check (history/record-profiles.py --set check: seed 2030, every kind "
+              "alone at 1 executor, every pair twice, other sizes) was recorded quietly on 29 "
+              "Nov 2026 for the interference fit of a job never run alone (issue 34) and read "
+              "only after that candidate was committed; no default was chosen on it."]
     for name, (path, runs, errors) in sets.items():
         lines += ["", f"## {name}: `{_rel(path)}`", "", *_set_tables(path, runs, errors)]
     return "\n".join(lines) + "\n"

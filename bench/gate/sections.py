@@ -128,7 +128,8 @@ def real_colocation_table(f: Mapping[str, Figure]) -> str:
         " constant was fitted on it, and issue 34's ablation of the default components"
         " (bench/results/real_ablation.md) kept every one of them there; profiles test is"
         " development evidence for the three-scale-out curve choice"
-        " (bench/results/real_colocation.md).",
+        " (bench/results/real_colocation.md); profiles check (29 Nov 2026, one run alone a"
+        " job, other sizes) is held out for every choice.",
         "",
         "| set | history | runs | cobell | CoBell (paper's joint fit) | cobell / paper |",
         "|---|---|---|---|---|---|",
