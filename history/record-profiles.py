@@ -51,10 +51,11 @@ KINDS_PY = ROOT / "history" / "profile-jobs" / "kinds.py"
 SIZES = {"cpu": 0.35, "shuffle": 0.3, "disk": 0.3, "wait": 1.0}
 SCALE_OUTS = (1, 2, 4)
 OFFSET_S = 8.0
-# alone: the scale-outs each kind runs alone at (once each); pairs: runs of every pair
-SETS = {"dev": {"seed": 28, "alone": SCALE_OUTS, "pairs": 4},
-        "test": {"seed": 2029, "alone": (2,), "pairs": 2},
-        "check": {"seed": 2030, "alone": (1,), "pairs": 2,
+# alone: the scale-outs each kind runs alone at (once each); pairs: runs of every pair;
+# sizes: the kinds' --size where not SIZES; csv: the history file --export writes
+SETS = {"dev": {"seed": 28, "alone": SCALE_OUTS, "pairs": 4, "csv": "profiles-local.csv"},
+        "test": {"seed": 2029, "alone": (2,), "pairs": 2, "csv": "profiles-local-test.csv"},
+        "check": {"seed": 2030, "alone": (1,), "pairs": 2, "csv": "profiles-local-check.csv",
                   "sizes": {"cpu": 0.4, "shuffle": 0.25, "disk": 0.35, "wait": 0.8}}}
 
 
@@ -174,22 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "XDG_DATA_HOME": str(work / "data"), "SPARK_LOCAL_IP": "127.0.0.1",
            "COBELL_MODEL_CACHE": "off", "PYTHONPATH": str(ROOT)}
-    out = args.out or ROOT / "history" / {"dev": "profiles-local.csv", "test":
-                                          "profiles-local-test.csv", "check":
-                                          "profiles-local-check.csv"}[args.set]
+    spec = SETS[args.set]
+    out = args.out or ROOT / "history" / spec["csv"]
     if args.export:
         export(work, env, out)
         return 0
     meta = work / "meta.jsonl"
     done = {json.loads(line)["index"] for line in meta.read_text().splitlines()} if (
         meta.exists()) else set()
-    todo = [c for c in cells(SETS[args.set]) if c["index"] not in done]
+    todo = [c for c in cells(spec) if c["index"] not in done]
     if not todo:
         print("all cells recorded; run with --export", file=sys.stderr)
         return 0
     scratch = work / "scratch"
     scratch.mkdir(exist_ok=True)
-    cluster = Cluster(env, SETS[args.set].get("sizes", SIZES))
+    cluster = Cluster(env, spec.get("sizes", SIZES))
     cluster.start()
     t0 = time.time()
     total = len(done) + len(todo)
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 done.add(cell["index"])
     finally:
         cluster.stop()
-    left = len(cells(SETS[args.set])) - len(done)
+    left = len(cells(spec)) - len(done)
     print(f"{left} cells left" if left else "all cells recorded; run with --export",
           file=sys.stderr)
     return 0
