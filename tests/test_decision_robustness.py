@@ -7,7 +7,10 @@ three standard deviations of the job's true runtime there.
 NOT MET YET (issue 34): the per-candidate distribution (core/predictive.py) does not hold it.
 Hypothesis's derandomized search finds seed=4, x=4, k=2.0: one run at 4 executors, 2 sd slow,
 moves the decision from 14 to 17 executors (the fit's curve and the pooled errors both move).
-The test stays, strict: it fails the day the goal is met, so the marker goes then."""
+The test stays, strict: it fails the day the goal is met, so the marker goes then. That
+example runs first (`@example`): while it fails, Hypothesis neither searches nor shrinks (the
+search and its shrinking took 226 s of a CI run on 2 cores), and only a failed assertion
+counts as the expected failure."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
@@ -59,11 +62,13 @@ def _decide(runs: list[dict[str, Any]], target_s: float) -> int:
                 confidence=DEFAULT_CONFIDENCE).scale_out
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34's one-step goal is not met yet: seed=4, x=4, "
-                   "k=2.0 moves 14 -> 17 (see the module doc)")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="issue 34's one-step goal is not met yet: seed=4, x=4, k=2.0 moves "
+                   "14 -> 17 (see the module doc)")
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), x=st.integers(MIN_X, MAX_X), k=st.floats(-3.0, 3.0))
+@example(seed=4, x=4, k=2.0)  # the known counterexample first: while it fails, no search runs
 def test_one_run_a_job_could_produce_moves_the_decision_at_most_one_step(
         seed: int, x: int, k: float) -> None:
     runs, target_s, (truth, sd) = _history(seed)
