@@ -164,6 +164,7 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
         t0 = time.monotonic()
         cluster.start(SHAPE, timeout_s=300, parent_pid=os.getpid(), jars=jars)
         start_s = time.monotonic() - t0
+        _containers_like_the_session(cluster.conf_dir)
         _STARTS.append(start_s)
         rm_url = cluster.rm_url
         assert rm_url is not None
@@ -179,6 +180,18 @@ def real_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealYarn]:
         t0 = time.monotonic()
         if cluster.stop():  # False: not running (a start that failed stopped it already)
             _STOPS.append(time.monotonic() - t0)
+
+
+def _containers_like_the_session(conf_dir: Path) -> None:
+    """The ApplicationMasters (cluster-mode drivers) and executors get the session's
+    JAVA_TOOL_OPTIONS (the C1-only JIT tests/conftest.py sets for every JVM the tests start):
+    YARN passes a container only the variables its whitelist names, so they are set through
+    the cluster's spark-defaults.conf, after what cobell wrote there."""
+    options = os.environ.get("JAVA_TOOL_OPTIONS")
+    if options:
+        with (conf_dir / "spark-defaults.conf").open("a") as defaults:
+            defaults.write(f"spark.yarn.appMasterEnv.JAVA_TOOL_OPTIONS {options}\n"
+                           f"spark.executorEnv.JAVA_TOOL_OPTIONS {options}\n")
 
 
 _STARTS: list[float] = []
