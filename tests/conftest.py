@@ -31,14 +31,15 @@ pytest_plugins = ("tests.yarn_standin", "tests.spark_support", "tests.yarn_suppo
 # spark-defaults.conf, its containers: tests/yarn_support.py) compile with C1 only. A JVM that
 # lives a minute spends much of its CPU in C2 compiling code it will not run long enough to
 # repay. On 2 cores (2026-11-29): test_submit_spark.py and test_memory_spark.py took 418 CPU-s
-# and 242 s without it, 265 CPU-s and 194 s with it; the whole suite under `pytest -n auto`
-# 1788 s before, 1392 s after it and 2fcf7ae together (before the YARN containers had it too;
-# 2fcf7ae took a 226 s search off the other worker). The tier changes
-# speed, not what the tests check: heap sizes, GC and every Spark setting stay the JVM's and
-# Spark's own. A user's own JAVA_TOOL_OPTIONS is kept, the flag appended (the last one wins).
+# and 242 s without it, 265 CPU-s and 194 s with it; the suite under `pytest -n auto` 1788 s
+# before, 1392 s after it and 2fcf7ae together (2fcf7ae took a 226 s search off the other
+# worker), 1245 s once the YARN containers had it too. The tier changes speed, not what the
+# tests check: heap sizes, GC and every Spark setting stay the JVM's and Spark's own. A user's
+# own JAVA_TOOL_OPTIONS is kept, the flag appended once (xdist's workers inherit it).
 JIT_FOR_TESTS = "-XX:TieredStopAtLevel=1"
-os.environ["JAVA_TOOL_OPTIONS"] = " ".join(
-    filter(None, (os.environ.get("JAVA_TOOL_OPTIONS", ""), JIT_FOR_TESTS)))
+_java_options = os.environ.get("JAVA_TOOL_OPTIONS", "")
+if JIT_FOR_TESTS not in _java_options.split():
+    os.environ["JAVA_TOOL_OPTIONS"] = f"{_java_options} {JIT_FOR_TESTS}".strip()
 
 # The environment as the session started (isolated_env drops COBELL_* from each test's).
 _ENV_AT_IMPORT = dict(os.environ)
