@@ -6,6 +6,8 @@ coefficients keep the curve physically meaningful and monotone pieces from going
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -172,9 +174,52 @@ L1_ROUNDS = 25  # IRLS rounds for the absolute-error fit; converged well before 
 L1_FLOOR = 1e-4  # relative residual below which a run counts as fitted exactly
 
 
+FIT_MEMO = 4096  # fits remembered (a 16-byte digest and 4 floats each)
+_fits: OrderedDict[bytes, np.ndarray] = OrderedDict()
+
+
 def fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[str] = FEATURES,
               *, relative: bool = True, sample_weight: np.ndarray | None = None,
               multiplier: np.ndarray | None = None, loss: str = "l2") -> np.ndarray:
+    """θ (length 4, zeros for unused features) minimising squared (relative) error; see
+    `_fit_theta`.
+
+    Remembered by the digest of every input: a plan's held-out refits and cross-validation
+    fit the same subsets of runs again and again (in the gate's allocation cells about a
+    third of all fits repeat one made earlier in the same plan), and a fit is a pure function
+    of its inputs, so a repeat returns the very same numbers without solving again.
+    """
+    x, y = np.asarray(scale_out, float), np.asarray(runtime_s, float)
+    key = _digest(x, y, sample_weight, multiplier, repr((tuple(features), relative, loss)))
+    theta = _fits.get(key)
+    if theta is None:
+        theta = _fit_theta(x, y, features, relative=relative, sample_weight=sample_weight,
+                           multiplier=multiplier, loss=loss)
+        _fits[key] = theta
+        if len(_fits) > FIT_MEMO:
+            _fits.popitem(last=False)
+    else:
+        _fits.move_to_end(key)
+    return theta.copy()  # the caller's to change; the remembered one stays as it was
+
+
+def _digest(*parts: np.ndarray | str | None) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if part is None:
+            h.update(b"\0none")
+        elif isinstance(part, str):
+            h.update(part.encode())
+        else:
+            a = np.ascontiguousarray(part, dtype=float)
+            h.update(repr(a.shape).encode())
+            h.update(a.tobytes())
+    return h.digest()
+
+
+def _fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[str],
+               *, relative: bool, sample_weight: np.ndarray | None,
+               multiplier: np.ndarray | None, loss: str) -> np.ndarray:
     """θ (length 4, zeros for unused features) minimising squared (relative) error.
 
     relative=True weights each run by 1/runtime, i.e. minimises relative error, which is what
@@ -199,7 +244,9 @@ def fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[s
         scale = runtime_s if relative else np.ones_like(runtime_s)
         for _ in range(L1_ROUNDS):
             resid = np.abs(design @ coef - runtime_s) / scale
-            coef = nnls_fit(design, runtime_s, w / np.sqrt(np.maximum(resid, L1_FLOOR)))
+            last, coef = coef, nnls_fit(design, runtime_s, w / np.sqrt(np.maximum(resid, L1_FLOOR)))
+            if np.array_equal(coef, last):
+                break  # a fixed point: every further round would repeat this one exactly
     elif loss != "l2":
         raise ValueError(f"loss must be 'l1' or 'l2', got {loss!r}")
     theta[mask] = coef
@@ -266,7 +313,9 @@ def fit_power_law(scale_out: np.ndarray, runtime_s: np.ndarray,
     for _ in range(L1_ROUNDS):
         resid = np.abs(design @ coef - ly)
         rw = sw / np.sqrt(np.maximum(resid, L1_FLOOR))
-        coef = np.linalg.lstsq(design * rw[:, None], ly * rw, rcond=None)[0]
+        last, coef = coef, np.linalg.lstsq(design * rw[:, None], ly * rw, rcond=None)[0]
+        if np.array_equal(coef, last):
+            break  # a fixed point: every further round would repeat this one exactly
     slope = float(np.clip(coef[1], *POWER_SLOPE_BOUNDS))
     return float(_weighted_median(ly - slope * lx, w)), slope
 
