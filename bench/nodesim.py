@@ -147,14 +147,20 @@ def nodes_of(job: SimJob, noise: NodeNoise) -> tuple[int, ...]:
 
 
 def job_rates(active: Sequence[SimJob], noise: NodeNoise) -> dict[str, float]:
-    """Progress rate of every active job: the mean rate of its executors."""
+    """Progress rate of every active job: the mean rate of its executors.
+
+    Nodes that hold the same jobs in the same order share one executor_rates: tens of nodes
+    come in a handful of such mixes, and the simulators call this millions of times."""
     by_node: dict[int, list[SimJob]] = {}
     for job in active:
         for node in nodes_of(job, noise):
             by_node.setdefault(node, []).append(job)
     total = {job.key: 0.0 for job in active}
+    by_mix: dict[tuple[str, ...], list[float]] = {}
     for jobs in by_node.values():
-        rates = executor_rates([noise.demands[j.job] for j in jobs])
+        mix = tuple(j.job for j in jobs)
+        if (rates := by_mix.get(mix)) is None:
+            rates = by_mix[mix] = executor_rates([noise.demands[name] for name in mix])
         for job, rate in zip(jobs, rates, strict=True):
             total[job.key] += rate
     return {job.key: total[job.key] / job.scale_out for job in active}

@@ -124,3 +124,27 @@ def test_more_nodes_than_the_cluster_is_an_error(bell_dir: Path):
     noise = ns.NodeNoise.draw(np.random.default_rng(1), curves, ns.Cluster(nodes=8))
     with pytest.raises(ValueError, match="exceeds the cluster"):
         ns.simulate([SimJob("j", "sgd", 9, 0.0, 10.0)], noise)
+
+
+def test_job_rates_shared_by_nodes_with_the_same_mix_are_each_nodes_own():
+    """job_rates computes one executor_rates per mix of jobs on a node; the sums must equal
+    those of every node computed on its own, in the same order."""
+    rng = np.random.default_rng(3)
+    names = ("a", "b", "c", "d")
+    demands = {n: tuple(float(v) for v in rng.uniform(0.1, 0.9, len(ns.RESOURCES)))
+               for n in names}
+    placement = {n: tuple(int(i) for i in rng.permutation(12)) for n in names}
+    noise = _noise(placement, demands)
+    active = [SimJob(f"k{i}", n, int(rng.integers(2, 13)), 0.0, 100.0)
+              for i, n in enumerate([*names, "a"])]  # two runs of the same job too
+    by_node: dict[int, list[SimJob]] = {}
+    for job in active:
+        for node in ns.nodes_of(job, noise):
+            by_node.setdefault(node, []).append(job)
+    total = {job.key: 0.0 for job in active}
+    for jobs in by_node.values():
+        for job, rate in zip(jobs, ns.executor_rates([demands[j.job] for j in jobs]),
+                             strict=True):
+            total[job.key] += rate
+    assert len({tuple(j.job for j in jobs) for jobs in by_node.values()}) < len(by_node)
+    assert ns.job_rates(active, noise) == {j.key: total[j.key] / j.scale_out for j in active}

@@ -181,7 +181,7 @@ def units() -> list[Unit]:
     work += [Unit("memory_accuracy", (s,), 0.2) for s in MEMORY_SETS]
     work += [Unit("memory_e2e", (w, t), 5.0) for w in ("simulator", "nodesim")
              for t in ("sgd", "kmeans")]
-    work += [Unit("deadline", (w,), 37.0 if w == "nodesim" else 9.0)
+    work += [Unit("deadline", (w,), 31.0 if w == "nodesim" else 11.0)
              for w in ("simulator", "nodesim")]
     work += [Unit("hetero", (p,), 20.0 if p == "allocate" else 14.0) for p in ("loto", "allocate")]
     return sorted(work, key=lambda u: -u.cost_s)
@@ -189,7 +189,7 @@ def units() -> list[Unit]:
 
 def _noise_blind_cost(cell: tuple[str, str, str]) -> float:
     world, variant, _ = cell
-    return {"single": 3.0, "pair": 6.0, "triple": 12.0}[variant] if world == "nodesim" else 1.5
+    return {"single": 2.0, "pair": 5.0, "triple": 8.0}[variant] if world == "nodesim" else 1.5
 
 
 def only(work: list[Unit], sections: set[str]) -> list[Unit]:
