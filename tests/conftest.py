@@ -24,8 +24,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-pytest_plugins = ("tests.yarn_standin", "tests.spark_support", "tests.yarn_support",
-                  "tests.gate_beside")
+pytest_plugins = ("tests.yarn_standin", "tests.spark_support", "tests.yarn_support")
 
 # The JVMs the tests start from here (spark-submit and client-mode drivers, the local Spark
 # cluster's daemons and the executors they fork, the local YARN's daemons and, through its
