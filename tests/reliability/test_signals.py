@@ -335,6 +335,8 @@ def test_closing_the_terminal_ends_the_job_and_records_it_killed(tmp_path: Path)
     pid, master = _submit_on_a_terminal(db, script)
     try:
         wait_for(lambda: started.exists() and started.read_text(), what="the job started")
+        # its first beat written: the premise "the beats stop" needs a beat to watch
+        wait_for(alive.exists, what="the job's first beat")
         os.close(master)  # the terminal goes away: the kernel sends SIGHUP to cobell
         code = _exit_code(pid)
     finally:
