@@ -21,7 +21,7 @@ def _local(t: float, placed: list[tuple[float, float]], shape: pr.Shape,
     """predictive._local (or a variant's) at log scale-out t over (log scale-out, log error)."""
     at_s, logs = [s for s, _ in placed], [e for _, e in placed]
     kernel_at = {s: pr._kernel(t - s, pr.LOCAL_BANDWIDTH) for s in at_s}
-    return pr._local(at_s, logs, shape, pr.PRIOR_ERRORS, kernel_at)
+    return pr._local(pr.NearErrors.of(at_s, logs), shape, pr.PRIOR_ERRORS, kernel_at)
 
 
 def _ratio_at(shape: pr.Shape, p: float) -> float:

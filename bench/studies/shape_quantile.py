@@ -94,18 +94,17 @@ def _robust_shape(shape: pr.Shape) -> None:
         shape.log_mean, shape.log_sd = median, mad
 
 
-def _near(at_s: Sequence[float], log_errors: Sequence[float],
-          kernel_at: Mapping[float, float]) -> list[tuple[float, float]]:
+def _near(errors: pr.NearErrors, kernel_at: Mapping[float, float]) -> list[tuple[float, float]]:
     """(log error, kernel weight) pairs, as predictive._local weighs them."""
-    return [(e, kernel_at[s]) for s, e in zip(at_s, log_errors, strict=True)]
+    return [(e, kernel_at[s]) for s, e in zip(errors.at_s, errors.log_errors, strict=True)]
 
 
-def _robust_local(at_s: Sequence[float], log_errors: Sequence[float], shape: pr.Shape,
-                  prior_errors: float, kernel_at: Mapping[float, float],
+def _robust_local(errors: pr.NearErrors, shape: pr.Shape, prior_errors: float,
+                  kernel_at: Mapping[float, float],
                   ) -> tuple[float, float, float]:
     """predictive._local with the kernel-weighted median and MAD for the mean and sd."""
     pooled_sd = max(shape.log_sd, pr.MIN_LOG_SD)
-    near = _near(at_s, log_errors, kernel_at)
+    near = _near(errors, kernel_at)
     total = sum(w for _, w in near) + prior_errors
     location = weighted_median([*near, (shape.log_mean, prior_errors)])
     deviations = [(abs(e - location), w) for e, w in near]
@@ -114,17 +113,17 @@ def _robust_local(at_s: Sequence[float], log_errors: Sequence[float], shape: pr.
     return location, max(spread, pr.MIN_LOG_SD), total
 
 
-def _ratio_local(at_s: Sequence[float], log_errors: Sequence[float], shape: pr.Shape,
-                 prior_errors: float, kernel_at: Mapping[float, float],
+def _ratio_local(errors: pr.NearErrors, shape: pr.Shape, prior_errors: float,
+                 kernel_at: Mapping[float, float],
                  ) -> tuple[float, float, float]:
     """predictive._local scaled from the pooled sd by robust local / pooled ratios."""
     pooled_sd = max(shape.log_sd, pr.MIN_LOG_SD)
-    logs = list(log_errors)
+    logs = list(errors.log_errors)
     if not logs:
         return shape.log_mean, pooled_sd, prior_errors
     median = weighted_median([(e, 1.0) for e in logs])
     mad = weighted_median([(abs(e - median), 1.0) for e in logs]) * MAD_TO_SD
-    near = _near(at_s, log_errors, kernel_at)
+    near = _near(errors, kernel_at)
     total = sum(w for _, w in near) + prior_errors
     if mad <= 0:
         return shape.log_mean, pooled_sd, total
