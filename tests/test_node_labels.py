@@ -20,6 +20,7 @@ from cobell_cli.core.nodetype import (
     plan_labels,
     time_shares,
 )
+from cobell_cli.core.nodetype.labels import prior_margin
 from cobell_cli.core.plan import plan
 from cobell_cli.store import interchange
 from cobell_cli.store.history import History
@@ -189,9 +190,11 @@ def test_the_cheapest_label_that_meets_the_target_wins() -> None:
 def test_a_label_known_only_from_the_prior_carries_the_priors_error(
         held_out_log_sd: float) -> None:
     """A label the job never ran on is planned against the target over its prior factor
-    times exp(z · the speeds' held-out log sd) (labels.py): a label as fast as the job's own
-    by its prior and 5 % cheaper wins while that error is 0, and loses once the prior is
-    known to be off by 0.2 in log sd, the target it must then meet divided by 1.29."""
+    times the prior's margin (labels.prior_margin: z · the speeds' held-out log sd added in
+    quadrature to the plan's own bound): a label as fast as the job's own by its prior and
+    5 % cheaper wins while that error is 0, and loses once the prior is known to be off by
+    0.2 in log sd, the target it must then meet divided by more than 1 but less than 1.29
+    (the margin exp(z · sd) that adds the two errors as one)."""
     runs = [{**r, "id": i} for i, r in
             enumerate(_runs("disk-job", ("",), noise=0.02, seed=3) * 3, 1)]
     twin = TypeSpeeds(reference="", slowness_={"": np.ones(4), "twin": np.ones(4)},
@@ -208,8 +211,14 @@ def test_a_label_known_only_from_the_prior_carries_the_priors_error(
     by = {o.node_label: o for o in options}
     assert by["twin"].factor_source == "profile" and by["twin"].factor == pytest.approx(1.0)
     assert by[""].feasible and by["twin"].feasible
-    tighter = math.exp(NormalDist().inv_cdf(0.9) * held_out_log_sd)
-    assert by["twin"].plan.target_s == pytest.approx(60.0 / tighter)
+    z_sd = NormalDist().inv_cdf(0.9) * held_out_log_sd
+    tighter = math.exp(z_sd)
+    at_sum = plan_fn(history=runs, target_s=60.0 / tighter)
+    q = math.log(at_sum.upper_s / at_sum.predicted_s)
+    margin = math.exp(math.hypot(q, z_sd) - q)
+    assert by["twin"].margin == pytest.approx(margin)
+    assert by["twin"].plan.target_s == pytest.approx(60.0 / margin)
+    assert (1.0 < margin < tighter) if held_out_log_sd else margin == 1.0
     best = cheapest_label(options, 60.0)
     assert best.node_label == ("twin" if held_out_log_sd == 0.0 else "")
     if held_out_log_sd:
@@ -272,3 +281,18 @@ def test_with_no_label_feasible_the_planners_rule_picks_across_labels() -> None:
     assert cheapest_label([wide, near], 100.0) is near  # a wide bound is a likely long miss
     fast = _option("fast", 1.0, 10, predicted=100.0, upper=125.0, factor=0.8)  # 80 s, 100 s
     assert cheapest_label([cheap, near, fast], 60.0) is fast  # real speed is not given up
+
+
+def test_the_priors_margin_adds_its_error_to_the_plans_in_quadrature() -> None:
+    """q = log(upper / predicted) = 0.3 and z · sd = 0.4 make a bound 0.5 above the
+    prediction in log (hypot), so the margin over the plan's bound is exp(0.2), not the
+    exp(0.4) of adding them as one error; a plan without a bound above its prediction gets
+    exp(z · sd) whole."""
+    plan_ = SimpleNamespace(predicted_s=100.0, upper_s=100.0 * math.exp(0.3))
+    assert prior_margin(plan_, 0.4) == pytest.approx(math.exp(0.2))
+    assert 100.0 * math.exp(0.3) * prior_margin(plan_, 0.4) == pytest.approx(
+        100.0 * math.exp(0.5))
+    assert prior_margin(SimpleNamespace(predicted_s=100.0, upper_s=None), 0.4) == (
+        pytest.approx(math.exp(0.4)))
+    assert prior_margin(SimpleNamespace(predicted_s=100.0, upper_s=100.0), 0.4) == (
+        pytest.approx(math.exp(0.4)))

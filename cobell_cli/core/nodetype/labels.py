@@ -5,8 +5,11 @@ runtime(x, t) = g(x) · φ_t (factors.py), so meeting a target T on label t is g
 each label is planned by cobell's own planner (`core.plan.plan`: the bootstrap, the
 co-runners, the confidence and its calibration) on the runs divided by their types' factors,
 against T / φ_t. A label whose factor is only the profile prior (the job never ran there)
-is planned against T / (φ_t · exp(z · sd)), sd the types' held-out log error (speeds.py),
-z the plan's one-sided quantile. Its cost is price × scale-out × g · φ_t (core/cost.py).
+is planned against T / (φ_t · m): the prior's log error (sd, the types' held-out log error,
+speeds.py) is independent of the runtime's around the curve, so at the plan's level their
+bounds add in quadrature, m = exp(hypot(q, z · sd) - q), q the plan's log(upper / predicted)
+at its choice, z the level's one-sided normal quantile (prior_margin). Its cost is
+price × scale-out × g · φ_t (core/cost.py).
 Pure: no I/O.
 """
 
@@ -91,12 +94,38 @@ def plan_labels(plan_fn: Callable[..., Any], *, runs: Sequence[Mapping[str, Any]
         if phi is None:
             unknown.append(label)
             continue
-        margin = math.exp(z * sd) if phi[1] == "profile" else 1.0
-        plan = plan_fn(history=history, target_s=target_s / (phi[0] * margin),
-                       co_runners=(co_runners or {}).get(label, ()))
+        z_sd = z * sd if phi[1] == "profile" else 0.0
+        plan, margin = _label_plan(plan_fn, history, target_s / phi[0],
+                                   (co_runners or {}).get(label, ()), z_sd)
         options.append(LabelOption(label, float(prices.get(label, 1.0)), phi[0], phi[1], plan,
                                    margin))
     return options, unknown
+
+
+def _label_plan(plan_fn: Callable[..., Any], history: Sequence[Mapping[str, Any]],
+                target_s: float, co_runners: Sequence[Any], z_sd: float) -> tuple[Any, float]:
+    """The label's plan against target_s (in base seconds) over its margin, and the margin:
+    1 for a factor from runs; for a prior's (z_sd > 0) prior_margin of the plan made against
+    exp(z_sd), then the plan against that."""
+    def plan_at(margin: float) -> Any:
+        return plan_fn(history=history, target_s=target_s / margin, co_runners=co_runners)
+
+    margin = prior_margin(plan_at(math.exp(z_sd)), z_sd) if z_sd > 0 else 1.0
+    return plan_at(margin), margin
+
+
+def prior_margin(plan: Any, z_sd: float) -> float:
+    """exp(hypot(q, z_sd) - q), q = log(upper / predicted) of `plan` at its choice: what a
+    prior factor's own error (z_sd at the plan's level) adds to the plan's bound. The two
+    errors are independent, so their bounds add in quadrature; exp(z_sd) on top of the bound
+    would count them as one error and overstate it. The plan is the one made against the
+    larger margin exp(z_sd), so q is read near the scale-out the margin moves the choice to.
+    Without a bound above the prediction: exp(z_sd)."""
+    up, pred = plan.upper_s, plan.predicted_s
+    if up is None or pred is None or not pred > 0 or not up > pred:
+        return math.exp(z_sd)
+    q = math.log(float(up) / float(pred))
+    return math.exp(math.hypot(q, z_sd) - q)
 
 
 def cheapest_label(options: Sequence[LabelOption], target_s: float) -> LabelOption:
