@@ -18,9 +18,10 @@ keeps it (`valid_job_name`) and say so; `submit` and the history refuse one.
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
 from collections.abc import Iterable
+
+from cobell_cli.core.digest import sha1
 
 JOB_NAME_MAX_CHARS = 64
 JOB_NAME_RULE = (
@@ -83,7 +84,7 @@ def valid_job_name(name: str) -> str:
     mapped = "-".join(part for part in parts if part)
     if mapped and len(mapped) <= JOB_NAME_MAX_CHARS:
         return mapped
-    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    digest = sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{mapped[: JOB_NAME_MAX_CHARS - 9] or 'app'}-{digest}"
 
 
@@ -143,4 +144,4 @@ def job_from_tag(tag: str, known_jobs: Iterable[str] = ()) -> str | None:
 
 
 def _tag_hash(job: str) -> str:
-    return hashlib.sha1(normal(job).encode("utf-8")).hexdigest()[:16]
+    return sha1(normal(job).encode("utf-8")).hexdigest()[:16]

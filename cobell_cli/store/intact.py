@@ -24,10 +24,11 @@ unreadable, damaged, another file's or another stamp's means: check.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
+
+from cobell_cli.core.digest import blake2b
 
 FORMAT = "cobell intact 1"
 # Longer than any timestamp granularity a history's file system may have (1 s on ext3 and
@@ -66,7 +67,7 @@ class Verdict:
     def __init__(self, directory: Path, history: Path) -> None:
         now_ns = time.time_ns()  # taken before the stat: see `settled`
         name = os.path.abspath(history)
-        digest = hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=16)
+        digest = blake2b(name.encode("utf-8", "surrogateescape"), digest_size=16)
         self.file = Path(directory) / f"{PREFIX}{digest.hexdigest()}"
         current = stamp(history)
         self.text = None if current is None else (

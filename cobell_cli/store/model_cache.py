@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cobell_cli import __version__
+from cobell_cli.core.digest import blake2b
 from cobell_cli.core.model_table import ModelTable, tabulate
 
 MAX_ENTRIES = 256  # newest kept; one entry is ~20 kB
@@ -50,7 +50,7 @@ MODEL_SOURCES = (_CORE / "model", _CORE / "model_table.py", _CORE / "calibration
 @functools.cache
 def model_source_digest() -> str:
     """Digest of the model's source files (about 0.3 ms, once per process)."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     for source in MODEL_SOURCES:
         for path in sorted(source.glob("*.py")) if source.is_dir() else [source]:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -61,7 +61,7 @@ def cache_key(runs: Sequence[Mapping[str, Any]], grid_max: int, confidence: floa
               salt: str = "") -> str:
     """Hash of what a fit depends on; float repr round-trips, so equal keys mean equal data.
     `salt` names anything else the fit reads (the what-if's profiles)."""
-    digest = hashlib.blake2b(digest_size=20)
+    digest = blake2b(digest_size=20)
     digest.update(repr((__version__, model_source_digest(), grid_max, float(confidence),
                         salt)).encode())
     for run in runs:

@@ -13,13 +13,13 @@ cannot be written is a miss, never an error. Deleting the directory is always sa
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import marshal
 import sys
 from pathlib import Path
 from typing import Any
 
+from cobell_cli.core.digest import blake2b
 from cobell_cli.store.model_cache import write_bytes
 
 MAX_PROFILES = 64  # newest kept; one is ~0.6 MB for 26 000 tasks
@@ -45,6 +45,6 @@ class ProfileCache:
 
 
 def _key(summary: str) -> str:
-    digest = hashlib.blake2b(repr((marshal.version, sys.version)).encode(), digest_size=20)
+    digest = blake2b(repr((marshal.version, sys.version)).encode(), digest_size=20)
     digest.update(summary.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()

@@ -13,12 +13,12 @@ ones that grew, atomically. A damaged or foreign file is a miss; a failed write 
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 from cobell_cli import __version__
+from cobell_cli.core.digest import blake2b
 from cobell_cli.store.model_cache import model_source_digest, read_entry, write_entry
 
 Table = dict[int, float]  # executors -> replayed runtime in seconds
@@ -86,4 +86,4 @@ def _file_key(key: str) -> str:
     """The model's key with the code that computed the replays (cobell's version and the
     model sources, core/whatif/ among them)."""
     parts = repr((__version__, model_source_digest(), key)).encode()
-    return hashlib.blake2b(parts, digest_size=20).hexdigest()
+    return blake2b(parts, digest_size=20).hexdigest()

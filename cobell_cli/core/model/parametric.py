@@ -6,12 +6,12 @@ coefficients keep the curve physically meaningful and monotone pieces from going
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 
+from cobell_cli.core.digest import blake2b
 from cobell_cli.core.sorted_values import distinct, median
 
 FEATURES: tuple[str, ...] = ("const", "inv", "log", "lin")
@@ -205,7 +205,7 @@ def fit_theta(scale_out: np.ndarray, runtime_s: np.ndarray, features: Sequence[s
 
 
 def _digest(*parts: np.ndarray | str | None) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for part in parts:
         if part is None:
             h.update(b"\0none")

@@ -4,10 +4,10 @@ durations as observed (`sparklens_runtime_s`, the baseline); and a lower bound a
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 from collections.abc import Sequence
 
+from cobell_cli.core.digest import blake2b
 from cobell_cli.core.median import median
 from cobell_cli.core.whatif.startup import Startup
 from cobell_cli.core.whatif.workload import StageWork, Workload, workload_digest
@@ -47,7 +47,7 @@ def replay_key(workloads: Sequence[Workload], startup: Startup) -> str:
     (`workload_digest`) and the start-up fit (its repr: exact floats); the same app id
     re-imported with other tasks gets another key. Replays are cached under it."""
     parts = repr(([workload_digest(w) for w in workloads], startup)).encode()
-    return hashlib.blake2b(parts, digest_size=20).hexdigest()
+    return blake2b(parts, digest_size=20).hexdigest()
 
 
 def sparklens_runtime_s(w: Workload, executors: int) -> float:

@@ -4,13 +4,13 @@ registration and a cold task's extra time."""
 
 from __future__ import annotations
 
-import hashlib
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from cobell_cli.core.digest import blake2b
 from cobell_cli.core.median import median
 from cobell_cli.core.profile import AppProfile
 
@@ -129,7 +129,7 @@ def _executors_per_host(profile: AppProfile) -> int | None:
 def workload_digest(w: Workload) -> str:
     """A hash of everything a replay reads of `w`: the durations packed as doubles (~1 ms per
     25 000 tasks; their repr would take ~7 ms), the rest as repr (exact for floats)."""
-    digest = hashlib.blake2b(digest_size=20)
+    digest = blake2b(digest_size=20)
     digest.update(repr((w.app_id, w.tail_s, w.cores_per_executor, w.scale_out, w.runtime_s,
                         w.stage_lag_s, w.registration_s, w.warmup_s,
                         w.executors_per_host)).encode())
