@@ -25,16 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from cobell_cli.api.clusters import check_cluster, connect_cluster, running_apps
 from cobell_cli.api.memory import MemoryAsk, memory_model, memory_request, nearest_memory_job
-from cobell_cli.api.models import (
-    ModelInput,
-    cluster_profiles,
-    default_scale_outs,
-    describe_model,
-    evaluate_model,
-    fit_model,
-    model_input,
-    whatif,
-)
 from cobell_cli.api.planning import (
     CLUSTER_PROFILES,
     JOB_PROFILES,
@@ -50,7 +40,6 @@ from cobell_cli.api.planning import (
     running_co_runners,
     warm_model_cache,
 )
-from cobell_cli.api.profile_priors import profile_text as resource_profile_text
 from cobell_cli.api.runs import (
     CheckedFile,
     check_file,
@@ -77,9 +66,7 @@ from cobell_cli.api.runs import (
     storable,
 )
 from cobell_cli.api.settings import load_settings, settings_rows
-from cobell_cli.core.colocation import measured_overlaps
 from cobell_cli.core.job_name import check_job_name
-from cobell_cli.core.memory.records import feature_value as memory_feature_value
 from cobell_cli.core.words import count, duration_text
 
 # Loaded on first use: the deadline scheduler (core/schedule) costs ~80 ms to import, and only
@@ -101,17 +88,29 @@ _LAZY = {
                     "LocalYarnStatus", "YarnShape", "example_path", "spark_submit_path")},
     **{name: "cobell_cli.api.submit"
        for name in ("Submit", "SubmitPlan", "SubmitResult", "Launched", "Progress")},
+    **{name: "cobell_cli.api.models"
+       for name in ("ModelInput", "cluster_profiles", "default_scale_outs", "describe_model",
+                    "evaluate_model", "fit_model", "model_input", "whatif")},
+    "measured_overlaps": "cobell_cli.core.colocation",
     "measure_input": "cobell_cli.api.command",
     "Outcome": "cobell_cli.run.submit",
     "Interrupted": "cobell_cli.interrupts",
 }
 
 
+# Names the API gives under another name than their module's: API name -> (module, name).
+_RENAMED = {
+    "resource_profile_text": ("cobell_cli.api.profile_priors", "profile_text"),
+    "memory_feature_value": ("cobell_cli.core.memory.records", "feature_value"),
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _LAZY or name in _RENAMED:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        module, attribute = _RENAMED.get(name, (_LAZY.get(name), name))
+        return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -128,8 +127,21 @@ if TYPE_CHECKING:
         example_path,
         spark_submit_path,
     )
+    from cobell_cli.api.models import (
+        ModelInput,
+        cluster_profiles,
+        default_scale_outs,
+        describe_model,
+        evaluate_model,
+        fit_model,
+        model_input,
+        whatif,
+    )
+    from cobell_cli.api.profile_priors import profile_text as resource_profile_text
     from cobell_cli.api.submit import Launched, Progress, Submit, SubmitPlan, SubmitResult
     from cobell_cli.config import Settings
+    from cobell_cli.core.colocation import measured_overlaps
+    from cobell_cli.core.memory.records import feature_value as memory_feature_value
     from cobell_cli.core.plan.meet_steps import meet_probability_note
     from cobell_cli.core.plan.reasons import bound_text, policy_text, probability_text
     from cobell_cli.core.schedule.decision import StartDecision
