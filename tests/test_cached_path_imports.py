@@ -189,7 +189,11 @@ COMMAND_LINES = [
     ["nosuch"],
     ["--help"],
     ["--help", "predict"],
+    ["-h"],
+    ["--db", "h.db", "--help"],
     ["--version"],
+    ["--db", "--help"],  # --help is --db's value: click's "Missing command"
+    ["--", "predict"],
     ["--db"],
     [],
 ]
@@ -242,8 +246,47 @@ def test_a_command_line_builds_only_its_command(
     assert [g.name for g in group.registered_groups] == ["history"]
     assert not group.registered_commands
     assert len(cli.app.registered_commands) > 1  # the app itself is left whole
-    for whole in (["nosuch"], ["--help", "predict"], ["--", "predict"], []):
+    for whole in (["nosuch"], ["--", "predict"], ["--", "--help"]):
         assert _app_for(whole) is cli.app
+    for root in (["--help", "predict"], [], ["--db", "h.db", "-h"], ["--version"]):
+        assert _app_for(root) is cli.app  # once built, the whole app answers the root too
+
+
+def test_the_root_alone_is_answered_by_stand_ins(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cobell_cli import cli
+
+    monkeypatch.delattr(cli, "app", raising=False)
+    for root in (["--help", "predict"], [], ["--db", "h.db", "-h"], ["--version"]):
+        listing = cli._app_for(root)
+        assert [c.callback for c in listing.registered_commands] == [cli._stand_in] * len(
+            cli.COMMANDS)
+        assert not listing.registered_groups
+    assert "app" not in vars(cli)  # nothing built the whole app
+    with pytest.raises(RuntimeError, match="stand-in"):
+        cli._stand_in()
+
+
+def test_the_roots_help_lists_every_command_without_importing_one() -> None:
+    """`cobell --help` lists each command's name and short help: stand-ins answer, and no
+    command's module is imported (cli._listing); the text is the whole app's (above)."""
+    code = (
+        "import sys\n"
+        "from cobell_cli.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('cobell_cli.cli.')), "
+        "file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    from cobell_cli import cli
+
+    for name, *_ in cli.COMMANDS:
+        assert f"  {name} " in proc.stdout
+    assert proc.stderr.strip() == "['cobell_cli.cli.common']"
 
 
 def test_the_root_options_that_take_a_value_are_the_ones_the_pruning_skips() -> None:
