@@ -63,7 +63,7 @@ RUN_SPACING_S = 100_000.0
 VARIANTS = {
     "before": {"combination": "additive", "scaled": True, "pooling": False,
                "propagate": False, "alone_curve": "ernest", "calibrate": False,
-               "sized": False, "full_terms": False},
+               "sized": False},
     "after": {},
 }
 

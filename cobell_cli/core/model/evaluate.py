@@ -27,8 +27,7 @@ SPARSE_POINTS = 3
 NESTED_FOLDS = 10  # K of the outer folds (fewer runs: leave one run out)
 MIN_RUNS_NESTED = 3
 PAPER_FIT = {"combination": "additive", "scaled": True, "pooling": False, "propagate": False,
-             "alone_curve": "ernest", "full_terms": False}  # CoBell as published (additive
-# a + b/x from Ernest's f; below five scale-outs Amdahl's terms, as the baseline always had)
+             "alone_curve": "ernest"}  # CoBell as published: additive a + b/x from Ernest's f
 
 
 def splits(scale_out: np.ndarray, protocol: str, seed: int = 0,
