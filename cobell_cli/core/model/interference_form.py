@@ -84,6 +84,22 @@ def interference_cv(x: np.ndarray, y: np.ndarray, ov: np.ndarray, base: Sequence
     return CvErrors.of(errs, [np.ones_like(e) for e in errs])
 
 
+def choose_terms(plain: RunData, bases: Sequence[Sequence[str]], pooling: bool,
+                 selection: str = "one-se") -> tuple[Sequence[str], dict[str, float]]:
+    """Ernest's terms f keeps while the pairs are separated from it, by the CV of the paper's
+    form on the runs with co-runners (the fewest terms within one standard error of the best).
+    Below five scale-outs Amdahl's two were the only choice, and they cannot rise with x: a
+    job that slows down past some scale-out (more executors than cores) had that slow-down
+    read as interference. Fewer runs with co-runners than folds: the fewest terms."""
+    x, y, ov = plain.scale_out, plain.runtime_s, plain.overlap
+    if len(bases) == 1 or int((ov > 0).any(axis=1).sum()) < MIN_RUNS_FOR_RULE_CV:
+        return min(bases, key=len), {}
+    scores = {tuple(b): interference_cv(x, y, ov, b, ("additive", True), pooling, False)
+              for b in bases}
+    chosen = choose(scores, len, selection)
+    return chosen, {" + ".join(b): v.mean for b, v in scores.items()}
+
+
 def size_options(plain: RunData, sized: RunData, fixed: bool | None,
                  references: dict[str, float]) -> list[bool]:
     """Whether to weigh overlaps by co-runner size is a question only when some co-runner

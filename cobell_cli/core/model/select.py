@@ -48,7 +48,12 @@ from cobell_cli.core.model.data import POOLED, RunData, co_runner_key, prepare_r
 from cobell_cli.core.model.edges import below_range, edge_parallel_fraction, through_regime
 from cobell_cli.core.model.held_out import refit_ratios
 from cobell_cli.core.model.interference import fit_interference, knots, slowdown
-from cobell_cli.core.model.interference_form import FormOptions, choose_form, pool_pairs
+from cobell_cli.core.model.interference_form import (
+    FormOptions,
+    choose_form,
+    choose_terms,
+    pool_pairs,
+)
 from cobell_cli.core.model.loo import loo_ratios
 from cobell_cli.core.model.pair_report import describe_pairs, describe_pool
 from cobell_cli.core.model.parametric import AMDAHL, FEATURES
@@ -79,7 +84,8 @@ class RuntimeModel:
                  calibrate: bool = True, sized: bool | None = False,
                  whatif: Any = None, selection: str = "one-se", llr: bool = True,
                  power_law: bool = True, regimes: bool = True, reweigh: bool = False,
-                 repetition_outliers: bool = True, level_line: bool = True) -> None:
+                 repetition_outliers: bool = True, level_line: bool = True,
+                 full_terms: bool | None = False) -> None:
         self.confidence_default = confidence_default
         # The defaults keep what earned its parameters out of sample (bench/results/
         # selection.md, docs/model.md): the other combination rules and the size weights did
@@ -118,6 +124,12 @@ class RuntimeModel:
         # with three scale-outs, the broken line through their levels among the
         # interpolating curves (curve_select.three_scale_outs)
         self.level_line = level_line
+        # below five scale-outs, Ernest's four terms for the f the pairs are separated from:
+        # False (Amdahl's two), None (the interference CV decides against Amdahl's two,
+        # interference_form.choose_terms), True (always). None is a candidate, not the
+        # default: it won profiles dev (-0.90 +- 0.73) but not the held-out sets by a
+        # standard error (bench/results/profiles_gap.md)
+        self.full_terms = full_terms
         # job -> ((a, b), (var a, cov, var b)) or None: the pair of a co-runner job this model
         # has no pair of its own for, from the jobs' resource profiles (core/profile_effects/
         # priors.py); None: the pooled pair, as before. Set after fitting (PriorFit).
@@ -130,8 +142,8 @@ class RuntimeModel:
         plain = pool_rare(raw)
         x, y = plain.scale_out, plain.runtime_s
         self._count_runs(plain)
-        base = FEATURES if self.n_scale_outs_ >= MIN_SCALE_OUTS_FOR_CV + 1 else AMDAHL
         self.size_reference_ = size_references(plain)
+        base = self._separation_terms(plain)
         robust_w, data = self._fit_interference(plain, base)
         y_alone = y / slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
         w = repetition_weights(x, y_alone) if self.repetition_outliers else np.ones_like(x)
@@ -160,6 +172,19 @@ class RuntimeModel:
         self.overlap_s_ = {k: float(plain.overlap[:, i] @ y)
                            for i, k in enumerate(plain.co_runners)}
 
+    def _separation_terms(self, plain: RunData) -> Sequence[str]:
+        """Ernest's terms of the f the pairs are separated from: all four from five
+        scale-outs on; below, Amdahl's two or (from three scale-outs, where four terms can
+        rise with x) all four, as full_terms says or the interference CV chooses."""
+        self.terms_cv_: dict[str, float] = {}
+        if self.n_scale_outs_ >= MIN_SCALE_OUTS_FOR_CV + 1:
+            return FEATURES
+        if self.full_terms is not None or self.n_scale_outs_ < 3:
+            return FEATURES if self.full_terms and self.n_scale_outs_ >= 3 else AMDAHL
+        base, self.terms_cv_ = choose_terms(plain, [AMDAHL, FEATURES], self.pooling,
+                                            self.selection)
+        return base
+
     def _fit_interference(self, plain: RunData, base: Sequence[str],
                           ) -> tuple[np.ndarray, RunData]:
         """Sizes, rule and b/x by CV (interference_form.py), the final fit, then partial
@@ -178,6 +203,7 @@ class RuntimeModel:
         curve, a, b, w = fit_interference(x, y, ov, base, robust=self.reweigh, rule=best[0],
                                           scaled=best[1], at=self._knots(x))
         self.interference_curve_ = "broken line" if curve.theta is None else "ernest"
+        self.separation_terms_ = tuple(base)
         self.a_unpooled_, self.b_unpooled_ = a, b
         self._store_pairs(pool_pairs(x, y, ov, curve, a, b, w, best, self.pooling))
         self.reference_scale_out_ = float(x.min())  # where b/x matters most
@@ -264,6 +290,8 @@ class RuntimeModel:
             whatif=self.whatif, selection=self.selection, llr=self.llr,
             power_law=self.power_law, regimes=self.regimes, reweigh=self.reweigh,
             repetition_outliers=self.repetition_outliers, level_line=self.level_line,
+            full_terms=(len(self.separation_terms_) > len(AMDAHL)
+                        if self.full_terms is None else self.full_terms),
         ).fit(runs)
 
     @property
@@ -439,6 +467,8 @@ class RuntimeModel:
                             "sized": bool(self.sized_),
                             "size_reference": dict(self.size_reference_) if self.sized_ else {},
                             "separated_from": self.interference_curve_,
+                            "separation_terms": list(self.separation_terms_),
+                            "terms_cv_mean_abs_log_error": dict(self.terms_cv_),
                             "cv_mean_abs_log_error": dict(self.interference_cv_),
                             "pooling": describe_pool(self.pool_mean_, self.pool_tau2_)},
             "cv": jsonable(self.cv_),
