@@ -14,6 +14,15 @@ bound does. At 0.95 the conformal rank of fewer than 19 errors lies beyond the l
 cases, this module's helpers): 120 move the decision more than one step today, 26 under
 `bench.studies.shape_quantile.variant("t")` (the pooled shape Student t, n - 1 degrees of
 freedom), which costs late runs at 0.95 (bench/results/shape_quantile.md): not adopted.
+The same count, seeds 0-29 (development) / 30-59 (held out), under the study's issue-34
+variants (2026-11-30, on 4a47df8): today 120 / 133; `local` (locally weighted conformal) 21 /
+61; `interior` (a lone edge run's held-out error left out) 39 / 49; `local_interior` 13 / 25;
+`dp` (Dirichlet-process ranks, PRIOR_ERRORS) 26 / 91; held out less today's, SE over seeds:
+-72 +- 20, -84 +- 21, -108 +- 22, -42 +- 25. Each, put into core/, fails `python -m bench
+gate` (24, 26, 32, 45 figures worse; 27, 31, 28, 35 better): nodesim pooled late 5.8 -> 6.4
+% (local, interior, both) and 7.7 % (dp), simulator pooled late 0.6 -> 3.2 % (dp),
+memory_e2e's simulator sgd MB-s over the oracle's 1.100 -> 1.201, 1.123, 1.223, 1.220. Not
+adopted (branch onestep).
 The test stays, strict: it fails the day the goal is met, so the marker goes then. That
 example runs first (`@example`): while it fails, Hypothesis neither searches nor shrinks (the
 search and its shrinking took 226 s of a CI run on 2 cores), and only a failed assertion

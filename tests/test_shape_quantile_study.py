@@ -41,7 +41,7 @@ def test_t_and_lower_bound_below_the_largest_error_and_leave_nothing_behind() ->
     assert _ratio_at(shape, 0.95) == today  # restored
 
 
-@pytest.mark.parametrize("name", ["t", "lower"])
+@pytest.mark.parametrize("name", ["t", "lower", "dp"])
 def test_a_variants_bound_within_a_threshold_means_p_meet_at_least_p(name: str) -> None:
     shape = pr.Shape(RATIOS)
     with sq.variant(name):
@@ -123,3 +123,41 @@ def test_robust_ratio_keeps_the_pooled_shape_and_scales_the_local_spread_by_mads
     assert spread == pytest.approx(shape.log_sd, rel=0.35)
     assert today[1] > 1.25 * spread
     assert abs(mean - shape.log_mean) < 0.01
+
+
+def _placed_errors() -> tuple[list[float], list[pr.Error]]:
+    """Twenty quiet errors at 16 executors and one of 1.5x from the lone run at 48."""
+    quiet = [pr.Error(16.0, math.exp(0.02 * math.sin(i))) for i in range(20)]
+    return [16.0] * 20 + [48.0], [*quiet, pr.Error(48.0, 1.5)]
+
+
+def test_local_reads_a_lone_large_error_as_its_own_places_not_every_candidates() -> None:
+    """Today the one 1.5x error at 48 sets the pooled shape's 95 % point, which 16's quiet
+    errors scale (121 s on a 100 s prediction); under `local` it is standardised by 48's own
+    wide scale, and 16's bound falls to 108 s (its local spread still shrunk to the pooled)."""
+    runs, errors = _placed_errors()
+
+    def bound_at_16() -> float:
+        dist = pr.predictive([16.0, 48.0], [100.0, 40.0], [0.01, 0.01], runs, errors,
+                             (16.0, 48.0))
+        return dist.quantile_s(0, 0.95)
+
+    today = bound_at_16()
+    with sq.variant("local"):
+        local = bound_at_16()
+    assert today > 120.0 > 110.0 > local
+    assert bound_at_16() == today  # restored
+
+
+def test_interior_leaves_out_the_held_out_error_of_a_run_alone_at_an_edge() -> None:
+    runs = [{"scale_out": x, "runtime_s": 1.0} for x in (8, 16, 16, 16, 16, 32)]
+
+    class Model:
+        def held_out_ratios(self) -> list[float]:
+            return [1.3, 1.01, 0.99, 1.0, 1.02, 1.5]
+
+    _, today = pr.held_out_errors(runs, Model(), None, False)  # type: ignore[arg-type,misc]
+    with sq.variant("interior"):
+        _, kept = pr.held_out_errors(runs, Model(), None, False)  # type: ignore[arg-type,misc]
+    assert [e.scale_out for e in today] == [8.0, 16.0, 16.0, 16.0, 16.0, 32.0]
+    assert [e.scale_out for e in kept] == [16.0] * 4

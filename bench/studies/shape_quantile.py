@@ -24,6 +24,18 @@ predictive distribution (core/predictive.py), patched in for the run only:
   spread the pooled sd times the ratio of the kernel-weighted MAD near it to the pooled MAD,
   its location today's pooled mean moved by the weighted median's shift from the pooled one.
 
+Issue 34's one-step goal (tests/test_decision_robustness.py counts the moves with them):
+
+* local: locally weighted conformal. Each error standardised as a candidate at its own
+  scale-out reads it (less that candidate's location, over its scale; the error itself among
+  the kernel's), every candidate's bound its location + scale x these scores' conformal
+  quantile (Student t tail beyond).
+* interior: the held-out errors of a run alone at an edge of the runs' scale-outs left out
+  (held out, such a run is an extrapolation's error, and it moves with every refit's curve).
+* local_interior: both.
+* dp: the Dirichlet-process predictive of the next standardised error, base measure the
+  Student t of `t`, concentration PRIOR_ERRORS: G(z) = (#{z_i <= z} + a T(z)) / (n + a).
+
 Each run's records go to --cache as JSON (the study's data, not the repository's). `report`
 pairs every variant with `conformal` run by run: late %, max overshoot, executor-seconds over
 the oracle's, and the paired differences with their standard errors over runs, on the
@@ -39,6 +51,7 @@ import json
 import math
 import multiprocessing
 import sys
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,13 +60,14 @@ from bench import ROOT, publish
 from bench import colocation as co
 from bench.gate import units as gate
 from cobell_cli.core import predictive as pr
-from cobell_cli.core.calibration import student_t_cdf, student_t_quantile
+from cobell_cli.core.calibration import scale_out_of, student_t_cdf, student_t_quantile
 from cobell_cli.core.plan import model_phase
 
 RESULTS = ROOT / "bench" / "results" / "shape_quantile.md"
 CACHE = Path("/tmp/cobell-shape-quantile-study")
 BASE = "conformal"
-VARIANTS = (BASE, "t", "lower", "no_pair_sd", "robust", "robust_ratio")
+VARIANTS = (BASE, "t", "lower", "no_pair_sd", "robust", "robust_ratio", "local", "interior",
+            "local_interior", "dp")
 DEV_SEED = gate.SEED
 
 Record = dict[str, Any]
@@ -135,6 +149,82 @@ def _ratio_local(errors: pr.NearErrors, shape: pr.Shape, prior_errors: float,
             total)
 
 
+def _scored(predictive: Any) -> Any:
+    """predictive.predictive whose shape is the locally standardised scores (`local`)."""
+
+    def scored(scale_outs: Sequence[float], centers_s: Sequence[float],
+               model_log_sd: Sequence[float], run_scale_outs: Sequence[float],
+               errors: Sequence[pr.Error], observed: tuple[float, float],
+               bandwidth: float = pr.LOCAL_BANDWIDTH, prior_errors: float = pr.PRIOR_ERRORS,
+               pair_log_sd: Sequence[float] | None = None) -> pr.Predictive:
+        base = predictive(scale_outs, centers_s, model_log_sd, run_scale_outs, errors,
+                          observed, bandwidth, prior_errors, pair_log_sd)
+        if base.shape is None or base.shape.degenerate:
+            return base
+        scores = local_scores([e for e in errors if e.ratio > 0], base.shape, run_scale_outs,
+                              bandwidth, prior_errors)
+        shape = pr.Shape([math.exp(z) for z in scores])
+        shape.log_mean, shape.log_sd = 0.0, 1.0  # Z: the scores as they are
+        return pr.Predictive(base.candidates, shape)
+
+    return scored
+
+
+def local_scores(errors: Sequence[pr.Error], shape: pr.Shape, run_scale_outs: Sequence[float],
+                 bandwidth: float, prior_errors: float) -> list[float]:
+    """Each error less the location, over the scale (extrapolation aside), that a candidate at
+    its run's scale-out gets; an error without a scale-out by the pooled ones."""
+    placed = [(math.log(e.scale_out), math.log(e.ratio)) for e in errors
+              if e.scale_out is not None and e.scale_out > 0]
+    near = pr.NearErrors.of([t for t, _ in placed], [v for _, v in placed])
+    runs = [math.log(x) for x in run_scale_outs if x > 0]
+    points = {*runs, *near.at_s}
+    out = []
+    for e in errors:
+        if e.scale_out is None or e.scale_out <= 0:
+            out.append((math.log(e.ratio) - shape.log_mean) / max(shape.log_sd, pr.MIN_LOG_SD))
+            continue
+        at = {p: pr._kernel(math.log(e.scale_out) - p, bandwidth) for p in points}
+        location, spread, _ = pr._local(near, shape, prior_errors, at)
+        scale = spread * math.sqrt(1.0 + 1.0 / (sum(map(at.__getitem__, runs)) + 1.0))
+        out.append((math.log(e.ratio) - location) / max(scale, pr.MIN_LOG_SD))
+    return out
+
+
+def _interior(held_out_errors: Any) -> Any:
+    """calibration.held_out_errors less the errors of a run alone at an edge (`interior`)."""
+
+    def interior(runs: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any) -> Any:
+        found = held_out_errors(runs, *args, **kwargs)
+        if found is None or not found[0].startswith("held-out"):
+            return found
+        xs = [scale_out_of(r) for r in runs]
+        lone = {x for x in (min(filter(None, xs), default=None),
+                            max(filter(None, xs), default=None))
+                if x is not None and xs.count(x) == 1}
+        # the model's own errors come first, run by run; the recorded outcomes after them
+        kept = [e for i, e in enumerate(found[1])
+                if not (i < len(xs) and e.scale_out == xs[i] and e.scale_out in lone)]
+        return found[0], kept if len(kept) >= 4 else found[1]
+
+    return interior
+
+
+def _dp_cdf(shape: pr.Shape, z: float) -> float:
+    """The Dirichlet-process predictive at z (`dp`; today's below three errors)."""
+    logs = [(math.log(r) - shape.log_mean) / shape.log_sd for r in shape.distribution.ordered]
+    t = student_t_cdf(z / _t_inflate(shape), shape.n - 1)
+    return (bisect_right(logs, z) + pr.PRIOR_ERRORS * t) / (shape.n + pr.PRIOR_ERRORS)
+
+
+def _dp_quantile(shape: pr.Shape, p: float) -> float:
+    lo, hi = -50.0, 50.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _dp_cdf(shape, mid) >= p else (mid, hi)
+    return hi
+
+
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The planner with `name`'s predictive distribution while inside (module doc)."""
@@ -142,6 +232,7 @@ def variant(name: str) -> Iterator[None]:
         raise ValueError(f"unknown variant {name!r}: one of {', '.join(VARIANTS)}")
     cdf, quantile, pair_sd = pr.Shape.cdf, pr.Shape.quantile, model_phase._pair_log_sd
     init, local = pr.Shape.__init__, pr._local
+    predictive, held_out = pr.predictive, pr.held_out_errors
 
     def robust_init(shape: pr.Shape, ratios: Sequence[float]) -> None:
         init(shape, ratios)
@@ -159,6 +250,12 @@ def variant(name: str) -> Iterator[None]:
         t = student_t_quantile(p, shape.n - 1) * _t_inflate(shape)
         return min(t, quantile(shape, p)) if name == "lower" else t
 
+    def dp_cdf(shape: pr.Shape, z: float) -> float:
+        return _dp_cdf(shape, z) if _t_usable(shape) else cdf(shape, z)
+
+    def dp_quantile(shape: pr.Shape, p: float) -> float:
+        return _dp_quantile(shape, p) if _t_usable(shape) else quantile(shape, p)
+
     try:
         if name in ("t", "lower"):
             pr.Shape.cdf, pr.Shape.quantile = t_cdf, t_quantile  # type: ignore[method-assign]
@@ -168,10 +265,17 @@ def variant(name: str) -> Iterator[None]:
             pr.Shape.__init__, pr._local = robust_init, _robust_local  # type: ignore[method-assign]
         if name == "robust_ratio":
             pr._local = _ratio_local
+        if name in ("local", "local_interior"):
+            pr.predictive = _scored(predictive)
+        if name in ("interior", "local_interior"):
+            pr.held_out_errors = _interior(held_out)
+        if name == "dp":
+            pr.Shape.cdf, pr.Shape.quantile = dp_cdf, dp_quantile  # type: ignore[method-assign]
         yield
     finally:
         pr.Shape.cdf, pr.Shape.quantile = cdf, quantile  # type: ignore[method-assign]
         pr.Shape.__init__, pr._local = init, local  # type: ignore[method-assign]
+        pr.predictive, pr.held_out_errors = predictive, held_out
         model_phase._pair_log_sd = pair_sd
 
 
