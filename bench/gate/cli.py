@@ -150,12 +150,31 @@ def run(work: Sequence[u.Unit], jobs: int, debug: bool,
 
 def _silent() -> None:
     """A worker's output goes nowhere: the benchmarks' own prints (and the history imports'
-    notes) are not the gate's; a unit's failure comes back through its future."""
+    notes) are not the gate's; a unit's failure comes back through its future. A worker
+    ends with the gate (`_orphaned_exit`)."""
+    _orphaned_exit(os.getppid())
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the worker's, for its lifetime)
     sys.stderr = sys.stdout
+
+
+ORPHAN_CHECK_S = 1.0
+
+
+def _orphaned_exit(parent: int) -> None:
+    """End this worker once its gate is gone: a killed gate (SIGKILL, or SIGTERM to its pid
+    alone) left its workers computing their units for 20 minutes, beside the timings and
+    recordings the machine was then quiet for."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def _timed(unit: u.Unit) -> tuple[Any, float]:
