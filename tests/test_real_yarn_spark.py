@@ -207,6 +207,22 @@ def _run(db: Path, job: str) -> dict[str, Any]:
     return run
 
 
+def _live_executors_at_peak(event_log: Path) -> tuple[int, set[int]]:
+    """The most executors alive at once, and their core counts, from the event log's events
+    (a rolling log's parts in order), not through cobell's own fold, which other tests check."""
+    from cobell_cli.sources.eventlog import iter_events
+
+    live, peak, cores = 0, 0, set()
+    for event in iter_events(event_log):
+        if event["Event"] == "SparkListenerExecutorAdded":
+            live += 1
+            cores.add(event["Executor Info"]["Total Cores"])
+        elif event["Event"] == "SparkListenerExecutorRemoved":
+            live -= 1
+        peak = max(peak, live)
+    return peak, cores
+
+
 # --- 1. submit: executors, tags, dynamic allocation, the app id, the event log -------------
 
 
@@ -223,10 +239,15 @@ def test_a_cluster_mode_submit_gets_its_executors_and_is_recorded(
     command = json.loads(run["command"])
     assert command[command.index("--num-executors") + 1] == "2"
     assert "spark.dynamicAllocation.enabled=false" in command
-    # what YARN granted: the AM (the driver, in cluster mode) and two executors, one vcore each
+    # what YARN granted: the AM (the driver, in cluster mode) and the executors, one vcore
+    # each. The RM may hand Spark a container more than it asked for, which Spark then does
+    # not use (a CI run on a loaded machine saw 4; SPARK-49783, FLINK-8613): what ran is
+    # counted where Spark says it, in the driver's event log.
     seen = scenario.scaling_running
     assert seen is not None and seen["id"] == run["app_id"]
-    assert (seen["runningContainers"], seen["allocatedVCores"]) == (3, 3)
+    assert seen["runningContainers"] >= 3
+    assert seen["allocatedVCores"] == seen["runningContainers"]
+    assert _live_executors_at_peak(Path(run["event_log"])) == (2, {1})
     assert app["vcoreSeconds"] > 0 and app["memorySeconds"] > 0
     # our runtime is spark-submit's wall time: it holds the app's whole life on the RM
     assert run["started_at"] <= app["startedTime"] / 1000 + 1
