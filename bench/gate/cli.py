@@ -131,7 +131,8 @@ def run(work: Sequence[u.Unit], jobs: int, debug: bool,
     failures: list[tuple[u.Unit, str]] = []
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context,
-                                                initializer=_silent) as pool:
+                                                initializer=_silent,
+                                                initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(_timed, unit): unit for unit in work}
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             unit = futures[future]
@@ -148,11 +149,12 @@ def run(work: Sequence[u.Unit], jobs: int, debug: bool,
     return results, failures
 
 
-def _silent() -> None:
+def _silent(gate: int) -> None:
     """A worker's output goes nowhere: the benchmarks' own prints (and the history imports'
     notes) are not the gate's; a unit's failure comes back through its future. A worker
-    ends with the gate (`_orphaned_exit`)."""
-    _orphaned_exit(os.getppid())
+    ends with the gate (`_orphaned_exit`), whose pid it is given: a gate killed while its
+    worker was still starting has already left it another parent by now."""
+    _orphaned_exit(gate)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
