@@ -46,3 +46,31 @@ def test_overlap_ratio_is_a_fraction_of_our_runtime(start, length, a, b) -> None
     for row in rows:
         assert 0 < row["overlap_s"] <= length + 1e-3
         assert 0 <= row["overlap_ratio"] <= 1
+
+
+def test_every_api_name_resolves_to_its_modules_object() -> None:
+    """The names `cobell_cli.api` loads on first use (its `_LAZY` table) are the very objects
+    the TYPE_CHECKING imports name, under the API's name where it differs from the module's,
+    and no lazy module is loaded by importing the API (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ast, importlib, inspect, sys\n"
+        "import cobell_cli.api as api\n"
+        "early = sorted(m for m in set(api._LAZY.values()) if m.partition(':')[0] in sys.modules"
+        " and m.partition(':')[0].startswith('cobell_cli.api.deadlines'))\n"
+        "tree = ast.parse(inspect.getsource(api))\n"
+        "guard = next(n for n in tree.body if isinstance(n, ast.If))\n"
+        "pairs = {(a.asname or a.name): (i.module, a.name) for i in guard.body"
+        " for a in i.names}\n"
+        "assert set(pairs) == set(api._LAZY), set(pairs) ^ set(api._LAZY)\n"
+        "for name, (module, attribute) in pairs.items():\n"
+        "    assert getattr(api, name) is getattr(importlib.import_module(module), attribute)\n"
+        "missing = [n for n in api.__all__ if not hasattr(api, n)]\n"
+        "print(early, missing)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]"]

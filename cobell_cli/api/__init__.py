@@ -72,7 +72,8 @@ from cobell_cli.core.words import count, duration_text
 # Loaded on first use: the deadline scheduler (core/schedule) costs ~80 ms to import, and only
 # a --deadline needs it; predict, submit and the history commands import this package. The
 # types a script annotates with (History, Settings, StartDecision) and the P(meet) text of the
-# plan's reasons load the same way, so importing the API stays cheap.
+# plan's reasons load the same way, so importing the API stays cheap. API name -> its module,
+# or "module:name" where the API gives it under another name than its module's.
 _LAZY = {
     **{name: "cobell_cli.api.deadlines"
        for name in ("DeadlineRequest", "check_deadline", "plan_for_deadline")},
@@ -95,22 +96,17 @@ _LAZY = {
     "measure_input": "cobell_cli.api.command",
     "Outcome": "cobell_cli.run.submit",
     "Interrupted": "cobell_cli.interrupts",
-}
-
-
-# Names the API gives under another name than their module's: API name -> (module, name).
-_RENAMED = {
-    "resource_profile_text": ("cobell_cli.api.profile_priors", "profile_text"),
-    "memory_feature_value": ("cobell_cli.core.memory.records", "feature_value"),
+    "resource_profile_text": "cobell_cli.api.profile_priors:profile_text",
+    "memory_feature_value": "cobell_cli.core.memory.records:feature_value",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY or name in _RENAMED:
+    if name in _LAZY:
         import importlib
 
-        module, attribute = _RENAMED.get(name, (_LAZY.get(name), name))
-        return getattr(importlib.import_module(module), attribute)
+        module, _, attribute = _LAZY[name].partition(":")
+        return getattr(importlib.import_module(module), attribute or name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
