@@ -56,9 +56,10 @@ def fake_spark_submit(tmp_path: Path, rm_url: str | None) -> tuple[Path, Path]:
 
 
 def interrupted_submit(
-    db: Path, fake: Path, started: Path, sig: int, *where: str
+    db: Path, fake: Path, started: Path, sig: int, *where: str, app_id_printed: bool = True
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
-    """`cobell submit --json` of the fake in cluster mode, `sig` once the job runs."""
+    """`cobell submit --json` of the fake in cluster mode, `sig` once the job runs (and, when
+    the fake prints one, once cobell has recorded the app id its output named)."""
     argv = [sys.executable, "-m", "cobell_cli", "--db", str(db), "submit", "-j", "etl", "-t",
             "60", "--max-scale-out", "4", *where, "--json", "--", str(fake), "--master", "yarn",
             "--deploy-mode", "cluster", "etl.py"]  # fmt: skip
@@ -68,7 +69,8 @@ def interrupted_submit(
                             env=env, preexec_fn=as_from_a_terminal)
     try:
         wait_for(started.exists, what="the job started")
-        time.sleep(0.3)  # the app id printed before `started` has reached cobell (0.1 s polls)
+        if app_id_printed:
+            wait_for(lambda: recorded_app_id(db), what="cobell recording the app id")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -77,6 +79,14 @@ def interrupted_submit(
             proc.wait()
     done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     return done, json.loads(out.strip().splitlines()[-1])
+
+
+def recorded_app_id(db: Path) -> str | None:
+    """The app id on the submit's row as cobell records it while the job runs (its
+    recorder writes it in the background once the job's output names it)."""
+    with History.open(db, read_only=True) as history:
+        runs = history.runs(job="etl")
+    return runs[0]["app_id"] if runs else None
 
 
 def the_run(db: Path) -> dict:
@@ -153,7 +163,7 @@ def test_cobell_killed_while_it_asks_the_rm_leaves_the_run_recorded(
                             env=env, preexec_fn=as_from_a_terminal)
     try:
         wait_for(started.exists, what="the job started")
-        time.sleep(0.3)  # the app id has reached cobell (0.1 s polls)
+        wait_for(lambda: recorded_app_id(db), what="cobell recording the app id")
         (app_id,) = live_rm.apps
         live_rm.hang = True
         proc.send_signal(signal.SIGINT)
@@ -189,7 +199,7 @@ def test_no_rm_configured_and_no_app_id_are_said_too(tmp_path: Path) -> None:
     started.unlink()
     fake, started = fake_spark_submit(tmp_path, None)
     proc, _ = interrupted_submit(tmp_path / "h2.db", fake, started, signal.SIGINT,
-                                 "--cluster", "none")
+                                 "--cluster", "none", app_id_printed=False)
     assert proc.returncode == 130, proc.stderr
     line = one_warning(proc.stderr)
     assert "before its YARN application id appeared in its output" in line
