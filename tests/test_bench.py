@@ -213,6 +213,17 @@ def test_latency_quick_on_a_tiny_history(bell_dir):
     assert f"| predict, {one} |" in text
 
 
+def test_the_must_fit_goal_is_judged_at_every_history_size() -> None:
+    from bench import latency
+
+    m = {"predict, 100 runs, no cache": {"wall_s": 1.0},
+         "predict, 1000 runs, no cache": {"wall_s": 0.5}, "predict, 1000 runs": {"wall_s": 0.2}}
+    line = latency._must_fit_goal(m, (100, 1000, 10_000), spark_s=2.8)
+    assert line.startswith("- a predict that must fit <= 0.2x")
+    assert line.endswith("100 runs 0.357x (the job's runs: ten refits) (MISSED);"
+                         " 1000 runs 0.179x (met)")
+
+
 # --- confidence levels ------------------------------------------------------------------------
 
 
