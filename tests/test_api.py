@@ -51,15 +51,14 @@ def test_overlap_ratio_is_a_fraction_of_our_runtime(start, length, a, b) -> None
 def test_every_api_name_resolves_to_its_modules_object() -> None:
     """The names `cobell_cli.api` loads on first use (its `_LAZY` table) are the very objects
     the TYPE_CHECKING imports name, under the API's name where it differs from the module's,
-    and no lazy module is loaded by importing the API (a fresh interpreter)."""
+    and importing the API loads no deadline scheduler (core/schedule; a fresh interpreter)."""
     import subprocess
     import sys
 
     code = (
         "import ast, importlib, inspect, sys\n"
         "import cobell_cli.api as api\n"
-        "early = sorted(m for m in set(api._LAZY.values()) if m.partition(':')[0] in sys.modules"
-        " and m.partition(':')[0].startswith('cobell_cli.api.deadlines'))\n"
+        "early = sorted(m for m in sys.modules if m.startswith('cobell_cli.core.schedule'))\n"
         "tree = ast.parse(inspect.getsource(api))\n"
         "guard = next(n for n in tree.body if isinstance(n, ast.If))\n"
         "pairs = {(a.asname or a.name): (i.module, a.name) for i in guard.body"
