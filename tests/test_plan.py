@@ -879,3 +879,22 @@ def test_a_huge_range_decides_as_the_dense_grid_would(
     assert sparse.predicted_s == dense.predicted_s and sparse.reason == dense.reason
     by_x = {c.scale_out: c for c in dense.candidates}
     assert all(by_x[c.scale_out] == c for c in sparse.candidates)
+
+
+def test_a_job_that_never_ran_alone_is_warned_of_when_its_plan_has_it_alone() -> None:
+    """Every run shared the cluster, so the job's speed alone is inferred: the plan says so
+    when it has the job run alone (a quiet cluster, or --cluster none), not when a co-runner
+    is there, nor once one run ran alone."""
+    busy_runs = [run(i, x, 900 / x + 60, overlaps={"wc": 0.4 + 0.1 * (i % 4)})
+                 for i, x in enumerate([4, 8, 16, 32] * 3)]
+    args = dict(job="sgd", now=NOW, target_s=150.0, min_scale_out=1, max_scale_out=64)
+    quiet = plan(history=busy_runs, **args)
+    assert quiet.phase == "model"
+    (line,) = [w for w in quiet.warnings if "ran alone" in w]
+    assert line.startswith("none of sgd's 12 runs ran alone, and this plan has it run alone")
+    with_co_runner = plan(history=busy_runs, co_runners=[app("application_1", "wc", NOW - 10)],
+                          **args)
+    assert with_co_runner.co_runners and not any("ran alone" in w
+                                                 for w in with_co_runner.warnings)
+    once_alone = [*busy_runs, run(12, 16, 900 / 16 + 60, overlaps={})]
+    assert not any("ran alone" in w for w in plan(history=once_alone, **args).warnings)

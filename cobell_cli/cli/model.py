@@ -42,6 +42,8 @@ def show_rows(description: dict[str, Any]) -> list[dict[str, Any]]:
     """The description as (field, value) rows for people."""
     rows: list[dict[str, Any]] = [
         {"field": "runs used", "value": description["n_runs"]},
+        *([{"field": "runs alone", "value": description["n_runs_alone"]}]
+          if "n_runs_alone" in description else []),
         {"field": "scale-outs", "value": "{} distinct, {:g}..{:g}".format(
             description["n_scale_outs"], *description["scale_out_range"])},
     ]

@@ -164,6 +164,7 @@ class RuntimeModel:
         overlap seconds, as describe() reports them."""
         x, y = plain.scale_out, plain.runtime_s
         self.n_runs_ = plain.n
+        self.n_runs_alone_ = int(np.count_nonzero(~np.any(plain.overlap > 0, axis=1)))
         self.scale_out_range_ = (float(x.min()), float(x.max()))
         self.n_scale_outs_ = int(distinct(x).size)
         self.co_runners_ = plain.co_runners
@@ -456,6 +457,7 @@ class RuntimeModel:
     def describe(self) -> dict[str, Any]:
         return {
             "n_runs": self.n_runs_,
+            "n_runs_alone": self.n_runs_alone_,
             "n_scale_outs": self.n_scale_outs_,
             "scale_out_range": list(self.scale_out_range_),
             "interpolation": self.interp_.describe(),

@@ -28,6 +28,7 @@ from cobell_cli.core.plan.records import (
 )
 from cobell_cli.core.predictive import Predictive, calibrated_distribution
 from cobell_cli.core.running import RunningApp
+from cobell_cli.core.words import count
 
 DEFAULT_INTERVAL_CONFIDENCE = 0.9  # the interval shown when no --confidence decides
 
@@ -208,12 +209,30 @@ def _model_plan(
         bounds = replace(bounds, meet_probability=None)
     decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s, prices)
     views = _co_runner_views(apps, ov, decision.index, phase, max_iter, warnings)
+    if considered:
+        warnings.extend(_never_alone(model, ov, decision.index, common["job"]))
     n_overlapping = len(apps) if ov.prediction is not None else 0
     reason = _reason(phase, candidates, bounds, decision, confidence, common, n_overlapping)
     if not decision.feasible:
         warnings.append(_infeasible_warning(candidates, target_s, decision, bounds, confidence))
     return _model_plan_record(model, phase, reason, candidates, bounds, decision, ov, views,
                               confidence, warnings, common)
+
+
+def _never_alone(model: RuntimeModel, ov: _Overlaps, i: int, job: str) -> list[str]:
+    """A plan for a job that runs alone now, from runs that never did: its runtime alone is
+    then read from co-located runs, which cannot tell the job's own speed from its
+    co-runners' slow-down (bench/results/profiles_gap.md, part 3: 0.43x to 2.13x the runtime
+    alone on the real profile sets' folds)."""
+    described = model.describe() or {}
+    rows = ov.per_candidate()
+    alone_now = rows is None or not any(v > 0 for v in rows[i].values())
+    if described.get("n_runs_alone") != 0 or not described.get("interference") or not alone_now:
+        return []
+    return [f"none of {job}'s {count(described['n_runs'], 'run')} ran alone, and this plan has"
+            " it run alone: its runtime alone is inferred from runs beside co-runners, which"
+            " cannot tell its own speed from their slow-down (on real runs it came out from under"
+            " half to over twice the runtime alone); one run alone settles it"]
 
 
 def _reason(
