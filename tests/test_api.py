@@ -52,8 +52,7 @@ def test_every_api_name_resolves_to_its_modules_object() -> None:
     """The names `cobell_cli.api` loads on first use (its `_LAZY` table) are the very objects
     the TYPE_CHECKING imports name, under the API's name where it differs from the module's,
     and importing the API loads no deadline scheduler (core/schedule; a fresh interpreter)."""
-    import subprocess
-    import sys
+    from tests.test_cached_path_imports import run_python
 
     code = (
         "import ast, importlib, inspect, sys\n"
@@ -69,7 +68,4 @@ def test_every_api_name_resolves_to_its_modules_object() -> None:
         "missing = [n for n in api.__all__ if not hasattr(api, n)]\n"
         "print(early, missing)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[]", "[]"]
+    assert run_python(code).split() == ["[]", "[]"]

@@ -180,8 +180,10 @@ class RuntimeModel:
         self.terms_cv_: dict[str, float] = {}
         if self.n_scale_outs_ >= MIN_SCALE_OUTS_FOR_CV + 1:
             return FEATURES
-        if self.full_terms is not None or self.n_scale_outs_ < 3:
-            return FEATURES if self.full_terms and self.n_scale_outs_ >= 3 else AMDAHL
+        if self.n_scale_outs_ < 3 or self.full_terms is False:
+            return AMDAHL
+        if self.full_terms:
+            return FEATURES
         base, self.terms_cv_ = choose_terms(plain, [AMDAHL, FEATURES], self.pooling,
                                             self.selection)
         return base

@@ -209,22 +209,24 @@ def _model_plan(
         bounds = replace(bounds, meet_probability=None)
     decision = _decide(xs, bounds, model.scale_out_range_, confidence, target_s, prices)
     views = _co_runner_views(apps, ov, decision.index, phase, max_iter, warnings)
+    description = model.describe()
     if considered:
-        warnings.extend(_never_alone(model, ov, decision.index, common["job"]))
+        warnings.extend(_never_alone(description, ov, decision.index, common["job"]))
     n_overlapping = len(apps) if ov.prediction is not None else 0
     reason = _reason(phase, candidates, bounds, decision, confidence, common, n_overlapping)
     if not decision.feasible:
         warnings.append(_infeasible_warning(candidates, target_s, decision, bounds, confidence))
-    return _model_plan_record(model, phase, reason, candidates, bounds, decision, ov, views,
+    return _model_plan_record(description, phase, reason, candidates, bounds, decision, ov, views,
                               confidence, warnings, common)
 
 
-def _never_alone(model: RuntimeModel, ov: _Overlaps, i: int, job: str) -> list[str]:
+def _never_alone(described: Mapping[str, Any] | None, ov: _Overlaps, i: int, job: str,
+                 ) -> list[str]:
     """A plan for a job that runs alone now, from runs that never did: its runtime alone is
     then read from co-located runs, which cannot tell the job's own speed from its
     co-runners' slow-down (bench/results/profiles_gap.md, part 3: 0.43x to 2.13x the runtime
     alone on the real profile sets' folds)."""
-    described = model.describe() or {}
+    described = described or {}
     rows = ov.per_candidate()
     alone_now = rows is None or not any(v > 0 for v in rows[i].values())
     if described.get("n_runs_alone") != 0 or not described.get("interference") or not alone_now:
@@ -288,7 +290,7 @@ def _infeasible_warning(
 
 
 def _model_plan_record(
-    model: RuntimeModel,
+    description: Mapping[str, Any] | None,
     phase: Phase,
     reason: str,
     candidates: Sequence[int],
@@ -316,7 +318,7 @@ def _model_plan_record(
         warnings=tuple(warnings),
         co_runners=views,
         candidates=_candidate_rows(candidates, bounds, decision, ov),
-        model=jsonable(model.describe()),
+        model=jsonable(description),
         overlap_iterations=max(pred.iterations) if pred is not None else None,
         overlap_converged=all(pred.converged) if pred is not None else None,
         calibration=bounds.calibration,
