@@ -82,9 +82,6 @@ class Command:
         for sub in self.subcommands:
             yield from sub.walk()
 
-    def all_examples(self) -> list[str]:
-        return [ex for cmd in self.walk() for ex in cmd.examples]
-
 
 def _summary(text: str) -> str:
     first = " ".join(text.split("\n\n", 1)[0].split())

@@ -148,7 +148,3 @@ def _fit_saturating(z: Sequence[float], y: Sequence[float]) -> Fitted:
             best = (err, Fitted("saturating", fit.a, fit.b, tau))
     assert best is not None
     return best[1]
-
-
-def relative_sse(fit: Fitted, z: Sequence[float], y: Sequence[float]) -> float:
-    return sum(((fit.predict(zi) - yi) / yi) ** 2 for zi, yi in zip(z, y, strict=True))

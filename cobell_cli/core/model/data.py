@@ -122,9 +122,3 @@ def _co_scale_outs(given: Any, overlaps: Mapping[str, float]) -> dict[str, float
         if key in overlaps and math.isfinite(v) and v > 0:
             out[key] = v
     return out
-
-
-def group_by_scale_out(scale_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct scale-outs (sorted) and, for each run, the index of its scale-out."""
-    levels, index = np.unique(scale_out, return_inverse=True)
-    return levels, index
