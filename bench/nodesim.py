@@ -66,6 +66,7 @@ from bench.simulator import (
     Curve,
     MemoryBehaviour,
     SimJob,
+    advance,
     driver_progress,
     load_curves,
     observed_resources,
@@ -174,32 +175,7 @@ def simulate(jobs: Sequence[SimJob], noise: NodeNoise, cluster: Cluster | None =
     already in the noise's placements.
     """
     del cluster
-    state = [SimJob(j.key, j.job, j.scale_out, j.start_s, j.work_s) for j in jobs]
-    if not state:
-        return state
-    t = min(j.start_s for j in state)
-    horizon = math.inf if until_s is None else until_s
-    while True:
-        active = [j for j in state if j.start_s <= t and j.finish_s is None]
-        pending = [j.start_s for j in state if j.start_s > t]
-        if not active and not pending:
-            break
-        rates = job_rates(active, noise)
-        dt = min((j.work_s - j.done_s) / rates[j.key] for j in active) if active else math.inf
-        if pending:
-            dt = min(dt, min(pending) - t)
-        if t + dt >= horizon:
-            for j in active:
-                j.done_s += rates[j.key] * (horizon - t)
-                j.trace.append((horizon, j.done_s))
-            break
-        t += dt
-        for j in active:
-            j.done_s = min(j.work_s, j.done_s + rates[j.key] * dt)
-            if j.work_s - j.done_s <= 1e-9 * j.work_s:
-                j.done_s, j.finish_s = j.work_s, t
-            j.trace.append((t, j.done_s))
-    return state
+    return advance(jobs, lambda active: job_rates(active, noise), until_s)
 
 
 def run_resources(job: str, key: str, seed: int = 0) -> dict[str, float]:

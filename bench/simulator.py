@@ -36,7 +36,7 @@ from __future__ import annotations
 import csv
 import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,6 +186,17 @@ def slowdown(victim: SimJob, others: Sequence[SimJob], noise: RunNoise, c: Conte
 def simulate(jobs: Sequence[SimJob], noise: RunNoise, contention: Contention,
              until_s: float | None = None) -> list[SimJob]:
     """Advance copies of `jobs` to the end (or to `until_s`); returns them with finish/done."""
+    def rates(active: Sequence[SimJob]) -> dict[str, float]:
+        return {j.key: 1.0 / (1.0 + slowdown(j, active, noise, contention)) for j in active}
+
+    return advance(jobs, rates, until_s)
+
+
+def advance(jobs: Sequence[SimJob], job_rates: Callable[[Sequence[SimJob]], dict[str, float]],
+            until_s: float | None = None) -> list[SimJob]:
+    """Copies of `jobs` advanced from event to event (a start, an end) to the end or to
+    `until_s`, each active job doing `job_rates(active)[key]` seconds of its work per second:
+    the clock of both simulated worlds, which differ only in the rates."""
     state = [SimJob(j.key, j.job, j.scale_out, j.start_s, j.work_s) for j in jobs]
     if not state:
         return state
@@ -196,7 +207,7 @@ def simulate(jobs: Sequence[SimJob], noise: RunNoise, contention: Contention,
         pending = [j.start_s for j in state if j.start_s > t]
         if not active and not pending:
             break
-        rates = {j.key: 1.0 / (1.0 + slowdown(j, active, noise, contention)) for j in active}
+        rates = job_rates(active)
         dt = min((j.work_s - j.done_s) / rates[j.key] for j in active) if active else math.inf
         if pending:
             dt = min(dt, min(pending) - t)
@@ -432,6 +443,6 @@ def heap_peak_mb(need_mb: float, reserved_mb: float, fill: float) -> float:
 
 
 __all__ = ["JOB_FILES", "PROFILES", "RESOURCES", "SHAPES", "Contention", "Curve", "RunNoise",
-           "SimJob", "SparkShape", "driver_progress", "executed_stages", "load_curves",
+           "SimJob", "SparkShape", "advance", "driver_progress", "executed_stages", "load_curves",
            "observed_resources", "pair_slowdown", "run_resources", "run_shape", "simulate",
            "slowdown", "stage_shares"]
