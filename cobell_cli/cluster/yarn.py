@@ -176,6 +176,14 @@ def parse_apps(
     patterns: Mapping[str, Any] | None = None,
 ) -> list[RunningApp]:
     """The RM's apps document in any documented shape (module doc); ShapeError otherwise."""
+    known = list(known_jobs)
+    parsed = (parse_app(item, known, patterns) for item in app_items(doc))
+    return [app for app in parsed if app is not None]
+
+
+def app_items(doc: Any) -> list[Any]:
+    """The `app` list of an apps document in any documented shape (module doc): running
+    apps and the finished ones an import pages through; ShapeError otherwise."""
     if not isinstance(doc, Mapping) or "apps" not in doc:
         raise ShapeError("expected an object with an 'apps' key")
     apps = doc["apps"]
@@ -187,12 +195,10 @@ def parse_apps(
     if items is None:
         return []
     if isinstance(items, Mapping):  # a single app, as some XML-to-JSON gateways render it
-        items = [items]
+        return [items]
     if not isinstance(items, list):
         raise ShapeError("'apps.app' is not a list")
-    known = list(known_jobs)
-    parsed = (parse_app(item, known, patterns) for item in items)
-    return [app for app in parsed if app is not None]
+    return items
 
 
 def cluster_info(answer: Answer) -> Mapping[str, Any]:

@@ -37,6 +37,7 @@ from cobell_cli.cluster.yarn import (
     API,
     FINISHED_STATES,
     ShapeError,
+    app_items,
     mean_executors,
     node_label_of,
     vcore_seconds,
@@ -97,25 +98,6 @@ def parse_finished(
     )
 
 
-def _apps_list(doc: Any) -> list[Any]:
-    """The `app` list of an apps document in any documented shape (cluster.yarn's rules)."""
-    if not isinstance(doc, Mapping) or "apps" not in doc:
-        raise ShapeError("expected an object with an 'apps' key")
-    apps = doc["apps"]
-    if apps is None:
-        return []
-    if not isinstance(apps, Mapping):
-        raise ShapeError("'apps' is neither null nor an object")
-    items = apps.get("app")
-    if items is None:
-        return []
-    if isinstance(items, Mapping):
-        return [items]
-    if not isinstance(items, list):
-        raise ShapeError("'apps.app' is not a list")
-    return items
-
-
 def finished_docs(
     cluster: Any,
     begin_ms: int,
@@ -149,7 +131,7 @@ def finished_docs(
 def _ask(cluster: Any, params: Mapping[str, Any]) -> list[Any]:
     answer = cluster._get(f"{API}/apps", params)
     try:
-        return _apps_list(answer.data)
+        return app_items(answer.data)
     except ShapeError as exc:
         raise ClusterError(
             f"the YARN RM at {answer.base_url} answered an apps document cobell does not "
