@@ -266,13 +266,19 @@ def draw_runs(variant: str, target: str, cfg: Config, curves: Mapping[str, Curve
 
 def seed_world(target: str, curves: Mapping[str, Curve], world: Truth, seed: int) -> World:
     """The target starts empty; each co-runner job has six earlier solo runs."""
-    memory = World(target)
-    rng = np.random.default_rng([seed, 99])
-    for job in INTERFERERS:
+    return add_solo_runs(World(target), INTERFERERS, curves, world,
+                         np.random.default_rng([seed, 99]), -1e7)
+
+
+def add_solo_runs(memory: World, jobs: Sequence[str], curves: Mapping[str, Curve], world: Truth,
+                  rng: np.random.Generator, first_start_s: float) -> World:
+    """Each job's runs alone at SEED_SCALE_OUTS, RUN_SPACING_S apart from first_start_s, their
+    repetitions drawn from `rng` in that order: the history a world starts from."""
+    for job in jobs:
         for k, x in enumerate(SEED_SCALE_OUTS):
             noise = world.draw(rng, curves)
             runtime = curves[job].isolated_s(x, noise.rep_index[job])
-            start = -1e7 + k * RUN_SPACING_S
+            start = first_start_s + k * RUN_SPACING_S
             memory.add(job, scale_out=x, runtime_s=runtime, started_at=start,
                        finished_at=start + runtime, target_s=None, overlaps={})
     return memory

@@ -28,11 +28,11 @@ import numpy as np
 from bench.colocation import (
     INTERFERER_SCALE_OUTS,
     RUN_SPACING_S,
-    SEED_SCALE_OUTS,
     Truth,
     World,
     _by_job,
     _sizes_by_job,
+    add_solo_runs,
 )
 from bench.simulator import Curve, SimJob
 from cobell_cli.api import measured_overlaps
@@ -113,16 +113,7 @@ def draw_round(pattern: str, index: int, seed: int, curves: Mapping[str, Curve],
 
 def seeded_memory(curves: Mapping[str, Curve], world: Truth, seed: int) -> World:
     """Every job's six solo runs at SEED_SCALE_OUTS (as bench.colocation seeds its co-runners)."""
-    memory = World("")
-    rng = np.random.default_rng([seed, 98])
-    for job in JOBS:
-        for k, x in enumerate(SEED_SCALE_OUTS):
-            noise = world.draw(rng, curves)
-            runtime = curves[job].isolated_s(x, noise.rep_index[job])
-            start = -2e7 + k * RUN_SPACING_S
-            memory.add(job, scale_out=x, runtime_s=runtime, started_at=start,
-                       finished_at=start + runtime, target_s=None, overlaps={})
-    return memory
+    return add_solo_runs(World(""), JOBS, curves, world, np.random.default_rng([seed, 98]), -2e7)
 
 
 @dataclass
