@@ -135,6 +135,28 @@ def test_dead_running_run_becomes_lost_on_open(tmp_path: Path) -> None:
         assert history.training_runs("sgd") == []
 
 
+def test_dead_runs_of_every_job_are_found_along_the_job_index(tmp_path: Path) -> None:
+    """Every open asks for this host's dead runs: among many finished runs, the running ones
+    of every job (names sorting anywhere, any script) are found without reading each run."""
+    path = tmp_path / "h.db"
+    jobs = ["a", "sgd", "Zeta", "日本語-etl", "z" * 64]
+    with History.open(path) as history:
+        history.insert_runs([run(job) for job in jobs for _ in range(40)])
+        dead = {job: history.start_run(job=job, host="here", pid=424242) for job in jobs}
+        history.start_run(job="sgd", host="here", pid=1)
+        history.start_run(job="a", host="other-host", pid=424242)
+    with History.open(path, read_only=True) as history:
+        statements: list[str] = []
+        history.conn.set_trace_callback(statements.append)
+        assert sorted(history.dead_runs("here", alive=lambda pid: pid == 1)) == sorted(
+            dead.values())
+        history.conn.set_trace_callback(None)
+        assert history.dead_runs("nowhere") == []
+        (query,) = statements
+        plan = " ".join(row[-1] for row in history.conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "SCAN runs" not in plan, plan
+
+
 def test_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     History.open(path).close()
@@ -228,7 +250,7 @@ def test_concurrent_writers_all_land(tmp_path: Path) -> None:
     assert errors == []
     with History.open(path) as history:
         assert history.count() == 160
-        assert history.integrity_ok()
+        assert history.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert {r["status"] for r in history.runs()} == {"succeeded"}
 
 

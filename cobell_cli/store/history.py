@@ -29,7 +29,7 @@ from cobell_cli.errors import HistoryError, UsageError
 from cobell_cli.store import files, journal
 from cobell_cli.store.implausible import flag_implausible
 from cobell_cli.store.processes import pid_alive, this_host
-from cobell_cli.store.queries import RunQueries
+from cobell_cli.store.queries import JOB_HOP, RunQueries
 from cobell_cli.store.schema import (
     APPLICATION_ID,
     COLOCATION_COLUMNS,
@@ -428,9 +428,12 @@ class History(RunQueries):
             )
 
     def dead_runs(self, host: str, alive: Callable[[int], bool] = pid_alive) -> list[int]:
-        """`running` runs of this host whose process is gone."""
+        """`running` runs of this host whose process is gone. Every open asks: the job hop
+        reads the (job, status) index's running entries, not every run (0.1 ms against 20
+        at 10^5 runs)."""
         rows = self.conn.execute(
-            "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)
+            f"{JOB_HOP} SELECT id, pid FROM runs WHERE job IN (SELECT job FROM j) "
+            "AND status = 'running' AND host = ?", (host,)
         ).fetchall()
         return [run_id for run_id, pid in rows if pid is None or not alive(int(pid))]
 

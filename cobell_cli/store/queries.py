@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 # repeat a runtime at one scale-out (sgd: 48 executors, 161 882 ms twice), so an import
 # compares counts: a file's runs beyond those already stored are new.
 RUN_KEY = ("job", "started_at", "runtime_s", "scale_out")
+# The history's distinct jobs as a table j(job), by hopping along the job index (one lookup
+# per job, where `SELECT DISTINCT job` or a filter without the job reads every row): a query
+# over all jobs that the job index could serve puts `job IN (SELECT job FROM j)` before it.
+JOB_HOP = (
+    "WITH RECURSIVE hop(job) AS (SELECT min(job) FROM runs UNION ALL "
+    "SELECT (SELECT min(job) FROM runs WHERE job > hop.job) FROM hop "
+    "WHERE hop.job IS NOT NULL), j(job) AS (SELECT job FROM hop WHERE job IS NOT NULL)"
+)
 PROFILE_LIMIT = 20  # profiles read per plan: the newest say most, and each costs a parse
 
 
@@ -474,20 +482,10 @@ class RunQueries:
     def job_names(self) -> list[str]:
         """Sorted distinct jobs by hopping along the job index, one lookup per job: every
         predict asks, and `SELECT DISTINCT` would read the whole index (15 ms at 10^5 runs)."""
-        return [
-            r[0]
-            for r in self.conn.execute(
-                "WITH RECURSIVE j(job) AS (SELECT min(job) FROM runs UNION ALL "
-                "SELECT (SELECT min(job) FROM runs WHERE job > j.job) FROM j "
-                "WHERE j.job IS NOT NULL) SELECT job FROM j WHERE job IS NOT NULL"
-            )
-        ]
+        return [r[0] for r in self.conn.execute(f"{JOB_HOP} SELECT job FROM j")]
 
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
-
-    def integrity_ok(self) -> bool:
-        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def _status_clause(statuses: Sequence[str], pending_ids: Sequence[int]) -> tuple[str, list[Any]]:
