@@ -18,7 +18,7 @@ from cobell_cli.core.plausibility import (
     FASTER,
     SLOWER,
     JobRuntimes,
-    judge_runtime,
+    Verdict,
 )
 
 HISTORY = Path(__file__).parents[1] / "history"
@@ -33,6 +33,13 @@ def job_runs(scale_outs: list[int], noise: float = 0.03,
              seed: int = 0) -> list[tuple[float, float]]:
     rng = np.random.default_rng(seed)
     return [(float(x), ernest(x) * math.exp(rng.normal(0.0, noise))) for x in scale_outs]
+
+
+def judge_runtime(scale_out: float, runtime_s: float,
+                  reference: list[tuple[float, float]]) -> Verdict:
+    """One run against the job's other runs, as (scale_out, runtime_s) pairs, run alone."""
+    return JobRuntimes([x for x, _ in reference], [y for _, y in reference]).judge(
+        scale_out, runtime_s)
 
 
 def bell_sgd(bell_dir: Path) -> list[tuple[float, float]]:

@@ -223,14 +223,6 @@ class JobRuntimes:
         return ok
 
 
-def judge_runtime(scale_out: float, runtime_s: float,
-                  reference: Sequence[tuple[float, float]]) -> Verdict:
-    """One run against the job's other runs, as (scale_out, runtime_s) pairs, run alone."""
-    xs = [x for x, _ in reference]
-    ys = [y for _, y in reference]
-    return JobRuntimes(xs, ys).judge(scale_out, runtime_s)
-
-
 def _bounds(x: np.ndarray, log_y: np.ndarray, at: np.ndarray,
             own: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The median lower and upper speed-up bounds (log seconds) the runs (x, log_y) set at
