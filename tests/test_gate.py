@@ -224,6 +224,29 @@ def test_every_section_has_work_and_the_work_is_longest_first() -> None:
     assert u.only(work, {"hetero"}) == [w for w in work if w.runner == "hetero"]
 
 
+def test_coverage_too_high_and_too_low_are_both_worse_and_the_table_says_which_cell_misses(
+) -> None:
+    """A cell's coverage is held from both sides of the nominal 90 %: an interval that covers
+    99 % reserves more than it must, one at 84 % misses targets; moving toward 90 is better."""
+    def cells(*covered: int) -> dict[str, dict]:
+        return {"coverage": {("nodesim", "200"): {60: [
+            {"covered": c, "n": 150, "log_width": 0.2 + c / 1000} for c in covered]}}}
+
+    wide, right, narrow = (sections.coverage_figures(cells(*c))
+                           for c in ((149, 147), (135, 137), (126, 126)))
+    name = "coverage.nodesim.200.60"
+    assert wide[f"{name}.over_pct"].value == pytest.approx(100 * 296 / 300 - 90)
+    assert (wide[f"{name}.under_pct"].value, narrow[f"{name}.over_pct"].value) == (0.0, 0.0)
+    assert wide[f"{name}.runs"].value == 300.0
+    toward = {v.name: v.kind for v in compare(wide, right)}
+    assert toward[f"{name}.over_pct"] == "better" and toward[f"{name}.under_pct"] == "same"
+    assert {v.name: v.kind for v in compare(right, narrow)}[f"{name}.under_pct"] == "worse"
+    rows = [sections.table("coverage", f).splitlines()[-1] for f in (wide, right, narrow)]
+    assert rows == ["| nodesim | 200 | 60 | 300 | 98.7 | 0.348 | missed |",
+                    "| nodesim | 200 | 60 | 300 | 90.7 | 0.336 | met |",
+                    "| nodesim | 200 | 60 | 300 | 84.0 | 0.326 | missed |"]
+
+
 def test_the_allocation_cells_play_the_gates_strategies_on_bench_colocations_runs() -> None:
     from bench import colocation as co
 

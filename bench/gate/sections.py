@@ -8,6 +8,7 @@ bench/baseline.json, and a check can tell a stale table without running anything
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -406,6 +407,53 @@ def hetero_table(f: Mapping[str, Figure]) -> str:
     return "\n".join(lines)
 
 
+# --- interval coverage --------------------------------------------------------------------------
+
+COVERAGE_NOMINAL_PCT = 90.0  # bench.coverage's interval: its goal is 85-95 % in every cell
+WIDTH = 0.0005  # median log(upper / lower), shown to 0.001
+
+
+def coverage_figures(results: Mapping[str, Results]) -> Figures:
+    """Per cell: the fresh runs scored, their coverage above and below the nominal 90 %
+    (each is worse as it grows: too low misses targets, too high over-reserves) and the
+    interval's width."""
+    out: Figures = {}
+    for (world, n_runs), by_pool in results["coverage"].items():
+        for pool, seeds in by_pool.items():
+            name = f"coverage.{world}.{n_runs}.{pool}"
+            runs = sum(s["n"] for s in seeds)
+            pct = 100.0 * sum(s["covered"] for s in seeds) / runs
+            out[f"{name}.runs"] = count(runs)
+            out[f"{name}.over_pct"] = lower(max(pct - COVERAGE_NOMINAL_PCT, 0.0), PCT)
+            out[f"{name}.under_pct"] = lower(max(COVERAGE_NOMINAL_PCT - pct, 0.0), PCT)
+            out[f"{name}.log_width"] = lower(
+                statistics.median(s["log_width"] for s in seeds), WIDTH)
+    return out
+
+
+def coverage_table(f: Mapping[str, Figure]) -> str:
+    from bench import coverage as cv
+
+    lines = [
+        f"Interval coverage (bench.coverage --seeds {u.COVERAGE_SEEDS}'s cells, cobell's"
+        f" default, {cv.FRESH_RUNS} fresh runs with co-runners a seed): the share"
+        f" of fresh runs inside the nominal {COVERAGE_NOMINAL_PCT:g} % interval and its width"
+        f" (median log(upper / lower) over the seeds). Goal: {cv.GOAL[0]:g}-{cv.GOAL[1]:g} % in"
+        " every cell; the gate holds each cell's coverage above and below 90 % and its width.",
+        "",
+        "| world | history runs | co-runner jobs | fresh runs | coverage % | width | goal |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for world, n_runs, pool in sorted(_keys(f, "coverage", 3),
+                                      key=lambda k: (WORLDS.index(k[0]), int(k[1]), int(k[2]))):
+        n = f"coverage.{world}.{n_runs}.{pool}"
+        pct = COVERAGE_NOMINAL_PCT + f[f"{n}.over_pct"].value - f[f"{n}.under_pct"].value
+        goal = "met" if cv.GOAL[0] <= pct <= cv.GOAL[1] else "missed"
+        lines.append(f"| {world} | {n_runs} | {pool} | {_v(f, f'{n}.runs', 0)} | {pct:.1f} |"
+                     f" {_v(f, f'{n}.log_width', 3)} | {goal} |")
+    return "\n".join(lines)
+
+
 # --- shared -------------------------------------------------------------------------------------
 
 
@@ -436,6 +484,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Mapping[str, Results]], Figures],
     "memory_e2e": ("Memory end to end", memory_e2e_figures, memory_e2e_table),
     "deadline": ("Deadlines", deadline_figures, deadline_table),
     "hetero": ("Node types", hetero_figures, hetero_table),
+    "coverage": ("Interval coverage", coverage_figures, coverage_table),
 }
 
 

@@ -26,6 +26,7 @@ BLOCK_FILES: dict[str, tuple[str, ...]] = {
     "bench/results/memory_e2e.md": ("memory_e2e",),
     "bench/results/deadline.md": ("deadline",),
     "bench/results/hetero.md": ("hetero",),
+    "bench/results/coverage.md": ("coverage",),
 }
 HOW = ("the gate's figures: `python -m bench gate` recomputes them at every CI run and fails"
        " when one is worse than bench/baseline.json; this table is rendered from that file,"

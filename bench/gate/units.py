@@ -30,6 +30,9 @@ MEMORY_SETS = ("tune-quiet", "test-quiet", "check-quiet", "tune", "test", "fresh
 DEADLINE_SEED, DEADLINE_WARMUP = 7, 3
 DEADLINE_ROUNDS = {"isolated": 8, "burst5": 2}
 HETERO_SEED = 2018  # bench.hetero --quick
+# bench.coverage --seeds 5's cells (both worlds, 50/200/1000 runs, 1/20/60 co-runner jobs,
+# 150 fresh runs a seed), cobell's default only: the same figures as its results file's
+COVERAGE_SEEDS = 5
 
 
 def allocation_config(world: str, variant: str, target: str) -> Any:
@@ -140,14 +143,29 @@ def run_hetero(part: str) -> list[dict[str, Any]]:
     return ht.allocate(history, curves, HETERO_SEED)
 
 
+def run_coverage(world: str, n_runs: str) -> dict[int, list[dict[str, Any]]]:
+    """bench.coverage's cells of one world and history size: co-runner jobs -> per seed,
+    the default's fresh runs inside its 90 % interval and the interval's width."""
+    from bench import BELL_DATA
+    from bench import colocation as co
+    from bench import coverage as cv
+    from bench.simulator import load_curves
+
+    curves, truth = load_curves(BELL_DATA), co.truth(world)
+    return {pool: [cv.cell(int(n_runs), pool, seed, curves, truth, cv.FRESH_RUNS,
+                           variants={"after": {}}, b_check=False)["after"]
+                   for seed in range(COVERAGE_SEEDS)]
+            for pool in cv.POOL_SIZES}
+
+
 RUNNERS: dict[str, Callable[..., Any]] = {
     "allocation": run_allocation, "noise_blind": run_noise_blind,
     "real_colocation": run_real_colocation, "whatif": run_whatif, "accuracy": run_accuracy,
     "memory_accuracy": run_memory_accuracy, "memory_e2e": run_memory_e2e,
-    "deadline": run_deadline, "hetero": run_hetero,
+    "deadline": run_deadline, "hetero": run_hetero, "coverage": run_coverage,
 }  # fmt: skip
 NEEDS_BELL_DATA = frozenset({"allocation", "noise_blind", "accuracy", "memory_e2e", "deadline",
-                             "hetero"})
+                             "hetero", "coverage"})
 
 
 @dataclass(frozen=True)
@@ -184,6 +202,8 @@ def units() -> list[Unit]:
     work += [Unit("deadline", (w,), 31.0 if w == "nodesim" else 11.0)
              for w in ("simulator", "nodesim")]
     work += [Unit("hetero", (p,), 20.0 if p == "allocate" else 14.0) for p in ("loto", "allocate")]
+    work += [Unit("coverage", (w, str(n)), {50: 6.0, 200: 3.5, 1000: 8.0}[n])
+             for w in ("simulator", "nodesim") for n in (50, 200, 1000)]
     return sorted(work, key=lambda u: -u.cost_s)
 
 
@@ -203,4 +223,5 @@ SECTION_RUNNERS: dict[str, tuple[str, ...]] = {
     "allocation": ("allocation", "noise_blind"), "real_colocation": ("real_colocation",),
     "whatif": ("whatif",), "accuracy": ("accuracy",), "memory_accuracy": ("memory_accuracy",),
     "memory_e2e": ("memory_e2e",), "deadline": ("deadline",), "hetero": ("hetero",),
+    "coverage": ("coverage",),
 }  # fmt: skip
