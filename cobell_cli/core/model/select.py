@@ -153,7 +153,7 @@ class RuntimeModel:
         # First order: the leverage is that of the additive form at the fitted pairs.
         fitted = alone * slowdown(x, data.overlap, self.a_, self.b_, self.combination_)
         self.loo_ratios_ = loo_ratios(x, y, fitted, alone, data.overlap, self.a_, self.b_,
-                                      robust_w)
+                                      robust_w, self.own_weight_)
         self._raw, self._pooled_data = raw, data
         self._held_out: np.ndarray | None = None
         self._scale: ConformalScale | None = None
