@@ -38,9 +38,9 @@ def leverage(design: np.ndarray, weight: np.ndarray,
     n = design.shape[0]
     rows = design * np.sqrt(np.maximum(weight, 0.0))[:, None]
     squares = (rows**2).sum(axis=0)
-    lam = squares * (np.zeros(rows.shape[1]) if penalty is None else penalty)
-    free = (squares > 0) & np.isfinite(lam)
-    rows = np.vstack([rows[:, free], np.diag(np.sqrt(lam[free]))])
+    penalty = np.zeros(rows.shape[1]) if penalty is None else np.asarray(penalty, float)
+    free = (squares > 0) & np.isfinite(penalty)
+    rows = np.vstack([rows[:, free], np.diag(np.sqrt(squares[free] * penalty[free]))])
     if rows.shape[1] == 0:
         return np.zeros(n)
     q, r = np.linalg.qr(rows / np.linalg.norm(rows, axis=0))
