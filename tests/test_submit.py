@@ -166,8 +166,14 @@ def test_a_killed_or_failed_run_says_so_and_never_missed(tmp_path: Path) -> None
     assert line.startswith("cobell: run 1 failed (exit 3) after 0.") and "missed" not in line
     assert "(target 10 s);" in line
     started = tmp_path / "started"
+    # One process that says it started and sleeps: the SIGINT cobell forwards certainly ends
+    # it. `sh -c 'touch f; sleep 30'` survived a SIGINT to its group in 50 of 300 tries when
+    # it came right after the touch (dash forking sleep: the child's handler takes it and
+    # execs), and the test waited out the sleep (CI, 30 Nov 2026).
     proc = subprocess.Popen(
-        toy_submit_argv(db, ["sh", "-c", f"touch {started}; sleep 30 # {{scale_out}}"]),
+        toy_submit_argv(db, [PY, "-c", "import pathlib, sys, time; "
+                             "pathlib.Path(sys.argv[1]).touch(); time.sleep(30)",
+                             str(started), "{scale_out}"]),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(started.exists)
     proc.send_signal(signal.SIGINT)
