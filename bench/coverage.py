@@ -129,14 +129,21 @@ def true_b(co: CoJob, contention: Contention) -> float:
     return float(coef[1])
 
 
+def draw_history(n_runs: int, pool_size: int, seed: int, curves: dict[str, Curve],
+                 world: colocation.Truth,
+                 ) -> tuple[np.random.Generator, list[CoJob], list[dict[str, Any]]]:
+    """A cell's co-runner pool and history, and the generator its fresh runs continue."""
+    rng = np.random.default_rng([seed, n_runs, pool_size])
+    pool = draw_pool(pool_size, rng)
+    return rng, pool, [one_run(i, pool, curves, world, rng) for i in range(n_runs)]
+
+
 def cell(n_runs: int, pool_size: int, seed: int, curves: dict[str, Curve], world: colocation.Truth,
          fresh: int, variants: Mapping[str, Mapping[str, Any]] = VARIANTS,
          b_check: bool = True) -> dict[str, Any]:
     """One history and its fresh runs, scored under each of `variants` (name -> RuntimeModel
     arguments); `b_check`: also the thin co-runner jobs' b (bench.simulator's worlds)."""
-    rng = np.random.default_rng([seed, n_runs, pool_size])
-    pool = draw_pool(pool_size, rng)
-    history = [one_run(i, pool, curves, world, rng) for i in range(n_runs)]
+    rng, pool, history = draw_history(n_runs, pool_size, seed, curves, world)
     tests: list[dict[str, Any]] = []
     i = n_runs
     while len(tests) < fresh:

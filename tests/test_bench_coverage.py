@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench import colocation
-from bench.coverage import CoJob, cell, draw_pool, one_run, render, true_b
+from bench.coverage import CoJob, cell, draw_history, draw_pool, one_run, render, true_b
 from bench.simulator import Contention, load_curves
 
 pytestmark = pytest.mark.timeout(300)
@@ -68,9 +68,8 @@ def test_one_fit_held_out_errors_of_thin_pooled_co_runners_track_ten_refits(
     from cobell_cli.core.model import fit_runtime_model
 
     curves = load_curves(bell_dir)
-    rng = np.random.default_rng([0, 200, 60])  # bench.coverage's cell: seed 0, 200 runs, 60
-    pool = draw_pool(60, rng)
-    history = [one_run(i, pool, curves, colocation.truth(world), rng) for i in range(200)]
+    # bench.coverage's cell: 200 runs, 60 co-runner jobs, seed 0
+    _, _, history = draw_history(200, 60, 0, curves, colocation.truth(world))
     model = fit_runtime_model(history)
     assert np.median(model.own_weight_) < 0.9  # the premise: the pairs are pooled
     refits = jackknife_ratios(history, fit_runtime_model)
