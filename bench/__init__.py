@@ -44,8 +44,10 @@ BELL_DATA = bell_data()
 
 def publish(text: str, output: Path | None) -> None:
     """Print a benchmark's report and, unless it is a quick run (`output` None), write it,
-    keeping the gate's blocks the file held (bench/gate/blocks.py)."""
+    keeping the gate's blocks the file held (bench/gate/blocks.py) and stamped with the core
+    it was made on (bench/staleness.py)."""
     from bench.gate.blocks import carried_over
+    from bench.staleness import stamped
 
     print(text)
     if output is None:
@@ -53,5 +55,5 @@ def publish(text: str, output: Path | None) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     if output.is_file():
         text = carried_over(output.read_text(), text)
-    output.write_text(text)
+    output.write_text(stamped(text))
     print(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")

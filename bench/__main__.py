@@ -1,6 +1,7 @@
 """The benchmarks from one command (bench/README.md lists each).
 
     python -m bench gate [...]        the core figures against bench/baseline.json (CI runs it)
+    python -m bench stale [--all]     the results files made on another core than this one
     python -m bench [--quick] [--only NAME ...]   the canonical benchmarks, each as its
                                                   results file was made
 
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.gate.cli import main as gate
 
         return gate(argv[1:])
+    if argv[:1] == ["stale"]:
+        from bench.staleness import main as stale
+
+        return stale(argv[1:])
     return run_all(argv)
 
 

@@ -29,7 +29,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from bench import BELL_DATA, BELL_DATA_ENV
+from bench import BELL_DATA, BELL_DATA_ENV, staleness
 from bench.gate import baseline as bl
 from bench.gate import sections, tables
 from bench.gate import units as u
@@ -204,6 +204,7 @@ def report(verdicts: Sequence[Verdict], errors: Sequence[str], old: bl.Baseline,
            elapsed_s: float, as_json: bool) -> int:
     stale = tables.stale(old.figures)
     problem, note = bl.provenance(old)
+    older = [r.name for r in staleness.survey() if r.state == "stale"]
     failing = [v for v in verdicts if v.fails]
     better = [v for v in verdicts if v.kind == "better"]
     ok = not (failing or errors or stale or problem)
@@ -212,7 +213,7 @@ def report(verdicts: Sequence[Verdict], errors: Sequence[str], old: bl.Baseline,
             "ok": ok, "figures": len(verdicts), "elapsed_s": round(elapsed_s, 1),
             "failing": [_json(v) for v in failing], "better": [_json(v) for v in better],
             "errors": list(errors), "stale_tables": stale, "baseline_commit": problem,
-            "note": note}, indent=1))
+            "note": note, "results_made_on_another_core": older}, indent=1))
         return OK if ok else FAILED
     for line in [*errors, *(v.line() for v in failing), *stale, *([problem] if problem else [])]:
         print(line)
@@ -222,6 +223,9 @@ def report(verdicts: Sequence[Verdict], errors: Sequence[str], old: bl.Baseline,
         print(f"{len(better)} figures better than the baseline: record them with `{UPDATE}`")
     if note:
         print(f"note: {note}")
+    if older:
+        print(f"note: {len(older)} results files were made on another core than this one (their"
+              " gate blocks are current): `python -m bench stale` names them")
     verdict = "ok" if ok else "FAILED"
     print(f"bench gate: {verdict}: {len(verdicts)} figures, {len(failing)} failing,"
           f" {len(better)} better, {len(stale)} stale tables ({elapsed_s:.0f} s)")
