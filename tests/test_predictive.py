@@ -222,3 +222,29 @@ def test_sums_per_distinct_scale_out_give_the_per_run_numbers(seed: int) -> None
     want = _per_run(XS, runs, errors, LOCAL_BANDWIDTH)
     assert [g[3] for g in got] == [w[3] for w in want]
     assert [g[:3] for g in got] == [pytest.approx(w[:3], rel=1e-12, abs=1e-15) for w in want]
+
+
+def test_a_run_landing_at_the_centre_narrows_the_spread_as_one_more_error_would() -> None:
+    """`after_run` (the exploration rule's "what one more run there would teach") is the
+    candidate's local estimate with one more error of no deviation at its own scale-out:
+    computed here from the errors themselves, not from after_run's formula."""
+    from cobell_cli.core.predictive import LOCAL_BANDWIDTH, NearErrors, _kernel, _local
+
+    rng = np.random.default_rng(3)
+    errors = _errors(rng, {8.0: (4, 0.10), 16.0: (3, 0.05), 40.0: (2, 0.20)})
+    dist = _build(errors, [8.0, 16.0, 40.0])
+    assert dist.shape is not None
+    for x in (8.0, 12.0, 16.0, 40.0):
+        j = XS.index(x)
+        now = dist.candidates[j]
+        placed = [(math.log(e.scale_out), math.log(e.ratio)) for e in errors]
+        placed.append((math.log(x), now.location))  # one more run, where it is centred
+        near = NearErrors.of([s for s, _ in placed], [e for _, e in placed])
+        kernel = {s: _kernel(math.log(x) - s, LOCAL_BANDWIDTH) for s, _ in placed}
+        location, spread, weight = _local(near, dist.shape, PRIOR_ERRORS, kernel)
+        after = now.after_run()
+        assert after.location == pytest.approx(location, abs=1e-12)
+        assert after.spread == pytest.approx(spread, rel=1e-9)
+        assert after.weight == pytest.approx(weight, rel=1e-12)
+        assert after.runs_near == pytest.approx(now.runs_near + 1, rel=1e-12)
+        assert after.spread < now.spread

@@ -1,4 +1,4 @@
-"""Do the tests of core/schedule and core/nodetype notice when the code is wrong? (issue 34, item 7)
+"""Do the tests of the core notice when the code is wrong? (issue 34, item 7)
 
     python -m bench.studies.mutations [--only NAME ...] [--list] [--output FILE]
 
@@ -6,11 +6,15 @@ Each mutation replaces one exact piece of source text (it must occur once) with 
 mistake, runs the test files that cover that module (`pytest -q -x -n 0`, no network, the
 mutated file restored afterwards whatever happens), and counts the mutant as killed when a
 test fails (the same tests pass unmutated first, else nothing is counted). A mutant that
-survives names a behaviour no test pins down. The list holds the two mutants issue 34 found
-surviving (the wait's P(meet) -> p1, PRIOR_RUNS 1 -> 10) and the others tried while writing
-the tests that kill them; every one was killed at the commit that added this file. Run it
-from the repository root with its virtualenv's Python (one test run per mutant, ~5-10 s
-each; --only to pick some).
+survives names a behaviour no test pins down. The list holds the three mutants issue 34
+found surviving (the wait's P(meet) -> p1, PRIOR_RUNS 1 -> 10, TAIL_MARGIN 1.05 -> 1), the
+others tried while writing the tests that kill them, and (30 Nov 2026) mutants of the core
+decision: the unreachable-target rule, the predictive distribution, the one-fit held-out
+errors, the plausibility test and the memory bound. Of those, one survived (a run's spread
+not shrunk in `Candidate.after_run`, which the exploration rule reads) until
+tests/test_predictive.py pinned it against the errors themselves. Run it from the repository
+root with its virtualenv's Python (one test run per mutant, ~5-30 s each; --only to pick
+some).
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULE_TESTS = ("tests/test_schedule.py", "tests/test_wait.py")
 NODETYPE_TESTS = ("tests/test_node_labels.py",)
+# The core decision (issue 34, item 1): the tests that import the modules mutated.
+DECISION_TESTS = ("tests/test_predictive.py", "tests/test_plan.py",
+                  "tests/test_decision_robustness.py", "tests/test_calibration.py")
+LOO_TESTS = ("tests/test_loo_pooling.py",)
+PLAUSIBILITY_TESTS = ("tests/test_plausibility.py", "tests/test_implausible.py")
+MEMORY_TESTS = ("tests/test_memory_core.py",)
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,11 @@ class Mutation:
 OPTIONS = "cobell_cli/core/schedule/options.py"
 FACTORS = "cobell_cli/core/nodetype/factors.py"
 SPEEDS = "cobell_cli/core/nodetype/speeds.py"
+INFEASIBLE = "cobell_cli/core/plan/infeasible.py"
+PREDICTIVE = "cobell_cli/core/predictive.py"
+LOO = "cobell_cli/core/model/loo.py"
+PLAUSIBILITY = "cobell_cli/core/plausibility.py"
+MEMORY = "cobell_cli/core/memory/model.py"
 
 MUTATIONS = (
     Mutation("wait P(meet) -> p1 (issue 34)", OPTIONS,
@@ -57,7 +72,7 @@ MUTATIONS = (
     Mutation("a wait that leaves no time kept", OPTIONS,
              "if job.budget_s(at) < fastest:", "if False:", SCHEDULE_TESTS),
     Mutation("infeasible fallback: the slowest", OPTIONS,
-             "at(i).runtime_s, -i))", "-at(i).runtime_s, -i))", SCHEDULE_TESTS),
+             "s[1].runtime_s, -s[0]))", "-s[1].runtime_s, -s[0]))", SCHEDULE_TESTS),
     Mutation("no hopeless shortcut when alone misses", OPTIONS,
              "if bound is None or bound <= budget:", "if True:", SCHEDULE_TESTS),
     Mutation("PRIOR_RUNS 1 -> 10 (issue 34)", FACTORS,
@@ -71,6 +86,46 @@ MUTATIONS = (
     Mutation("memory time not in 'other'", SPEEDS,
              'other = float(profile.get("memory", 0.0)) + float(profile.get("wait", 0.0))',
              'other = float(profile.get("wait", 0.0))', NODETYPE_TESTS),
+    Mutation("unreachable: no one-SE tolerance", INFEASIBLE,
+             "floor = top - standard_error(top, n)", "floor = top", DECISION_TESTS),
+    Mutation("unreachable: the costliest within one SE", INFEASIBLE,
+             "if p >= floor),\n               key=lambda j: (costs[j], j))",
+             "if p >= floor),\n               key=lambda j: (-costs[j], j))", DECISION_TESTS),
+    Mutation("unreachable: standard error of 100 errors more", INFEASIBLE,
+             "/ (max(n, 0) + 1))", "/ (max(n, 0) + 101))", DECISION_TESTS),
+    Mutation("unreachable: aim at the target, not the lowest bound", INFEASIBLE,
+             "aim = max(target_s, min(dist.quantile_s(j, confidence) for j in js))",
+             "aim = target_s", DECISION_TESTS),
+    Mutation("unreachable: no exploration", INFEASIBLE,
+             "    if not movers:\n", "    if True:\n", DECISION_TESTS),
+    Mutation("predictive: no inflation for few runs near", PREDICTIVE,
+             "inflate = math.sqrt(1.0 + 1.0 / (self.runs_near + 1.0))", "inflate = 1.0",
+             DECISION_TESTS),
+    Mutation("predictive: extrapolation ignored", PREDICTIVE,
+             "return math.hypot(self.spread * inflate, self.extrapolation)",
+             "return self.spread * inflate", DECISION_TESTS),
+    Mutation("predictive: PRIOR_ERRORS 5 -> 0", PREDICTIVE,
+             "PRIOR_ERRORS = 5.0", "PRIOR_ERRORS = 0.0", DECISION_TESTS),
+    Mutation("predictive: PRIOR_ERRORS 5 -> 50", PREDICTIVE,
+             "PRIOR_ERRORS = 5.0", "PRIOR_ERRORS = 50.0", DECISION_TESTS),
+    Mutation("predictive: LOCAL_BANDWIDTH 0.2 -> 2", PREDICTIVE,
+             "LOCAL_BANDWIDTH = 0.2", "LOCAL_BANDWIDTH = 2.0", DECISION_TESTS),
+    Mutation("predictive: a run's spread not shrunk after it", PREDICTIVE,
+             "spread=self.spread * math.sqrt(self.weight / (self.weight + 1))",
+             "spread=self.spread", DECISION_TESTS),
+    Mutation("loo: pooled pairs unpenalised", LOO,
+             "penalty += [shrunk[a > 0], shrunk[b > 0]]",
+             "penalty += [0 * shrunk[a > 0], 0 * shrunk[b > 0]]", LOO_TESTS),
+    Mutation("plausibility: FASTER 2 -> 4", PLAUSIBILITY,
+             "FASTER = 2.0", "FASTER = 4.0", PLAUSIBILITY_TESTS),
+    Mutation("plausibility: SLOWER 10 -> 100", PLAUSIBILITY,
+             "SLOWER = 10.0", "SLOWER = 100.0", PLAUSIBILITY_TESTS),
+    Mutation("plausibility: CO_RUNNER_SLOWDOWN 3.7 -> 1", PLAUSIBILITY,
+             "CO_RUNNER_SLOWDOWN = 3.7", "CO_RUNNER_SLOWDOWN = 1.0", PLAUSIBILITY_TESTS),
+    Mutation("memory: TAIL_MARGIN 1.05 -> 1 (issue 34)", MEMORY,
+             "TAIL_MARGIN = 1.05", "TAIL_MARGIN = 1.0", MEMORY_TESTS),
+    Mutation("memory: MIN_MARGIN 1.25 -> 1", MEMORY,
+             "MIN_MARGIN = 1.25", "MIN_MARGIN = 1.0", MEMORY_TESTS),
 )
 
 
