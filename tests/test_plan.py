@@ -898,3 +898,32 @@ def test_a_job_that_never_ran_alone_is_warned_of_when_its_plan_has_it_alone() ->
                                                  for w in with_co_runner.warnings)
     once_alone = [*busy_runs, run(12, 16, 900 / 16 + 60, overlaps={})]
     assert not any("ran alone" in w for w in plan(history=once_alone, **args).warnings)
+
+
+@pytest.mark.parametrize("runtime_s", [0.0, -1.0, math.nan, math.inf])
+def test_a_success_with_no_plausible_runtime_is_not_a_run_the_plan_counts(
+        runtime_s: float) -> None:
+    """Issue 34: `submit -- echo` records a 0 s success. Six runs plan by the model; with one
+    of them at 0 s there are five, as with a failed one (test_phase_boundaries_and_failed_runs)."""
+    hist = history(6)
+    hist[0]["runtime_s"] = runtime_s
+    planned = plan_with(history=hist)
+    assert planned.phase == "bootstrap-parametric"
+    assert planned.usable_runs == 5
+
+
+def test_with_prices_the_cheapest_meeting_candidate_counts_its_runtime() -> None:
+    """--minimize memory-mb-seconds: among the candidates that meet the target the one whose
+    price x scale-out x predicted runtime is least. Where the speed-up is super-linear (Bell's
+    pagerank from 4 to 8 executors) a larger scale-out can cost less."""
+    from cobell_cli.core.plan.model_phase import _Bounds, _decide
+    from cobell_cli.core.predictive import Predictive
+
+    xs = (4.0, 8.0, 16.0)
+    predicted = (250.0, 100.0, 60.0)  # executor-seconds 1000, 800, 960
+    bounds = _Bounds(predicted, predicted, predicted, 0.9, None, None, Predictive([], None))
+    priced = _decide(xs, bounds, (4.0, 16.0), None, 300.0, prices=(1.0, 1.0, 1.0))
+    assert (priced.feasible, priced.index) == (True, 1)
+    assert _decide(xs, bounds, (4.0, 16.0), None, 300.0).index == 0  # the smallest that meets
+    dearer = _decide(xs, bounds, (4.0, 16.0), None, 300.0, prices=(1.0, 1.5, 1.0))
+    assert dearer.index == 2  # 1200 at 8 now: 16 x 60 = 960 is the least

@@ -9,12 +9,17 @@ test fails (the same tests pass unmutated first, else nothing is counted). A mut
 survives names a behaviour no test pins down. The list holds the three mutants issue 34
 found surviving (the wait's P(meet) -> p1, PRIOR_RUNS 1 -> 10, TAIL_MARGIN 1.05 -> 1), the
 others tried while writing the tests that kill them, and (30 Nov 2026) mutants of the core
-decision: the unreachable-target rule, the predictive distribution, the one-fit held-out
-errors, the plausibility test and the memory bound. Of those, one survived (a run's spread
-not shrunk in `Candidate.after_run`, which the exploration rule reads) until
-tests/test_predictive.py pinned it against the errors themselves. Run it from the repository
-root with its virtualenv's Python (one test run per mutant, ~5-30 s each; --only to pick
-some).
+decision: the planner's choice, the unreachable-target rule, the predictive distribution,
+calibration's bound, the overlap prediction, the pooling of pairs and its one-fit held-out
+errors, the plausibility test, the memory bound and Spark's overhead. Four of those survived
+until a test pinned them: a run's spread not shrunk in `Candidate.after_run`, which the
+exploration rule reads (tests/test_predictive.py derives it from the errors themselves);
+pooled pairs allowed below zero (tests/test_interference.py: 148 of 500 random pools went
+negative unclipped); the planner's cost without the predicted runtime, which only
+`--minimize memory-mb-seconds` and the unreachable rule read, and a 0 s success counted as a
+run (both tests/test_plan.py).
+Run it from the repository root with its virtualenv's Python (one test run per mutant, ~5-30
+s each; --only to pick some).
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ DECISION_TESTS = ("tests/test_predictive.py", "tests/test_plan.py",
 LOO_TESTS = ("tests/test_loo_pooling.py",)
 PLAUSIBILITY_TESTS = ("tests/test_plausibility.py", "tests/test_implausible.py")
 MEMORY_TESTS = ("tests/test_memory_core.py",)
+CALIBRATION_TESTS = ("tests/test_calibration.py",)
+OVERLAP_TESTS = ("tests/test_overlap.py",)
+POOLING_TESTS = ("tests/test_interference.py", "tests/test_loo_pooling.py")
+SIZING_TESTS = ("tests/test_memory_core.py", "tests/test_memory_edges.py")
+PLAN_TESTS = ("tests/test_plan.py", "tests/test_plan_grid.py", "tests/test_meet_steps.py")
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,13 @@ PREDICTIVE = "cobell_cli/core/predictive.py"
 LOO = "cobell_cli/core/model/loo.py"
 PLAUSIBILITY = "cobell_cli/core/plausibility.py"
 MEMORY = "cobell_cli/core/memory/model.py"
+CALIBRATION = "cobell_cli/core/calibration.py"
+ALGORITHM1 = "cobell_cli/core/overlap/algorithm1.py"
+POOLING = "cobell_cli/core/model/pooling.py"
+SIZING = "cobell_cli/core/memory/sizing.py"
+MODEL_PHASE = "cobell_cli/core/plan/model_phase.py"
+PLANNER = "cobell_cli/core/plan/planner.py"
+PLAN_HISTORY = "cobell_cli/core/plan/history.py"
 
 MUTATIONS = (
     Mutation("wait P(meet) -> p1 (issue 34)", OPTIONS,
@@ -126,6 +143,43 @@ MUTATIONS = (
              "TAIL_MARGIN = 1.05", "TAIL_MARGIN = 1.0", MEMORY_TESTS),
     Mutation("memory: MIN_MARGIN 1.25 -> 1", MEMORY,
              "MIN_MARGIN = 1.25", "MIN_MARGIN = 1.0", MEMORY_TESTS),
+    Mutation("conformal rank rounded down", CALIBRATION,
+             "rank = math.ceil((n + 1) * confidence)", "rank = math.floor((n + 1) * confidence)",
+             CALIBRATION_TESTS),
+    Mutation("t bound without the next run's variance", CALIBRATION,
+             "t * sd * math.sqrt(1 + 1 / n)", "t * sd", CALIBRATION_TESTS),
+    Mutation("CALIBRATION_RECENT_RUNS 30 -> 3", CALIBRATION,
+             "CALIBRATION_RECENT_RUNS = 30", "CALIBRATION_RECENT_RUNS = 3", CALIBRATION_TESTS),
+    Mutation("overlap: a job ending first overlaps until the co-runner ends", ALGORITHM1,
+             "    if t2 + d < t1:\n        return float(d)",
+             "    if t2 + d < t1:\n        return float(t1 - t2)", OVERLAP_TESTS),
+    Mutation("overlap ratio relative to the new job, not the co-runner", ALGORITHM1,
+             "return float(f(x, d / r))", "return float(f(x, d / c))", OVERLAP_TESTS),
+    Mutation("pooling never (MIN_GROUPS 3 -> 100)", POOLING,
+             "MIN_GROUPS = 3", "MIN_GROUPS = 100", POOLING_TESTS),
+    Mutation("pooled pairs may go negative", POOLING,
+             "pairs = np.maximum(pairs, 0.0)", "pairs = pairs", POOLING_TESTS),
+    Mutation("pooling weight always 1", POOLING,
+             "weight[i] = float(np.diag(gain)[act].mean())", "weight[i] = 1.0", POOLING_TESTS),
+    Mutation("Spark's overhead floor 384 -> 0", SIZING,
+             "SPARK_OVERHEAD_MIN_MB = 384", "SPARK_OVERHEAD_MIN_MB = 0", SIZING_TESTS),
+    Mutation("Spark's overhead factor 0.10 -> 0.07", SIZING,
+             "SPARK_OVERHEAD_FACTOR = 0.10", "SPARK_OVERHEAD_FACTOR = 0.07", SIZING_TESTS),
+    Mutation("point decision: the prediction below the runs too", MODEL_PHASE,
+             "u if x < lo or confidence is not None else p",
+             "u if confidence is not None else p", PLAN_TESTS),
+    Mutation("the largest candidate that meets, not the smallest", MODEL_PHASE,
+             "i = meets.index(True)", "i = len(meets) - 1 - meets[::-1].index(True)",
+             PLAN_TESTS),
+    Mutation("cost without the predicted runtime", MODEL_PHASE,
+             "costs = [x * p * (prices[j]", "costs = [x * (prices[j]", PLAN_TESTS),
+    Mutation("no dense pass over the decision's bracket", PLANNER,
+             "while len(judged) < len(candidates):", "while False:", PLAN_TESTS),
+    Mutation("similar input sizes: tolerance x10", PLAN_HISTORY,
+             "<= input_tolerance * input_bytes", "<= 10 * input_tolerance * input_bytes",
+             PLAN_TESTS),
+    Mutation("a 0 s success is usable", PLAN_HISTORY,
+             "        and r > 0\n", "        and r >= 0\n", PLAN_TESTS),
 )
 
 
