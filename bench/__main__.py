@@ -35,6 +35,10 @@ BENCHMARKS = (
     "coldstart",
     "real_colocation",
     "deadline",
+    "memory_e2e",
+    "oracle_bound",
+    "deadline_cpu",
+    "selection",
 )
 QUICK_ONLY = {"history_memory", "cluster_faults"}
 RESULTS = Path(__file__).parent / "results"
