@@ -42,11 +42,15 @@ PHYSICAL_HADOOP2 = (
     "2.1 GB of 2 GB physical memory used; Container killed on request. Exit code is 143"
 )
 EXIT_MINUS_104 = "Container from a bad node: c on host: n1. Exit status: -104. Diagnostics: x"
+# The exit status alone: each marker must classify by itself (lines are read one at a time,
+# and YARN cuts long diagnostics short).
+EXIT_52_BARE = "Container from a bad node: c on host: n1. Exit status: 52. Diagnostics: "
 
 
 @pytest.mark.parametrize(("text", "kind"), [
     (OOM_HOOK, "oom-hook"),
     (EXIT_52, "heap"),
+    (EXIT_52_BARE, "heap"),
     ("Possible causes: OutOfMemoryError", "heap"),
     ("ExceptionFailure java.lang.OutOfMemoryError Java heap space", "heap"),
     (PHYSICAL, "physical"),

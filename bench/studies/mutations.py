@@ -11,13 +11,14 @@ found surviving (the wait's P(meet) -> p1, PRIOR_RUNS 1 -> 10, TAIL_MARGIN 1.05 
 others tried while writing the tests that kill them, and (30 Nov 2026) mutants of the core
 decision: the planner's choice, the unreachable-target rule, the predictive distribution,
 calibration's bound, the overlap prediction, the pooling of pairs and its one-fit held-out
-errors, the plausibility test, the memory bound and Spark's overhead. Four of those survived
-until a test pinned them: a run's spread not shrunk in `Candidate.after_run`, which the
-exploration rule reads (tests/test_predictive.py derives it from the errors themselves);
-pooled pairs allowed below zero (tests/test_interference.py: 148 of 500 random pools went
-negative unclipped); the planner's cost without the predicted runtime, which only
-`--minimize memory-mb-seconds` and the unreachable rule read, and a 0 s success counted as a
-run (both tests/test_plan.py).
+errors, the plausibility test, the memory bound, Spark's overhead, the OOM retry and the
+reading of memory failures. Five of those survived until a test pinned them: a run's spread
+not shrunk in `Candidate.after_run`, which the exploration rule reads (tests/test_predictive.py
+derives it from the errors themselves); pooled pairs allowed below zero
+(tests/test_interference.py: 148 of 500 random pools went negative unclipped); the planner's
+cost without the predicted runtime, which only `--minimize memory-mb-seconds` and the
+unreachable rule read, and a 0 s success counted as a run (both tests/test_plan.py); exit
+status 52 alone not read as a heap failure (tests/test_oom_retry.py).
 Run it from the repository root with its virtualenv's Python (one test run per mutant, ~5-30
 s each; --only to pick some).
 """
@@ -46,6 +47,7 @@ OVERLAP_TESTS = ("tests/test_overlap.py",)
 POOLING_TESTS = ("tests/test_interference.py", "tests/test_loo_pooling.py")
 SIZING_TESTS = ("tests/test_memory_core.py", "tests/test_memory_edges.py")
 PLAN_TESTS = ("tests/test_plan.py", "tests/test_plan_grid.py", "tests/test_meet_steps.py")
+OOM_TESTS = ("tests/test_oom_retry.py", "tests/test_oom_hook_logs.py", "tests/test_memory_edges.py")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ SIZING = "cobell_cli/core/memory/sizing.py"
 MODEL_PHASE = "cobell_cli/core/plan/model_phase.py"
 PLANNER = "cobell_cli/core/plan/planner.py"
 PLAN_HISTORY = "cobell_cli/core/plan/history.py"
+RETRY = "cobell_cli/core/memory/retry.py"
+FAILURES = "cobell_cli/core/memory/failures.py"
 
 MUTATIONS = (
     Mutation("wait P(meet) -> p1 (issue 34)", OPTIONS,
@@ -180,6 +184,27 @@ MUTATIONS = (
              PLAN_TESTS),
     Mutation("a 0 s success is usable", PLAN_HISTORY,
              "        and r > 0\n", "        and r >= 0\n", PLAN_TESTS),
+    Mutation("retry above the planned heap only, not the failed one", RETRY,
+             "need = max(RETRY_GROWTH * failed, failed + STEP_MB, planned_heap_mb or 0)",
+             "need = max(planned_heap_mb or 0, 1)", OOM_TESTS),
+    Mutation("retry one step above the failure, not RETRY_GROWTH times it", RETRY,
+             "need = max(RETRY_GROWTH * failed, failed + STEP_MB, planned_heap_mb or 0)",
+             "need = max(failed + STEP_MB, planned_heap_mb or 0)", OOM_TESTS),
+    Mutation("retry ignores the largest grant", RETRY,
+             "reservation = _largest(rules, overhead_mb) or reservation", "pass", OOM_TESTS),
+    Mutation("a retry no larger than the failure still runs", RETRY,
+             "if reservation.executor_memory_mb <= failed:", "if False:", OOM_TESTS),
+    Mutation("an attempt with no heap set failed at 0 MB", RETRY,
+             "failed = max(h or SPARK_DEFAULT_HEAP_MB for h in failed_heaps_mb)",
+             "failed = max(h or 0 for h in failed_heaps_mb)", OOM_TESTS),
+    Mutation("YARN's physical-memory kill not a memory failure", FAILURES,
+             'return memory_failure_kind(text) in ("heap", "physical")',
+             'return memory_failure_kind(text) in ("heap",)', OOM_TESTS),
+    Mutation("an OOM-hook kill is memory without the executor's log", FAILURES,
+             "return None if logs else f\"{reason} [executor log not read]\"",
+             "return f\"{reason} [executor log not read]\"", OOM_TESTS),
+    Mutation("exit 52 not a heap failure", FAILURES,
+             '    "Exit status: 52",\n', "", OOM_TESTS),
 )
 
 
