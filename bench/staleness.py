@@ -101,11 +101,12 @@ def judged(path: Path, digest: str) -> Standing:
                       int(count) if count and count.isdigit() else None)
 
 
-def survey(results: Path = RESULTS, digest: str | None = None) -> list[Standing]:
-    """Every results file, in name order, against this checkout's core; not gate.md, which
-    the gate renders from bench/baseline.json and checks at every run."""
+def survey(results: Path | None = None, digest: str | None = None) -> list[Standing]:
+    """Every results file (default: bench/results), in name order, against this checkout's
+    core; not gate.md, which the gate renders from bench/baseline.json and checks each run."""
     digest = digest or core_digest()
-    return [judged(p, digest) for p in sorted(results.glob("*.md")) if p.name != "gate.md"]
+    files = sorted((results or RESULTS).glob("*.md"))
+    return [judged(p, digest) for p in files if p.name != "gate.md"]
 
 
 def main(argv: list[str] | None = None) -> int:

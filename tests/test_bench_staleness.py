@@ -66,3 +66,20 @@ def test_publish_stamps_with_this_checkouts_core(tmp_path: Path,
     assert "new figures" in text and text.count("<!-- made on core") == 1
     assert [r.state for r in staleness.survey(tmp_path)] == ["current"]
     assert "wrote" in capsys.readouterr().out
+
+
+def test_the_gate_names_results_made_on_another_core_but_does_not_fail_on_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.gate import baseline as bl
+    from bench.gate import cli, tables
+    from bench.gate.figures import compare, lower
+
+    (tmp_path / "old.md").write_text(staleness.stamped("x\n", digest="e" * 12, commit="abc1234"))
+    monkeypatch.setattr(staleness, "RESULTS", tmp_path)
+    monkeypatch.setattr(tables, "stale", lambda _figures: [])
+    monkeypatch.setattr(bl, "provenance", lambda _b: (None, None))
+    old = bl.Baseline({"a": lower(1.0, 0.0005)}, "x" * 30)
+    assert cli.report(compare(old.figures, {"a": lower(1.0, 0.0005)}), [], old, 1.0,
+                      as_json=False) == cli.OK
+    assert "note: 1 results files were made on another core" in capsys.readouterr().out
