@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,3 +58,13 @@ def publish(text: str, output: Path | None) -> None:
         text = carried_over(output.read_text(), text)
     output.write_text(stamped(text))
     print(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")
+
+
+def git(*args: str, cwd: Path = ROOT) -> str | None:
+    """`git ARGS` in this checkout (or `cwd`): its output, or None off git or when it fails."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import git
 from cobell_cli.core.digest import blake2b
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,21 +46,13 @@ def core_digest(core: Path = CORE) -> str:
     return digest.hexdigest()
 
 
-def _git(*args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                             timeout=10, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
-
-
 def head_commit() -> str:
     """HEAD's short hash, with `+` when the core has uncommitted changes; `unknown` off git."""
-    head = _git("rev-parse", "--short=7", "HEAD")
+    head = git("rev-parse", "--short=7", "HEAD")
     if head is None:
         return "unknown"
-    return head + ("+" if _git("status", "--porcelain", "--", "cobell_cli/core") else "")
+    return head.strip() + ("+" if (git("status", "--porcelain", "--", "cobell_cli/core")
+                                   or "").strip() else "")
 
 
 def stamped(text: str, digest: str | None = None, commit: str | None = None) -> str:
@@ -96,9 +88,10 @@ def judged(path: Path, digest: str) -> Standing:
     if found["digest"] == digest:
         return Standing(path.name, "current", found["commit"], None)
     commit = found["commit"].rstrip("+")
-    count = _git("rev-list", "--count", f"{commit}..HEAD", "--", "cobell_cli/core")
+    count = (git("rev-list", "--count", f"{commit}..HEAD", "--", "cobell_cli/core")
+             or "").strip()
     return Standing(path.name, "stale", found["commit"],
-                      int(count) if count and count.isdigit() else None)
+                    int(count) if count.isdigit() else None)
 
 
 def survey(results: Path | None = None, digest: str | None = None) -> list[Standing]:

@@ -9,12 +9,11 @@ must carry that reason in its message: a baseline never moves without a stated w
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import ROOT
+from bench import ROOT, git
 from bench.gate.figures import Figure, Verdict
 
 BASELINE = ROOT / "bench" / "baseline.json"
@@ -87,13 +86,13 @@ def provenance(baseline: Baseline, path: Path | None = None) -> tuple[str | None
     if len(_normal(baseline.why)) < MIN_WHY:
         return (f"{rel} says no why (at least {MIN_WHY} characters): update it with"
                 " `python -m bench gate --update-baseline --why \"...\"`"), None
-    dirty = _git("status", "--porcelain", "--", rel)
+    dirty = git("status", "--porcelain", "--", rel, cwd=ROOT)
     if dirty is None:
         return None, f"{rel}: not in a git checkout, its commit not checked"
     if dirty.strip():
         return None, (f"{rel} is uncommitted: commit it with a message that contains its why:"
                       f" \"{_normal(baseline.why)}\"")
-    log = _git("log", "-1", "--format=%h%x00%B", "--", rel)
+    log = git("log", "-1", "--format=%h%x00%B", "--", rel, cwd=ROOT)
     if not log or "\x00" not in log:
         return None, f"{rel} has no commit yet: commit it with a message that contains its why"
     commit, message = log.split("\x00", 1)
@@ -102,15 +101,6 @@ def provenance(baseline: Baseline, path: Path | None = None) -> tuple[str | None
                 f" says: \"{_normal(baseline.why)}\"): amend the message, or update the"
                 " baseline with `--update-baseline --why` and commit that"), None
     return None, None
-
-
-def _git(*args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def _rel(path: Path) -> str:
