@@ -261,7 +261,22 @@ class RuntimeModel:
             self.cv_["rejected_scale_outs"] = rejected
         lo = np.array([self.scale_out_range_[0]])
         self.edge_runtime_s_ = float(self._inside(lo)[0])
-        self.edge_parallel_fraction_ = edge_parallel_fraction(x[kept], y_alone[kept], w[kept])
+        self._edge_runs = (x[kept], y_alone[kept], w[kept])
+        self._edge_fraction: float | None = None
+
+    @property
+    def edge_parallel_fraction_(self) -> float:
+        """The lower edge's parallel share (edges.py), fitted on first need: only a
+        prediction below the range reads it, and most of the ten held-out refits never make
+        one (an L1 fit of up to 26 solves each, a sixth of a must-fit predict at 50 runs)."""
+        if self._edge_fraction is None:
+            self._edge_fraction = edge_parallel_fraction(*self._edge_runs)
+        return self._edge_fraction
+
+    @edge_parallel_fraction_.setter
+    def edge_parallel_fraction_(self, share: float) -> None:
+        """A counterfactual share (bench/studies/sparse_limits.py sets and restores it)."""
+        self._edge_fraction = share
 
     # ---- held-out errors -----------------------------------------------------------
     def held_out_ratios(self) -> np.ndarray:
