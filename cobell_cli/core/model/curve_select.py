@@ -231,10 +231,16 @@ class _Runs:
         return rows if distinct(self.x[rows]).size >= 2 else train
 
     def scores(self, splits: list[Split], preds: list[np.ndarray]) -> CvErrors:
-        """Relative error of each test run of each split, with the runs' weights."""
-        return CvErrors.of([np.abs(p - self.y[te]) / self.y[te] for (_, te), p in
-                            zip(splits, preds, strict=True)],
-                           [self.w[te] for _, te in splits])
+        """Relative error of each test run of each split, with the runs' weights (the splits'
+        test runs gathered once, then one vector operation: each candidate of each CV of each
+        refit is scored here)."""
+        if len(preds) != len(splits):
+            raise ValueError(f"{len(preds)} predictions for {len(splits)} splits")
+        if not splits:
+            return CvErrors.of([], [])
+        test = np.concatenate([np.flatnonzero(te) for _, te in splits])
+        y = self.y[test]
+        return CvErrors(np.abs(np.concatenate(preds) - y) / y, self.w[test])
 
     def log_residuals(self, pred: np.ndarray | float, test: np.ndarray) -> np.ndarray:
         """log(y / ŷ) of the test runs that kept a weight."""

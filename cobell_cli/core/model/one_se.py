@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 import numpy as np
@@ -38,7 +39,7 @@ class CvErrors:
     def n(self) -> int:
         return int(self.errors.size)
 
-    @property
+    @cached_property
     def mean(self) -> float:
         """Weighted mean error (inf without test runs: such a candidate cannot win)."""
         if self.errors.size == 0:
@@ -48,7 +49,7 @@ class CvErrors:
             return float(self.errors.mean())
         return float(self.errors @ w / w.sum())
 
-    @property
+    @cached_property
     def se(self) -> float:
         """Standard error of the weighted mean, on the weights' effective sample size."""
         e, w = self.errors, self.weights
