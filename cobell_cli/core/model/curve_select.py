@@ -238,7 +238,7 @@ class _Runs:
             raise ValueError(f"{len(preds)} predictions for {len(splits)} splits")
         if not splits:
             return CvErrors.of([], [])
-        test = np.concatenate([np.flatnonzero(te) for _, te in splits])
+        test = np.concatenate([te.nonzero()[0] for _, te in splits])
         y = self.y[test]
         return CvErrors(np.abs(np.concatenate(preds) - y) / y, self.w[test])
 
