@@ -432,3 +432,27 @@ def test_a_job_that_speeds_up_keeps_amdahls_two_terms() -> None:
             for x in (1, 2, 4) for ov in (0.0, 0.4, 0.6, 0.8, 0.5)]
     m = fit_runtime_model(runs, full_terms=None)
     assert m.describe()["combination"]["separation_terms"] == list(AMDAHL)
+
+
+def test_the_edge_share_is_fitted_only_when_a_prediction_below_the_range_asks(monkeypatch):
+    """The lower edge's parallel share (an L1 fit) is fitted on first need: not by a fit, nor
+    by the held-out refits when every held-out run lies within its refit's range, and once
+    below the range, with the value edges.edge_parallel_fraction gives on the fitted runs."""
+    import cobell_cli.core.model.select as select
+    from cobell_cli.core.model.edges import edge_parallel_fraction
+
+    calls = []
+
+    def counted(*args):
+        calls.append(args)
+        return edge_parallel_fraction(*args)
+
+    monkeypatch.setattr(select, "edge_parallel_fraction", counted)
+    m = fit_runtime_model(alone(SCALE_OUTS, reps=3))  # every fold keeps 4 and 60
+    m.held_out_ratios()
+    assert calls == []
+    m.predict([2.0])
+    assert len(calls) == 1
+    assert m.edge_parallel_fraction_ == edge_parallel_fraction(*calls[0])
+    m.predict([1.0])
+    assert len(calls) == 1

@@ -126,3 +126,34 @@ def test_the_broken_line_is_kept_on_the_real_runs_only_where_it_wins_by_a_standa
     assert names["additive, a + b/x, broken line"] == pytest.approx(cv[True].mean)
     default = fit_runtime_model(runs).describe()["combination"]
     assert default["separated_from"] == "ernest" and default["rule"] == "additive"
+
+
+def test_the_cv_scores_every_candidate_as_split_by_split_scoring_would():
+    """`_Runs.scores` gathers the test runs of all splits once: each error must still be the
+    run's own |prediction - runtime| / runtime, with its own weight, in split order."""
+    from cobell_cli.core.model.curve_select import _Runs
+
+    rng = np.random.default_rng(3)
+    x = rng.choice([4.0, 8.0, 16.0, 32.0, 48.0], 40)
+    y = 1000.0 / x + rng.uniform(1.0, 20.0, 40)
+    w = rng.uniform(0.0, 1.0, 40)
+    runs = _Runs.of(x, y, w, [])
+    splits = [(~te, te) for te in (rng.random(40) < 0.3 for _ in range(6))]
+    preds = [rng.uniform(10.0, 300.0, int(te.sum())) for _, te in splits]
+    got = runs.scores(splits, preds)
+    want = CvErrors.of([np.abs(p - y[te]) / y[te]
+                        for (_, te), p in zip(splits, preds, strict=True)],
+                       [w[te] for _, te in splits])
+    np.testing.assert_array_equal(got.errors, want.errors)
+    np.testing.assert_array_equal(got.weights, want.weights)
+    assert runs.scores([], []).mean == float("inf")
+    with pytest.raises(ValueError, match="5 predictions for 6 splits"):
+        runs.scores(splits, preds[:5])
+
+
+def test_a_kept_mean_and_standard_error_are_what_the_errors_give():
+    """CvErrors keeps mean and se once computed; a second read is the same number."""
+    e = CvErrors(np.array([0.1, 0.4, 0.2, 0.9]), np.array([1.0, 0.5, 1.0, 0.25]))
+    first = (e.mean, e.se)
+    assert (e.mean, e.se) == first
+    assert first[0] == pytest.approx(float(e.errors @ e.weights / e.weights.sum()))
