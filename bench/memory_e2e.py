@@ -371,9 +371,9 @@ def render(results: Results, frontiers: Frontiers, command: str, elapsed_s: floa
     lines = [
         "# Executor memory end to end (simulated worlds)",
         "",
-        f"Command: `{command}` ({elapsed_s:.0f} s of the memory side; the played runs, "
-        "cobell's default plan, were played one seed at a time into a --played cache, "
-        "100-150 s each). bench/colocation.py's `single` runs, each "
+        f"Command: `{command}` ({elapsed_s:.0f} s, the played runs of cobell's default "
+        "plan included unless a --played cache already held them). "
+        "bench/colocation.py's `single` runs, each "
         "target run with an input growing over the runs and a heap need from the world's "
         "memory model; YARN containers (512 MB step, Spark's overhead). Post-bootstrap runs. "
         f"cobell at memory confidence {DEFAULT_MEMORY_CONFIDENCE:g}. Goal (issue 36): MB-s <= "
