@@ -67,6 +67,23 @@ def test_hetero_history_and_the_oracle(bell_dir: Path) -> None:
             assert row[name]["miss"] or row[name]["cost"] >= row["oracle"]["cost"] - 1e-9
 
 
+def test_a_type_no_other_job_ran_on_is_left_out_of_both_loto_errors(bell_dir: Path) -> None:
+    """Seed 13: one job alone explored a type. Held out, the shared structure has nothing
+    for it (the planner leaves such a label out): those runs are counted, not scored, and
+    both methods are compared on the same runs."""
+    h = hetero.history(load_curves(bell_dir), 13)
+    rows = hetero.loto(h)
+    left = [r for r in rows if r.get("left_out")]
+    assert left and all(set(r) == {"job", "type", "left_out"} for r in left)
+    (job, kind), = {(r["job"], r["type"]) for r in left}
+    assert sum(kind in h.explored[j] for j in h.runs) == 1 and kind in h.explored[job]
+    one_submit = {name: {"miss": False, "cost": 1.0, "type": "default"}
+                  for name in hetero.STRATEGIES}
+    s = hetero.summarize(13, rows, [one_submit])
+    assert s["left_out_runs"] == len(left) and s["held_out_runs"] == len(rows) - len(left)
+    assert "left out: a type no other job ran on" in hetero.table([s])
+
+
 def test_a_recording_is_read_back_and_evaluated(tmp_path: Path) -> None:
     """The recording's CSV (cobell history export) and its resources side file, as
     history/record-profiles.py writes them, feed the same leave-one-pair-out."""
