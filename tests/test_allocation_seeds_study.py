@@ -12,12 +12,14 @@ from bench.studies import allocation_seeds as st
 
 
 def test_a_unit_runs_the_gates_runner_at_its_own_seed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(u, "SEED", u.SEED)  # restored after the test
-    monkeypatch.setattr(u, "run_allocation", lambda *cell: u.allocation_config(*cell).seed)
-    monkeypatch.setattr(u, "run_noise_blind", lambda *cell: -u.allocation_config(*cell).seed)
+    monkeypatch.setattr(u, "run_allocation",
+                        lambda *cell, seed: u.allocation_config(*cell, seed).seed)
+    monkeypatch.setattr(u, "run_noise_blind",
+                        lambda *cell, seed: -u.allocation_config(*cell, seed).seed)
     cell = ("nodesim", "pair", "sgd")
     assert st._unit((2021, "allocation", cell)) == (2021, "allocation", cell, 2021)
     assert st._unit((2019, "noise_blind", cell))[3] == -2019
+    assert u.SEED == st.SEED_DEV  # the gate's own seed is never touched
 
 
 def _figures(cobell: tuple[float, float], blind: tuple[float, float]) -> dict:

@@ -66,11 +66,11 @@ def _planner(name: str, s: Mapping[str, float]) -> Figures:
             f"{name}.xs_vs_oracle": lower(s["node_s_vs_oracle"], RATIO)}
 
 
-def allocation_table(f: Mapping[str, Figure]) -> str:
+def allocation_table(f: Mapping[str, Figure], seed: int = u.SEED) -> str:
     cols = " | ".join(PLANNER_LABELS[p] for p in PLANNERS)
     lines = [
         "Allocation in bench.colocation's two simulated worlds (`bench/simulator.py`,"
-        f" `bench/nodesim.py`), seed {u.SEED}, {u.RUNS_PER_INTERFERER} runs per co-runner job"
+        f" `bench/nodesim.py`), seed {seed}, {u.RUNS_PER_INTERFERER} runs per co-runner job"
         f" ({4 * u.RUNS_PER_INTERFERER} runs a cell), after the 6 bootstrap runs. Each entry:"
         " runs over the target % / max overshoot % / executor-seconds over the oracle's."
         f" cobell at default flags (P(meet) >= {DEFAULT_CONFIDENCE:g}); Bell + conformal margin"

@@ -35,11 +35,11 @@ HETERO_SEED = 2018  # bench.hetero --quick
 COVERAGE_SEEDS = 5
 
 
-def allocation_config(world: str, variant: str, target: str) -> Any:
+def allocation_config(world: str, variant: str, target: str, seed: int = SEED) -> Any:
     from bench import colocation as co
 
     return co.Config(worlds=(world,), variants=(variant,), targets=(target,),
-                     runs_per_interferer=RUNS_PER_INTERFERER, seed=SEED,
+                     runs_per_interferer=RUNS_PER_INTERFERER, seed=seed,
                      strategies=tuple(ALLOCATION_STRATEGIES.values()))
 
 
@@ -52,21 +52,22 @@ def allocation_cells() -> list[tuple[str, str, str]]:
 # --- the runners: (key...) -> results, each in a worker process ---------------------------------
 
 
-def run_allocation(world: str, variant: str, target: str) -> dict[str, list[Any]]:
+def run_allocation(world: str, variant: str, target: str,
+                   seed: int = SEED) -> dict[str, list[Any]]:
     """bench.colocation's cell: strategy -> its runs (the oracle's included)."""
     from bench import BELL_DATA
     from bench import colocation as co
 
-    cfg = allocation_config(world, variant, target)
+    cfg = allocation_config(world, variant, target, seed)
     return co.run_experiment(cfg, BELL_DATA)[(world, variant, target)]
 
 
-def run_noise_blind(world: str, variant: str, target: str) -> list[Any]:
+def run_noise_blind(world: str, variant: str, target: str, seed: int = SEED) -> list[Any]:
     """bench.oracle_bound --unknown all on the same cell's post-bootstrap runs."""
     from bench import BELL_DATA
     from bench import oracle_bound as ob
 
-    cfg = allocation_config(world, variant, target)
+    cfg = allocation_config(world, variant, target, seed)
     out = ob.run(cfg, NOISE_BLIND_LEVELS, NOISE_BLIND_DRAWS, BELL_DATA, unknown="all")
     return out[(world, variant, target)]
 

@@ -29,12 +29,14 @@ SHOWN = (11, 12, 16, 20, 24, 28, 32, 40, 48, 56)
 
 @contextmanager
 def watched(seen: dict[str, Any]) -> Iterator[None]:
-    """model_phase's call of `unreachable`, its arguments kept in `seen`."""
+    """model_phase's call of `unreachable`: its arguments and its choice kept in `seen`."""
     real: Callable[..., Any] = model_phase.unreachable
 
     def spy(dist: Any, costs: Any, target_s: float, confidence: float) -> Any:
-        seen.update(dist=dist, costs=list(costs), target_s=target_s, confidence=confidence)
-        return real(dist, costs, target_s, confidence)
+        choice = real(dist, costs, target_s, confidence)
+        seen.update(dist=dist, costs=list(costs), target_s=target_s, confidence=confidence,
+                    choice=choice)
+        return choice
 
     model_phase.unreachable = spy
     try:
@@ -69,7 +71,7 @@ def render(chosen: Any, seen: dict[str, Any], record: co.RunRecord, command: str
     dist, costs, target_s, level = (seen["dist"], seen["costs"], seen["target_s"],
                                     seen["confidence"])
     js = range(len(dist.candidates))
-    aim = max(target_s, min(dist.quantile_s(j, level) for j in js))
+    aim = seen["choice"].aim_s  # the rule's own: the lowest upper bound, or the target
     within = [dist.meet_probability(j, aim) for j in js]
     top = max(within)
     se = infeasible.standard_error(top, dist.errors or len(js))
