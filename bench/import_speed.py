@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import publish
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "import_speed.md"
 GOAL_S, GOAL_MBPS, GOAL_RSS_MB = 60.0, 50.0, 300.0
@@ -121,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(args, volume, first, again)
     if args.event_log_mb > 0:
         report += render_event_logs(args, event_log_runs(args.event_log_mb, args.seed))
-    if args.output is not None:
-        args.output.write_text(report)
-    print(report)
+    publish(report, args.output)
     return 0
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import publish
 from cobell_cli.core import plausibility
 from cobell_cli.core.plausibility import JobRuntimes
 
@@ -261,11 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     command = "python -m bench.plausibility" + (" --quick" if args.quick else
                                                 f" --seeds {seeds}")
     text = render(real, wild, tuned, command, time.perf_counter() - started)
-    if args.quick:
-        print(text)
-        return
-    args.output.write_text(text)
-    print(text)
+    publish(text, None if args.quick else args.output)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import publish
 from bench.plausibility import DEFAULT_DATA, Runs, load_sets
 from cobell_cli import api
 
@@ -223,8 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.part == "table":
         saved = [json.loads(f.read_text()) for f in args.files]
         text = render([r for s in saved for r in s["rows"]], [s["command"] for s in saved])
-        args.output.write_text(text)
-        print(text)
+        publish(text, args.output)
         return
     started = time.perf_counter()
     if args.part == "case":
