@@ -43,7 +43,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -210,28 +210,36 @@ def choose(judged: Sequence[Judged]) -> Judged:
 
 
 def prior_groups(set_name: str, rule: Any) -> dict[str, list[float]]:
-    """Each job's held-out ratios under `rule` (core/memory/select.nested_ratios on its
-    profile runs, both executor counts: what a job's history holds)."""
+    """Each job's held-out ratios under `rule` on its profile runs, both executor counts (what
+    a job's history holds), on the reserved scale a prior is fitted on
+    (core/memory/history_prior.job_ratios; the default model's own ratios are not)."""
     from bench.memory_accuracy import history_rows, load
     from cobell_cli.core.memory.demand import observations
-    from cobell_cli.core.memory.model import MemoryModel
+    from cobell_cli.core.memory.history_prior import job_ratios
 
     runs, _ = load(set_name)
     out = {}
     for job in sorted({r.job for r in runs}):
         mine = [r for r in runs if r.job == job and r.outcome == "succeeded"]
-        obs = observations(history_rows(mine), rule)
-        if any(o.demand_mb for o in obs):
-            out[job] = MemoryModel().fit(obs).ratios_
+        ratios = job_ratios(observations(history_rows(mine), rule))
+        if ratios:
+            out[job] = ratios
     return out
 
 
 # --- the report -------------------------------------------------------------------------------
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Two priors equal up to rounding (DEFAULT_PRIOR's spread is written as an expression)."""
+    return a is not None and all(math.isclose(x, y, rel_tol=1e-9)
+                                 for x, y in zip(astuple(a), astuple(b), strict=True))
+
+
 def render(set_name: str, data: Sequence[Sample], judged: Sequence[Judged], chosen: Judged,
            groups: Mapping[str, list[float]], prior: Any, command: str,
            elapsed_s: float) -> str:
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR
     from cobell_cli.core.memory.demand import DemandRule
 
     jobs = sorted({s.job for s in data})
@@ -263,11 +271,13 @@ def render(set_name: str, data: Sequence[Sample], judged: Sequence[Judged], chos
     rule = rule_of(chosen)
     lines += ["", f"Chosen rule for core/memory/demand.py: {rule}.", ""]
     if isinstance(rule, DemandRule):
-        lines += ["Held-out ratios per job under it (core/memory/select.nested_ratios, profile "
-                  "runs of both executor counts): " + "; ".join(
+        lines += ["Held-out ratios per job under it (core/memory/history_prior.job_ratios: "
+                  "select.nested_ratios on the reserved scale, profile runs of both executor "
+                  "counts): " + "; ".join(
                       f"{k} {', '.join(f'{v:.2f}' for v in g)}" for k, g in groups.items()),
                   "", f"Prior of the bound fitted on them (core/memory/bound.py fit_prior): "
-                  f"{prior}.", ""]
+                  f"{prior}; bound.DEFAULT_PRIOR (the candidate peak-nix's): {DEFAULT_PRIOR}"
+                  f" ({'this fit' if _same(prior, DEFAULT_PRIOR) else 'NOT this fit'}).", ""]
     python = [s.measures.get("python_rss_mb", 0.0) for s in data]
     lines.append(f"Python workers' RSS over these runs: at most {max(python):.0f} MB.")
     return "\n".join(lines)

@@ -473,3 +473,16 @@ def test_the_candidates_study_lists_the_held_out_cells_whose_oom_runs_differ() -
         "default": {dev: [], held: [35], same: [4]},
         "deep-folds": {dev: [3], held: [6, 35], same: [4]}}) if line.startswith("| deep")]
     assert rows == ["| deep-folds | 2019 | nodesim | sgd | [35] | [6, 35] |"]
+
+
+def test_the_default_prior_is_the_fit_bench_memory_measure_reports_on_tune_quiet() -> None:
+    """bound.DEFAULT_PRIOR says it is fit_prior on tune-quiet's held-out ratios under the tune
+    set's chosen rule, on the reserved scale a prior reads; the bench once drifted to the
+    default model's own ratios (another scale) and reported another prior without noticing."""
+    from bench.memory_measure import _same, prior_groups
+    from cobell_cli.core.memory.bound import DEFAULT_PRIOR, fit_prior
+    from cobell_cli.core.memory.demand import PEAK_RULE
+
+    groups = prior_groups("tune-quiet", PEAK_RULE)
+    assert sorted(groups) == ["broadcast", "cache", "collect", "distinct", "sort", "zipf"]
+    assert _same(fit_prior(list(groups.values())), DEFAULT_PRIOR)
