@@ -52,6 +52,9 @@ JACKKNIFE_MAX_FITS = 10  # more runs: CV+ with this many interleaved folds bound
 # 2.2 and 5.8 at 0.93; the price, on the same runs, +0.009 and +0.024 of the oracle's
 # executor-seconds (1.038 -> 1.047x, 1.046 -> 1.074x). Bell + margin at 0.9-0.95 misses 9-13 %.
 DEFAULT_CONFIDENCE = 0.95
+# Relative round-off of a ratio computed back from a bound (exp, log, a scale and a shift):
+# a few 1e-16 in practice; 1e-9 is far below any difference of runtimes a plan can act on.
+ROUND_OFF = 1e-9
 POOLED_KEY = "*"  # the pooled co-runner class in the model's description (model/data.py)
 
 Overlaps = Mapping[Any, float]
@@ -149,9 +152,12 @@ class RatioDistribution:
         self.log_sd = math.sqrt(spread / (n - 1)) if n > 1 else 0.0
 
     def meet_probability(self, threshold: float) -> float:
-        """Estimated P(next ratio <= threshold); see `meet_probability`."""
+        """Estimated P(next ratio <= threshold); see `meet_probability`. A threshold within
+        ROUND_OFF of a ratio counts as that ratio: a bound read back through logs and scales
+        (predictive.py) lands an ulp or two beside the ratio it is, and below it would read
+        one rank less than the bound's own level."""
         n = len(self.ordered)
-        count = bisect_right(self.ordered, threshold)
+        count = bisect_right(self.ordered, threshold * (1.0 + ROUND_OFF))
         conformal = count / (n + 1)
         if count < n or n < 3:
             return conformal
