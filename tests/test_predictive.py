@@ -125,31 +125,19 @@ def test_with_the_pooled_errors_everywhere_p_meet_is_the_pooled_conformal_one() 
 )
 def test_the_upper_bound_within_the_target_means_p_meet_at_least_p(
         positions: list[float], logs: list[float], p: float, threshold: float) -> None:
-    errors = [Error(x, math.exp(v)) for x, v in zip(positions, logs, strict=False)]
-    dist = _build(errors, positions)
-    for j in range(0, len(XS), 7):
-        if dist.quantile_s(j, p) <= threshold:
-            assert dist.meet_probability(j, threshold) >= p - 1e-9
-        assert dist.quantile_s(j, 0.1) <= dist.quantile_s(j, 0.5) <= dist.quantile_s(j, 0.9)
-
-
-@settings(max_examples=80, deadline=None, derandomize=True)
-@given(
-    positions=st.lists(st.sampled_from([4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 60.0]),
-                       min_size=3, max_size=40),
-    logs=st.lists(st.floats(-0.3, 0.3), min_size=40, max_size=40),
-    p=st.floats(0.5, 0.99),
-)
-def test_at_its_own_upper_bound_a_candidate_meets_with_at_least_p(
-        positions: list[float], logs: list[float], p: float) -> None:
-    """The bound read back as a threshold: where it is one of the errors (a conformal rank,
-    or the largest beyond the t tail), round-off puts it an ulp either side, and below it P
-    read one rank less than p. The rule for an unreachable target compares every candidate
-    with the aim's P there: one rank less once let a candidate 24x over the target in."""
+    """Also at the bound itself: where it is one of the errors (a conformal rank, or the
+    largest beyond the t tail), round-off puts it an ulp either side, and below it P read one
+    rank less than p. The rule for an unreachable target compares every candidate with the
+    aim's P there: one rank less once let a candidate 24x over the target in."""
     errors = [Error(x, math.exp(v)) for x, v in zip(positions, logs, strict=False)]
     dist = _build(errors, positions)
     for j in range(len(XS)):
         assert dist.meet_probability(j, dist.quantile_s(j, p)) >= p - 1e-6
+        if j % 7:
+            continue
+        if dist.quantile_s(j, p) <= threshold:
+            assert dist.meet_probability(j, threshold) >= p - 1e-9
+        assert dist.quantile_s(j, 0.1) <= dist.quantile_s(j, 0.5) <= dist.quantile_s(j, 0.9)
 
 
 # --- the rule when no candidate meets the target --------------------------------------------
