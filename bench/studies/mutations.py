@@ -33,7 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import publish
+
 ROOT = Path(__file__).resolve().parents[2]
+HEADER = ("# Mutants of the core against their tests (issue 34, item 7)", "",
+          "Command: `python -m bench.studies.mutations` (each mutant: its source change, the "
+          "listed test files run with `pytest -q -x -n 0`, the file restored; the same tests "
+          "pass unmutated first).", "")
 SCHEDULE_TESTS = ("tests/test_schedule.py", "tests/test_wait.py")
 NODETYPE_TESTS = ("tests/test_node_labels.py",)
 # The core decision (issue 34, item 1): the tests that import the modules mutated.
@@ -254,10 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"| {m.name} | {m.path} | {' '.join(m.tests)} | "
                      f"{'yes' if killed else '**no**'} | {seconds:.0f} |")
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + f"\n\n{len(chosen) - survivors} of {len(chosen)} killed.\n"
-    if args.output:
-        args.output.write_text(text)
-    print(text)
+    text = "\n".join([*HEADER, *lines]) + (
+        f"\n\n{len(chosen) - survivors} of {len(chosen)} killed.\n")
+    publish(text, args.output)
     return 1 if survivors else 0
 
 
