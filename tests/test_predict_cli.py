@@ -395,9 +395,9 @@ def test_no_cluster_information_is_said_once(db: Path) -> None:
 def test_a_bound_is_shown_never_below_itself_and_a_far_one_short(upper_s: float) -> None:
     """`predict --all` once printed an upper bound of 18066047777845545009152 s for a candidate
     far below the runs: right, and unreadable. From 1e6 s on it is two digits, rounded up."""
-    from cobell_cli.cli.predict import LONG_BOUND_S, _bound
+    from cobell_cli.core.plan.reasons import LONG_BOUND_S, bound_text
 
-    shown = _bound(upper_s)
+    shown = bound_text(upper_s)
     assert float(shown) >= upper_s
     if upper_s >= LONG_BOUND_S:
         assert len(shown) <= 7 and float(shown) <= upper_s * 1.1

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 AROUND = 3  # candidate rows shown on each side of the decision without --all
 
 
-LONG_BOUND_S = 1e6  # 11.6 days: longer upper bounds are shown in two significant digits
 DECISION_WIDTH = 160  # a decision line read at 6 am: details under --verbose and --json
 
 
@@ -307,20 +306,9 @@ def _percent(probability: float | None, unknown: str = "") -> str:
 
 
 def _bound(upper_s: float) -> str:
-    """Whole seconds, rounded up; from LONG_BOUND_S on, two significant digits, rounded up
-    ("1.9e22"): a bound that far only says the candidate lies far outside what the runs tell,
-    and 23 digits in a table column say it no better. Never shown below the bound."""
-    import math
-
     from cobell_cli import api
 
-    if upper_s < LONG_BOUND_S or not math.isfinite(upper_s):
-        return api.bound_text(upper_s) if math.isfinite(upper_s) else "inf"
-    exponent = math.floor(math.log10(upper_s))
-    tenths = math.ceil(upper_s / 10.0 ** (exponent - 1) - 1e-9)  # 10..100
-    if tenths >= 100:
-        tenths, exponent = 10, exponent + 1
-    return f"{tenths / 10:.1f}e{exponent}"
+    return api.bound_text(upper_s)
 
 
 def _policy(confidence: float | None, phase: str) -> str:

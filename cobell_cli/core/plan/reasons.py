@@ -10,6 +10,8 @@ from cobell_cli.core.plan.infeasible import Choice
 from cobell_cli.core.plan.records import Phase, Plan, Strategy
 from cobell_cli.core.words import count
 
+LONG_BOUND_S = 1e6  # 11.6 days: longer upper bounds are shown in two significant digits
+
 
 def policy_text(confidence: float | None, phase: str) -> str:
     """The policy asked for, and when it is not what decides this run, what does (the plan's
@@ -29,8 +31,18 @@ def probability_text(probability: float) -> str:
 
 def bound_text(upper_s: float) -> str:
     """An upper bound in whole seconds, rounded up: 331.4 s shown as "331" beside a 331 s target
-    it misses would read as met, so what is shown is never below the bound."""
-    return f"{math.ceil(upper_s - 1e-9):d}"
+    it misses would read as met, so what is shown is never below the bound. Beyond
+    LONG_BOUND_S, two significant digits, rounded up ("1.9e22"): a bound that far only says the
+    candidate lies far outside what the runs tell, and 23 digits say it no better."""
+    if not math.isfinite(upper_s):
+        return "inf"
+    if upper_s <= LONG_BOUND_S:
+        return f"{math.ceil(upper_s - 1e-9):d}"
+    exponent = math.floor(math.log10(upper_s))
+    tenths = math.ceil(upper_s / 10.0 ** (exponent - 1) - 1e-9)  # 10..100
+    if tenths >= 100:
+        tenths, exponent = 10, exponent + 1
+    return f"{tenths / 10:.1f}e{exponent}"
 
 
 def _model_reason(
