@@ -308,6 +308,15 @@ def oracle_scale_out(setup: RunSetup, curves: Mapping[str, Curve], target: str,
     return MAX_SCALE_OUT
 
 
+def at_submit(setup: RunSetup, curves: Mapping[str, Curve], target: str,
+              world: Truth) -> tuple[list[SimJob], list[RunningApp]]:
+    """The co-runners as they stand when the target is submitted: the simulated jobs, and
+    those still running as the cluster reports them (their progress so far)."""
+    before = world.simulate(_jobs(setup, curves, target, None), setup.noise,
+                            until_s=setup.submit_s)
+    return before, [_app(j, j.done_s / j.work_s, None) for j in before if j.finish_s is None]
+
+
 def _app(job: SimJob, progress: float | None, finished_s: float | None) -> RunningApp:
     return RunningApp(app_id=job.key, name=job.job, job=job.job, user=None, queue="default",
                       state="RUNNING" if finished_s is None else "FINISHED",
@@ -380,9 +389,7 @@ def play(strategy: str, memory: World, setup: RunSetup, curves: Mapping[str, Cur
     if strategy == "oracle":
         x = oracle_scale_out(setup, curves, target, target_s, world)
     else:
-        before = world.simulate(_jobs(setup, curves, target, None), setup.noise,
-                                until_s=setup.submit_s)
-        apps = [_app(j, j.done_s / j.work_s, None) for j in before if j.finish_s is None]
+        before, apps = at_submit(setup, curves, target, world)
         if strategy in LIVE_PROGRESS:
             apps = with_drivers(apps, before)
         chosen = decide(strategy, memory, setup, target_s, apps)

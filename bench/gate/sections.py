@@ -86,14 +86,15 @@ def allocation_table(f: Mapping[str, Figure], seed: int = u.SEED) -> str:
             for target in TARGETS:
                 name = f"allocation.{world}.{variant}.{target}"
                 lines.append(f"| {world} | {variant} | {target} | {_v(f, f'{name}.runs', 0)} | "
-                             + " | ".join(_triple(f, f"{name}.{p}") for p in PLANNERS) + " |")
+                             + " | ".join(triple(f, f"{name}.{p}") for p in PLANNERS) + " |")
         name = f"allocation.{world}.pooled"
         lines.append(f"| **{world}** | **pooled** | | | "
-                     + " | ".join(_triple(f, f"{name}.{p}") for p in PLANNERS) + " |")
+                     + " | ".join(triple(f, f"{name}.{p}") for p in PLANNERS) + " |")
     return "\n".join(lines)
 
 
-def _triple(f: Mapping[str, Figure], name: str) -> str:
+def triple(f: Mapping[str, Figure], name: str) -> str:
+    """A planner's cell as the tables show it: late % / max overshoot % / cost vs oracle."""
     return (f"{_v(f, f'{name}.late_pct', 1)} / {_v(f, f'{name}.max_overshoot_pct', 1)} /"
             f" {_v(f, f'{name}.xs_vs_oracle', 3)}")
 

@@ -86,7 +86,7 @@ def render(per_seed: Mapping[int, Mapping[str, Figure]], command: str, elapsed_s
             name = f"allocation.{world}.pooled"
             late = f[f"{name}.cobell.late_pct"].value
             met, total = cell_goals(f, world)
-            cols = [sections._triple(f, f"{name}.{p}")
+            cols = [sections.triple(f, f"{name}.{p}")
                     for p in ("cobell", "bell_margin", "bell_margin95", "noise_blind95")]
             lines.append(f"| {seed} | {world} | {' | '.join(cols)} | "
                          f"{'met' if late <= LATE_GOAL_PCT else 'missed'} | {met} of {total} |")
@@ -94,7 +94,6 @@ def render(per_seed: Mapping[int, Mapping[str, Figure]], command: str, elapsed_s
     for seed, f in per_seed.items():
         lines += ["", f"## Seed {seed}", "", sections.allocation_table(f, seed)]
     return "\n".join(lines) + "\n"
-
 
 
 def reading(per_seed: Mapping[int, Mapping[str, Figure]]) -> list[str]:

@@ -163,10 +163,7 @@ def run(cfg: co.Config, data_dir: Path, vs: Sequence[Variant],
                 tallies = {v.name: Tally() for v in vs}
                 for setup in co.draw_runs(variant, target, cfg, curves, world):
                     if setup.index > MODEL_FROM_USABLE:
-                        before = world.simulate(co._jobs(setup, curves, target, None),
-                                                setup.noise, until_s=setup.submit_s)
-                        apps = [co._app(j, j.done_s / j.work_s, None)
-                                for j in before if j.finish_s is None]
+                        before, apps = co.at_submit(setup, curves, target, world)
                         live = co.with_drivers(apps, before)
                         exact = exact_drivers(apps, before)
                         for v in vs:

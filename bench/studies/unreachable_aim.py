@@ -57,9 +57,7 @@ def replay() -> tuple[Any, dict[str, Any], co.RunRecord]:
     for setup in setups[:RUN - 1]:
         co.play(STRATEGY, memory, setup, curves, target_s, world)
     setup = setups[RUN - 1]
-    before = world.simulate(co._jobs(setup, curves, TARGET, None), setup.noise,
-                            until_s=setup.submit_s)
-    apps = [co._app(j, j.done_s / j.work_s, None) for j in before if j.finish_s is None]
+    _, apps = co.at_submit(setup, curves, TARGET, world)
     seen: dict[str, Any] = {}
     with watched(seen):
         chosen = co.decide(STRATEGY, memory, setup, target_s, apps)
