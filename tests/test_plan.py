@@ -23,7 +23,7 @@ from cobell_cli.core.plan import (
     similar_runs,
 )
 from cobell_cli.core.plan.infeasible import by_probability, standard_error
-from cobell_cli.core.plan.reasons import bound_text, probability_text
+from cobell_cli.core.plan.reasons import LONG_BOUND_S, bound_text, probability_text
 from cobell_cli.core.running import RunningApp
 from cobell_cli.errors import UsageError
 
@@ -708,6 +708,19 @@ def test_a_confident_plan_meets_the_target_with_at_least_that_probability() -> N
 def test_a_probability_is_shown_rounded_down_so_it_never_reads_as_met_when_it_is_not(
         probability: float, shown: str) -> None:
     assert probability_text(probability) == shown
+
+
+@pytest.mark.parametrize("upper_s", [331.4, 999_999.2, 1e6, 1_000_000.1, 1_234_567.0, 9.99e7,
+                                     18066047777845545009152.0, 3.2e303])
+def test_a_bound_is_shown_never_below_itself_and_a_far_one_short(upper_s: float) -> None:
+    """`predict --all` once printed an upper bound of 18066047777845545009152 s for a candidate
+    far below the runs: right, and unreadable. From 1e6 s on it is two digits, rounded up."""
+    shown = bound_text(upper_s)
+    assert float(shown) >= upper_s
+    if upper_s >= LONG_BOUND_S:
+        assert len(shown) <= 7 and float(shown) <= upper_s * 1.1
+    else:
+        assert shown == str(math.ceil(upper_s))
 
 
 @given(st.floats(min_value=0.0, max_value=1e6, allow_nan=False),

@@ -388,18 +388,3 @@ def test_no_cluster_information_is_said_once(db: Path) -> None:
     assert (shown.stdout + shown.stderr).count("NO CLUSTER INFORMATION") == 1
     (line,) = [x for x in shown.stderr.splitlines() if "NO CLUSTER" in x]
     assert len(line) < 130 and line.count("cluster = none") == 1
-
-
-@pytest.mark.parametrize("upper_s", [331.4, 999_999.2, 1e6, 1_000_000.1, 1_234_567.0, 9.99e7,
-                                     18066047777845545009152.0, 3.2e303])
-def test_a_bound_is_shown_never_below_itself_and_a_far_one_short(upper_s: float) -> None:
-    """`predict --all` once printed an upper bound of 18066047777845545009152 s for a candidate
-    far below the runs: right, and unreadable. From 1e6 s on it is two digits, rounded up."""
-    from cobell_cli.core.plan.reasons import LONG_BOUND_S, bound_text
-
-    shown = bound_text(upper_s)
-    assert float(shown) >= upper_s
-    if upper_s >= LONG_BOUND_S:
-        assert len(shown) <= 7 and float(shown) <= upper_s * 1.1
-    else:
-        assert shown == str(math.ceil(upper_s))
