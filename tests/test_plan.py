@@ -714,7 +714,7 @@ def test_a_probability_is_shown_rounded_down_so_it_never_reads_as_met_when_it_is
                                      18066047777845545009152.0, 3.2e303])
 def test_a_bound_is_shown_never_below_itself_and_a_far_one_short(upper_s: float) -> None:
     """`predict --all` once printed an upper bound of 18066047777845545009152 s for a candidate
-    far below the runs: right, and unreadable. From 1e6 s on it is two digits, rounded up."""
+    far below the runs: right, and unreadable. Beyond 1e6 s it is two digits, rounded up."""
     shown = bound_text(upper_s)
     assert float(shown) >= upper_s
     if upper_s >= LONG_BOUND_S:
