@@ -24,7 +24,18 @@ Sets: `dev` (seed 28: every kind alone at 1, 2 and 4 executors, every pair 4 tim
 is what the method was developed on; `test` (seed 2029: every kind alone at 2, every pair
 twice: 16 cells) was recorded after it was frozen; `check` (seed 2030, 29 Nov 2026: every kind
 alone at 1, every pair twice, other sizes: 16 cells) is fresh data for the fit of a job with
-one scale-out alone (issue 34), read only after that candidate was committed.
+one scale-out alone (issue 34), read only after that candidate was committed; `fresh` (seed
+2031, 1 Dec 2026: every kind alone at 1, 2 and 4, every pair twice, other sizes again: 24 cells)
+decides two default components the sets recorded after them disagree on
+(bench/results/real_ablation.md, 1 Dec 2026): the level line at three scale-outs (switched off:
++1.20 +- 1.11 points on profiles dev's quiet re-recording, -0.53 +- 0.38 on profiles check) and
+the repetition outliers (off: +0.17 +- 0.13 on the tuning set, -1.28 +- 0.67, -0.35 +- 0.26
+and -1.25 +- 1.20 on the profile sets). The rule, fixed before it was recorded: a component
+leaves the default where switching it off saves more than one standard error of mean APE on
+`fresh` and the gate's simulated-world figures do not fail without it; it stays where
+switching it off costs more than one standard error there; within one, the pooled paired
+difference over every real set recorded after it was chosen decides the same way (and the
+simpler form stays if that is within one standard error too).
 """
 
 from __future__ import annotations
@@ -56,7 +67,9 @@ OFFSET_S = 8.0
 SETS = {"dev": {"seed": 28, "alone": SCALE_OUTS, "pairs": 4, "csv": "profiles-local.csv"},
         "test": {"seed": 2029, "alone": (2,), "pairs": 2, "csv": "profiles-local-test.csv"},
         "check": {"seed": 2030, "alone": (1,), "pairs": 2, "csv": "profiles-local-check.csv",
-                  "sizes": {"cpu": 0.4, "shuffle": 0.25, "disk": 0.35, "wait": 0.8}}}
+                  "sizes": {"cpu": 0.4, "shuffle": 0.25, "disk": 0.35, "wait": 0.8}},
+        "fresh": {"seed": 2031, "alone": SCALE_OUTS, "pairs": 2, "csv": "profiles-local-fresh.csv",
+                  "sizes": {"cpu": 0.3, "shuffle": 0.35, "disk": 0.25, "wait": 1.2}}}
 
 
 def free_port() -> int:
