@@ -27,6 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from bench import publish
 from bench.colocation import DEFAULT_DATA
 from cobell_cli.core.model import fit_runtime_model
 from cobell_cli.core.schedule.risk import UNKNOWN_END_LOG_SD
@@ -105,10 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines += ["", f"Fitted sd (the Spark jobs' 90th percentile log error / z_0.9): {fitted:.3f}; "
               f"the constant: {UNKNOWN_END_LOG_SD:g}. Goal of the stretch: {LEVEL:.0%} of the "
               "runs ended by it."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.output:
-        args.output.write_text(text)
+    publish("\n".join(lines) + "\n", args.output)
     return 0
 
 
