@@ -60,6 +60,23 @@ def test_the_rule_reads_each_set_s_paired_difference():
     results = {"s1": {ra.DEFAULT: base, "v": same, "w": better},
                "s2": {ra.DEFAULT: base, "v": same, "w": base + np.tile([3.0, -1.0], 10)}}
     assert ra.verdict(results, "v") == "within one SE on every set"
+    # sets that disagree are both named (profiles check against profiles dev, 1 Dec 2026)
+    assert ra.verdict(results, "w") == ("default better by > 1 SE on s2; the variant by > 1 SE "
+                                        "on s1")
+    results["s1"]["w"] = same
     assert ra.verdict(results, "w") == "default better by > 1 SE on s2"
+    results["s1"]["w"] = better
     results["s2"]["w"] = same
     assert ra.verdict(results, "w") == "no worse anywhere, better by > 1 SE on s1"
+
+
+def test_pooled_takes_the_left_out_runs_of_the_named_sets_together():
+    base = np.linspace(5.0, 15.0, 6)
+    results = {"a": {ra.DEFAULT: base, "v": base + np.array([1, 2, 3, 1, 2, 3])},
+               "b": {ra.DEFAULT: base[:4], "v": base[:4] - 1.0},
+               "c": {ra.DEFAULT: base, "v": base + 10.0}}
+    diff, se, n = ra.pooled(results, "v", ["a", "b", "missing"])
+    together = np.array([1, 2, 3, 1, 2, 3, -1, -1, -1, -1], float)
+    assert n == 10
+    assert diff == pytest.approx(together.mean())
+    assert se == pytest.approx(together.std(ddof=1) / np.sqrt(10))

@@ -131,7 +131,10 @@ def real_colocation_table(f: Mapping[str, Figure]) -> str:
         " (bench/results/real_ablation.md) kept every one of them there; profiles test is"
         " development evidence for the three-scale-out curve choice"
         " (bench/results/real_colocation.md); profiles check (29 Nov 2026, one run alone a"
-        " job, other sizes) is held out for every choice.",
+        " job, other sizes) is held out for every choice; profiles fresh (1 Dec 2026, quiet,"
+        " every job alone at 1, 2 and 4 executors, other sizes) was recorded to settle the"
+        " level line and the repetition outliers (bench/results/real_ablation.md: both stay)"
+        " and is held out for every other choice.",
         "",
         "| set | history | runs | cobell | CoBell (paper's joint fit) | cobell / paper |",
         "|---|---|---|---|---|---|",
