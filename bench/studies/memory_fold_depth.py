@@ -68,6 +68,7 @@ def fold_ratios(set_name: str) -> dict[int, list[float]]:
 
 
 Depth = tuple[str, int]  # (method, input sizes the case is sized from)
+CONFIDENCE = 0.95  # cobell's default memory confidence, as bench.memory_accuracy scores it
 
 
 def case_depths(set_name: str) -> dict[Depth, list[Any]]:
@@ -83,8 +84,6 @@ def case_depths(set_name: str) -> dict[Depth, list[Any]]:
                 out.setdefault((method, depth), []).append(s)
     return out
 
-
-CONFIDENCE = 0.95  # cobell's default memory confidence, as bench.memory_accuracy scores it
 
 
 def _in_sample_scores(runs: Sequence[Any], cases: Sequence[Any]) -> list[Any]:
