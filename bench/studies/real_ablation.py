@@ -144,7 +144,10 @@ def set_errors(set_name: str, quick: bool = False) -> dict[str, np.ndarray]:
 
 def paired(errors: Mapping[str, np.ndarray], name: str) -> tuple[float, float]:
     """Mean of the variant's APE minus the default's over the set's runs, and its SE."""
-    diff = errors[name] - errors[DEFAULT]
+    return _mean_se(errors[name] - errors[DEFAULT])
+
+
+def _mean_se(diff: np.ndarray) -> tuple[float, float]:
     se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else float("nan")
     return float(diff.mean()), se
 
@@ -164,7 +167,7 @@ def pooled(results: Mapping[str, Mapping[str, np.ndarray]], name: str,
     scored): mean, standard error, runs."""
     diff = np.concatenate([results[s][name] - results[s][DEFAULT] for s in sets
                            if s in results])
-    return float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size)), int(diff.size)
+    return (*_mean_se(diff), int(diff.size))
 
 
 def verdict(results: Mapping[str, Mapping[str, np.ndarray]], name: str) -> str:
