@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from itertools import pairwise
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from cobell_cli.core.calibration import Error, RatioDistribution
 from cobell_cli.core.plan.infeasible import by_probability, unreachable
+from cobell_cli.core.plan.reasons import unreachable_words
 from cobell_cli.core.predictive import (
     PRIOR_ERRORS,
     Candidate,
@@ -184,6 +186,30 @@ def test_exploration_is_not_taken_where_the_choice_itself_can_learn() -> None:
     ], shape)
     choice = unreachable(dist, [24 * 103.0, 28 * 90.0], 100.0, 0.9)
     assert choice.index == 1 and choice.explored_from is None  # the likelier, learns itself
+
+
+def test_where_no_next_run_could_meet_the_target_the_plan_moves_to_the_closest() -> None:
+    """unreachable_aim.md's run, in small: six errors, three co-runners' pairs so uncertain
+    that every upper bound is four times the target. 11 executors are as likely as any to
+    finish within the lowest upper bound and 1.9 % cheaper, but certain to miss the target;
+    no candidate's next run could bring it to the confidence. The plan moves to 32, whose next
+    run comes closest, and not to 26, which no run would bring nearer than 11."""
+    shape = Shape([math.exp(0.1 * NormalDist().inv_cdf((i + 0.5) / 6)) for i in range(6)])
+    target = 700.0
+    dist = Predictive([Candidate(11, 1941.0, 0.0, 0.1, PRIOR_ERRORS, 0.0, 0.2),
+                       Candidate(26, 837.0, 0.0, 0.1, 0.5 + PRIOR_ERRORS, 0.5, 0.9),
+                       Candidate(32, 725.0, 0.0, 0.1, 6.0 + PRIOR_ERRORS, 6.0, 0.9)], shape)
+    costs = [11 * 1941.0, 26 * 837.0, 32 * 725.0]
+    aim = min(dist.quantile_s(j, 0.9) for j in range(3))
+    assert aim > 4 * target
+    assert by_probability([dist.meet_probability(j, aim) for j in range(3)], costs, 6) == 0
+    assert dist.meet_probability(0, target) == 0.0 < dist.meet_probability(2, target)
+    after = [dist.meet_probability_after_run(j, target) for j in range(3)]
+    assert max(after) < 0.9 and after[1] == after[0] < after[2]  # no mover; 32 comes closest
+    choice = unreachable(dist, costs, target, 0.9)
+    assert (choice.index, choice.explored_from, choice.closest) == (2, 0, True)
+    words = unreachable_words(choice, [11, 26, 32], target)
+    assert words.startswith("32, ") and "comes less close" in words and " 11 " in words
 
 
 def _per_run(scale_outs: list[float], runs: list[float], errors: list[Error],
