@@ -204,8 +204,9 @@ def reading(chosen: Any, dist: Any, costs: list[float], target_s: float,
         "could not make it meet the target, and neither could any other candidate's, so the "
         "exploration rule, which moves only to a candidate whose next run could, kept the "
         "choice. Today's rule then moves toward the candidate whose next run comes closest "
-        "(the cheapest, no less likely to meet the target now, whose P(meet) after one run "
-        "at its median is within one standard error of the highest and above the choice's). "
+        "(among the candidates as likely as any to finish within the aim, the cheapest, no "
+        "less likely to meet the target now, whose P(meet) after one run at its median is "
+        "within one standard error of the highest and above the choice's). "
         "It acts only where no candidate reaches the confidence and no next run could, so "
         "a deadline out of reach, where some candidate's next run can, is decided as before.",
     ]

@@ -21,9 +21,11 @@ constraint". Past that, the plan compares the candidates by their predictive dis
   the target at the confidence, running it teaches nothing that changes the next decision.
   Then the plan takes the cheapest candidate, no less likely to meet the target now, whose
   next run could: one landing at its own median would bring its P(meet) to the confidence.
-  Where no candidate's next run could, it moves toward the one whose next run comes closest:
-  the cheapest, no less likely to meet the target now, whose P(meet) after one run at its
-  median is within one standard error of the highest and above the choice's own. Without
+  Where no candidate's next run could, it moves toward the one whose next run comes closest,
+  among the candidates the choice by P(meet) and cost admits (about as likely as any to
+  finish within the lowest upper bound: a run there risks no more than the choice's): the
+  cheapest, no less likely to meet the target now, whose P(meet) after one run at its median
+  is within one standard error of the highest and above the choice's own. Without
   that step a wide distribution (three co-runners' pairs fitted on six runs, every upper
   bound four times the target) made the choice by P(meet) and cost take 11 executors whose
   P(meet) was 0 to save 1.9 % of the executor-seconds, and the run took 131.6 % over
@@ -76,7 +78,8 @@ def unreachable(dist: Predictive, costs: Sequence[float], target_s: float,
     js = range(len(dist.candidates))
     n = dist.errors or len(js)
     aim = max(target_s, min(dist.quantile_s(j, confidence) for j in js))
-    i = by_probability([dist.meet_probability(j, aim) for j in js], costs, n)
+    within = [dist.meet_probability(j, aim) for j in js]
+    i = by_probability(within, costs, n)
     after = [dist.meet_probability_after_run(j, target_s) for j in js]
     if after[i] >= confidence:
         return Choice(i, aim)
@@ -85,7 +88,9 @@ def unreachable(dist: Predictive, costs: Sequence[float], target_s: float,
     movers = [j for j in as_likely if after[j] >= confidence]
     if movers:
         return Choice(min(movers, key=lambda j: (costs[j], j)), aim, i)
-    closer = [j for j in as_likely if after[j] > after[i]] if move_closer else []
+    floor = max(within) - standard_error(max(within), n)
+    closer = ([j for j in as_likely if within[j] >= floor and after[j] > after[i]]
+              if move_closer else [])
     if not closer:
         return Choice(i, aim)
     k = by_probability([after[j] for j in closer], [costs[j] for j in closer], n)
