@@ -76,6 +76,12 @@ def test_stale_pid_files_are_ignored_and_never_kill_a_stranger(tmp_path: Path) -
         [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
     )
     try:
+        # the premise: a stranger that has finished exec (an empty /proc cmdline reads as
+        # "mid-exec, cannot tell", which status() rightly keeps; under load the test saw it)
+        deadline = time.monotonic() + 30
+        while not Path(f"/proc/{stranger.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the stranger never finished exec"
+            time.sleep(0.01)
         lc = LocalCluster(tmp_path)
         (tmp_path / "master.pid").write_text(f"{gone.pid}\n")
         (tmp_path / "worker-1.pid").write_text(f"{stranger.pid}\n")  # pid recycled by a stranger
