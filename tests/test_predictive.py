@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from itertools import pairwise
-from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cobell_cli.core.calibration import Error, RatioDistribution
-from cobell_cli.core.plan.infeasible import by_probability, standard_error, unreachable
-from cobell_cli.core.plan.reasons import unreachable_words
+from cobell_cli.core.plan.infeasible import by_probability, unreachable
 from cobell_cli.core.predictive import (
     PRIOR_ERRORS,
     Candidate,
@@ -186,39 +184,6 @@ def test_exploration_is_not_taken_where_the_choice_itself_can_learn() -> None:
     ], shape)
     choice = unreachable(dist, [24 * 103.0, 28 * 90.0], 100.0, 0.9)
     assert choice.index == 1 and choice.explored_from is None  # the likelier, learns itself
-
-
-def test_where_no_next_run_could_meet_the_target_the_plan_moves_to_the_closest() -> None:
-    """unreachable_aim.md's run, in small: six errors, three co-runners' pairs so uncertain
-    that every upper bound is four times the target. 11 executors are as likely as any to
-    finish within the lowest upper bound and 1.9 % cheaper, but certain to miss the target;
-    no candidate's next run could bring it to the confidence. The plan moves to 32, whose next
-    run comes closest, and not to 26, which no run would bring nearer than 11, nor to 4, far
-    below every run: one run there landing at its median would come closer still, but its
-    bound is so wide that it is not as likely as the others to finish within the aim (Bell +
-    margin, moved there, ran 421 % over in bench.studies.confidence)."""
-    shape = Shape([math.exp(0.1 * NormalDist().inv_cdf((i + 0.5) / 6)) for i in range(6)])
-    target = 700.0
-    dist = Predictive([Candidate(4, 690.0, 0.0, 0.1, PRIOR_ERRORS, 0.0, 3.0),
-                       Candidate(11, 1941.0, 0.0, 0.1, PRIOR_ERRORS, 0.0, 0.2),
-                       Candidate(26, 837.0, 0.0, 0.1, 0.5 + PRIOR_ERRORS, 0.5, 0.9),
-                       Candidate(32, 725.0, 0.0, 0.1, 6.0 + PRIOR_ERRORS, 6.0, 0.9)], shape)
-    costs = [4 * 690.0, 11 * 1941.0, 26 * 837.0, 32 * 725.0]
-    js = range(4)
-    aim = min(dist.quantile_s(j, 0.9) for j in js)
-    assert aim > 4 * target
-    within = [dist.meet_probability(j, aim) for j in js]
-    assert by_probability(within, costs, 6) == 1
-    floor = max(within) - standard_error(max(within), 6)
-    assert within[0] < floor <= min(within[1], within[3])  # 4 is not as likely as the others
-    assert dist.meet_probability(1, target) == 0.0 < dist.meet_probability(3, target)
-    after = [dist.meet_probability_after_run(j, target) for j in js]
-    assert max(after) < 0.9 and after[2] == after[1] < after[3] < after[0]  # no mover
-    choice = unreachable(dist, costs, target, 0.9)
-    assert (choice.index, choice.explored_from, choice.closest) == (3, 1, True)
-    assert unreachable(dist, costs, target, 0.9, move_closer=False).index == 1  # the old rule
-    words = unreachable_words(choice, [4, 11, 26, 32], target)
-    assert words.startswith("32, ") and "comes less close" in words and " 11 " in words
 
 
 def _per_run(scale_outs: list[float], runs: list[float], errors: list[Error],

@@ -21,15 +21,6 @@ constraint". Past that, the plan compares the candidates by their predictive dis
   the target at the confidence, running it teaches nothing that changes the next decision.
   Then the plan takes the cheapest candidate, no less likely to meet the target now, whose
   next run could: one landing at its own median would bring its P(meet) to the confidence.
-  Where no candidate's next run could, it moves toward the one whose next run comes closest,
-  among the candidates the choice by P(meet) and cost admits (about as likely as any to
-  finish within the lowest upper bound: a run there risks no more than the choice's): the
-  cheapest, no less likely to meet the target now, whose P(meet) after one run at its median
-  is within one standard error of the highest and above the choice's own. Without
-  that step a wide distribution (three co-runners' pairs fitted on six runs, every upper
-  bound four times the target) made the choice by P(meet) and cost take 11 executors whose
-  P(meet) was 0 to save 1.9 % of the executor-seconds, and the run took 131.6 % over
-  (bench/results/unreachable_aim.md).
 """
 
 from __future__ import annotations
@@ -44,14 +35,12 @@ from cobell_cli.core.predictive import Predictive
 @dataclass(frozen=True)
 class Choice:
     """The candidate chosen when none meets the target, the runtime the plan aimed at instead
-    (the lowest upper bound), where the exploration rule moved from (None: the choice by
-    P(meet) and cost), and whether it moved only closer (no candidate's next run could make
-    it meet the target at the confidence)."""
+    (the lowest upper bound), and where the exploration rule moved from (None: the choice by
+    P(meet) and cost)."""
 
     index: int
     aim_s: float
     explored_from: int | None = None
-    closest: bool = False
 
 
 def standard_error(probability: float, n: int) -> float:
@@ -69,29 +58,20 @@ def by_probability(probabilities: Sequence[float], costs: Sequence[float], n: in
 
 
 def unreachable(dist: Predictive, costs: Sequence[float], target_s: float,
-                confidence: float, move_closer: bool = True) -> Choice:
+                confidence: float) -> Choice:
     """The module doc's rule over the candidates of `dist` at `costs` (executor-seconds, or
     the minimised unit): by P(meet) and cost at the lowest upper bound at `confidence`, or
-    where that choice's next run could not make it meet the target, the exploration rule's.
-    `move_closer` False: the rule without the step toward the closest (the rule before 1 Dec
-    2026, which bench.studies.unreachable_aim plays beside today's)."""
+    where that choice's next run could not make it meet the target, the exploration rule's."""
     js = range(len(dist.candidates))
     n = dist.errors or len(js)
     aim = max(target_s, min(dist.quantile_s(j, confidence) for j in js))
-    within = [dist.meet_probability(j, aim) for j in js]
-    i = by_probability(within, costs, n)
-    after = [dist.meet_probability_after_run(j, target_s) for j in js]
-    if after[i] >= confidence:
+    probability = [dist.meet_probability(j, aim) for j in js]
+    i = by_probability(probability, costs, n)
+    if dist.meet_probability_after_run(i, target_s) >= confidence:
         return Choice(i, aim)
     at_target = [dist.meet_probability(j, target_s) for j in js]
-    as_likely = [j for j in js if at_target[j] >= at_target[i]]
-    movers = [j for j in as_likely if after[j] >= confidence]
-    if movers:
-        return Choice(min(movers, key=lambda j: (costs[j], j)), aim, i)
-    floor = max(within) - standard_error(max(within), n)
-    closer = ([j for j in as_likely if within[j] >= floor and after[j] > after[i]]
-              if move_closer else [])
-    if not closer:
+    movers = [j for j in js if at_target[j] >= at_target[i]
+              and dist.meet_probability_after_run(j, target_s) >= confidence]
+    if not movers:
         return Choice(i, aim)
-    k = by_probability([after[j] for j in closer], [costs[j] for j in closer], n)
-    return Choice(closer[k], aim, i, closest=True)
+    return Choice(min(movers, key=lambda j: (costs[j], j)), aim, i)

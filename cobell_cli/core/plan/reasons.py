@@ -105,13 +105,8 @@ def _model_reason(
 
 def unreachable_words(choice: Choice, candidates: Sequence[int], target_s: float) -> str:
     """Why infeasible.py's rule chose its candidate, after "so": the choice by P(meet) and
-    cost at the lowest upper bound, or the exploration rule's move (to where a next run could
-    bring it there, or, where none could, comes closest)."""
+    cost at the lowest upper bound, or the exploration rule's move."""
     chosen = candidates[choice.index]
-    if choice.explored_from is not None and choice.closest:
-        return (f"{chosen}, the cheapest scale-out as likely to meet it whose next run comes"
-                f" closest to bringing it there (exploration: no scale-out's next run could,"
-                f" and one more run at {candidates[choice.explored_from]} comes less close)")
     if choice.explored_from is not None:
         return (f"{chosen}, the cheapest scale-out as likely to meet it whose next run could"
                 f" bring it there (exploration: one more run at"
