@@ -23,6 +23,7 @@ from cobell_cli.examples import example_path
 from cobell_cli.run.child import run
 from cobell_cli.run.launch import inject
 from cobell_cli.run.local_cluster import LocalCluster, find_java
+from tests.reliability.faults import wait_for
 from tests.spark_support import (  # noqa: F401  (fixtures)
     LocalSpark,
     free_port,
@@ -78,10 +79,8 @@ def test_stale_pid_files_are_ignored_and_never_kill_a_stranger(tmp_path: Path) -
     try:
         # the premise: a stranger that has finished exec (an empty /proc cmdline reads as
         # "mid-exec, cannot tell", which status() rightly keeps; under load the test saw it)
-        deadline = time.monotonic() + 30
-        while not Path(f"/proc/{stranger.pid}/cmdline").read_bytes():
-            assert time.monotonic() < deadline, "the stranger never finished exec"
-            time.sleep(0.01)
+        wait_for(lambda: Path(f"/proc/{stranger.pid}/cmdline").read_bytes(), 30,
+                 "the stranger finishing exec")
         lc = LocalCluster(tmp_path)
         (tmp_path / "master.pid").write_text(f"{gone.pid}\n")
         (tmp_path / "worker-1.pid").write_text(f"{stranger.pid}\n")  # pid recycled by a stranger

@@ -85,7 +85,6 @@ def case_depths(set_name: str) -> dict[Depth, list[Any]]:
     return out
 
 
-
 def _in_sample_scores(runs: Sequence[Any], cases: Sequence[Any]) -> list[Any]:
     """The scores with select.select's fallback chosen in sample (the candidate), restored
     after."""

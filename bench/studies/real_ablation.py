@@ -175,8 +175,9 @@ def verdict(results: Mapping[str, Mapping[str, np.ndarray]], name: str) -> str:
     earns its keep; where the variant is also better by > 1 SE, that is named too: the sets
     disagree), better by > 1 SE somewhere and worse nowhere (replaces it), or no worse by an
     SE anywhere (the simpler form replaces it)."""
-    worse = [s for s, e in results.items() if paired(e, name)[0] > paired(e, name)[1]]
-    better = [s for s, e in results.items() if paired(e, name)[0] < -paired(e, name)[1]]
+    diffs = {s: paired(e, name) for s, e in results.items()}
+    worse = [s for s, (d, se) in diffs.items() if d > se]
+    better = [s for s, (d, se) in diffs.items() if d < -se]
     if worse and better:
         return (f"default better by > 1 SE on {', '.join(worse)}; the variant by > 1 SE on "
                 f"{', '.join(better)}")
