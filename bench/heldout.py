@@ -1,0 +1,312 @@
+"""The held-out seeds, paired with a base commit: is a change to the core decision worse
+where it was not tuned?
+
+    python -m bench.heldout --base main [--quick] [--jobs 2] [--json]
+
+The gate runs the development seeds only (bench/README.md), so that no seed it runs every day
+becomes one the rules are tuned on. Before a change to how the planner decides merges, this
+plays the held-out seeds twice: with BASE's core and with this checkout's, both through this
+checkout's bench code (BASE's `cobell_cli` from a temporary git worktree). The draws are the
+same, so the runs pair one to one:
+
+- allocation: the gate's configuration (bench/gate/units.py: bench.colocation's 12 cells,
+  8 runs per co-runner job), cobell's default, seeds 2019-2021 (bench/studies/allocation_seeds);
+- deadlines: bench.deadline's four patterns in both worlds, `cobell --deadline`, seed 4242
+  (bench.deadline's TEST_SEED), after its warm-up bursts.
+
+Per world it reports the share of runs late (allocation: over the target; deadlines: past the
+deadline) and the executor-seconds, head against base, with the paired difference and its
+standard error, and a verdict: `worse` where head is late more often or costs more, by more
+than two standard errors, and is not better in the other; `trade-off` where one is worse and
+the other better by that much; `better`, `no worse` or `unchanged` (no run moved) otherwise.
+A head whose core is BASE's (docstrings and comments aside) plays nothing.
+
+Exit 0: nothing worse and no trade-off; 1: a world is worse or trades one for the other (a
+person decides, and says why in the merge); 2: it cannot run (no Bell data, no git, a bad
+revision). `--quick` plays one allocation cell and one deadline cell (a minute; for trying it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import BELL_DATA, ROOT, git
+
+ALLOCATION_SEEDS = (2019, 2020, 2021)  # bench/studies/allocation_seeds.SEEDS
+DEADLINE_SEEDS = (4242,)  # bench.deadline's TEST_SEED
+ALLOCATION_STRATEGY = "default"  # cobell at default flags
+MARGIN_SE = 2.0  # a paired difference counts beyond this many standard errors
+OK, WORSE, CANNOT_RUN = 0, 1, 2
+
+Outcome = dict[str, Any]  # one paired unit: key, late (bool), executor_s
+
+
+# --- playing: one core's runs ---------------------------------------------------------------------
+
+
+def work(quick: bool) -> list[tuple[str, tuple[Any, ...]]]:
+    """The units to play: ("allocation", (seed, world, variant, target)) and
+    ("deadline", (seed, world, pattern, rounds, warm-up rounds))."""
+    from bench import deadline as dl
+    from bench.gate import units as u
+
+    if quick:
+        return [("allocation", (ALLOCATION_SEEDS[0], "simulator", "single", "sgd")),
+                ("deadline", (DEADLINE_SEEDS[0], "simulator", "isolated", 2, 3))]
+    units = [("allocation", (s, *cell)) for s in ALLOCATION_SEEDS for cell in u.allocation_cells()]
+    units += [("deadline", (s, w, p, dl.ROUNDS[p], dl.WARMUP_ROUNDS))
+              for s in DEADLINE_SEEDS for w in ("simulator", "nodesim") for p in dl.ROUNDS]
+    return units
+
+
+def play_allocation(seed: int, world: str, variant: str, target: str) -> list[Outcome]:
+    """cobell's post-bootstrap runs of one bench.colocation cell, with the oracle's cost."""
+    from bench import colocation as co
+    from bench.gate import units as u
+
+    cfg = co.Config(worlds=(world,), variants=(variant,), targets=(target,),
+                    runs_per_interferer=u.RUNS_PER_INTERFERER, seed=seed,
+                    strategies=(ALLOCATION_STRATEGY,))
+    per = co.run_experiment(cfg, BELL_DATA)[(world, variant, target)]
+    return [{"key": f"{seed}/{variant}/{target}/{r.index}", "late": r.overshoot_pct > 0,
+             "overshoot_pct": r.overshoot_pct, "executor_s": r.node_s}
+            for r in per[ALLOCATION_STRATEGY] if not r.bootstrap]
+
+
+def play_deadline(seed: int, world: str, pattern: str, rounds: int,
+                  warmup: int) -> list[Outcome]:
+    """`cobell --deadline`'s jobs in one bench.deadline cell (stragglers count for cost)."""
+    from bench import deadline as dl
+    from bench.colocation import truth
+    from bench.simulator import load_curves
+
+    curves = load_curves(BELL_DATA)
+    base = dl.warmed(curves, truth(world), seed, warmup)
+    cell = dl.run_cell(world, pattern, seed, rounds, base, curves, lambda _m: None,
+                       rows=("deadline",))
+    return [{"key": f"{seed}/{pattern}/{i}/{r.key}", "late": not r.met,
+             "judged": r.deadline_at is not None, "executor_s": r.executor_s}
+            for i, rnd in enumerate(cell.rounds) for r in rnd["deadline"]]
+
+
+def _play_unit(unit: tuple[str, tuple[Any, ...]]) -> tuple[str, str, list[Outcome]]:
+    section, key = unit
+    world = key[1]
+    outcomes = play_allocation(*key) if section == "allocation" else play_deadline(*key)
+    return section, world, outcomes
+
+
+def play(quick: bool, jobs: int) -> dict[str, Any]:
+    """This interpreter's core on every unit: {"core": digest, "outcomes": {section: {world:
+    [outcome, ...]}}}, in a deterministic order."""
+    import cobell_cli
+    from bench.staleness import core_digest
+
+    units = work(quick)
+    outcomes: dict[str, dict[str, list[Outcome]]] = {}
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        for section, world, found in pool.imap(_play_unit, units):
+            outcomes.setdefault(section, {}).setdefault(world, []).extend(found)
+    core = Path(cobell_cli.__file__).resolve().parent / "core"
+    return {"core": core_digest(core), "core_path": str(core), "outcomes": outcomes}
+
+
+def play_tree(package_parent: Path, quick: bool, jobs: int) -> dict[str, Any]:
+    """`play` in a child whose `cobell_cli` is the one in `package_parent` (this checkout's
+    bench code): the child starts in a directory holding only a link to that package."""
+    with tempfile.TemporaryDirectory(prefix="cobell-heldout-") as tmp:
+        shim, out = Path(tmp) / "shim", Path(tmp) / "outcomes.json"
+        shim.mkdir()
+        (shim / "cobell_cli").symlink_to(package_parent.resolve() / "cobell_cli")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            **{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+        argv = [sys.executable, "-m", "bench.heldout", "play", "--output", str(out),
+                "--jobs", str(jobs), *(["--quick"] if quick else [])]
+        subprocess.run(argv, cwd=shim, env=env, check=True)
+        return json.loads(out.read_text())
+
+
+# --- comparing two cores' runs ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One section and world, head against base on the same runs."""
+
+    section: str
+    world: str
+    runs: int
+    changed: int  # runs whose outcome or cost differs
+    late_base_pct: float
+    late_head_pct: float
+    late_diff_pct: float  # paired mean of head - base, in points
+    late_se_pct: float
+    cost_ratio: float  # head's executor-seconds / base's, summed
+    cost_diff_pct: float  # paired mean of head / base - 1 per run, in %
+    cost_se_pct: float
+    verdict: str
+
+    def line(self) -> str:
+        return (f"{self.section:10s} {self.world:9s} {self.runs:4d} runs, {self.changed:3d} "
+                f"changed: late {self.late_base_pct:5.1f} -> {self.late_head_pct:5.1f} % "
+                f"({self.late_diff_pct:+.2f} +- {self.late_se_pct:.2f} points); executor-s "
+                f"x{self.cost_ratio:.4f} ({self.cost_diff_pct:+.2f} +- {self.cost_se_pct:.2f} % "
+                f"a run): {self.verdict}")
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and its standard error (0 for fewer than two values)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
+
+
+def verdict(late: tuple[float, float], cost: tuple[float, float], changed: int) -> str:
+    """From the paired (difference, standard error) of lateness and of cost, head - base."""
+    if changed == 0:
+        return "unchanged"
+
+    def sign(diff: float, se: float) -> int:
+        beyond = abs(diff) > MARGIN_SE * se and diff != 0.0
+        return (1 if diff > 0 else -1) if beyond else 0
+
+    late_sign, cost_sign = sign(*late), sign(*cost)
+    if late_sign * cost_sign < 0:
+        return "trade-off"
+    if late_sign > 0 or cost_sign > 0:
+        return "worse"
+    return "better" if late_sign < 0 or cost_sign < 0 else "no worse"
+
+
+def compare_world(section: str, world: str, base: Sequence[Outcome],
+                  head: Sequence[Outcome]) -> Comparison:
+    """Pair the two cores' outcomes by key (the same draws) and judge head against base."""
+    by_key = {o["key"]: o for o in base}
+    pairs = [(by_key[o["key"]], o) for o in head if o["key"] in by_key]
+    if len(pairs) != len(base) or len(pairs) != len(head):
+        raise ValueError(f"{section} {world}: the two plays drew different runs")
+    judged = [(b, h) for b, h in pairs if b.get("judged", True)]
+    late = mean_se([float(h["late"]) - float(b["late"]) for b, h in judged])
+    cost = mean_se([h["executor_s"] / b["executor_s"] - 1.0 for b, h in pairs])
+    changed = sum(b["late"] != h["late"] or b["executor_s"] != h["executor_s"] for b, h in pairs)
+    n = max(len(judged), 1)
+    late_base, late_head = (100.0 * sum(pair[i]["late"] for pair in judged) / n for i in (0, 1))
+    return Comparison(
+        section, world, len(pairs), changed, late_base, late_head,
+        100.0 * late[0], 100.0 * late[1],
+        sum(h["executor_s"] for _, h in pairs) / sum(b["executor_s"] for b, _ in pairs),
+        100.0 * cost[0], 100.0 * cost[1], verdict(late, cost, changed))
+
+
+def compare(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[Comparison]:
+    """Every section and world both plays hold."""
+    return [compare_world(section, world, base["outcomes"][section][world], outcomes)
+            for section, worlds in head["outcomes"].items()
+            for world, outcomes in worlds.items()]
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """A detached git worktree of `rev`, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="cobell-heldout-base-") as tmp:
+        path = Path(tmp) / "tree"
+        if git("worktree", "add", "--detach", str(path), rev) is None:
+            raise SystemExit(f"bench.heldout: cannot check out {rev!r} (git worktree add); "
+                             "pass a commit, branch or tag of this repository")
+        try:
+            yield path
+        finally:
+            git("worktree", "remove", "--force", str(path))
+
+
+def report(base_label: str, base: Mapping[str, Any], head: Mapping[str, Any],
+           rows: Sequence[Comparison], elapsed_s: float) -> str:
+    lines = [f"held-out seeds: this checkout (core {head['core']}) against {base_label} "
+             f"(core {base['core']}), allocation seeds {', '.join(map(str, ALLOCATION_SEEDS))}, "
+             f"deadline seeds {', '.join(map(str, DEADLINE_SEEDS))}, {elapsed_s:.0f} s"]
+    lines += [r.line() for r in rows]
+    bad = [f"{r.section} {r.world}" for r in rows if r.verdict in ("worse", "trade-off")]
+    lines.append(f"verdict: {'worse or a trade-off in ' + ', '.join(bad) if bad else 'no worse'}"
+                 f" (beyond {MARGIN_SE:g} standard errors of the paired difference)")
+    return "\n".join(lines)
+
+
+def run(base_rev: str, quick: bool, jobs: int,
+        ) -> tuple[dict[str, Any], dict[str, Any], float] | None:
+    """Both plays (base first): (base, head, seconds); None when the cores are the same."""
+    from bench.staleness import core_digest
+
+    started = time.perf_counter()
+    with worktree(base_rev) as tree:
+        if core_digest(tree / "cobell_cli" / "core") == core_digest():
+            return None
+        print(f"bench.heldout: playing {base_rev} ...", file=sys.stderr, flush=True)
+        base = play_tree(tree, quick, jobs)
+    print("bench.heldout: playing this checkout ...", file=sys.stderr, flush=True)
+    head = play_tree(ROOT, quick, jobs)
+    return base, head, time.perf_counter() - started
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.heldout",
+                                description=(__doc__ or "").splitlines()[0])
+    p.add_argument("mode", nargs="?", choices=("compare", "play"), default="compare",
+                   help="play: one core's runs into --output (what compare runs twice)")
+    p.add_argument("--base", default="main", help="the commit to pair with (default: main)")
+    p.add_argument("--quick", action="store_true", help="one cell each (a minute)")
+    p.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    p.add_argument("--output", type=Path, help="play: where its outcomes go (JSON)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    if not (BELL_DATA / "sgd.spark.csv").is_file():
+        print(f"bench.heldout: no Bell data at {BELL_DATA} (COBELL_BELL_DATA)", file=sys.stderr)
+        return CANNOT_RUN
+    if args.mode == "play":
+        if args.output is None:
+            print("bench.heldout: play needs --output FILE", file=sys.stderr)
+            return CANNOT_RUN
+        args.output.write_text(json.dumps(play(args.quick, args.jobs)))
+        return OK
+    played = run(args.base, args.quick, args.jobs)
+    if played is None:
+        print(f"held-out seeds: the core is {args.base}'s (docstrings and comments aside): "
+              "the same runs, nothing to compare")
+        return OK
+    base, head, elapsed = played
+    rows = compare(base, head)
+    if args.json:
+        print(json.dumps({"base": args.base, "base_core": base["core"], "core": head["core"],
+                          "worlds": [asdict(r) for r in rows]}, indent=2))
+    else:
+        print(report(args.base, base, head, rows, elapsed))
+    return WORSE if any(r.verdict in ("worse", "trade-off") for r in rows) else OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""bench.heldout: the held-out seeds played by two cores on the same draws, paired, judged."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench import ROOT
+from bench import heldout as ho
+
+
+@pytest.mark.parametrize(("late", "cost", "changed", "expected"), [
+    ((0.0, 0.0), (0.0, 0.0), 0, "unchanged"),
+    ((0.05, 0.01), (0.0, 0.0), 3, "worse"),  # late more often, beyond 2 SE
+    ((0.01, 0.01), (0.02, 0.005), 4, "worse"),  # late within its SE, cost beyond
+    ((0.05, 0.01), (-0.02, 0.005), 4, "trade-off"),  # later, cheaper
+    ((-0.05, 0.01), (0.02, 0.005), 4, "trade-off"),  # earlier, dearer
+    ((-0.05, 0.01), (0.0, 0.001), 4, "better"),
+    ((0.0, 0.0), (-0.02, 0.005), 4, "better"),
+    ((0.01, 0.01), (-0.001, 0.01), 4, "no worse"),  # both within two standard errors
+    ((0.019, 0.01), (0.0, 0.0), 1, "no worse"),  # 1.9 SE
+])  # fmt: skip
+def test_the_verdict_reads_each_paired_difference_against_two_standard_errors(
+    late: tuple[float, float], cost: tuple[float, float], changed: int, expected: str
+) -> None:
+    assert ho.verdict(late, cost, changed) == expected
+
+
+def _runs(n: int, late: set[int], cost: float) -> list[dict]:
+    return [{"key": f"k{i}", "late": i in late, "executor_s": cost} for i in range(n)]
+
+
+def test_runs_pair_by_their_draw_and_the_differences_are_paired() -> None:
+    base = _runs(20, set(), 100.0)
+    head = list(reversed(_runs(20, {0, 1, 2, 3, 4, 5}, 110.0)))  # order does not pair them
+    row = ho.compare_world("allocation", "simulator", base, head)
+    assert (row.runs, row.changed) == (20, 20)
+    assert (row.late_base_pct, row.late_head_pct) == (0.0, 30.0)
+    assert row.late_diff_pct == pytest.approx(30.0)
+    assert row.late_se_pct == pytest.approx(100 * (0.3 * 0.7 * 20 / 19 / 20) ** 0.5)
+    assert row.cost_ratio == pytest.approx(1.1) and row.cost_diff_pct == pytest.approx(10.0)
+    assert row.verdict == "worse"
+    same = ho.compare_world("allocation", "simulator", base, list(base))
+    assert (same.changed, same.verdict) == (0, "unchanged")
+
+
+def test_runs_that_do_not_pair_are_an_error_not_a_verdict() -> None:
+    with pytest.raises(ValueError, match="drew different runs"):
+        ho.compare_world("deadline", "nodesim", _runs(3, set(), 1.0), _runs(4, set(), 1.0))
+
+
+def test_deadline_stragglers_count_for_cost_not_for_lateness() -> None:
+    base = [{"key": "a", "late": False, "judged": True, "executor_s": 10.0},
+            {"key": "s", "late": False, "judged": False, "executor_s": 10.0}]
+    head = [{"key": "a", "late": False, "judged": True, "executor_s": 10.0},
+            {"key": "s", "late": True, "judged": False, "executor_s": 30.0}]
+    row = ho.compare_world("deadline", "simulator", base, head)
+    assert (row.late_base_pct, row.late_head_pct, row.late_diff_pct) == (0.0, 0.0, 0.0)
+    assert row.cost_ratio == pytest.approx(2.0)
+
+
+def _mutant(tmp_path: Path) -> Path:
+    """A copy of cobell_cli whose planners aim at P(meet) 0.5 instead of 0.95."""
+    parent = tmp_path / "mutant"
+    shutil.copytree(ROOT / "cobell_cli", parent / "cobell_cli",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for rel, name in (("core/calibration.py", "DEFAULT_CONFIDENCE"),
+                      ("core/schedule/risk.py", "DEADLINE_CONFIDENCE")):
+        path = parent / "cobell_cli" / rel
+        text, n = re.subn(rf"^{name} = 0\.95$", f"{name} = 0.5", path.read_text(), flags=re.M)
+        assert n == 1, f"{rel}: {name} = 0.95 not found (the mutation's premise)"
+        path.write_text(text)
+    return parent
+
+
+def test_a_core_that_aims_lower_is_found_worse_on_the_held_out_draws(
+    bell_dir: Path, tmp_path: Path
+) -> None:
+    """Two real plays (--quick) in children, each with its own cobell_cli: the mutant is
+    late more often than this checkout on the very same runs."""
+    base = ho.play_tree(ROOT, quick=True, jobs=2)
+    head = ho.play_tree(_mutant(tmp_path), quick=True, jobs=2)
+    assert base["core"] != head["core"]  # each child imported its own core
+    assert Path(head["core_path"]).parent.parent == tmp_path / "mutant"
+    rows = {(r.section, r.world): r for r in ho.compare(base, head)}
+    assert set(rows) == {("allocation", "simulator"), ("deadline", "simulator")}
+    allocation = rows[("allocation", "simulator")]
+    assert allocation.runs == 26 and allocation.late_head_pct > allocation.late_base_pct
+    assert allocation.verdict in ("worse", "trade-off"), allocation.line()
+    assert rows[("deadline", "simulator")].runs > 0
