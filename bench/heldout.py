@@ -12,10 +12,16 @@ same, so the runs pair one to one:
 - allocation: the gate's configuration (bench/gate/units.py: bench.colocation's 12 cells,
   8 runs per co-runner job), cobell's default, seeds 2019-2021 (bench/studies/allocation_seeds);
 - deadlines: bench.deadline's four patterns in both worlds, `cobell --deadline`, seed 4242
-  (bench.deadline's TEST_SEED), after its warm-up bursts.
+  (bench.deadline's TEST_SEED), after its warm-up bursts;
+- memory: bench.memory_e2e's cells (12 runs per co-runner job), cobell's memory sizing,
+  seeds 2019-2021 (2018 is its development seed; 2020 chose demand.DEMAND's GC room);
+- node types: bench.hetero's submits, cobell's choice of type and scale-out (`shared`), seeds
+  7 and 11 (2018 is its development seed).
 
 Per world it reports the share of runs late (allocation: over the target; deadlines: past the
-deadline) and the executor-seconds, head against base, with the paired difference and its
+deadline; memory: a run with an OOM) and the cost (executor-seconds; memory: MB-seconds;
+node types: price x executor-seconds),
+head against base, with the paired difference and its
 standard error, and a verdict: `worse` where head is late more often or costs more, by more
 than two standard errors, and is not better in the other; `trade-off` where one is worse and
 the other better by that much; `better`, `no worse` or `unchanged` (no run moved) otherwise.
@@ -23,7 +29,7 @@ A head whose core is BASE's (docstrings and comments aside) plays nothing.
 
 Exit 0: nothing worse and no trade-off; 1: a world is worse or trades one for the other (a
 person decides, and says why in the merge); 2: it cannot run (no Bell data, no git, a bad
-revision). `--quick` plays one allocation cell and one deadline cell (a minute; for trying it).
+revision). `--quick` plays one small cell of each (a minute; for trying it).
 """
 
 from __future__ import annotations
@@ -47,28 +53,42 @@ from bench import BELL_DATA, ROOT, git
 
 ALLOCATION_SEEDS = (2019, 2020, 2021)  # bench/studies/allocation_seeds.SEEDS
 DEADLINE_SEEDS = (4242,)  # bench.deadline's TEST_SEED
+MEMORY_SEEDS = (2019, 2020, 2021)  # bench.memory_e2e's held-out seeds
+MEMORY_RUNS_PER_INTERFERER = 12  # bench.memory_e2e without --quick
+NODETYPE_SEEDS = (7, 11)  # bench.hetero's held-out seeds
+NODETYPE_STRATEGY = "shared"  # cobell's default: one model over the types, the cheapest label
 ALLOCATION_STRATEGY = "default"  # cobell at default flags
 MARGIN_SE = 2.0  # a paired difference counts beyond this many standard errors
 OK, WORSE, CANNOT_RUN = 0, 1, 2
 
-Outcome = dict[str, Any]  # one paired unit: key, late (bool), executor_s
+Outcome = dict[str, Any]  # one paired unit: key, late (bool), cost
+# how each section names its "late" and its cost
+WORDS = {"allocation": ("late", "executor-s"), "deadline": ("late", "executor-s"),
+         "memory": ("OOM", "MB-s"), "nodetype": ("late", "cost")}
 
 
 # --- playing: one core's runs ---------------------------------------------------------------------
 
 
 def work(quick: bool) -> list[tuple[str, tuple[Any, ...]]]:
-    """The units to play: ("allocation", (seed, world, variant, target)) and
-    ("deadline", (seed, world, pattern, rounds, warm-up rounds))."""
+    """The units to play: ("allocation", (seed, world, variant, target)), ("deadline", (seed,
+    world, pattern, rounds, warm-up rounds)) and ("memory", (seed, world, target, runs per
+    co-runner job)) and ("nodetype", (seed, "hetero"))."""
+    from bench import colocation as co
     from bench import deadline as dl
     from bench.gate import units as u
 
     if quick:
         return [("allocation", (ALLOCATION_SEEDS[0], "simulator", "single", "sgd")),
-                ("deadline", (DEADLINE_SEEDS[0], "simulator", "isolated", 2, 3))]
+                ("deadline", (DEADLINE_SEEDS[0], "simulator", "isolated", 2, 3)),
+                ("memory", (MEMORY_SEEDS[0], "simulator", "sgd", 4)),
+                ("nodetype", (NODETYPE_SEEDS[0], "hetero"))]
     units = [("allocation", (s, *cell)) for s in ALLOCATION_SEEDS for cell in u.allocation_cells()]
     units += [("deadline", (s, w, p, dl.ROUNDS[p], dl.WARMUP_ROUNDS))
-              for s in DEADLINE_SEEDS for w in ("simulator", "nodesim") for p in dl.ROUNDS]
+              for s in DEADLINE_SEEDS for w in co.WORLDS for p in dl.ROUNDS]
+    units += [("memory", (s, w, t, MEMORY_RUNS_PER_INTERFERER))
+              for s in MEMORY_SEEDS for w in co.WORLDS for t in co.TARGETS_S]
+    units += [("nodetype", (s, "hetero")) for s in NODETYPE_SEEDS]
     return units
 
 
@@ -102,11 +122,37 @@ def play_deadline(seed: int, world: str, pattern: str, rounds: int,
             for i, rnd in enumerate(cell.rounds) for r in rnd["deadline"]]
 
 
+def play_memory(seed: int, world: str, target: str, per_interferer: int) -> list[Outcome]:
+    """cobell's memory sizing of one bench.memory_e2e cell's post-bootstrap runs."""
+    from bench import colocation as co
+    from bench import memory_e2e as me
+    from bench.simulator import load_curves
+
+    cfg = co.Config(runs_per_interferer=per_interferer, seed=seed)
+    played = me.play_runs(world, target, cfg, load_curves(BELL_DATA))
+    records = me.run_cell(world, target, cfg, played, strategies=("cobell",))["cobell"]
+    return [{"key": f"{seed}/{target}/{r.index}", "late": r.ooms > 0, "executor_s": r.mb_s}
+            for r in records if not r.bootstrap]
+
+
+def play_nodetype(seed: int, world: str) -> list[Outcome]:
+    """cobell's type and scale-out for each of bench.hetero's submits (`world`: "hetero")."""
+    from bench import hetero as ht
+    from bench.simulator import load_curves
+
+    curves = load_curves(BELL_DATA)
+    rows = ht.allocate(ht.history(curves, seed), curves, seed)
+    return [{"key": f"{seed}/{i}/{row['job']}", "late": row[NODETYPE_STRATEGY]["miss"],
+             "executor_s": row[NODETYPE_STRATEGY]["cost"]} for i, row in enumerate(rows)]
+
+
+PLAYERS = {"allocation": play_allocation, "deadline": play_deadline, "memory": play_memory,
+           "nodetype": play_nodetype}
+
+
 def _play_unit(unit: tuple[str, tuple[Any, ...]]) -> tuple[str, str, list[Outcome]]:
     section, key = unit
-    world = key[1]
-    outcomes = play_allocation(*key) if section == "allocation" else play_deadline(*key)
-    return section, world, outcomes
+    return section, key[1], PLAYERS[section](*key)
 
 
 def play(quick: bool, jobs: int) -> dict[str, Any]:
@@ -161,9 +207,10 @@ class Comparison:
     verdict: str
 
     def line(self) -> str:
+        late, cost = WORDS[self.section]
         return (f"{self.section:10s} {self.world:9s} {self.runs:4d} runs, {self.changed:3d} "
-                f"changed: late {self.late_base_pct:5.1f} -> {self.late_head_pct:5.1f} % "
-                f"({self.late_diff_pct:+.2f} +- {self.late_se_pct:.2f} points); executor-s "
+                f"changed: {late} {self.late_base_pct:5.1f} -> {self.late_head_pct:5.1f} % "
+                f"({self.late_diff_pct:+.2f} +- {self.late_se_pct:.2f} points); {cost} "
                 f"x{self.cost_ratio:.4f} ({self.cost_diff_pct:+.2f} +- {self.cost_se_pct:.2f} % "
                 f"a run): {self.verdict}")
 
@@ -242,14 +289,19 @@ def worktree(rev: str) -> Iterator[Path]:
 
 
 def report(base_label: str, base: Mapping[str, Any], head: Mapping[str, Any],
-           rows: Sequence[Comparison], elapsed_s: float) -> str:
+           rows: Sequence[Comparison], elapsed_s: float, quick: bool) -> str:
+    seeds = ("--quick: the first seed's one small cell of each" if quick else
+             f"allocation seeds {', '.join(map(str, ALLOCATION_SEEDS))}, deadline seeds "
+             f"{', '.join(map(str, DEADLINE_SEEDS))}, memory seeds "
+             f"{', '.join(map(str, MEMORY_SEEDS))}, node-type seeds "
+             f"{', '.join(map(str, NODETYPE_SEEDS))}")
     lines = [f"held-out seeds: this checkout (core {head['core']}) against {base_label} "
-             f"(core {base['core']}), allocation seeds {', '.join(map(str, ALLOCATION_SEEDS))}, "
-             f"deadline seeds {', '.join(map(str, DEADLINE_SEEDS))}, {elapsed_s:.0f} s"]
+             f"(core {base['core']}), {seeds}, {elapsed_s:.0f} s"]
     lines += [r.line() for r in rows]
     bad = [f"{r.section} {r.world}" for r in rows if r.verdict in ("worse", "trade-off")]
-    lines.append(f"verdict: {'worse or a trade-off in ' + ', '.join(bad) if bad else 'no worse'}"
-                 f" (beyond {MARGIN_SE:g} standard errors of the paired difference)")
+    margin = f"{MARGIN_SE:g} standard errors of the paired difference"
+    lines.append(f"verdict: worse or a trade-off in {', '.join(bad)} (beyond {margin})" if bad
+                 else f"verdict: no worse (no world worse or traded beyond {margin})")
     return "\n".join(lines)
 
 
@@ -275,7 +327,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("mode", nargs="?", choices=("compare", "play"), default="compare",
                    help="play: one core's runs into --output (what compare runs twice)")
     p.add_argument("--base", default="main", help="the commit to pair with (default: main)")
-    p.add_argument("--quick", action="store_true", help="one cell each (a minute)")
+    p.add_argument("--quick", action="store_true", help="one small cell each (a minute)")
     p.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     p.add_argument("--output", type=Path, help="play: where its outcomes go (JSON)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -304,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"base": args.base, "base_core": base["core"], "core": head["core"],
                           "worlds": [asdict(r) for r in rows]}, indent=2))
     else:
-        print(report(args.base, base, head, rows, elapsed))
+        print(report(args.base, base, head, rows, elapsed, args.quick))
     return WORSE if any(r.verdict in ("worse", "trade-off") for r in rows) else OK
 
 

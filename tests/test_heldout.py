@@ -86,8 +86,35 @@ def test_a_core_that_aims_lower_is_found_worse_on_the_held_out_draws(
     assert base["core"] != head["core"]  # each child imported its own core
     assert Path(head["core_path"]).parent.parent == tmp_path / "mutant"
     rows = {(r.section, r.world): r for r in ho.compare(base, head)}
-    assert set(rows) == {("allocation", "simulator"), ("deadline", "simulator")}
+    assert set(rows) == {("allocation", "simulator"), ("deadline", "simulator"),
+                         ("memory", "simulator"), ("nodetype", "hetero")}
     allocation = rows[("allocation", "simulator")]
     assert allocation.runs == 26 and allocation.late_head_pct > allocation.late_base_pct
     assert allocation.verdict in ("worse", "trade-off"), allocation.line()
-    assert rows[("deadline", "simulator")].runs > 0
+    assert all(rows[k].runs > 0 for k in rows)
+
+
+def test_the_report_names_each_world_that_is_worse_or_traded() -> None:
+    base = {"core": "a" * 12}
+    head = {"core": "b" * 12}
+    worse = ho.compare_world("memory", "nodesim", _runs(10, set(), 1.0), _runs(10, set(), 2.0))
+    fine = ho.compare_world("allocation", "simulator", _runs(10, set(), 1.0),
+                            _runs(10, set(), 1.0))
+    text = ho.report("main", base, head, [worse, fine], 1.0, quick=False)
+    assert worse.verdict == "worse" and "OOM" in worse.line() and "MB-s x2.0000" in worse.line()
+    assert text.splitlines()[-1].startswith("verdict: worse or a trade-off in memory nodesim (")
+    clean = ho.report("main", base, head, [fine], 1.0, quick=True)
+    assert "--quick" in clean and clean.splitlines()[-1].startswith("verdict: no worse")
+
+
+def test_a_base_with_this_core_plays_nothing(bell_dir: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """HEAD's core is this checkout's unless the core has uncommitted changes."""
+    from bench import git
+
+    if git("rev-parse", "HEAD") is None:
+        pytest.skip("not a git checkout: there is no base commit to pair with")
+    if (git("status", "--porcelain", "--", "cobell_cli/core") or "").strip():
+        pytest.skip("the core has uncommitted changes: HEAD's core is not this checkout's")
+    assert ho.main(["--base", "HEAD"]) == ho.OK
+    assert "nothing to compare" in capsys.readouterr().out
