@@ -289,7 +289,11 @@ class RuntimeModel:
         model/loo.py), which leaves out that the curve and its knots were chosen on the same
         runs: at 50 runs it covered 81.6 % of fresh runs with a nominal 90 % interval where
         ten refits covered 90.7 % (bench.simulator, 20 co-runner jobs); from 200 runs on,
-        both 88-94 %.
+        both 88-94 %. Five refits instead of ten (1 Dec 2026) would bring a must-fit predict
+        at 50 runs within issue 34's latency goal (0.22 -> 0.15 s in-process) but train each
+        on fewer runs: wider intervals, 42 gate figures worse (executor-seconds in most
+        allocation cells, coverage widths at 50 runs), and worse on the held-out seeds
+        (`python -m bench.heldout`: allocation +0.19 / +0.26 % executor-seconds a run).
         """
         if self._held_out is None:
             self._held_out = (refit_ratios(self._raw, self.loo_ratios_, self._refit)
