@@ -30,6 +30,10 @@ A head whose core is BASE's (docstrings and comments aside) plays nothing.
 Exit 0: nothing worse and no trade-off; 1: a world is worse or trades one for the other (a
 person decides, and says why in the merge); 2: it cannot run (no Bell data, no git, a bad
 revision). `--quick` plays one small cell of each (a minute; for trying it).
+
+The base's outcomes are kept in ~/.cache/cobell/heldout (XDG_CACHE_HOME), named by a hash of
+the sources they depend on, so a change tried again against the same main plays only itself
+(`--no-cache`: play both).
 """
 
 from __future__ import annotations
@@ -305,7 +309,43 @@ def report(base_label: str, base: Mapping[str, Any], head: Mapping[str, Any],
     return "\n".join(lines)
 
 
-def run(base_rev: str, quick: bool, jobs: int,
+def source_key(package_parent: Path, quick: bool) -> str:
+    """What a play's outcomes depend on: that tree's cobell_cli and this checkout's bench code
+    (every .py file, bytes as they are), and --quick."""
+    from cobell_cli.core.digest import blake2b
+
+    digest = blake2b(repr(quick).encode(), digest_size=10)
+    for root in (package_parent / "cobell_cli", ROOT / "bench"):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root.parent).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_dir() -> Path:
+    """Where the base's outcomes are kept between runs (the base is usually main, unchanged
+    while a change is tried again and again)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "cobell" / "heldout"
+
+
+def play_base(tree: Path, quick: bool, jobs: int, use_cache: bool) -> dict[str, Any]:
+    """The base tree's outcomes, from the cache when the same sources played them before."""
+    path = cache_dir() / f"{source_key(tree, quick)}.json"
+    if use_cache and path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            pass  # a damaged entry: play again
+    outcomes = play_tree(tree, quick, jobs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(outcomes))
+    partial.replace(path)
+    return outcomes
+
+
+def run(base_rev: str, quick: bool, jobs: int, use_cache: bool = True,
         ) -> tuple[dict[str, Any], dict[str, Any], float] | None:
     """Both plays (base first): (base, head, seconds); None when the cores are the same."""
     from bench.staleness import core_digest
@@ -314,8 +354,9 @@ def run(base_rev: str, quick: bool, jobs: int,
     with worktree(base_rev) as tree:
         if core_digest(tree / "cobell_cli" / "core") == core_digest():
             return None
-        print(f"bench.heldout: playing {base_rev} ...", file=sys.stderr, flush=True)
-        base = play_tree(tree, quick, jobs)
+        print(f"bench.heldout: playing {base_rev} (or reading its kept outcomes) ...",
+              file=sys.stderr, flush=True)
+        base = play_base(tree, quick, jobs, use_cache)
     print("bench.heldout: playing this checkout ...", file=sys.stderr, flush=True)
     head = play_tree(ROOT, quick, jobs)
     return base, head, time.perf_counter() - started
@@ -331,6 +372,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     p.add_argument("--output", type=Path, help="play: where its outcomes go (JSON)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--no-cache", dest="use_cache", action="store_false",
+                   help="play the base even when its outcomes are kept (~/.cache/cobell/heldout)")
     return p.parse_args(argv)
 
 
@@ -345,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return CANNOT_RUN
         args.output.write_text(json.dumps(play(args.quick, args.jobs)))
         return OK
-    played = run(args.base, args.quick, args.jobs)
+    played = run(args.base, args.quick, args.jobs, args.use_cache)
     if played is None:
         print(f"held-out seeds: the core is {args.base}'s (docstrings and comments aside): "
               "the same runs, nothing to compare")

@@ -118,3 +118,28 @@ def test_a_base_with_this_core_plays_nothing(bell_dir: Path,
         pytest.skip("the core has uncommitted changes: HEAD's core is not this checkout's")
     assert ho.main(["--base", "HEAD"]) == ho.OK
     assert "nothing to compare" in capsys.readouterr().out
+
+
+def test_the_base_is_played_once_for_the_same_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept by a hash of the tree's cobell_cli and this checkout's bench code: the same tree
+    is read back, a changed one is played again, and --no-cache always plays."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    plays: list[Path] = []
+
+    def fake_play(tree: Path, quick: bool, jobs: int) -> dict:
+        plays.append(tree)
+        return {"core": f"c{len(plays)}", "outcomes": {}}
+
+    monkeypatch.setattr(ho, "play_tree", fake_play)
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "cobell_cli", tree / "cobell_cli",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    assert ho.play_base(tree, True, 1, use_cache=True)["core"] == "c1"
+    assert ho.play_base(tree, True, 1, use_cache=True)["core"] == "c1"  # kept
+    assert ho.play_base(tree, False, 1, use_cache=True)["core"] == "c2"  # not --quick's
+    (tree / "cobell_cli" / "config.py").write_text("# changed\n", encoding="utf-8")
+    assert ho.play_base(tree, True, 1, use_cache=True)["core"] == "c3"  # other sources
+    assert ho.play_base(tree, True, 1, use_cache=False)["core"] == "c4"
+    assert len(plays) == 4
