@@ -81,15 +81,17 @@ def test_a_core_that_aims_lower_is_found_worse_on_the_held_out_draws(
 ) -> None:
     """Two real plays (--quick) in children, each with its own cobell_cli: the mutant is
     late more often than this checkout on the very same runs."""
-    base = ho.play_tree(ROOT, quick=True, jobs=2)
-    head = ho.play_tree(_mutant(tmp_path), quick=True, jobs=2)
+    warm = tmp_path / "warm"
+    base = ho.play_tree(ROOT, quick=True, jobs=2, warm=warm)
+    assert [p.name for p in warm.iterdir()] == ["warm-4242-simulator-3.pkl"]  # base's history
+    head = ho.play_tree(_mutant(tmp_path), quick=True, jobs=2, warm=warm)
     assert base["core"] != head["core"]  # each child imported its own core
     assert Path(head["core_path"]).parent.parent == tmp_path / "mutant"
     rows = {(r.section, r.world): r for r in ho.compare(base, head)}
     assert set(rows) == {("allocation", "simulator"), ("deadline", "simulator"),
                          ("memory", "simulator"), ("nodetype", "hetero")}
     allocation = rows[("allocation", "simulator")]
-    assert allocation.runs == 26 and allocation.late_head_pct > allocation.late_base_pct
+    assert allocation.runs == 52 and allocation.late_head_pct > allocation.late_base_pct
     assert allocation.verdict in ("worse", "trade-off"), allocation.line()
     assert all(rows[k].runs > 0 for k in rows)
 
@@ -128,7 +130,9 @@ def test_the_base_is_played_once_for_the_same_sources(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     plays: list[Path] = []
 
-    def fake_play(tree: Path, quick: bool, jobs: int) -> dict:
+    def fake_play(tree: Path, quick: bool, jobs: int, warm: Path | None = None) -> dict:
+        assert warm is not None and not warm.exists()  # a fresh directory for its histories
+        warm.mkdir(parents=True)
         plays.append(tree)
         return {"core": f"c{len(plays)}", "outcomes": {}}
 
@@ -136,10 +140,42 @@ def test_the_base_is_played_once_for_the_same_sources(
     tree = tmp_path / "tree"
     shutil.copytree(ROOT / "cobell_cli", tree / "cobell_cli",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    assert ho.play_base(tree, True, 1, use_cache=True)["core"] == "c1"
-    assert ho.play_base(tree, True, 1, use_cache=True)["core"] == "c1"  # kept
-    assert ho.play_base(tree, False, 1, use_cache=True)["core"] == "c2"  # not --quick's
+    assert ho.play_base(tree, True, 1, use_cache=True)[0]["core"] == "c1"
+    assert ho.play_base(tree, True, 1, use_cache=True)[0]["core"] == "c1"  # kept
+    assert ho.play_base(tree, False, 1, use_cache=True)[0]["core"] == "c2"  # not --quick's
     (tree / "cobell_cli" / "config.py").write_text("# changed\n", encoding="utf-8")
-    assert ho.play_base(tree, True, 1, use_cache=True)["core"] == "c3"  # other sources
-    assert ho.play_base(tree, True, 1, use_cache=False)["core"] == "c4"
+    assert ho.play_base(tree, True, 1, use_cache=True)[0]["core"] == "c3"  # other sources
+    assert ho.play_base(tree, True, 1, use_cache=False)[0]["core"] == "c4"
     assert len(plays) == 4
+
+
+def test_runs_that_share_a_cluster_count_as_one_for_the_standard_error() -> None:
+    values = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    mean, iid = ho.mean_se(values)
+    assert mean == 0.5 and iid == pytest.approx((0.3 / 6) ** 0.5)
+    _, clustered = ho.mean_se(values, ["a", "a", "a", "b", "b", "b"])
+    assert clustered == pytest.approx(0.5)  # two clusters, +1.5 and -1.5: sqrt(2 * 4.5) / 6
+    assert ho.mean_se(values, ["a"] * 6) == (0.5, float("inf"))
+    assert ho.mean_se([0.2, 0.2], ["a", "a"]) == (0.2, 0.0)
+
+
+def test_the_warmed_history_is_made_once_and_read_by_the_next_play(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.colocation import World
+
+    monkeypatch.setenv(ho.WARM_ENV, str(tmp_path))
+    made: list[World] = []
+
+    def warm() -> World:
+        memory = World("sgd", {"sgd": [{"id": 1, "runtime_s": 100.0}]}, 2, {("k",): "model"})
+        made.append(memory)
+        return memory
+
+    first = ho.warmed_history(7, "nodesim", 3, warm)
+    second = ho.warmed_history(7, "nodesim", 3, warm)
+    assert len(made) == 1 and second.histories == first.histories and second.next_id == 2
+    assert second.fit_cache == {}  # the fitted models were the warming core's
+    monkeypatch.delenv(ho.WARM_ENV)
+    ho.warmed_history(7, "nodesim", 3, warm)
+    assert len(made) == 2  # no directory: every play warms its own
