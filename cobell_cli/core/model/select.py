@@ -292,8 +292,10 @@ class RuntimeModel:
         both 88-94 %. Five refits instead of ten (1 Dec 2026) would bring a must-fit predict
         at 50 runs within issue 34's latency goal (0.22 -> 0.15 s in-process) but train each
         on fewer runs: wider intervals, 42 gate figures worse (executor-seconds in most
-        allocation cells, coverage widths at 50 runs), and worse on the held-out seeds
-        (`python -m bench.heldout`: allocation +0.19 / +0.26 % executor-seconds a run).
+        allocation cells, coverage widths at 50 runs); on the held-out seeds (`python -m
+        bench.heldout`) no world worse or better beyond two standard errors (allocation
+        +0.19 / +0.26 +- 0.18 % executor-seconds a run; deadline nodesim 7 % cheaper). Not
+        taken yet: adopting it moves the gate's baseline and every results file.
         """
         if self._held_out is None:
             self._held_out = (refit_ratios(self._raw, self.loo_ratios_, self._refit)
