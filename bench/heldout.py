@@ -33,8 +33,7 @@ cluster-robust (the paired differences summed per cluster).
 
 Per world it reports the share of runs late (allocation: over the target; deadlines: past the
 deadline; memory: a run with an OOM) and the cost (executor-seconds; memory: MB-seconds;
-node types: price x executor-seconds),
-head against base, with the paired difference and its
+node types: price x executor-seconds), head against base, with the paired difference and its
 standard error, and a verdict: `worse` where head is late more often or costs more, by more
 than two standard errors, and is not better in the other; `trade-off` where one is worse and
 the other better by that much; `better`, `no worse` or `unchanged` (no run moved) otherwise.
@@ -67,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import BELL_DATA, ROOT, git
+from bench.gate.cli import SINGLE_THREAD
 
 ALLOCATION_SEEDS = (2019, 2020, 2021)  # bench/studies/allocation_seeds.SEEDS
 DEADLINE_SEEDS = (4242,)  # bench.deadline's TEST_SEED
@@ -76,9 +76,10 @@ NODETYPE_SEEDS = (7, 11)  # bench.hetero's held-out seeds
 NODETYPE_STRATEGY = "shared"  # cobell's default: one model over the types, the cheapest label
 ALLOCATION_STRATEGY = "default"  # cobell at default flags
 MARGIN_SE = 2.0  # a paired difference counts beyond this many standard errors
+KEEP = 16  # kept base outcomes (and warmed histories), newest first
 OK, WORSE, CANNOT_RUN = 0, 1, 2
 
-Outcome = dict[str, Any]  # one paired unit: key, cluster, late (bool), executor_s (its cost)
+Outcome = dict[str, Any]  # one paired unit: key, cluster, late (bool), cost
 WARM_ENV = "COBELL_HELDOUT_WARM"  # a directory of warmed deadline histories, shared by plays
 # how each section names its "late" and its cost
 WORDS = {"allocation": ("late", "executor-s"), "deadline": ("late", "executor-s"),
@@ -121,8 +122,7 @@ def play_allocation(seed: int, world: str, variant: str, target: str) -> list[Ou
                     strategies=(ALLOCATION_STRATEGY,))
     per = co.run_experiment(cfg, BELL_DATA)[(world, variant, target)]
     return [{"key": f"{seed}/{variant}/{target}/{r.index}", "cluster": f"{seed}/{variant}/{target}",
-             "late": r.overshoot_pct > 0,
-             "overshoot_pct": r.overshoot_pct, "executor_s": r.node_s}
+             "late": r.overshoot_pct > 0, "cost": r.node_s}
             for r in per[ALLOCATION_STRATEGY] if not r.bootstrap]
 
 
@@ -132,6 +132,8 @@ def warmed_history(seed: int, world: str, warmup: int, warm: Any) -> Any:
     fitted models: those are this core's)."""
     import pickle
 
+    from cobell_cli.store.model_cache import write_bytes
+
     directory = os.environ.get(WARM_ENV)
     path = Path(directory) / f"warm-{seed}-{world}-{warmup}.pkl" if directory else None
     if path is not None and path.is_file():
@@ -139,9 +141,7 @@ def warmed_history(seed: int, world: str, warmup: int, warm: Any) -> Any:
     memory = warm()
     memory.fit_cache.clear()
     if path is not None:
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        partial.write_bytes(pickle.dumps(memory))
-        partial.replace(path)
+        write_bytes(path, pickle.dumps(memory), pattern="warm-*.pkl", keep=KEEP)
     return memory
 
 
@@ -159,7 +159,7 @@ def play_deadline(seed: int, world: str, pattern: str, rounds: int,
                        rows=("deadline",))
     return [{"key": f"{seed}/{pattern}/{i}/{r.key}", "cluster": f"{seed}/{pattern}/{i}",
              "late": not r.met,
-             "judged": r.deadline_at is not None, "executor_s": r.executor_s}
+             "judged": r.deadline_at is not None, "cost": r.executor_s}
             for i, rnd in enumerate(cell.rounds) for r in rnd["deadline"]]
 
 
@@ -173,7 +173,7 @@ def play_memory(seed: int, world: str, target: str, per_interferer: int) -> list
     played = me.play_runs(world, target, cfg, load_curves(BELL_DATA))
     records = me.run_cell(world, target, cfg, played, strategies=("cobell",))["cobell"]
     return [{"key": f"{seed}/{target}/{r.index}", "cluster": f"{seed}/{target}",
-             "late": r.ooms > 0, "executor_s": r.mb_s}
+             "late": r.ooms > 0, "cost": r.mb_s}
             for r in records if not r.bootstrap]
 
 
@@ -185,7 +185,7 @@ def play_nodetype(seed: int, world: str) -> list[Outcome]:
     curves = load_curves(BELL_DATA)
     rows = ht.allocate(ht.history(curves, seed), curves, seed)
     return [{"key": f"{seed}/{i}/{row['job']}", "cluster": f"{seed}/{row['job']}/{row['target_s']}",
-             "late": row[NODETYPE_STRATEGY]["miss"], "executor_s": row[NODETYPE_STRATEGY]["cost"]}
+             "late": row[NODETYPE_STRATEGY]["miss"], "cost": row[NODETYPE_STRATEGY]["cost"]}
             for i, row in enumerate(rows)]
 
 
@@ -224,7 +224,7 @@ def play_tree(package_parent: Path, quick: bool, jobs: int,
         (shim / "cobell_cli").symlink_to(package_parent.resolve() / "cobell_cli")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-            **{v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+            **dict.fromkeys(SINGLE_THREAD, "1")}
         env.pop(WARM_ENV, None)
         if warm is not None:
             warm.mkdir(parents=True, exist_ok=True)
@@ -250,7 +250,7 @@ class Comparison:
     late_head_pct: float
     late_diff_pct: float  # paired mean of head - base, in points
     late_se_pct: float
-    cost_ratio: float  # head's executor-seconds / base's, summed
+    cost_ratio: float  # head's cost / base's, summed
     cost_diff_pct: float  # paired mean of head / base - 1 per run, in %
     cost_se_pct: float
     verdict: str
@@ -311,15 +311,15 @@ def compare_world(section: str, world: str, base: Sequence[Outcome],
     judged = [(b, h) for b, h in pairs if b.get("judged", True)]
     late = mean_se([float(h["late"]) - float(b["late"]) for b, h in judged],
                    [b.get("cluster", b["key"]) for b, _ in judged])
-    cost = mean_se([h["executor_s"] / b["executor_s"] - 1.0 for b, h in pairs],
+    cost = mean_se([h["cost"] / b["cost"] - 1.0 for b, h in pairs],
                    [b.get("cluster", b["key"]) for b, _ in pairs])
-    changed = sum(b["late"] != h["late"] or b["executor_s"] != h["executor_s"] for b, h in pairs)
+    changed = sum(b["late"] != h["late"] or b["cost"] != h["cost"] for b, h in pairs)
     n = max(len(judged), 1)
     late_base, late_head = (100.0 * sum(pair[i]["late"] for pair in judged) / n for i in (0, 1))
     return Comparison(
         section, world, len(pairs), changed, late_base, late_head,
         100.0 * late[0], 100.0 * late[1],
-        sum(h["executor_s"] for _, h in pairs) / sum(b["executor_s"] for b, _ in pairs),
+        sum(h["cost"] for _, h in pairs) / sum(b["cost"] for b, _ in pairs),
         100.0 * cost[0], 100.0 * cost[1], verdict(late, cost, changed))
 
 
@@ -389,6 +389,8 @@ def play_base(tree: Path, quick: bool, jobs: int, use_cache: bool) -> tuple[dict
     from the cache when the same sources played them before."""
     import shutil
 
+    from cobell_cli.store.model_cache import write_bytes
+
     key = source_key(tree, quick)
     path, warm = cache_dir() / f"{key}.json", cache_dir() / f"{key}.warm"
     if use_cache and path.is_file() and warm.is_dir():
@@ -398,9 +400,9 @@ def play_base(tree: Path, quick: bool, jobs: int, use_cache: bool) -> tuple[dict
             pass  # a damaged entry: play again
     shutil.rmtree(warm, ignore_errors=True)
     outcomes = play_tree(tree, quick, jobs, warm)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(outcomes))
-    partial.replace(path)
+    if not any(warm.glob("warm-*.pkl")):  # write_bytes is best effort; this must not be
+        raise SystemExit(f"bench.heldout: the base's warmed histories were not kept in {warm}")
+    write_bytes(path, json.dumps(outcomes).encode(), pattern="*.json", keep=KEEP)
     return outcomes, warm
 
 

@@ -30,7 +30,7 @@ def test_the_verdict_reads_each_paired_difference_against_two_standard_errors(
 
 
 def _runs(n: int, late: set[int], cost: float) -> list[dict]:
-    return [{"key": f"k{i}", "late": i in late, "executor_s": cost} for i in range(n)]
+    return [{"key": f"k{i}", "late": i in late, "cost": cost} for i in range(n)]
 
 
 def test_runs_pair_by_their_draw_and_the_differences_are_paired() -> None:
@@ -53,10 +53,10 @@ def test_runs_that_do_not_pair_are_an_error_not_a_verdict() -> None:
 
 
 def test_deadline_stragglers_count_for_cost_not_for_lateness() -> None:
-    base = [{"key": "a", "late": False, "judged": True, "executor_s": 10.0},
-            {"key": "s", "late": False, "judged": False, "executor_s": 10.0}]
-    head = [{"key": "a", "late": False, "judged": True, "executor_s": 10.0},
-            {"key": "s", "late": True, "judged": False, "executor_s": 30.0}]
+    base = [{"key": "a", "late": False, "judged": True, "cost": 10.0},
+            {"key": "s", "late": False, "judged": False, "cost": 10.0}]
+    head = [{"key": "a", "late": False, "judged": True, "cost": 10.0},
+            {"key": "s", "late": True, "judged": False, "cost": 30.0}]
     row = ho.compare_world("deadline", "simulator", base, head)
     assert (row.late_base_pct, row.late_head_pct, row.late_diff_pct) == (0.0, 0.0, 0.0)
     assert row.cost_ratio == pytest.approx(2.0)
@@ -133,6 +133,7 @@ def test_the_base_is_played_once_for_the_same_sources(
     def fake_play(tree: Path, quick: bool, jobs: int, warm: Path | None = None) -> dict:
         assert warm is not None and not warm.exists()  # a fresh directory for its histories
         warm.mkdir(parents=True)
+        (warm / "warm-1-simulator-3.pkl").write_bytes(b"")  # what a real play leaves
         plays.append(tree)
         return {"core": f"c{len(plays)}", "outcomes": {}}
 
