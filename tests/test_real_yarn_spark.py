@@ -104,6 +104,7 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
     spark = str(real_yarn.spark_submit)
     procs: dict[str, subprocess.Popen[str]] = {}
     logs = {name: root / f"{name}.log" for name in ("hog", "scaling", "victim", "oom")}
+    oom_go = root / "oom.go"  # the oom job fills its memory once this exists
     try:
         procs["hog"] = _spawn(_submit(
             sc.db, "hog", 2, logs["hog"], spark, "--master", "yarn", "--deploy-mode", "client",
@@ -141,7 +142,7 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
             "--conf", "spark.executor.memoryOverhead=384m",
             "--conf", f"spark.yarn.am.nodeLabelExpression={LABEL}",
             "--conf", f"spark.yarn.executor.nodeLabelExpression={LABEL}",
-            str(MEMORY_HOG), "--mb", "1200",
+            str(MEMORY_HOG), "--mb", "1200", "--go-file", str(oom_go),
         ), env)  # fmt: skip
         sc.scaling_running = real_yarn.wait_for(
             "the cluster-mode job's executors",
@@ -151,17 +152,28 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
         victim = real_yarn.wait_for(
             "the victim running", lambda: _running_app(real_yarn, "victim"), timeout_s=400
         )
-        sc.oom_containers = real_yarn.wait_for(
-            "the oom job's executor", lambda: _containers(real_yarn, "oom"), timeout_s=400
-        )
+        try:
+            sc.oom_containers = real_yarn.wait_for(
+                "the oom job's executor", lambda: _containers(real_yarn, "oom"), timeout_s=400
+            )
+        except pytest.fail.Exception as missed:
+            pytest.fail(f"{missed}; the RM's oom apps: {_apps_any_state(real_yarn, 'oom')}")
+        oom_go.touch()
         real_yarn.kill(victim["id"])
         for name in ("victim", "oom", "scaling", "hog"):
             _finish(name, procs.pop(name), sc, logs[name])
         yield sc
     finally:
+        oom_go.touch()  # nothing of the oom job waits on a test that failed
         for proc in procs.values():
             proc.kill()
             proc.wait()
+
+
+def _apps_any_state(real_yarn: RealYarn, job: str) -> list[tuple[str, str, str]]:
+    doc = real_yarn.rest(f"/ws/v1/cluster/apps?applicationTags=cobell-job:{job}")
+    return [(a["id"], a["state"], a.get("diagnostics", "")[:300])
+            for a in (doc.get("apps") or {}).get("app") or []]
 
 
 def _containers(real_yarn: RealYarn, job: str) -> list[dict[str, Any]] | None:
