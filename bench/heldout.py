@@ -37,6 +37,11 @@ node types: price x executor-seconds), head against base, with the paired differ
 standard error, and a verdict: `worse` where head is late more often or costs more, by more
 than two standard errors, and is not better in the other; `trade-off` where one is worse and
 the other better by that much; `better`, `no worse` or `unchanged` (no run moved) otherwise.
+Beside it, the project's rule for what stays in the default (README: a component stays only
+if it wins out of sample by a standard error): per world who wins by one standard error
+(`base`, `head`, `split` when each wins one of the two, `neither`), and a line that names
+them. A head "no worse" at two standard errors may still lose by one: then a component it
+adds does not earn its place, and one it removes (a simpler head) was earning it.
 A head whose core is BASE's (docstrings and comments aside) plays nothing.
 
 Exit 0: nothing worse and no trade-off; 1: a world is worse or trades one for the other (a
@@ -76,6 +81,7 @@ NODETYPE_SEEDS = (7, 11)  # bench.hetero's held-out seeds
 NODETYPE_STRATEGY = "shared"  # cobell's default: one model over the types, the cheapest label
 ALLOCATION_STRATEGY = "default"  # cobell at default flags
 MARGIN_SE = 2.0  # a paired difference counts beyond this many standard errors
+RULE_SE = 1.0  # the rule that keeps a component in the default: a win by one standard error
 KEEP = 16  # kept base outcomes (and warmed histories), newest first
 OK, WORSE, CANNOT_RUN = 0, 1, 2
 
@@ -254,6 +260,7 @@ class Comparison:
     cost_diff_pct: float  # paired mean of head / base - 1 per run, in %
     cost_se_pct: float
     verdict: str
+    wins: str  # who wins by RULE_SE: base, head, split, neither (or unchanged)
 
     def line(self) -> str:
         late, cost = WORDS[self.section]
@@ -261,7 +268,7 @@ class Comparison:
                 f"changed: {late} {self.late_base_pct:5.1f} -> {self.late_head_pct:5.1f} % "
                 f"({self.late_diff_pct:+.2f} +- {self.late_se_pct:.2f} points); {cost} "
                 f"x{self.cost_ratio:.4f} ({self.cost_diff_pct:+.2f} +- {self.cost_se_pct:.2f} % "
-                f"a run): {self.verdict}")
+                f"a run): {self.verdict}; by one SE: {self.wins}")
 
 
 def mean_se(values: Sequence[float], clusters: Sequence[str] | None = None,
@@ -284,16 +291,27 @@ def mean_se(values: Sequence[float], clusters: Sequence[str] | None = None,
     return mean, math.sqrt(k / (k - 1) * spread) / n
 
 
+def _sign(diff: float, se: float, margin_se: float) -> int:
+    """+1 where head - base is above zero by more than `margin_se` standard errors, -1 below."""
+    beyond = abs(diff) > margin_se * se and diff != 0.0
+    return (1 if diff > 0 else -1) if beyond else 0
+
+
+def wins(late: tuple[float, float], cost: tuple[float, float], changed: int) -> str:
+    """Who is ahead by RULE_SE on lateness or cost and behind on neither: base, head; split
+    when each is ahead on one; neither."""
+    if changed == 0:
+        return "unchanged"
+    signs = {_sign(*late, RULE_SE), _sign(*cost, RULE_SE)} - {0}
+    return {frozenset(): "neither", frozenset({1}): "base", frozenset({-1}): "head"}.get(
+        frozenset(signs), "split")
+
+
 def verdict(late: tuple[float, float], cost: tuple[float, float], changed: int) -> str:
     """From the paired (difference, standard error) of lateness and of cost, head - base."""
     if changed == 0:
         return "unchanged"
-
-    def sign(diff: float, se: float) -> int:
-        beyond = abs(diff) > MARGIN_SE * se and diff != 0.0
-        return (1 if diff > 0 else -1) if beyond else 0
-
-    late_sign, cost_sign = sign(*late), sign(*cost)
+    late_sign, cost_sign = _sign(*late, MARGIN_SE), _sign(*cost, MARGIN_SE)
     if late_sign * cost_sign < 0:
         return "trade-off"
     if late_sign > 0 or cost_sign > 0:
@@ -320,7 +338,8 @@ def compare_world(section: str, world: str, base: Sequence[Outcome],
         section, world, len(pairs), changed, late_base, late_head,
         100.0 * late[0], 100.0 * late[1],
         sum(h["cost"] for _, h in pairs) / sum(b["cost"] for b, _ in pairs),
-        100.0 * cost[0], 100.0 * cost[1], verdict(late, cost, changed))
+        100.0 * cost[0], 100.0 * cost[1], verdict(late, cost, changed),
+        wins(late, cost, changed))
 
 
 def compare(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[Comparison]:
@@ -347,6 +366,16 @@ def worktree(rev: str) -> Iterator[Path]:
             git("worktree", "remove", "--force", str(path))
 
 
+def rule_line(rows: Sequence[Comparison]) -> str:
+    """Who wins by one standard error, world by world (the rule that keeps a component)."""
+    named = {who: [f"{r.section} {r.world}" for r in rows if r.wins == who]
+             for who in ("base", "head", "split")}
+    said = [f"{who} wins in {', '.join(w)}" if who != "split" else f"split in {', '.join(w)}"
+            for who, w in named.items() if w]
+    return ("by one standard error (what keeps a component in the default): "
+            + ("; ".join(said) if said else "no world won by either"))
+
+
 def report(base_label: str, base: Mapping[str, Any], head: Mapping[str, Any],
            rows: Sequence[Comparison], elapsed_s: float, quick: bool) -> str:
     seeds = ("--quick: a small cell or two of each, at the first seed" if quick else
@@ -359,6 +388,7 @@ def report(base_label: str, base: Mapping[str, Any], head: Mapping[str, Any],
     lines += [r.line() for r in rows]
     bad = [f"{r.section} {r.world}" for r in rows if r.verdict in ("worse", "trade-off")]
     margin = f"{MARGIN_SE:g} standard errors of the paired difference"
+    lines.append(rule_line(rows))
     lines.append(f"verdict: worse or a trade-off in {', '.join(bad)} (beyond {margin})" if bad
                  else f"verdict: no worse (no world worse or traded beyond {margin})")
     return "\n".join(lines)

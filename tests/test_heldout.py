@@ -29,6 +29,21 @@ def test_the_verdict_reads_each_paired_difference_against_two_standard_errors(
     assert ho.verdict(late, cost, changed) == expected
 
 
+@pytest.mark.parametrize(("late", "cost", "changed", "expected"), [
+    ((0.0, 0.0), (0.0, 0.0), 0, "unchanged"),
+    ((0.019, 0.01), (0.0, 0.0), 1, "base"),  # 1.9 SE: no worse at two, but base wins at one
+    ((0.0, 0.0), (0.0026, 0.0018), 4, "base"),  # cost 1.4 SE higher (five refits, 1 Dec 2026)
+    ((0.0, 0.0), (-0.0026, 0.0018), 4, "head"),
+    ((0.009, 0.01), (0.001, 0.01), 4, "neither"),  # within one standard error both
+    ((0.02, 0.01), (-0.02, 0.01), 4, "split"),
+    ((-0.02, 0.01), (0.005, 0.01), 4, "head"),  # ahead on one, within one SE on the other
+])  # fmt: skip
+def test_the_rule_reads_who_wins_by_one_standard_error(
+    late: tuple[float, float], cost: tuple[float, float], changed: int, expected: str
+) -> None:
+    assert ho.wins(late, cost, changed) == expected
+
+
 def _runs(n: int, late: set[int], cost: float) -> list[dict]:
     return [{"key": f"k{i}", "late": i in late, "cost": cost} for i in range(n)]
 
@@ -105,8 +120,12 @@ def test_the_report_names_each_world_that_is_worse_or_traded() -> None:
     text = ho.report("main", base, head, [worse, fine], 1.0, quick=False)
     assert worse.verdict == "worse" and "OOM" in worse.line() and "MB-s x2.0000" in worse.line()
     assert text.splitlines()[-1].startswith("verdict: worse or a trade-off in memory nodesim (")
+    assert worse.wins == "base" and worse.line().endswith("worse; by one SE: base")
+    assert text.splitlines()[-2] == ("by one standard error (what keeps a component in the "
+                                     "default): base wins in memory nodesim")
     clean = ho.report("main", base, head, [fine], 1.0, quick=True)
     assert "--quick" in clean and clean.splitlines()[-1].startswith("verdict: no worse")
+    assert clean.splitlines()[-2].endswith("no world won by either")
 
 
 def test_a_base_with_this_core_plays_nothing(bell_dir: Path,
