@@ -105,11 +105,13 @@ def interrupted(
         apps = {job: real_yarn.wait_for(f"{job}'s app id in the history",
                                         lambda job=job: _app_of(db, job), timeout_s=400)
                 for job in SIGNALS}
+        # both hold their executors before either is signalled: a signal sent while the test
+        # still waited for the other app would count that wait in its time to end
+        real_yarn.wait_for("both jobs holding their executors",
+                           lambda: all(_holds_an_executor(real_yarn, apps[job])
+                                       for job in SIGNALS), timeout_s=400)
         sent = {}
         for job, (_, sig) in SIGNALS.items():
-            real_yarn.wait_for(f"{job} holding its executor",
-                               lambda job=job: _holds_an_executor(real_yarn, apps[job]),
-                               timeout_s=400)
             procs[job].send_signal(sig)
             sent[job] = time.monotonic()
         ends = _until_ended(real_yarn, apps, sent)

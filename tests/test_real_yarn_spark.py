@@ -105,10 +105,12 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
     procs: dict[str, subprocess.Popen[str]] = {}
     logs = {name: root / f"{name}.log" for name in ("hog", "scaling", "victim", "oom")}
     oom_go = root / "oom.go"  # the oom job fills its memory once this exists
+    hog_done = root / "hog.done"  # hog spins until this exists: it outlasts what runs beside it
     try:
         procs["hog"] = _spawn(_submit(
             sc.db, "hog", 2, logs["hog"], spark, "--master", "yarn", "--deploy-mode", "client",
-            str(JOBS / "corunner_job.py"), "--tasks", "2", "--task-s", "50",
+            str(JOBS / "corunner_job.py"), "--tasks", "2", "--task-s", "400",
+            "--until-file", str(hog_done),
         ), env)  # fmt: skip
         hog = real_yarn.wait_for(
             "hog's first job on its executors",
@@ -159,12 +161,14 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
         except pytest.fail.Exception as missed:
             pytest.fail(f"{missed}; the RM's oom apps: {_apps_any_state(real_yarn, 'oom')}")
         oom_go.touch()
+        hog_done.touch()
         real_yarn.kill(victim["id"])
         for name in ("victim", "oom", "scaling", "hog"):
             _finish(name, procs.pop(name), sc, logs[name])
         yield sc
     finally:
-        oom_go.touch()  # nothing of the oom job waits on a test that failed
+        oom_go.touch()  # nothing of the oom job or hog waits on a test that failed
+        hog_done.touch()
         for proc in procs.values():
             proc.kill()
             proc.wait()

@@ -1,7 +1,9 @@
 """A CPU-heavy PySpark co-runner: occupies executors and the CPU to create interference.
 
 Every task spins the CPU for `--task-s` seconds; with `--tasks` equal to its slots it holds
-them for about `--task-s` seconds, `--rounds` times.
+them for about `--task-s` seconds, `--rounds` times. `--until-file PATH`: each task stops
+spinning once PATH exists (a path every executor sees), at the latest after `--task-s`: a
+co-runner that holds the cluster until whoever measures beside it is done.
 
     spark-submit --master spark://127.0.0.1:7077 corunner_job.py --tasks 2 --task-s 30
 """
@@ -13,10 +15,17 @@ import json
 import time
 
 
-def spin(task_s: float) -> int:
+def spin(task_s: float, until_file: str = "") -> int:
+    import os
+
     end = time.perf_counter() + task_s
+    look = time.perf_counter()
     n = 0
-    while time.perf_counter() < end:
+    while (now := time.perf_counter()) < end:
+        if until_file and now >= look:
+            if os.path.exists(until_file):
+                break
+            look = now + 0.5
         n += 1
     return n
 
@@ -26,6 +35,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=2, help="parallel CPU-bound tasks")
     parser.add_argument("--task-s", type=float, default=30.0, help="seconds each task spins")
     parser.add_argument("--rounds", type=int, default=1, help="how many times to repeat")
+    parser.add_argument("--until-file", default="",
+                        help="stop spinning once this file exists (at most --task-s)")
     args = parser.parse_args(argv)
 
     from pyspark.sql import SparkSession
@@ -33,10 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     spark = SparkSession.builder.getOrCreate()
     sc = spark.sparkContext
     t0 = time.time()
-    task_s = args.task_s
+    task_s, until_file = args.task_s, args.until_file
     loops = 0
     for _ in range(args.rounds):
-        loops += sc.parallelize(range(args.tasks), args.tasks).map(lambda _: spin(task_s)).sum()
+        tasks = sc.parallelize(range(args.tasks), args.tasks)
+        loops += tasks.map(lambda _: spin(task_s, until_file)).sum()
     print(
         json.dumps(
             {
