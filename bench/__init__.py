@@ -45,9 +45,9 @@ BELL_DATA = bell_data()
 
 def publish(text: str, output: Path | None) -> None:
     """Print a benchmark's report and, unless it is a quick run (`output` None), write it,
-    keeping the gate's blocks the file held (bench/gate/blocks.py) and stamped with the core
-    it was made on (bench/staleness.py)."""
-    from bench.gate.blocks import carried_over
+    keeping the gate's blocks and the hand-written ones the file held (bench/gate/blocks.py),
+    stamped with the core it was made on (bench/staleness.py)."""
+    from bench.gate.blocks import carried_over, kept_over
     from bench.staleness import stamped
 
     print(text)
@@ -55,7 +55,8 @@ def publish(text: str, output: Path | None) -> None:
         return
     output.parent.mkdir(parents=True, exist_ok=True)
     if output.is_file():
-        text = carried_over(output.read_text(), text)
+        old = output.read_text()
+        text = kept_over(old, carried_over(old, text))
     output.write_text(stamped(text))
     print(f"wrote {output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}")
 

@@ -2,6 +2,7 @@
 
     python -m bench gate [...]        the core figures against bench/baseline.json (CI runs it)
     python -m bench stale [--all]     the results files made on another core than this one
+    python -m bench rerun [--jobs 2]  make the stale ones again (bench/recipes.py)
     python -m bench [--quick] [--only NAME ...]   the canonical benchmarks, each as its
                                                   results file was made
 
@@ -83,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.staleness import main as stale
 
         return stale(argv[1:])
+    if argv[:1] == ["rerun"]:
+        from bench.rerun import main as rerun
+
+        return rerun(argv[1:])
     return run_all(argv)
 
 

@@ -2,7 +2,9 @@
 
 A block is generated text (a headline table the gate renders from bench/baseline.json); the
 rest of the file is anyone's. A benchmark that rewrites its whole results file keeps the
-file's blocks (`bench.publish` carries them over), so a full rerun never drops them.
+file's blocks (`bench.publish` carries them over), so a full rerun never drops them. So is
+text written by hand into a generated file, in `<!-- kept:NAME -->` ... `<!-- /kept:NAME -->`
+(a reading of the tables): a rerun (`python -m bench rerun`) keeps it, at the file's end.
 """
 
 from __future__ import annotations
@@ -42,3 +44,13 @@ def carried_over(old: str, new: str) -> str:
         if name not in present:
             out = put(out, name, body)
     return out
+
+
+_KEPT = re.compile(r"<!-- kept:(?P<name>[\w.-]+) -->\n.*?<!-- /kept:(?P=name) -->", re.S)
+
+
+def kept_over(old: str, new: str) -> str:
+    """`new` with every hand-written block of `old` that `new` lacks, at its end."""
+    present = {m["name"] for m in _KEPT.finditer(new)}
+    missing = [m[0] for m in _KEPT.finditer(old) if m["name"] not in present]
+    return "\n\n".join([new.rstrip("\n"), *missing]) + "\n" if missing else new
