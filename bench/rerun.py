@@ -7,7 +7,8 @@ making them again by hand took an hour or more of reading each file's protocol. 
 commands are in bench/recipes.py; this runs those of the stale files (`--all`: of every
 stamped one; `--only`: of those named), each file's commands in order in a fresh directory
 ($RERUN_TMP), up to `--jobs` files at a time, longest first. A recipe that times wall or
-CPU time (`quiet`) runs after the others, alone. Each file's output goes to a log
+CPU time (`quiet`) runs after the others, alone, once the 1-minute load average is below
+bench.quiet's bar (1.5), which its log and the summary keep. Each file's output goes to a log
 (~/.cache/cobell/rerun/NAME.log); the summary names the files still stale afterwards.
 
 What it cannot do: rewrite the prose of README.md and docs/ that quotes a figure which
@@ -31,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.quiet import wait_for_quiet
 from bench.recipes import RECIPES, Recipe
 from bench.staleness import ROOT, survey
 
@@ -103,14 +105,17 @@ def chosen(only: Sequence[str] | None, every: bool) -> list[str]:
 
 
 def rerun(names: Sequence[str], jobs: int, logs: Path, root: Path = ROOT,
-          recipes: Mapping[str, Recipe] = RECIPES,
-          say: Callable[[str], object] = print) -> list[Outcome]:
-    """Every named file's recipe: `jobs` at a time, then the quiet ones one by one."""
+          recipes: Mapping[str, Recipe] = RECIPES, say: Callable[[str], object] = print,
+          quiet_load: Callable[[], float] = wait_for_quiet) -> list[Outcome]:
+    """Every named file's recipe: `jobs` at a time, then the quiet ones one by one, each once
+    `quiet_load` (which waits for an idle machine) returns."""
     shared, quiet = order(names, recipes)
 
     def one(name: str) -> Outcome:
         count = len(recipes[name].commands)
-        say(f"rerun: {name}: {count} command{'s' * (count > 1)}, ~{recipes[name].minutes:g} min")
+        load = f", load {quiet_load():.2f} before" if recipes[name].quiet else ""
+        say(f"rerun: {name}: {count} command{'s' * (count > 1)}, ~{recipes[name].minutes:g} min"
+            + load)
         outcome = run_recipe(name, recipes[name], logs, root)
         say(f"rerun: {name} {'done' if outcome.ok else 'FAILED'} in {outcome.seconds:.0f} s"
             + ("" if outcome.ok else f" at `{outcome.failed_command}` (log: {outcome.log})"))

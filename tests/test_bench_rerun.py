@@ -108,12 +108,22 @@ def test_quiet_recipes_run_alone_after_the_others(tmp_path: Path) -> None:
         with lock:
             said.append(line)
 
+    waited: list[str] = []
+
+    def idle() -> float:  # the machine's load, once it is below the bar
+        waited.append(stamps.read_text() if stamps.exists() else "")
+        return 0.42
+
     started = time.perf_counter()
-    outcomes = rr.rerun(list(recipes), 2, tmp_path / "logs", tmp_path, recipes, say=say)
+    outcomes = rr.rerun(list(recipes), 2, tmp_path / "logs", tmp_path, recipes, say=say,
+                        quiet_load=idle)
     assert all(o.ok for o in outcomes) and time.perf_counter() - started < 30
     assert stamps.read_text().split() == ["short", "long", "timed"]  # 2 lanes, quiet last
     assert [o.name for o in outcomes] == ["long.md", "short.md", "timed.md"]
     assert said[0].startswith("rerun: long.md")  # longest first
+    assert waited == ["short long "]  # asked once, for the quiet one, after the others ended
+    assert any(ln.startswith("rerun: timed.md") and ln.endswith("load 0.42 before")
+               for ln in said)
 
 
 def test_an_environment_word_sets_the_commands_environment(tmp_path: Path) -> None:
