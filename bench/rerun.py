@@ -80,7 +80,15 @@ def run_recipe(name: str, recipe: Recipe, logs: Path, root: Path = ROOT) -> Outc
                                   stdout=out, stderr=subprocess.STDOUT, check=False)
             if done.returncode != 0:
                 return Outcome(name, False, time.perf_counter() - started, log, command)
+        _name_the_tmp(root / "bench" / "results" / name, tmp)
     return Outcome(name, True, time.perf_counter() - started, log)
+
+
+def _name_the_tmp(path: Path, tmp: str) -> None:
+    """The results file says `$RERUN_TMP` where its command line held the temporary dir, which
+    is gone: the recipe, not a path, says where the intermediate files were."""
+    if path.is_file() and tmp in (text := path.read_text()):
+        path.write_text(text.replace(tmp, "$RERUN_TMP"))
 
 
 def order(names: Iterable[str], recipes: Mapping[str, Recipe] = RECIPES,

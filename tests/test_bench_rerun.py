@@ -168,3 +168,14 @@ def test_text_written_by_hand_survives_a_rewrite_of_its_results_file(tmp_path: P
     assert text.count(reading) == 1 and text.index(reading) > text.index("| 2 |")
     assert text.rstrip().endswith("-->") and "made on core" in text.splitlines()[-1]
     assert kept_over(text, text) == text  # a file that has it keeps one
+
+
+def test_the_results_file_names_rerun_tmp_not_the_gone_directory(tmp_path: Path) -> None:
+    results = tmp_path / "bench" / "results"
+    results.mkdir(parents=True)
+    code = ("import os; open('bench/results/a.md', 'w').write("
+            "'Command: `x --cache ' + os.environ['RERUN_TMP'] + '/c`')")
+    recipes = {"a.md": Recipe((f"python -c {shlex.quote(code)}",), 1)}
+    [outcome] = rr.rerun(["a.md"], 1, tmp_path / "logs", tmp_path, recipes, say=lambda _: None)
+    assert outcome.ok
+    assert (results / "a.md").read_text() == "Command: `x --cache $RERUN_TMP/c`"
