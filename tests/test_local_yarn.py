@@ -69,6 +69,15 @@ def test_the_queues_add_up_and_only_default_may_use_the_label() -> None:
     assert not any("accessible-node-labels" in k for k in unlabelled)
 
 
+def test_one_user_may_fill_the_default_queue_to_its_maximum() -> None:
+    """At YARN's default user-limit-factor (1) one user stops at the queue's 70 %: apps that
+    hold their containers while another waits for its last one deadlock (stop 57's CI)."""
+    props = capacity_scheduler(YarnShape())
+    q = "yarn.scheduler.capacity.root.default"
+    reach = float(props[f"{q}.capacity"]) * float(props[f"{q}.user-limit-factor"])
+    assert reach >= float(props[f"{q}.maximum-capacity"])
+
+
 def test_spark_uploads_nothing_and_runs_this_python(tmp_path: Path) -> None:
     conf = spark_defaults(tmp_path / "pyspark", "/venv/bin/python", tmp_path)
     assert conf["spark.yarn.jars"] == f"local:{tmp_path / 'pyspark' / 'jars'}/*"

@@ -66,6 +66,15 @@ def test_cluster_check_finds_the_rm_through_the_generated_yarn_site(
     assert str(real_yarn.conf_dir / "yarn-site.xml") in report["source"]
 
 
+def test_one_user_may_use_the_default_queues_maximum(real_yarn: RealYarn) -> None:
+    """The RM applied the user-limit factor: every test runs as one user, and the scenario's
+    apps (tests/test_real_yarn_spark.py) need more than the default queue's 70 % at once."""
+    queues = real_yarn.rest("/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]["queues"]
+    (default,) = [q for q in queues["queue"] if q["queueName"] == "default"]
+    reach = default["absoluteCapacity"] * default["userLimitFactor"]
+    assert reach >= default["absoluteMaxCapacity"] == 100
+
+
 def test_the_nodes_have_the_exclusive_partition(real_yarn: RealYarn) -> None:
     nodes = _running_nodes(real_yarn)
     assert len(nodes) == SHAPE.node_managers + SHAPE.labeled_node_managers

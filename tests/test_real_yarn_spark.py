@@ -146,11 +146,15 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
             "--conf", f"spark.yarn.executor.nodeLabelExpression={LABEL}",
             str(MEMORY_HOG), "--mb", "1200", "--go-file", str(oom_go),
         ), env)  # fmt: skip
-        sc.scaling_running = real_yarn.wait_for(
-            "the cluster-mode job's executors",
-            lambda: (a := _running_app(real_yarn, "scaling")) and a["runningContainers"] >= 3 and a,
-            timeout_s=400,
-        )
+        try:
+            sc.scaling_running = real_yarn.wait_for(
+                "the cluster-mode job's executors",
+                lambda: (a := _running_app(real_yarn, "scaling")) and a["runningContainers"] >= 3
+                and a,
+                timeout_s=400,
+            )
+        except pytest.fail.Exception as missed:
+            pytest.fail(f"{missed}; the RM's running apps: {_running_apps(real_yarn)}")
         victim = real_yarn.wait_for(
             "the victim running", lambda: _running_app(real_yarn, "victim"), timeout_s=400
         )
@@ -172,6 +176,13 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
         for proc in procs.values():
             proc.kill()
             proc.wait()
+
+
+def _running_apps(real_yarn: RealYarn) -> list[tuple[str, str, int, int]]:
+    """(tags, queue, containers, MB) of each running app: what holds the cluster."""
+    doc = real_yarn.rest("/ws/v1/cluster/apps?states=RUNNING")
+    return [(a.get("applicationTags", ""), a["queue"], a["runningContainers"], a["allocatedMB"])
+            for a in (doc.get("apps") or {}).get("app") or []]
 
 
 def _apps_any_state(real_yarn: RealYarn, job: str) -> list[tuple[str, str, str]]:

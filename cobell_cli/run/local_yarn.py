@@ -21,8 +21,8 @@ The cluster (its files: run/local_yarn_conf.py):
 - NodeManagers of `memory_mb_per_node` MB and `vcores_per_node` vcores: `node_managers` in
   the default partition and `labeled_node_managers` in an exclusive partition `node_label`
   (node-label-aware placement: `spark.yarn.executor.nodeLabelExpression`);
-- queues `default` (70 %, may grow to 100 %, may use the labelled partition) and `batch` (30 %,
-  capped at 30 %, 60 % of it for ApplicationMasters: a second 1 GB app there waits
+- queues `default` (70 %, may grow to 100 %, one user too, may use the labelled partition)
+  and `batch` (30 %, capped at 30 %, 60 % of it for ApplicationMasters: a second 1 GB app there waits
   ACCEPTED);
 - YARN's memory enforcement on: a container whose process tree's RSS exceeds its size is
   killed by the NodeManager ("running beyond physical memory limits"), checked every second;

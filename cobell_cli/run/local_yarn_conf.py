@@ -104,6 +104,10 @@ def capacity_scheduler(shape: YarnShape) -> dict[str, str]:
         f"{q}.queues": ",".join(QUEUES),
         f"{q}.default.capacity": "70",
         f"{q}.default.maximum-capacity": "100",
+        # One user (a laptop's, a test's) may grow to the maximum: at the default factor 1 it
+        # stops at the 70 % capacity, and apps that hold containers while another waits for
+        # its last one deadlock (a cluster-mode job stuck at 2 of 3 beside hog and victim).
+        f"{q}.default.user-limit-factor": "2",
         f"{q}.batch.capacity": "30",
         f"{q}.batch.maximum-capacity": "30",
         "yarn.scheduler.capacity.maximum-am-resource-percent": "0.6",
