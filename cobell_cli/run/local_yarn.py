@@ -22,8 +22,8 @@ The cluster (its files: run/local_yarn_conf.py):
   the default partition and `labeled_node_managers` in an exclusive partition `node_label`
   (node-label-aware placement: `spark.yarn.executor.nodeLabelExpression`);
 - queues `default` (70 %, may grow to 100 %, one user too, may use the labelled partition)
-  and `batch` (30 %, capped at 30 %, 60 % of it for ApplicationMasters: a second 1 GB app there waits
-  ACCEPTED);
+  and `batch` (30 %, capped at 30 %, 60 % of it for ApplicationMasters: a second 1 GB app
+  there waits ACCEPTED);
 - YARN's memory enforcement on: a container whose process tree's RSS exceeds its size is
   killed by the NodeManager ("running beyond physical memory limits"), checked every second;
   the virtual-memory check is off (a JVM's reservations are not its use);
