@@ -83,9 +83,14 @@ def _finish(name: str, proc: subprocess.Popen[str], sc: Scenario, log: Path) -> 
     sc.logs[name] = log.read_text(errors="replace") if log.exists() else ""
 
 
+def _apps(real_yarn: RealYarn, query: str) -> list[dict[str, Any]]:
+    """The RM's apps for a query of /ws/v1/cluster/apps (it answers `"apps": null` for none)."""
+    doc = real_yarn.rest(f"/ws/v1/cluster/apps?{query}")
+    return (doc.get("apps") or {}).get("app") or []
+
+
 def _running_app(real_yarn: RealYarn, job: str) -> dict[str, Any] | None:
-    doc = real_yarn.rest(f"/ws/v1/cluster/apps?states=RUNNING&applicationTags=cobell-job:{job}")
-    apps = (doc.get("apps") or {}).get("app") or []
+    apps = _apps(real_yarn, f"states=RUNNING&applicationTags=cobell-job:{job}")
     return apps[0] if apps else None
 
 
@@ -146,24 +151,19 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
             "--conf", f"spark.yarn.executor.nodeLabelExpression={LABEL}",
             str(MEMORY_HOG), "--mb", "1200", "--go-file", str(oom_go),
         ), env)  # fmt: skip
-        try:
-            sc.scaling_running = real_yarn.wait_for(
-                "the cluster-mode job's executors",
-                lambda: (a := _running_app(real_yarn, "scaling")) and a["runningContainers"] >= 3
-                and a,
-                timeout_s=400,
-            )
-        except pytest.fail.Exception as missed:
-            pytest.fail(f"{missed}; the RM's running apps: {_running_apps(real_yarn)}")
+        sc.scaling_running = real_yarn.wait_for(
+            "the cluster-mode job's executors",
+            lambda: (a := _running_app(real_yarn, "scaling")) and a["runningContainers"] >= 3 and a,
+            timeout_s=400,
+            explain=lambda: f"the RM's running apps: {_running_apps(real_yarn)}",
+        )
         victim = real_yarn.wait_for(
             "the victim running", lambda: _running_app(real_yarn, "victim"), timeout_s=400
         )
-        try:
-            sc.oom_containers = real_yarn.wait_for(
-                "the oom job's executor", lambda: _containers(real_yarn, "oom"), timeout_s=400
-            )
-        except pytest.fail.Exception as missed:
-            pytest.fail(f"{missed}; the RM's oom apps: {_apps_any_state(real_yarn, 'oom')}")
+        sc.oom_containers = real_yarn.wait_for(
+            "the oom job's executor", lambda: _containers(real_yarn, "oom"), timeout_s=400,
+            explain=lambda: f"the RM's oom apps: {_apps_any_state(real_yarn, 'oom')}",
+        )  # fmt: skip
         oom_go.touch()
         hog_done.touch()
         real_yarn.kill(victim["id"])
@@ -180,15 +180,13 @@ def scenario(real_yarn: RealYarn, tmp_path_factory: pytest.TempPathFactory) -> I
 
 def _running_apps(real_yarn: RealYarn) -> list[tuple[str, str, int, int]]:
     """(tags, queue, containers, MB) of each running app: what holds the cluster."""
-    doc = real_yarn.rest("/ws/v1/cluster/apps?states=RUNNING")
     return [(a.get("applicationTags", ""), a["queue"], a["runningContainers"], a["allocatedMB"])
-            for a in (doc.get("apps") or {}).get("app") or []]
+            for a in _apps(real_yarn, "states=RUNNING")]
 
 
 def _apps_any_state(real_yarn: RealYarn, job: str) -> list[tuple[str, str, str]]:
-    doc = real_yarn.rest(f"/ws/v1/cluster/apps?applicationTags=cobell-job:{job}")
     return [(a["id"], a["state"], a.get("diagnostics", "")[:300])
-            for a in (doc.get("apps") or {}).get("app") or []]
+            for a in _apps(real_yarn, f"applicationTags=cobell-job:{job}")]
 
 
 def _containers(real_yarn: RealYarn, job: str) -> list[dict[str, Any]] | None:

@@ -91,9 +91,15 @@ class RealYarn:
         return self.rest(f"/ws/v1/cluster/apps/{app_id}")["app"]
 
     def wait_for(
-        self, what: str, check: Callable[[], Any], timeout_s: float = 240.0, every_s: float = 0.5
+        self,
+        what: str,
+        check: Callable[[], Any],
+        timeout_s: float = 240.0,
+        every_s: float = 0.5,
+        explain: Callable[[], Any] | None = None,
     ) -> Any:
-        """Poll `check` until it returns something truthy; fail the test naming `what`."""
+        """Poll `check` until it returns something truthy; fail the test naming `what`, and
+        with what `explain` then reads (the RM's view that says why it never came)."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -103,7 +109,8 @@ class RealYarn:
             if value:
                 return value
             if time.monotonic() > deadline:
-                pytest.fail(f"the real YARN did not show {what} within {timeout_s:g} s")
+                why = f"; {explain()}" if explain is not None else ""
+                pytest.fail(f"the real YARN did not show {what} within {timeout_s:g} s{why}")
             time.sleep(every_s)
 
     def submit_shell(
