@@ -289,6 +289,18 @@ def test_the_starts_offered_are_now_and_the_next_distinct_ends_that_leave_time()
     assert [m.start_at - NOW for m in moments(pending, NOW, [at(860.0, "x")])] == [0.0]
 
 
+def test_a_start_that_leaves_the_fastest_candidate_its_run_is_offered_on_a_rising_curve() -> None:
+    """The fastest alone run was taken from the two ends of the range only: on a curve that
+    rises at the top (1000/x + 40 + 2.5·x) the ends take 545 s and 165 s, the middle 140 s
+    (at 20), so an end leaving 150 s was no start though 20 executors fit in it."""
+    pending = job(deadline_in_s=900.0, model=table(rise=2.5))
+    wait = WaitFor("a", "etl", NOW - 10.0, NOW + 750.0, 16, ())
+    assert [m.start_at - NOW for m in moments(pending, NOW, [(NOW + 750.0, wait)])] == [
+        0.0, 750.0]
+    late = WaitFor("b", "etl", NOW - 10.0, NOW + 770.0, 16, ())  # leaves 130 s: none fits
+    assert [m.start_at - NOW for m in moments(pending, NOW, [(NOW + 770.0, late)])] == [0.0]
+
+
 def test_a_candidate_that_misses_alone_is_judged_without_solving_its_overlaps() -> None:
     """What runs beside a job only slows it: a candidate whose run alone already misses the
     budget at the confidence is judged on its alone runtime (no fix-point solved)."""

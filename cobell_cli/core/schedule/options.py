@@ -231,7 +231,7 @@ def moments(job: PendingJob, now: float, waits: Sequence[tuple[float, WaitFor]])
     out = [Moment(now)]
     if job.start_now:
         return out
-    fastest = min(alone_s(job.model, x) for x in (job.candidates[0], job.candidates[-1]))
+    fastest = min(alone_s(job.model, x) for x in job.candidates)
     for at, wait in sorted(waits, key=lambda w: w[0]):
         if at <= now + MOMENT_MERGE_S or at - out[-1].start_at < MOMENT_MERGE_S:
             continue
