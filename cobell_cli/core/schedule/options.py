@@ -108,8 +108,7 @@ class Sizer:
         """A start with no budget left (the deadline has passed): the candidate with the
         lowest upper bound among `others`, then the shortest prediction, then the smallest, as
         the runtime plan's fastest start chooses. Every candidate misses, so none is cut short
-        as hopeless. It was the largest candidate: on a history run at 1-6 executors, 64 at a
-        predicted 343 s where 3 takes 39 s."""
+        as hopeless: a curve may rise at the top, and the largest be the slowest."""
         sized = [self._evaluated(x, start_at, others) for x in self.job.candidates]
         return min(sized, key=lambda s: (s.judgement.upper_s, s.runtime_s, s.scale_out))
 
