@@ -40,6 +40,7 @@ import numpy as np
 from bench import BELL_DATA, colocation, publish
 from bench.simulator import PROFILES, Contention, Curve, SimJob, load_curves
 from cobell_cli.api import measured_overlaps
+from cobell_cli.core.calibration import JACKKNIFE_MAX_FITS
 from cobell_cli.core.model.select import RuntimeModel
 from cobell_cli.core.running import RunningApp
 
@@ -221,8 +222,8 @@ def render(results: dict[Key, list[dict[str, Any]]], command: str, elapsed_s: fl
              "calibrate=False, sized=False)`). after: the default (rule and b/x by CV, "
              "separated from Ernest's curve, partial pooling, the pairs' uncertainty held to a, "
              "b >= 0, the interval calibrated on held-out errors per number of co-runners; "
-             "ten-fold refits up to 100 runs, hence the fit time at 50). Same histories, same "
-             "fresh runs.\n"]
+             f"{JACKKNIFE_MAX_FITS}-fold refits up to 100 runs, hence the fit time at 50). Same "
+             "histories, same fresh runs.\n"]
     after = [coverage_pct(cells, "after") for cells in results.values()]
     met = sum(GOAL[0] <= v <= GOAL[1] for v in after)
     lines += [f"**Goal check (after): {met} of {len(after)} cells within"

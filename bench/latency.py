@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench import BELL_DATA, publish
-from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
+from cobell_cli.core.calibration import DEFAULT_CONFIDENCE, JACKKNIFE_MAX_FITS
 from cobell_cli.threads import BLAS_THREAD_VARS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -294,8 +294,9 @@ def whatif_breakdown(db: Path, env: Mapping[str, str]) -> dict[str, float]:
 
 
 def calibration_check(db: Path, env: Mapping[str, str]) -> dict[str, Any]:
-    """The one-fit leave-one-out ratios (model/loo.py) against the ten-fold CV+ refits they
-    replaced: cost and the bounds they give, in a child with one BLAS thread, as the CLI runs."""
+    """The one-fit leave-one-out ratios (model/loo.py) against the K-fold CV+ refits
+    (calibration.JACKKNIFE_MAX_FITS) they replaced: cost and the bounds they give, in a child
+    with one BLAS thread, as the CLI runs."""
     code = (
         "import json, time\n"
         "from cobell_cli.store.history import History\n"
@@ -334,7 +335,8 @@ def growth(sizes: Sequence[int], walls: Sequence[float]) -> float:
 def _must_fit_goal(m: Mapping[str, Mapping[str, float]], sizes: Sequence[int],
                    spark_s: float) -> str:
     """Issue 34's must-fit goal at every history size. A young job (at most REFIT_MAX_RUNS
-    runs) calibrates on ten refits (core/model/held_out.py), which a cached predict skips."""
+    runs) calibrates on K refits (calibration.JACKKNIFE_MAX_FITS, core/model/held_out.py),
+    which a cached predict skips."""
     from cobell_cli.core.model.select import REFIT_MAX_RUNS
 
     parts = []
@@ -343,7 +345,8 @@ def _must_fit_goal(m: Mapping[str, Mapping[str, float]], sizes: Sequence[int],
         if key not in m:
             continue
         r = m[key]["wall_s"] / spark_s
-        refits = " (the job's runs: ten refits)" if n * JOB_SHARE <= REFIT_MAX_RUNS else ""
+        refits = (f" (the job's runs: {JACKKNIFE_MAX_FITS} refits)"
+                  if n * JOB_SHARE <= REFIT_MAX_RUNS else "")
         verdict = "met" if r <= GOAL_MUST_FIT_VS_SPARK else "MISSED"
         parts.append(f"{n} runs {r:.3f}x{refits} ({verdict})")
     return (f"- a predict that must fit <= {GOAL_MUST_FIT_VS_SPARK}x spark-submit --version"
@@ -468,12 +471,14 @@ def render(result: Mapping[str, Any], command: str) -> str:
                   f"The job's {cal['runs']} runs ({cal['co_runner_jobs']} co-runner classes in"
                   " the model) of the fit-goal history, one BLAS thread. The planner's bound"
                   " on runtime / predicted from the model's own leave-one-out ratios (one fit;"
-                  " `cobell_cli/core/model/loo.py`) next to the ten-fold CV+ refits it"
-                  " replaced (`calibration.jackknife_ratios`):", "",
+                  " `cobell_cli/core/model/loo.py`) next to the"
+                  f" {JACKKNIFE_MAX_FITS}-fold CV+ refits it replaced"
+                  " (`calibration.jackknife_ratios`):", "",
                   "| | time s | 0.9 bound | 0.97 bound |", "|---|---|---|---|",
                   f"| fit, leave-one-out ratios included | {cal['fit_s']:.3f} | {b9[0]:.4f} |"
                   f" {b97[0]:.4f} |",
-                  f"| ten refits (CV+) | {cal['refits_s']:.3f} | {b9[1]:.4f} | {b97[1]:.4f} |"]
+                  f"| {JACKKNIFE_MAX_FITS} refits (CV+) | {cal['refits_s']:.3f} | {b9[1]:.4f} |"
+                  f" {b97[1]:.4f} |"]
     return "\n".join(lines) + "\n"
 
 

@@ -133,17 +133,23 @@ def mean_pair_fit(runs: Sequence[Mapping[str, Any]]) -> PairModel:
 
 def test_jackknife_sees_interference_error_the_curve_cannot() -> None:
     truth = PairModel(3000.0, {"grep": (0.05, 0.0), "pagerank": (0.6, 0.0)})
-    spec = [(10, {}), (20, {}), (30, {}), (15, {"grep": 1.0}), (25, {"grep": 1.0}),
-            (12, {"grep": 1.0}), (18, {"pagerank": 1.0})]
+    # As many runs as folds: leave-one-out, the ratios in run order.
+    spec = [(10, {}), (20, {}), (15, {"grep": 1.0}), (25, {"grep": 1.0}), (18, {"pagerank": 1.0})]
+    assert len(spec) == JACKKNIFE_MAX_FITS
     ratios = jackknife_ratios(_runs(truth, spec), mean_pair_fit)
     assert len(ratios) == len(spec)
-    assert ratios[:3] == pytest.approx([1.0] * 3)  # the curve alone is exact
+    assert ratios[:2] == pytest.approx([1.0] * 2)  # the curve alone is exact
+    # Without a grep run, the pooled a is the mean of grep's 0.05 and pagerank's 0.6: 1.325
+    # times its solo runtime where the run took 1.05.
+    assert ratios[2:4] == pytest.approx([1.05 / 1.325] * 2)
     # Fitted without it, the pooled a is grep's 0.05: the pagerank run is predicted at 1.05
     # times its solo runtime, not 1.6. The fitted curve's own residuals would all be zero.
     assert ratios[-1] == pytest.approx(1.6 / 1.05)
     cal = jackknife_calibration(_runs(truth, spec), mean_pair_fit, 0.9)
-    assert cal is not None and cal["source"] == "jackknife" and cal["runs"] == 7
-    assert cal["ratio_quantile"] == pytest.approx(1.6 / 1.05)
+    assert cal is not None and cal["source"] == "jackknife" and cal["runs"] == len(spec)
+    # Five ratios are too few for conformal's rank at 0.9: the Student-t bound, above the worst.
+    assert cal["ratio_quantile"] == pytest.approx(ratio_bound(ratios, 0.9))
+    assert cal["ratio_quantile"] > 1.6 / 1.05
 
 
 def test_jackknife_needs_runs_and_skips_folds_it_cannot_fit() -> None:

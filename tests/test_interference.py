@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cobell_cli.core.calibration import JACKKNIFE_MAX_FITS
 from cobell_cli.core.co_runner_effects import (
     MAX_LOG_SD,
     calibrated_interval,
@@ -304,7 +305,7 @@ def test_short_histories_are_judged_on_refits() -> None:
     m = fit_runtime_model(short)
     held = m.held_out_ratios()
     inner = RuntimeModel(combination=m.combination_, scaled=bool(m.scaled_),
-                         calibrate=False).fit([r for i, r in enumerate(short) if i % 10 != 3])
+                         calibrate=False).fit([r for i, r in enumerate(short) if i % JACKKNIFE_MAX_FITS != 3])
     test = short[3]
     assert held[3] == pytest.approx(test["runtime_s"]
                                     / inner.predict([test["scale_out"]], test["overlaps"])[0])

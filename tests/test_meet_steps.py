@@ -53,13 +53,13 @@ def test_smooth_or_rising_probabilities_need_no_note():
 
 def test_the_plateau_the_lead_found_is_explained():
     """seed 4 of test_decision_robustness plus one run at 4 executors, 2 sd slow: P(meet)
-    0.895 at 13-16 executors, then 0.997 at 17 (the largest error's rank)."""
+    0.895 at 13-23 executors, then 0.998 at 24 (the largest error's rank)."""
     runs, target, (truth, sd) = _history(4)
     runs = [*runs, _run(len(runs), 4, truth(4) * math.exp(2.0 * sd))]
     p = plan(job="j", history=runs, now=1e9, target_s=target, min_scale_out=MIN_X,
              max_scale_out=MAX_X, fit=fit_runtime_model, confidence=DEFAULT_CONFIDENCE)
-    shown = [c for c in p.candidates if 11 <= c.scale_out <= 19]
+    shown = [c for c in p.candidates if 11 <= c.scale_out <= 25]
     note = meet_probability_note(p, shown)
     errors = p.calibration["runs"]
-    assert note == (f"  P(meet) stays 89% from 13 to 16 while the bound falls: it rests on "
+    assert note == (f"  P(meet) stays 89% from 13 to 23 while the bound falls: it rests on "
                     f"{errors} held-out errors (steps of {1 / (errors + 1):.0%})")

@@ -1,7 +1,7 @@
 """Leave-one-out errors of the interference model from its one fit: no refits.
 
 The planner calibrates its bound on how wrong the model is for a run it was not fitted on
-(calibration.py). Refitting without each run (or each of ten folds) costs ten fits, several
+(calibration.py). Refitting without each run (or each of K folds) costs K fits, several
 seconds at a thousand runs; the first-order answer costs one QR. Linearise log g(x, ov) =
 log f(x) + log(1 + Σ_k (a_k + b_k/x)·ov_k) in its free parameters at the fitted values: the
 curve's Ernest terms (φ_j(x)/f(x)) and each co-runner's a_k and b_k (ov_k/(1 + rc) and
@@ -18,7 +18,8 @@ only that much, refitted or not: its columns get the ridge penalty that shrinks 
 estimate by w (λ = (1 - w)/w of the column's sum of squares, a pseudo-run per column), and h
 is the penalised hat matrix's. Without it, 60 co-runner jobs met a few times each in 200 runs
 held-out errors like an unpooled fit's and a 90 % interval covered 99 % (bench.coverage).
-Measured against ten-fold CV+ refits (bench/results/latency.md, "calibration"; coverage.md).
+Measured against K-fold CV+ refits (calibration.JACKKNIFE_MAX_FITS; bench/results/latency.md,
+"calibration"; coverage.md).
 """
 
 from __future__ import annotations

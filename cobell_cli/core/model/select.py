@@ -267,7 +267,7 @@ class RuntimeModel:
     @property
     def edge_parallel_fraction_(self) -> float:
         """The lower edge's parallel share (edges.py), fitted on first need: only a
-        prediction below the range reads it, and most of the ten held-out refits never make
+        prediction below the range reads it, and most of the held-out refits never make
         one (an L1 fit of up to 26 solves each, a sixth of a must-fit predict at 50 runs)."""
         if self._edge_fraction is None:
             self._edge_fraction = edge_parallel_fraction(*self._edge_runs)
@@ -289,17 +289,16 @@ class RuntimeModel:
         model/loo.py), which leaves out that the curve and its knots were chosen on the same
         runs: at 50 runs it covered 81.6 % of fresh runs with a nominal 90 % interval where
         ten refits covered 90.7 % (bench.simulator, 20 co-runner jobs); from 200 runs on,
-        both 88-94 %. Five refits instead of ten would bring a must-fit predict at 50 runs
-        within issue 34's latency goal (0.22 -> 0.15 s in-process). Measured 1 Dec 2026 on
-        the held-out seeds (`python -m bench.heldout --base main` on a checkout with five,
-        303 s), by one standard error: ten win only allocation simulator's cost (+0.19 +-
-        0.18 % executor-seconds a run with five); five win deadline nodesim (-4.0 +- 1.6 %,
-        beyond two), memory nodesim (-1.0 +- 0.8 % MB-s) and node types (-0.33 +- 0.22 %);
+        both 88-94 %. Five refits (calibration.JACKKNIFE_MAX_FITS), not ten: measured 1 Dec
+        2026 on the held-out seeds (`python -m bench.heldout --base main` on a checkout with
+        five, 303 s), by one standard error ten win only allocation simulator's cost (+0.19
+        +- 0.18 % executor-seconds a run with five); five win deadline nodesim (-4.0 +- 1.6
+        %, beyond two), memory nodesim (-1.0 +- 0.8 % MB-s) and node types (-0.33 +- 0.22 %);
         allocation nodesim splits (late -0.64 +- 0.47 points, cost +0.26 +- 0.17 %). The
-        development seed's gate: 42 figures worse, 18 better. By the rule that keeps a
-        component only where it wins out of sample, the simpler five are due; taking them
-        moves the gate's baseline, every results file and the figures the docs quote, work
-        for a session that starts with it.
+        development seed's gate: 42 figures worse, 18 better, only looked at. By the rule
+        that keeps a component only where it wins out of sample, the simpler five; they also
+        bring a must-fit predict at 50 runs within issue 34's latency goal (0.22 -> 0.15 s
+        in-process).
         """
         if self._held_out is None:
             self._held_out = (refit_ratios(self._raw, self.loo_ratios_, self._refit)

@@ -2,8 +2,8 @@
 array operations instead of one NNLS per (split, subset).
 
 The cross-validation of the scale-out curve (curve_select.py) fits each of up to 15 feature
-subsets on each of ~20 splits, and a planner that must fit does so ~11 times (the model and
-its ten held-out refits, held_out.py): thousands of 4-column NNLS problems, each costing far
+subsets on each of ~20 splits, and a planner that must fit does so ~6 times (the model and
+its five held-out refits, held_out.py): thousands of 4-column NNLS problems, each costing far
 more in numpy call overhead than in arithmetic: a predict that must fit on history/example.csv's
 sgd spent ~70 % of its fitting there (0.80 -> 0.43 s CPU for the whole command with this).
 
