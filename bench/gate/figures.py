@@ -1,8 +1,10 @@
 """A gated figure and its comparison with the baseline's: worse, better or the same.
 
-Every figure is deterministic (fixed seeds, committed data), so a tolerance only absorbs the
-last displayed digit: half a unit of the precision the tables print. A figure worse than its
-baseline by more than that fails the gate; better passes and says so.
+Every figure of cobell's is deterministic (fixed seeds, committed data), so a tolerance only
+absorbs the last displayed digit: half a unit of the precision the tables print. A figure worse
+than its baseline by more than that fails the gate; better passes and says so. One peer is not
+deterministic across machines: the paper's joint fit (bench/joint_fit.py), whose non-convex
+least squares lands in another local minimum with another CPU's rounding (PEER_ERROR_PCT).
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ from dataclasses import asdict, dataclass
 PCT = 0.05  # shares and overshoots in percent (shown to 0.1)
 RATIO = 0.0005  # cost ratios (shown to 0.001)
 ERROR_PCT = 0.005  # prediction errors in percent (shown to 0.01)
+# The paper's joint fit on the real profile sets, one commit, three x86 machines and OpenBLAS
+# kernels (bench/__init__.py pins one, and it is not enough): profiles dev 19.70, 20.14, 21.35
+# and 22.01 %, test 14.91 and 14.03 %, fresh 24.47 and 25.28 % (2 Dec: main's gate failed on
+# an AMD EPYC with AVX-512 on these figures alone, 474 of 478 unmoved). The widest spread, 2.31
+# points, rounded up; cobell's own error on the same runs keeps ERROR_PCT, so a change that
+# makes cobell worse there still fails.
+PEER_ERROR_PCT = 2.5
+PEER_RATIO = 0.15  # cobell / that peer: 23.80 % over 19.70-22.01 % is 1.081-1.208
 DIRECTIONS = ("lower", "higher", "equal")
 
 

@@ -13,7 +13,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bench.gate import units as u
-from bench.gate.figures import ERROR_PCT, PCT, RATIO, Figure, count, higher, lower
+from bench.gate.figures import (
+    ERROR_PCT,
+    PCT,
+    PEER_ERROR_PCT,
+    PEER_RATIO,
+    RATIO,
+    Figure,
+    count,
+    higher,
+    lower,
+)
 from cobell_cli.core.calibration import DEFAULT_CONFIDENCE
 
 Figures = dict[str, Figure]
@@ -112,8 +122,8 @@ def real_colocation_figures(results: Mapping[str, Results]) -> Figures:
         name = f"real_colocation.{set_name}"
         out[f"{name}.runs"] = count(len(cobell))
         out[f"{name}.cobell_ape"] = lower(cobell.mean(), ERROR_PCT)
-        out[f"{name}.paper_ape"] = lower(paper.mean(), ERROR_PCT)
-        out[f"{name}.cobell_vs_paper"] = lower(cobell.mean() / paper.mean(), RATIO)
+        out[f"{name}.paper_ape"] = lower(paper.mean(), PEER_ERROR_PCT)
+        out[f"{name}.cobell_vs_paper"] = lower(cobell.mean() / paper.mean(), PEER_RATIO)
     return out
 
 
