@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bench.simulator import Contention, RunNoise, SimJob, load_curves, simulate
+from cobell_cli.core.calibration import JACKKNIFE_MAX_FITS
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -220,7 +221,7 @@ def test_the_must_fit_goal_is_judged_at_every_history_size() -> None:
          "predict, 1000 runs, no cache": {"wall_s": 0.5}, "predict, 1000 runs": {"wall_s": 0.2}}
     line = latency._must_fit_goal(m, (100, 1000, 10_000), spark_s=2.8)
     assert line.startswith("- a predict that must fit <= 0.2x")
-    assert line.endswith("100 runs 0.357x (the job's runs: ten refits) (MISSED);"
+    assert line.endswith(f"100 runs 0.357x (the job's runs: {JACKKNIFE_MAX_FITS} refits) (MISSED);"
                          " 1000 runs 0.179x (met)")
 
 

@@ -1,5 +1,5 @@
 """The one-fit leave-one-out ratios with the partial pooling's shrinkage (core/model/loo.py),
-and the study that compares them with the unpooled leverage and ten refits."""
+and the study that compares them with the unpooled leverage and the refits."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_the_study_patches_its_variants_inside_and_restores_the_planners_own() -
     with lp.variant("unpooled leverage"):
         got = select.loo_ratios(x, runtime, fitted, alone, overlap, a, b, w, shrunk)
     assert np.allclose(got, loo_ratios(x, runtime, fitted, alone, overlap, a, b, w))
-    with lp.variant("ten refits"):
+    with lp.variant(lp.REFITS):
         assert select.REFIT_MAX_RUNS >= 10**6
     with pytest.raises(RuntimeError), lp.variant("default"):
         raise RuntimeError("a failed fit")

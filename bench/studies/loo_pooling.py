@@ -1,5 +1,5 @@
 """Do the one-fit held-out errors see the partial pooling? The planner's calibration beyond
-REFIT_MAX_RUNS runs against the ten refits it stands for, on bench.coverage's cells.
+REFIT_MAX_RUNS runs against the refits it stands for, on bench.coverage's cells.
 
     python -m bench.studies.loo_pooling [--seeds 0-4 5-9] [--output FILE]
 
@@ -11,8 +11,9 @@ through `RuntimeModel` as `cobell predict` fits it:
 * unpooled leverage: model/loo.py's leave-one-out with every pair free (its `own_weight`
   None), as it was until 30 Nov 2026;
 * default: the same with each pair's pooling weight in the hat matrix (today's);
-* ten refits: calibration's ten-fold CV+ refits, which the one-fit estimate replaces beyond
-  REFIT_MAX_RUNS runs (select.REFIT_MAX_RUNS raised for the study only).
+* K refits: calibration's K-fold CV+ refits (K = calibration.JACKKNIFE_MAX_FITS: ten until
+  2 Dec 2026, five since), which the one-fit estimate replaces beyond REFIT_MAX_RUNS runs
+  (select.REFIT_MAX_RUNS raised for the study only).
 
 Seeds 0-4 are bench.coverage's own (the cell where the gap was found, nodesim with 200 runs
 and 60 co-runner jobs, is among them: the fix was written on its seeds 0 and 1); 5-9 were run
@@ -34,12 +35,14 @@ import numpy as np
 from bench import BELL_DATA, ROOT, colocation, publish
 from bench import coverage as cv
 from bench.simulator import load_curves
+from cobell_cli.core.calibration import JACKKNIFE_MAX_FITS
 from cobell_cli.core.model import select
 
 RESULTS = ROOT / "bench" / "results" / "loo_pooling.md"
 SIZES = (200, 1000)
 POOLS = (20, 60)
-VARIANTS = ("unpooled leverage", "default", "ten refits")
+REFITS = f"{JACKKNIFE_MAX_FITS} refits"
+VARIANTS = ("unpooled leverage", "default", REFITS)
 
 
 @contextmanager
@@ -48,7 +51,7 @@ def variant(name: str) -> Iterator[None]:
     loo, refit_max = select.loo_ratios, select.REFIT_MAX_RUNS
     if name == "unpooled leverage":
         select.loo_ratios = _unpooled(loo)  # type: ignore[assignment]
-    elif name == "ten refits":
+    elif name == REFITS:
         select.REFIT_MAX_RUNS = 10**9
     try:
         yield
