@@ -16,12 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # computed on, 22.01 % on an AMD EPYC (its own kernel, or Haswell's), 20.14 % with
 # Sandybridge's. Every benchmark (and the gate's workers, which inherit it) uses one kernel
 # every x86-64 CPU since 2008 runs, and numpy's SIMD paths up to AVX2 (AVX-512 only some
-# machines have). That was meant to make a figure the same on any x86-64 machine with AVX2;
-# it does not for that fit: with both set, profiles dev gave 21.35 % on the machine CI last
-# ran on and 22.01 % on an AMD EPYC with AVX-512 (2 Dec; numpy 2.4.4 and 2.4.6 alike), so the
-# gate holds that peer's figures to a tolerance measured across machines
-# (bench/gate/figures.py, PEER_ERROR_PCT). Every other gated figure agreed to the digit. Set
-# before numpy loads (`python -m bench...` imports this first); a value already set is kept.
+# machines have). Every other gated figure is then the same on any x86-64 machine with AVX2;
+# that fit is not (the measurements: bench/gate/figures.py, PEER_ERROR_PCT). Set before numpy
+# loads (`python -m bench...` imports this first); a value already set is kept.
 SAME_ON_ANY_X86 = {"OPENBLAS_CORETYPE": "Nehalem",
                    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
 if platform.machine().lower() in ("x86_64", "amd64"):
